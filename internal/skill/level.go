@@ -1,0 +1,46 @@
+package skill
+
+import (
+	"fmt"
+	"unicode/utf8"
+)
+
+// LoadLevel is how much of a skill a caller asks for (progressive disclosure).
+type LoadLevel int
+
+// Load levels.
+const (
+	LevelSummary  LoadLevel = 1 // name, description, source: about 100 tokens
+	LevelBody     LoadLevel = 2 // the SKILL.md body under a token budget
+	LevelResource LoadLevel = 3 // one named file from the skill folder
+)
+
+func (l LoadLevel) String() string {
+	switch l {
+	case LevelSummary:
+		return "summary"
+	case LevelBody:
+		return "body"
+	case LevelResource:
+		return "resource"
+	}
+	return fmt.Sprintf("level(%d)", int(l))
+}
+
+// Valid reports whether l is one of the three load levels.
+func (l LoadLevel) Valid() bool { return l >= LevelSummary && l <= LevelResource }
+
+// CharsPerToken is the ratio EstimateTokens uses. Real BPE tokenizers average
+// about four characters per token on English prose and markdown; the estimate
+// needs no tokenizer files and is the same for every host.
+const CharsPerToken = 4
+
+// TokenCounting names the counting rule in API replies.
+const TokenCounting = "estimate: ceil(unicode characters / 4)"
+
+// EstimateTokens estimates the number of LLM tokens in s as
+// ceil(characters/CharsPerToken).
+func EstimateTokens(s string) int {
+	n := utf8.RuneCountInString(s)
+	return (n + CharsPerToken - 1) / CharsPerToken
+}
