@@ -653,7 +653,8 @@ func FoldName(name string) string {
 	return strings.ToLower(norm.NFKC.String(strings.TrimSpace(name)))
 }
 
-// sortProblems orders problems by line, then code, for stable output.
+// sortProblems orders problems by file, line, code and message, for stable
+// output.
 func sortProblems(ps []skill.Problem) {
 	sort.SliceStable(ps, func(i, j int) bool {
 		if ps[i].File != ps[j].File {
@@ -662,6 +663,9 @@ func sortProblems(ps []skill.Problem) {
 		if ps[i].Line != ps[j].Line {
 			return ps[i].Line < ps[j].Line
 		}
-		return ps[i].Code < ps[j].Code
+		if ps[i].Code != ps[j].Code {
+			return ps[i].Code < ps[j].Code
+		}
+		return ps[i].Message < ps[j].Message
 	})
 }

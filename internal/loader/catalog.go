@@ -1,0 +1,251 @@
+package loader
+
+import (
+	"fmt"
+	"slices"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/mcpsag/router/internal/skill"
+)
+
+// Catalog is an immutable snapshot of the skills on disk, resolved for
+// precedence and agent scope. A new generation replaces it as a whole.
+type Catalog struct {
+	Generation uint64
+	BuiltAt    time.Time
+	Precedence []skill.SourceKind
+
+	// Files is the number of SKILL.md files found; Invalid how many of
+	// them have never parsed (skipped).
+	Files, Invalid int
+	// Problems lists every problem of every file and registry, sorted.
+	Problems []skill.Problem
+
+	entries []*Entry
+	global  map[string]*Entry            // folded name -> winner among global roots
+	scoped  map[string]map[string]*Entry // agent -> folded name -> winner among its roots
+	shadows []Shadow
+	agents  []string
+}
+
+// Entry is one valid copy of a skill and its place in the precedence order.
+type Entry struct {
+	Skill *skill.Skill
+	// Rank is the 1-based position of the skill's root in the precedence
+	// order (1 wins).
+	Rank int
+	// ShadowedBy is the copy that hides this one in its own scope.
+	ShadowedBy *Entry
+	// Shadows lists the copies this one hides.
+	Shadows []*Entry
+}
+
+// Shadow records a name collision.
+type Shadow struct {
+	Name   string
+	Winner *skill.Skill
+	Loser  *skill.Skill
+	Reason string
+	// Agent is set when the collision only exists for that agent (an
+	// agent-scoped skill hiding a global one).
+	Agent string
+}
+
+// CatalogInput is what NewCatalog builds from.
+type CatalogInput struct {
+	Generation uint64
+	Precedence []skill.SourceKind
+	Skills     []*skill.Skill
+	Files      int
+	Invalid    int
+	Problems   []skill.Problem
+}
+
+// NewCatalog resolves precedence. Within one scope (global, or one agent's
+// roots) the copy from the root whose kind ranks first in Precedence wins;
+// between roots of one kind the earlier configured root wins; within one root
+// the lexically first path wins. For an agent, its own skills then hide global
+// ones of the same name. Names collide when equal after FoldName. A disabled
+// skill still wins its name: disabling a copy never surfaces another one.
+func NewCatalog(in CatalogInput) *Catalog {
+	prec := in.Precedence
+	if len(prec) == 0 {
+		prec = skill.DefaultPrecedence
+	}
+	c := &Catalog{
+		Generation: in.Generation,
+		BuiltAt:    time.Now(),
+		Precedence: prec,
+		Files:      in.Files,
+		Invalid:    in.Invalid,
+		Problems:   append([]skill.Problem(nil), in.Problems...),
+		global:     make(map[string]*Entry),
+		scoped:     make(map[string]map[string]*Entry),
+	}
+	sortProblems(c.Problems)
+
+	kindRank := func(k skill.SourceKind) int {
+		if i := slices.Index(prec, k); i >= 0 {
+			return i
+		}
+		return len(prec)
+	}
+	for _, s := range in.Skills {
+		c.entries = append(c.entries, &Entry{Skill: s})
+	}
+	sort.SliceStable(c.entries, func(i, j int) bool {
+		a, b := c.entries[i].Skill, c.entries[j].Skill
+		if ka, kb := kindRank(a.Root.Kind), kindRank(b.Root.Kind); ka != kb {
+			return ka < kb
+		}
+		if a.Root.Order != b.Root.Order {
+			return a.Root.Order < b.Root.Order
+		}
+		return a.RelPath < b.RelPath
+	})
+	// Rank is the position of the root among the distinct roots in order.
+	rank, lastRoot := 0, ""
+	for _, e := range c.entries {
+		if e.Skill.Root.Path != lastRoot {
+			rank++
+			lastRoot = e.Skill.Root.Path
+		}
+		e.Rank = rank
+	}
+
+	for _, e := range c.entries {
+		key := FoldName(e.Skill.Name)
+		scope := c.global
+		if a := e.Skill.Root.Agent; a != "" {
+			if c.scoped[a] == nil {
+				c.scoped[a] = make(map[string]*Entry)
+			}
+			scope = c.scoped[a]
+		}
+		if w, ok := scope[key]; ok {
+			e.ShadowedBy = w
+			w.Shadows = append(w.Shadows, e)
+			c.shadows = append(c.shadows, Shadow{
+				Name: e.Skill.Name, Winner: w.Skill, Loser: e.Skill, Agent: e.Skill.Root.Agent,
+				Reason: shadowReason(w.Skill, e.Skill, kindRank),
+			})
+			continue
+		}
+		scope[key] = e
+	}
+	for agent, skills := range c.scoped {
+		c.agents = append(c.agents, agent)
+		for key, e := range skills {
+			if g, ok := c.global[key]; ok {
+				c.shadows = append(c.shadows, Shadow{
+					Name: e.Skill.Name, Winner: e.Skill, Loser: g.Skill, Agent: agent,
+					Reason: fmt.Sprintf("agent %s's own skill overrides the global one for that agent", agent),
+				})
+			}
+		}
+	}
+	sort.Strings(c.agents)
+	sort.SliceStable(c.shadows, func(i, j int) bool {
+		if c.shadows[i].Agent != c.shadows[j].Agent {
+			return c.shadows[i].Agent < c.shadows[j].Agent
+		}
+		return c.shadows[i].Name < c.shadows[j].Name
+	})
+	return c
+}
+
+func shadowReason(w, l *skill.Skill, kindRank func(skill.SourceKind) int) string {
+	switch {
+	case kindRank(w.Root.Kind) != kindRank(l.Root.Kind):
+		return fmt.Sprintf("%s ranks above %s", w.Root.Kind, l.Root.Kind)
+	case w.Root.Path != l.Root.Path:
+		return fmt.Sprintf("root %s is configured before root %s", w.Root.Display, l.Root.Display)
+	default:
+		return fmt.Sprintf("same root: %s sorts before %s", w.RelPath, l.RelPath)
+	}
+}
+
+// Lookup finds the copy of a skill that agent sees: the agent's own skill
+// when it has one, else the global winner. The name is matched after
+// FoldName.
+func (c *Catalog) Lookup(name, agent string) (*Entry, bool) {
+	key := FoldName(name)
+	if agent != "" {
+		if e, ok := c.scoped[agent][key]; ok {
+			return e, true
+		}
+	}
+	e, ok := c.global[key]
+	return e, ok
+}
+
+// Visible returns the skills agent sees, sorted by name: global winners not
+// hidden by the agent's own skills, plus the agent's own winners. It includes
+// disabled and hidden skills; callers filter for their purpose.
+func (c *Catalog) Visible(agent string) []*skill.Skill {
+	own := c.scoped[agent]
+	out := make([]*skill.Skill, 0, len(c.global)+len(own))
+	for key, e := range c.global {
+		if _, hidden := own[key]; !hidden {
+			out = append(out, e.Skill)
+		}
+	}
+	for _, e := range own {
+		out = append(out, e.Skill)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out
+}
+
+// VisibleTo reports whether agent sees s (as a winner).
+func (c *Catalog) VisibleTo(s *skill.Skill, agent string) bool {
+	e, ok := c.Lookup(s.Name, agent)
+	return ok && e.Skill == s
+}
+
+// Winners returns every skill that wins its name in some scope: the global
+// winners and every agent's own winners. Matching indexes these.
+func (c *Catalog) Winners() []*skill.Skill {
+	var out []*skill.Skill
+	for _, e := range c.entries {
+		if e.ShadowedBy == nil {
+			out = append(out, e.Skill)
+		}
+	}
+	return out
+}
+
+// Shadowed returns the collisions agent is affected by: every global one, and
+// the agent's own ("" means global only). With agent "*" it returns all.
+func (c *Catalog) Shadowed(agent string) []Shadow {
+	var out []Shadow
+	for _, s := range c.shadows {
+		if s.Agent == "" || agent == "*" || s.Agent == agent {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// Agents returns the agents that have their own skill roots.
+func (c *Catalog) Agents() []string { return c.agents }
+
+// KnownAgent reports whether agent has its own skills.
+func (c *Catalog) KnownAgent(agent string) bool {
+	_, ok := c.scoped[agent]
+	return ok
+}
+
+// Entries returns every valid copy in precedence order.
+func (c *Catalog) Entries() []*Entry { return c.entries }
+
+// DisabledReason says why s is not listed or matched, or "" when it is.
+func DisabledReason(s *skill.Skill) string {
+	var reasons []string
+	if !s.Enabled() {
+		reasons = append(reasons, fmt.Sprintf("disabled by %s (enabled: false)", s.Registry.Source))
+	}
+	return strings.Join(reasons, "; ")
+}

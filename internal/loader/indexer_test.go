@@ -1,0 +1,396 @@
+package loader
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/mcpsag/router/internal/skill"
+	"github.com/mcpsag/router/internal/store"
+)
+
+// writeSkill writes root/dir/SKILL.md with the given name and description.
+func writeSkill(t *testing.T, root, dir, name, desc string) string {
+	t.Helper()
+	return writeFile(t, filepath.Join(root, dir, SkillFile), fmt.Sprintf("---\nname: %s\ndescription: %s\n---\n# %s\n\nBody of %s.\n", name, desc, name, name))
+}
+
+func writeFile(t *testing.T, p, content string) string {
+	t.Helper()
+	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+type testIndex struct {
+	t         *testing.T
+	workspace string
+	stateDir  string
+	cfg       Config
+	db        *store.DB
+	ix        *Indexer
+}
+
+func newTestIndex(t *testing.T, workspace string, cfg Config) *testIndex {
+	t.Helper()
+	cfg.Workspace = workspace
+	ti := &testIndex{t: t, workspace: workspace, stateDir: t.TempDir(), cfg: cfg}
+	ti.open()
+	t.Cleanup(func() { ti.db.Close() })
+	return ti
+}
+
+func (ti *testIndex) open() {
+	db, err := store.Open(ti.stateDir, store.Options{LockTimeout: time.Second})
+	if err != nil {
+		ti.t.Fatal(err)
+	}
+	ix, err := NewIndexer(ti.cfg, db, nil)
+	if err != nil {
+		ti.t.Fatal(err)
+	}
+	ti.db, ti.ix = db, ix
+}
+
+// restart closes and reopens the store and the indexer, like a router restart.
+func (ti *testIndex) restart() {
+	if err := ti.db.Close(); err != nil {
+		ti.t.Fatal(err)
+	}
+	ti.open()
+}
+
+func (ti *testIndex) reindex(full bool) (*Catalog, Stats) {
+	ti.t.Helper()
+	cat, st, _, err := ti.ix.Reindex(context.Background(), full)
+	if err != nil {
+		ti.t.Fatalf("Reindex: %v", err)
+	}
+	return cat, st
+}
+
+func names(skills []*skill.Skill) string {
+	var out []string
+	for _, s := range skills {
+		out = append(out, s.Name)
+	}
+	sort.Strings(out)
+	return strings.Join(out, ",")
+}
+
+func TestWarmRestartParsesNothing(t *testing.T) {
+	ws := t.TempDir()
+	for i := range 20 {
+		writeSkill(t, filepath.Join(ws, "skills"), fmt.Sprintf("s%02d", i), fmt.Sprintf("s%02d", i), "does things")
+	}
+	ti := newTestIndex(t, ws, Config{})
+	cat, st := ti.reindex(false)
+	if st.Parsed != 20 || st.Added != 20 || len(cat.Visible("")) != 20 {
+		t.Fatalf("cold index: %+v, %d visible; want 20 parsed and added", st, len(cat.Visible("")))
+	}
+
+	ti.restart()
+	cat2, st := ti.reindex(false)
+	if st.Parsed != 0 || ti.ix.ParsedTotal() != 0 {
+		t.Errorf("warm restart parsed %d files (total %d), want 0", st.Parsed, ti.ix.ParsedTotal())
+	}
+	if st.Unchanged != 20 || st.Added != 0 || st.Changed != 0 {
+		t.Errorf("warm restart stats %+v, want 20 unchanged", st)
+	}
+	if names(cat2.Visible("")) != names(cat.Visible("")) {
+		t.Errorf("skills after restart %s, want %s", names(cat2.Visible("")), names(cat.Visible("")))
+	}
+	if cat2.Generation <= cat.Generation {
+		t.Errorf("generation after restart %d, want > %d (generations never repeat)", cat2.Generation, cat.Generation)
+	}
+
+	// A full reindex reads everything again.
+	_, st = ti.reindex(true)
+	if st.Parsed != 20 || st.Unchanged != 20 {
+		t.Errorf("full reindex %+v, want 20 parsed, 20 unchanged", st)
+	}
+}
+
+func TestReindexTracksChanges(t *testing.T) {
+	ws := t.TempDir()
+	root := filepath.Join(ws, "skills")
+	writeSkill(t, root, "a", "a", "alpha")
+	b := writeSkill(t, root, "b", "b", "beta")
+	c := writeSkill(t, root, "c", "c", "gamma")
+	ti := newTestIndex(t, ws, Config{})
+	first, _ := ti.reindex(false)
+
+	_, st := ti.reindex(false)
+	if st.Published || st.Parsed != 0 {
+		t.Errorf("no-op rescan: %+v, want nothing parsed or published", st)
+	}
+
+	writeFile(t, b, "---\nname: b\ndescription: beta, edited\n---\nnew body\n")
+	bump(t, b)
+	if err := os.RemoveAll(filepath.Dir(c)); err != nil {
+		t.Fatal(err)
+	}
+	writeSkill(t, root, "d", "d", "delta")
+	cat, st := ti.reindex(false)
+	want := Stats{Scanned: 3, Added: 1, Changed: 1, Removed: 1, Unchanged: 1, Parsed: 2}
+	if st.Scanned != want.Scanned || st.Added != want.Added || st.Changed != want.Changed ||
+		st.Removed != want.Removed || st.Unchanged != want.Unchanged || st.Parsed != want.Parsed || !st.Published {
+		t.Errorf("stats = %+v, want %+v", st, want)
+	}
+	if got := names(cat.Visible("")); got != "a,b,d" {
+		t.Errorf("skills = %s, want a,b,d", got)
+	}
+	if e, _ := cat.Lookup("b", ""); e.Skill.Description() != "beta, edited" {
+		t.Errorf("b description = %q", e.Skill.Description())
+	}
+	if cat.Generation != first.Generation+1 {
+		t.Errorf("generation = %d, want %d", cat.Generation, first.Generation+1)
+	}
+	body, ok, _ := ti.db.Body(mustLookup(t, cat, "b").ContentHash)
+	if !ok || body != "new body\n" {
+		t.Errorf("stored body of b = %q, %v", body, ok)
+	}
+}
+
+// bump moves a file's modification time forward, so an edit within the
+// filesystem's timestamp granularity is still seen.
+func bump(t *testing.T, p string) {
+	t.Helper()
+	later := time.Now().Add(2 * time.Second)
+	if err := os.Chtimes(p, later, later); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func mustLookup(t *testing.T, cat *Catalog, name string) *skill.Skill {
+	t.Helper()
+	e, ok := cat.Lookup(name, "")
+	if !ok {
+		t.Fatalf("skill %s not found", name)
+	}
+	return e.Skill
+}
+
+func TestBadEditKeepsLastGoodVersion(t *testing.T) {
+	ws := t.TempDir()
+	p := writeSkill(t, filepath.Join(ws, "skills"), "pdf", "pdf", "Fill PDF forms")
+	ti := newTestIndex(t, ws, Config{})
+	ti.reindex(false)
+
+	writeFile(t, p, "---\nname: pdf\ndescription: [broken\n---\n")
+	bump(t, p)
+	cat, st := ti.reindex(false)
+	if st.Invalid != 1 {
+		t.Errorf("invalid = %d, want 1", st.Invalid)
+	}
+	s := mustLookup(t, cat, "pdf")
+	if s.Description() != "Fill PDF forms" {
+		t.Errorf("served description %q, want the last good one", s.Description())
+	}
+	if !hasCode(s.Problems, "serving-last-good") || !hasCode(s.Problems, CodeYAMLSyntax) {
+		t.Errorf("problems %v should explain the stale version", codes(s.Problems))
+	}
+
+	// The last good version survives a restart too.
+	ti.restart()
+	cat, _ = ti.reindex(false)
+	if s := mustLookup(t, cat, "pdf"); s.Description() != "Fill PDF forms" {
+		t.Errorf("after restart served %q", s.Description())
+	}
+
+	// A new file that never parsed is not served but reported.
+	writeFile(t, filepath.Join(ws, "skills", "bad", SkillFile), "no frontmatter")
+	cat, _ = ti.reindex(false)
+	if _, ok := cat.Lookup("bad", ""); ok {
+		t.Error("a skill that never parsed is served")
+	}
+	if cat.Invalid != 1 {
+		t.Errorf("catalog invalid = %d, want 1", cat.Invalid)
+	}
+}
+
+func TestScanRules(t *testing.T) {
+	ws := t.TempDir()
+	root := filepath.Join(ws, "skills")
+	outside := t.TempDir()
+	writeSkill(t, root, "plain", "plain", "d")
+	writeSkill(t, root, "category/nested", "nested", "d")
+	writeSkill(t, root, "_draft", "draft", "d")
+	writeSkill(t, root, ".hidden", "hidden-dir", "d")
+	writeSkill(t, root, "node_modules/dep", "dep", "d")
+	writeSkill(t, root, "parent", "parent", "d")
+	writeSkill(t, root, "parent/examples/child", "child", "d") // inside a skill: a resource, not a skill
+	writeSkill(t, outside, "evil", "evil", "d")
+	writeSkill(t, root, "target", "target", "d")
+	must(t, os.Symlink(filepath.Join(outside, "evil"), filepath.Join(root, "escape")))
+	must(t, os.Symlink(filepath.Join(root, "target"), filepath.Join(root, "category", "alias")))
+	must(t, os.MkdirAll(filepath.Join(root, "loose"), 0o755))
+	must(t, os.Symlink(filepath.Join(outside, "evil", SkillFile), filepath.Join(root, "loose", SkillFile)))
+	must(t, os.Symlink(filepath.Join(root, "loop"), filepath.Join(root, "loop"))) // dangling self-loop
+
+	roots, err := ExpandRoots(ws, DefaultRoots())
+	if err != nil {
+		t.Fatal(err)
+	}
+	res := Scan(roots, DefaultScanLimits)
+	var got []string
+	for _, f := range res.Files {
+		got = append(got, f.RelPath)
+	}
+	want := "category/nested/SKILL.md,parent/SKILL.md,plain/SKILL.md,target/SKILL.md"
+	if strings.Join(got, ",") != want {
+		t.Errorf("found %v, want %s", got, want)
+	}
+	if !problemsHave(res.Problems, "symlink-escape", "escape") || !problemsHave(res.Problems, "symlink-escape", "loose") {
+		t.Errorf("escaping symlinks not reported: %v", res.Problems)
+	}
+	for _, f := range res.Files {
+		if f.RelPath == "parent/SKILL.md" {
+			if len(f.Resources) != 1 || f.Resources[0].Path != "examples/child/SKILL.md" {
+				t.Errorf("parent resources = %v, want the nested SKILL.md as a resource", f.Resources)
+			}
+		}
+	}
+}
+
+func problemsHave(ps []skill.Problem, code, fileSubstr string) bool {
+	for _, p := range ps {
+		if p.Code == code && strings.Contains(p.File, fileSubstr) {
+			return true
+		}
+	}
+	return false
+}
+
+func must(t *testing.T, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestScanSurvivesUnreadableFolder(t *testing.T) {
+	if os.Geteuid() == 0 {
+		t.Skip("running as root: permission bits do not stop reads")
+	}
+	ws := t.TempDir()
+	root := filepath.Join(ws, "skills")
+	writeSkill(t, root, "ok", "ok", "d")
+	writeSkill(t, root, "locked/inner", "inner", "d")
+	must(t, os.Chmod(filepath.Join(root, "locked"), 0))
+	t.Cleanup(func() { os.Chmod(filepath.Join(root, "locked"), 0o755) })
+	roots, _ := ExpandRoots(ws, DefaultRoots())
+	res := Scan(roots, DefaultScanLimits)
+	if len(res.Files) != 1 || !problemsHave(res.Problems, "dir-unreadable", "locked") {
+		t.Errorf("files %v problems %v; want ok found and locked reported", res.Files, res.Problems)
+	}
+}
+
+func TestPrecedenceAndAgentScope(t *testing.T) {
+	ws := t.TempDir()
+	user := t.TempDir()
+	writeSkill(t, filepath.Join(ws, "skills"), "pdf", "pdf", "project pdf")
+	writeSkill(t, user, "pdf", "pdf", "user pdf")
+	writeSkill(t, user, "notes", "notes", "user notes")
+	writeSkill(t, filepath.Join(ws, "skills"), "Notes-Upper", "NOTES", "project notes, other case")
+	writeSkill(t, filepath.Join(ws, "agents", "coder", "skills"), "pdf", "pdf", "coder pdf")
+	writeSkill(t, filepath.Join(ws, "agents", "_template", "skills"), "tpl", "tpl", "ignored")
+
+	specs := append(DefaultRoots(), RootSpec{Path: user, Kind: skill.KindUser})
+	t.Run("project first (default)", func(t *testing.T) {
+		ti := newTestIndex(t, ws, Config{Roots: specs})
+		cat, _ := ti.reindex(false)
+		if got := mustLookup(t, cat, "pdf").Description(); got != "project pdf" {
+			t.Errorf("pdf for everyone = %q, want project pdf", got)
+		}
+		if got := mustLookup(t, cat, "notes").Description(); got != "project notes, other case" {
+			t.Errorf("notes = %q; names must collide case-insensitively", got)
+		}
+		e, _ := cat.Lookup("pdf", "coder")
+		if e.Skill.Description() != "coder pdf" {
+			t.Errorf("pdf for coder = %q, want coder pdf", e.Skill.Description())
+		}
+		if got := names(cat.Visible("coder")); got != "NOTES,pdf" {
+			t.Errorf("coder sees %s", got)
+		}
+		if got := cat.Agents(); len(got) != 1 || got[0] != "coder" {
+			t.Errorf("agents = %v, want [coder]", got)
+		}
+		shadows := cat.Shadowed("coder")
+		if len(shadows) != 3 {
+			t.Fatalf("shadows for coder = %+v, want 3", shadows)
+		}
+		if len(cat.Shadowed("")) != 2 {
+			t.Errorf("global shadows = %d, want 2", len(cat.Shadowed("")))
+		}
+		user := cat.Shadowed("")[1]
+		if user.Winner.Root.Kind != skill.KindProject || user.Loser.Root.Kind != skill.KindUser || user.Reason != "project ranks above user" {
+			t.Errorf("shadow = %+v", user)
+		}
+		if len(cat.Winners()) != 3 {
+			t.Errorf("winners = %d, want 3 (global pdf, notes, coder pdf)", len(cat.Winners()))
+		}
+	})
+	t.Run("user first (configured)", func(t *testing.T) {
+		ti := newTestIndex(t, ws, Config{Roots: specs, Precedence: []skill.SourceKind{skill.KindUser, skill.KindProject}})
+		cat, _ := ti.reindex(false)
+		if got := mustLookup(t, cat, "pdf").Description(); got != "user pdf" {
+			t.Errorf("pdf = %q, want user pdf", got)
+		}
+	})
+}
+
+func TestRegistryGovernance(t *testing.T) {
+	ws := t.TempDir()
+	root := filepath.Join(ws, "skills")
+	writeSkill(t, root, "legacy", "legacy", "old exporter")
+	writeSkill(t, root, "pdf", "pdf", "pdf forms")
+	reg := filepath.Join(root, RegistryFile)
+	writeFile(t, reg, `{"skills": {"legacy": {"enabled": false, "owner": "ops"}, "pdf": {"owner": "docs", "tags": ["documents"]}, "ghost": {}}}`)
+	ti := newTestIndex(t, ws, Config{})
+	cat, _ := ti.reindex(false)
+
+	legacy := mustLookup(t, cat, "legacy")
+	if legacy.Enabled() || !strings.Contains(DisabledReason(legacy), "enabled: false") {
+		t.Errorf("legacy enabled=%v reason=%q", legacy.Enabled(), DisabledReason(legacy))
+	}
+	pdf := mustLookup(t, cat, "pdf")
+	if !pdf.Enabled() || pdf.Registry.Owner != "docs" || strings.Join(pdf.Tags(), ",") != "documents" {
+		t.Errorf("pdf registry = %+v", pdf.Registry)
+	}
+	if !problemsHave(cat.Problems, "registry-unknown-skill", RegistryFile) {
+		t.Errorf("unknown registry entry not reported: %v", cat.Problems)
+	}
+
+	// A broken edit keeps the last good registry: legacy stays disabled.
+	writeFile(t, reg, `{"skills": {"legacy": {"enabled": tru`)
+	cat, _ = ti.reindex(false)
+	if mustLookup(t, cat, "legacy").Enabled() {
+		t.Error("broken registry re-enabled a disabled skill")
+	}
+	if !problemsHave(cat.Problems, "registry-invalid", RegistryFile) {
+		t.Errorf("broken registry not reported: %v", cat.Problems)
+	}
+}
+
+func TestExpandRootsErrors(t *testing.T) {
+	for _, spec := range []RootSpec{
+		{Path: ""},
+		{Path: "a/*/b/*", Kind: skill.KindProject},
+		{Path: "agents/x*/skills", Kind: skill.KindProject},
+		{Path: "agents/skills", Kind: skill.KindProject, Agent: "*"},
+	} {
+		if _, err := ExpandRoots(t.TempDir(), []RootSpec{spec}); err == nil {
+			t.Errorf("ExpandRoots(%+v) = nil error", spec)
+		}
+	}
+}

@@ -1,0 +1,342 @@
+package loader
+
+import (
+	"fmt"
+	"io/fs"
+	"os"
+	"path"
+	"path/filepath"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/mcpsag/router/internal/skill"
+)
+
+// SkillFile is the name of the file that makes a folder a skill.
+const SkillFile = "SKILL.md"
+
+// RegistryFile is the governance file read from the top of each root.
+const RegistryFile = "registry.json"
+
+// RootSpec is a configured skill root before expansion. Path is relative to
+// the workspace unless absolute, and may contain one "*" segment that matches
+// any folder; with Agent "*" that segment names the agent (agents/*/skills).
+type RootSpec struct {
+	Path  string
+	Kind  skill.SourceKind
+	Agent string
+}
+
+// DefaultRoots are the roots under a workspace when none are configured:
+// skills/ for everyone and agents/<agent>/skills/ for each agent.
+func DefaultRoots() []RootSpec {
+	return []RootSpec{
+		{Path: "skills", Kind: skill.KindProject},
+		{Path: "agents/*/skills", Kind: skill.KindProject, Agent: "*"},
+	}
+}
+
+// ExpandRoots resolves specs against the workspace and expands wildcards. A
+// root that does not exist yet is kept (it may appear later); a wildcard that
+// matches nothing yields no roots. Folders starting with "_" or "." never
+// match a wildcard.
+func ExpandRoots(workspace string, specs []RootSpec) ([]skill.Root, error) {
+	var roots []skill.Root
+	for i, spec := range specs {
+		if spec.Path == "" {
+			return nil, fmt.Errorf("root %d: empty path", i+1)
+		}
+		p := filepath.FromSlash(spec.Path)
+		if !filepath.IsAbs(p) {
+			p = filepath.Join(workspace, p)
+		}
+		p = filepath.Clean(p)
+		star := strings.Count(p, "*")
+		if star > 1 || strings.ContainsAny(p, "?[") {
+			return nil, fmt.Errorf("root %q: at most one '*' segment is supported", spec.Path)
+		}
+		if spec.Agent == "*" && star == 0 {
+			return nil, fmt.Errorf("root %q: agent '*' needs a '*' segment in the path", spec.Path)
+		}
+		if star == 0 {
+			roots = append(roots, newRoot(workspace, p, spec.Kind, spec.Agent, len(roots)))
+			continue
+		}
+		before, after, _ := strings.Cut(p, "*")
+		parent := filepath.Clean(before)
+		if !strings.HasSuffix(before, string(filepath.Separator)) || (after != "" && !strings.HasPrefix(after, string(filepath.Separator))) {
+			return nil, fmt.Errorf("root %q: '*' must be a whole path segment", spec.Path)
+		}
+		entries, err := os.ReadDir(parent)
+		if err != nil {
+			continue // the parent may appear later; rescans expand again
+		}
+		for _, e := range entries {
+			name := e.Name()
+			if ignoredName(name) || !isDirEntry(parent, e) {
+				continue
+			}
+			agent := spec.Agent
+			if agent == "*" {
+				agent = name
+			}
+			roots = append(roots, newRoot(workspace, filepath.Join(parent, name)+after, spec.Kind, agent, len(roots)))
+		}
+	}
+	return roots, nil
+}
+
+func newRoot(workspace, p string, kind skill.SourceKind, agent string, order int) skill.Root {
+	display := p
+	if rel, err := filepath.Rel(workspace, p); err == nil && filepath.IsLocal(rel) {
+		display = filepath.ToSlash(rel)
+	}
+	return skill.Root{Path: p, Display: display, Kind: kind, Agent: agent, Order: order}
+}
+
+// ignoredName reports whether a folder is skipped: drafts and templates
+// (leading "_"), hidden folders (leading "."), and dependency trees.
+func ignoredName(name string) bool {
+	return strings.HasPrefix(name, "_") || strings.HasPrefix(name, ".") || name == "node_modules"
+}
+
+func isDirEntry(parent string, e fs.DirEntry) bool {
+	if e.IsDir() {
+		return true
+	}
+	if e.Type()&fs.ModeSymlink == 0 {
+		return false
+	}
+	fi, err := os.Stat(filepath.Join(parent, e.Name()))
+	return err == nil && fi.IsDir()
+}
+
+// ScanLimits bound a walk.
+type ScanLimits struct {
+	MaxDepth     int // folder levels below a root searched for SKILL.md
+	MaxDirs      int // folders visited per root
+	MaxResources int // files listed per skill
+}
+
+// DefaultScanLimits follow the Agent Skills client guide's advice to bound
+// scans, with room for large corpora.
+var DefaultScanLimits = ScanLimits{MaxDepth: 6, MaxDirs: 50000, MaxResources: 500}
+
+// Found is one SKILL.md found by a scan.
+type Found struct {
+	Root skill.Root
+	// Path is the SKILL.md path (absolute, within the root's real path).
+	Path string
+	// Dir is the skill folder.
+	Dir string
+	// RelPath is Path relative to the root, slash-separated.
+	RelPath            string
+	Size               int64
+	ModTime            time.Time
+	Resources          []skill.Resource
+	ResourcesTruncated bool
+}
+
+// ScanResult is everything one walk of the roots found.
+type ScanResult struct {
+	Files []Found
+	// Dirs lists every folder visited, for the watcher.
+	Dirs []string
+	// Problems are walk problems: unreadable folders, escaping symlinks,
+	// limits hit.
+	Problems []skill.Problem
+}
+
+// Scan walks the roots. A folder holding SKILL.md is a skill; the walk does
+// not look for skills inside it. Folders starting with "_" or "." are skipped.
+// Symbolic links are followed only when their target stays inside the root.
+// Unreadable files and folders are reported and skipped.
+func Scan(roots []skill.Root, lim ScanLimits) ScanResult {
+	var res ScanResult
+	for _, r := range roots {
+		w := walker{root: r, lim: lim, res: &res, seen: map[string]bool{}}
+		real, err := filepath.EvalSymlinks(r.Path)
+		if err != nil {
+			if !os.IsNotExist(err) {
+				w.problem("root-unreadable", r.Path, "cannot open root: %v", err)
+			}
+			continue
+		}
+		w.realRoot = real
+		w.walk(r.Path, real, 0)
+	}
+	sort.Slice(res.Files, func(i, j int) bool { return res.Files[i].Path < res.Files[j].Path })
+	return res
+}
+
+type walker struct {
+	root     skill.Root
+	realRoot string
+	lim      ScanLimits
+	res      *ScanResult
+	seen     map[string]bool // real paths visited, against symlink loops
+	dirs     int
+}
+
+func (w *walker) problem(code, file, format string, args ...any) {
+	w.res.Problems = append(w.res.Problems, skill.Problem{
+		Severity: skill.SeverityWarning, Code: code, File: file, Message: fmt.Sprintf(format, args...),
+	})
+}
+
+// inside reports whether real lies within the root's real path.
+func (w *walker) inside(real string) bool {
+	rel, err := filepath.Rel(w.realRoot, real)
+	return err == nil && (rel == "." || filepath.IsLocal(rel))
+}
+
+// walk visits dir (shown as logical, resolved to real) at a depth below the root.
+func (w *walker) walk(logical, real string, depth int) {
+	if w.seen[real] {
+		return
+	}
+	w.seen[real] = true
+	w.dirs++
+	if w.dirs > w.lim.MaxDirs {
+		if w.dirs == w.lim.MaxDirs+1 {
+			w.problem("scan-limit", w.root.Path, "root has more than %d folders; the rest is not scanned", w.lim.MaxDirs)
+		}
+		return
+	}
+	w.res.Dirs = append(w.res.Dirs, real)
+
+	entries, err := os.ReadDir(real)
+	if err != nil {
+		w.problem("dir-unreadable", logical, "cannot read folder: %v", err)
+		return
+	}
+	for _, e := range entries {
+		if e.Name() != SkillFile {
+			continue
+		}
+		if f, ok := w.skillFile(logical, real, e); ok {
+			w.res.Files = append(w.res.Files, f)
+			return // a skill folder: its subfolders are resources
+		}
+	}
+	if depth >= w.lim.MaxDepth {
+		return
+	}
+	for _, e := range entries {
+		if ignoredName(e.Name()) {
+			continue
+		}
+		childLogical := filepath.Join(logical, e.Name())
+		childReal, ok := w.resolveDir(childLogical, filepath.Join(real, e.Name()), e)
+		if ok {
+			w.walk(childLogical, childReal, depth+1)
+		}
+	}
+}
+
+// resolveDir returns the real path of a folder entry, following a symlink
+// only when it stays in the root.
+func (w *walker) resolveDir(logical, p string, e fs.DirEntry) (string, bool) {
+	if e.IsDir() {
+		return p, true
+	}
+	if e.Type()&fs.ModeSymlink == 0 {
+		return "", false
+	}
+	target, err := filepath.EvalSymlinks(p)
+	if err != nil {
+		return "", false
+	}
+	fi, err := os.Stat(target)
+	if err != nil || !fi.IsDir() {
+		return "", false
+	}
+	if !w.inside(target) {
+		w.problem("symlink-escape", logical, "symbolic link leads outside the root; not followed")
+		return "", false
+	}
+	return target, true
+}
+
+func (w *walker) skillFile(logical, real string, e fs.DirEntry) (Found, bool) {
+	p := filepath.Join(real, SkillFile)
+	if e.Type()&fs.ModeSymlink != 0 {
+		target, err := filepath.EvalSymlinks(p)
+		if err != nil || !w.inside(target) {
+			w.problem("symlink-escape", filepath.Join(logical, SkillFile), "SKILL.md is a symbolic link outside the root; skipped")
+			return Found{}, false
+		}
+	}
+	fi, err := os.Stat(p)
+	if err != nil {
+		w.problem("file-unreadable", filepath.Join(logical, SkillFile), "cannot stat: %v", err)
+		return Found{}, false
+	}
+	if !fi.Mode().IsRegular() {
+		w.problem("not-regular", filepath.Join(logical, SkillFile), "SKILL.md is not a regular file; skipped")
+		return Found{}, false
+	}
+	rel, _ := filepath.Rel(w.realRoot, p)
+	f := Found{
+		Root: w.root, Path: p, Dir: real, RelPath: filepath.ToSlash(rel),
+		Size: fi.Size(), ModTime: fi.ModTime(),
+	}
+	f.Resources, f.ResourcesTruncated = listResources(real, w.lim.MaxResources)
+	return f, true
+}
+
+// listResources lists the regular files of a skill folder other than
+// SKILL.md, skipping hidden entries and symbolic links that leave the folder.
+func listResources(dir string, max int) ([]skill.Resource, bool) {
+	var out []skill.Resource
+	truncated := false
+	var visit func(real, rel string, depth int)
+	visit = func(real, rel string, depth int) {
+		entries, err := os.ReadDir(real)
+		if err != nil {
+			return
+		}
+		for _, e := range entries {
+			name := e.Name()
+			if strings.HasPrefix(name, ".") || name == "node_modules" || name == "__pycache__" {
+				continue
+			}
+			r := path.Join(rel, name)
+			if r == SkillFile {
+				continue
+			}
+			p := filepath.Join(real, name)
+			info, err := os.Stat(p) // follows links; checked below
+			if err != nil {
+				continue
+			}
+			if e.Type()&fs.ModeSymlink != 0 {
+				target, err := filepath.EvalSymlinks(p)
+				if err != nil || !within(dir, target) {
+					continue
+				}
+			}
+			switch {
+			case info.IsDir():
+				if depth < 4 {
+					visit(p, r, depth+1)
+				}
+			case info.Mode().IsRegular():
+				if len(out) >= max {
+					truncated = true
+					return
+				}
+				out = append(out, skill.Resource{Path: r, Size: info.Size()})
+			}
+		}
+	}
+	visit(dir, "", 0)
+	return out, truncated
+}
+
+// within reports whether p lies inside dir.
+func within(dir, p string) bool {
+	rel, err := filepath.Rel(dir, p)
+	return err == nil && (rel == "." || filepath.IsLocal(rel))
+}

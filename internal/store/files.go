@@ -1,0 +1,132 @@
+package store
+
+import (
+	"encoding/json"
+	"fmt"
+
+	bolt "go.etcd.io/bbolt"
+
+	"github.com/mcpsag/router/internal/skill"
+)
+
+// FileRecord is what the cache knows about one SKILL.md. It describes the file
+// as last seen on disk (stat, hash, problems) and, separately, the last version
+// that parsed: a bad edit keeps serving that good version.
+type FileRecord struct {
+	Path        string          `json:"path"`
+	ModTimeNano int64           `json:"mtime_ns"`
+	Size        int64           `json:"size"`
+	ContentHash string          `json:"sha256"`
+	Problems    []skill.Problem `json:"problems,omitempty"`
+	// Good is the last version that parsed, nil when none ever did.
+	Good *Version `json:"good,omitempty"`
+}
+
+// Version is one successfully parsed SKILL.md. Its body is stored separately,
+// under ContentHash in the bodies bucket.
+type Version struct {
+	Name            string            `json:"name"`
+	Frontmatter     skill.Frontmatter `json:"frontmatter"`
+	BodyLine        int               `json:"body_line"`
+	BodyTokens      int               `json:"body_tokens"`
+	ContentHash     string            `json:"sha256"`
+	FrontmatterHash string            `json:"frontmatter_sha256"`
+	Size            int64             `json:"size"`
+	ModTimeNano     int64             `json:"mtime_ns"`
+	// Problems are the warnings the version was loaded with.
+	Problems []skill.Problem `json:"problems,omitempty"`
+}
+
+// Files returns every file record, keyed by path.
+func (d *DB) Files() (map[string]*FileRecord, error) {
+	out := make(map[string]*FileRecord)
+	err := d.bolt.View(func(tx *bolt.Tx) error {
+		return tx.Bucket(bucketFiles).ForEach(func(k, v []byte) error {
+			var r FileRecord
+			if err := json.Unmarshal(v, &r); err != nil {
+				// A record this code cannot read is dropped; the file
+				// will be parsed again.
+				return nil
+			}
+			r.Path = string(k)
+			out[r.Path] = &r
+			return nil
+		})
+	})
+	if err != nil {
+		return nil, fmt.Errorf("read file records: %w", err)
+	}
+	return out, nil
+}
+
+// FileChanges is one batch of cache updates, applied in one transaction.
+type FileChanges struct {
+	Put    []*FileRecord
+	Delete []string
+	// Bodies maps content hashes of good versions to their body text.
+	Bodies map[string]string
+	// KeepBodies, when non-nil, lists every body hash still referenced;
+	// others are deleted in the same transaction.
+	KeepBodies map[string]bool
+}
+
+// ApplyFiles writes a batch of record changes and bodies in one transaction.
+func (d *DB) ApplyFiles(c FileChanges) error {
+	encoded := make([][]byte, len(c.Put))
+	for i, r := range c.Put {
+		b, err := json.Marshal(r)
+		if err != nil {
+			return fmt.Errorf("encode record %s: %w", r.Path, err)
+		}
+		encoded[i] = b
+	}
+	return d.bolt.Update(func(tx *bolt.Tx) error {
+		files, bodies := tx.Bucket(bucketFiles), tx.Bucket(bucketBodies)
+		for i, r := range c.Put {
+			if err := files.Put([]byte(r.Path), encoded[i]); err != nil {
+				return fmt.Errorf("store record %s: %w", r.Path, err)
+			}
+		}
+		for _, p := range c.Delete {
+			if err := files.Delete([]byte(p)); err != nil {
+				return fmt.Errorf("delete record %s: %w", p, err)
+			}
+		}
+		for h, body := range c.Bodies {
+			if err := bodies.Put([]byte(h), []byte(body)); err != nil {
+				return fmt.Errorf("store body %s: %w", h, err)
+			}
+		}
+		if c.KeepBodies == nil {
+			return nil
+		}
+		var stale [][]byte
+		err := bodies.ForEach(func(k, _ []byte) error {
+			if !c.KeepBodies[string(k)] {
+				stale = append(stale, append([]byte(nil), k...))
+			}
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+		for _, k := range stale {
+			if err := bodies.Delete(k); err != nil {
+				return fmt.Errorf("delete body %s: %w", k, err)
+			}
+		}
+		return nil
+	})
+}
+
+// Body returns the body stored under a content hash.
+func (d *DB) Body(contentHash string) (body string, ok bool, err error) {
+	err = d.bolt.View(func(tx *bolt.Tx) error {
+		v := tx.Bucket(bucketBodies).Get([]byte(contentHash))
+		if v != nil {
+			body, ok = string(v), true // string() copies out of the mmap
+		}
+		return nil
+	})
+	return body, ok, err
+}

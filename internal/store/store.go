@@ -1,0 +1,285 @@
+// Package store is the router's bbolt cache. Everything in it is derived from
+// the skill folders and the embedding model, so a corrupt or incompatible file
+// is moved aside and rebuilt, never trusted and never fatal.
+//
+// Bucket tree (schema version 1):
+//
+//	meta/
+//	    schema_version     -> decimal string
+//	    generation         -> uint64, big-endian: the last published index generation
+//	    model_fingerprint  -> hex sha256 of the embedding model in use
+//	    model_name         -> the model's display name
+//	files/
+//	    <absolute SKILL.md path> -> JSON FileRecord (stat, hashes, parsed metadata, problems)
+//	bodies/
+//	    <content sha256>   -> the SKILL.md body text of a good version
+//	vectors/
+//	    <model fingerprint>/         (one nested bucket per model)
+//	        <text sha256>  -> little-endian float32 vector
+//
+// All buckets are created when the file is opened, in one transaction.
+// Transactions stay short: callers compute (parse, embed) outside them and
+// write each batch in one Update.
+package store
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"runtime/debug"
+	"strconv"
+	"strings"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+	bolterrors "go.etcd.io/bbolt/errors"
+)
+
+// SchemaVersion is the layout version this code writes. A file with another
+// version is moved aside and rebuilt: the cache is derived data, so rebuilding
+// is always safe and migrations are not worth their risk.
+const SchemaVersion = 1
+
+// Bucket and key names.
+var (
+	bucketMeta    = []byte("meta")
+	bucketFiles   = []byte("files")
+	bucketBodies  = []byte("bodies")
+	bucketVectors = []byte("vectors")
+
+	keySchemaVersion    = []byte("schema_version")
+	keyGeneration       = []byte("generation")
+	keyModelFingerprint = []byte("model_fingerprint")
+	keyModelName        = []byte("model_name")
+
+	allBuckets = [][]byte{bucketMeta, bucketFiles, bucketBodies, bucketVectors}
+)
+
+// FileName is the cache file's name inside the state directory.
+const FileName = "cache.db"
+
+// holderFile records who holds the state directory, to name them in errors.
+const holderFile = "router.holder"
+
+// ErrLocked is returned by Open when another process holds the state
+// directory.
+var ErrLocked = errors.New("state directory is in use")
+
+// Options configure Open.
+type Options struct {
+	// LockTimeout is how long Open waits for another holder to let go.
+	LockTimeout time.Duration
+	// Holder describes this process (pid, address) for ErrLocked messages.
+	Holder string
+	Logger *slog.Logger
+}
+
+// DB is an open cache file.
+type DB struct {
+	bolt *bolt.DB
+	path string
+	dir  string
+	// Recovered says why the previous file was moved aside at open, or "".
+	Recovered string
+}
+
+// Open opens (or creates) the cache in dir. A file that fails its integrity
+// check, panics bbolt, or has another schema version is renamed to
+// cache.db.<reason>-<unix time> and replaced by an empty one; DB.Recovered
+// says why. When another process holds the file, Open fails after
+// opts.LockTimeout with an error wrapping ErrLocked that names the holder.
+func Open(dir string, opts Options) (*DB, error) {
+	if opts.LockTimeout <= 0 {
+		opts.LockTimeout = 2 * time.Second
+	}
+	log := opts.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	if err := os.MkdirAll(dir, 0o750); err != nil {
+		return nil, fmt.Errorf("create state directory %s: %w", dir, err)
+	}
+	path := filepath.Join(dir, FileName)
+	db, reason, err := openChecked(path, opts.LockTimeout)
+	if errors.Is(err, bolterrors.ErrTimeout) {
+		return nil, lockedError(dir)
+	}
+	recovered := ""
+	if err != nil && reason != "" {
+		aside := fmt.Sprintf("%s.%s-%d", path, reason, time.Now().Unix())
+		log.Warn("cache file unusable; moving it aside and rebuilding from the skill folders",
+			"path", path, "moved_to", aside, "reason", reason, "err", err)
+		if rerr := os.Rename(path, aside); rerr != nil {
+			return nil, fmt.Errorf("move unusable cache %s aside: %w (after: %v)", path, rerr, err)
+		}
+		recovered = fmt.Sprintf("%s: %v (moved to %s)", reason, err, filepath.Base(aside))
+		db, _, err = openChecked(path, opts.LockTimeout)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("open cache %s: %w", path, err)
+	}
+	d := &DB{bolt: db, path: path, dir: dir, Recovered: recovered}
+	if opts.Holder != "" {
+		// Best effort: the lock is what matters, the file only names it.
+		_ = os.WriteFile(filepath.Join(dir, holderFile), []byte(opts.Holder+"\n"), 0o640)
+	}
+	return d, nil
+}
+
+// openChecked opens path and verifies it. reason is non-empty when the error
+// means the file is unusable (and may be moved aside), empty when the error is
+// about the environment (lock, permissions).
+func openChecked(path string, timeout time.Duration) (db *bolt.DB, reason string, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			if db != nil {
+				closeQuietly(db)
+				db = nil
+			}
+			reason, err = "corrupt", fmt.Errorf("bbolt panicked: %v", r)
+		}
+	}()
+	old := debug.SetPanicOnFault(true)
+	defer debug.SetPanicOnFault(old)
+
+	db, err = bolt.Open(path, 0o640, &bolt.Options{Timeout: timeout})
+	if err != nil {
+		if errors.Is(err, bolterrors.ErrTimeout) || errors.Is(err, os.ErrPermission) {
+			return nil, "", err
+		}
+		return nil, "corrupt", err
+	}
+	if err := checkIntegrity(db); err != nil {
+		closeQuietly(db)
+		return nil, "corrupt", err
+	}
+	if reason, err := ensureSchema(db); err != nil {
+		closeQuietly(db)
+		return nil, reason, err
+	}
+	return db, "", nil
+}
+
+func closeQuietly(db *bolt.DB) {
+	defer func() { _ = recover() }()
+	_ = db.Close()
+}
+
+func checkIntegrity(db *bolt.DB) error {
+	return db.View(func(tx *bolt.Tx) error {
+		var errs []error
+		for err := range tx.Check() {
+			errs = append(errs, err)
+			if len(errs) >= 5 {
+				break
+			}
+		}
+		return errors.Join(errs...)
+	})
+}
+
+// ensureSchema creates the buckets of a new file, or checks the version of an
+// existing one.
+func ensureSchema(db *bolt.DB) (reason string, err error) {
+	err = db.Update(func(tx *bolt.Tx) error {
+		meta := tx.Bucket(bucketMeta)
+		if meta != nil {
+			v := string(meta.Get(keySchemaVersion))
+			if v != strconv.Itoa(SchemaVersion) {
+				reason = "incompatible"
+				return fmt.Errorf("cache schema version %q, this router writes %d", v, SchemaVersion)
+			}
+		}
+		for _, name := range allBuckets {
+			if _, err := tx.CreateBucketIfNotExists(name); err != nil {
+				reason = "corrupt"
+				return fmt.Errorf("create bucket %s: %w", name, err)
+			}
+		}
+		return tx.Bucket(bucketMeta).Put(keySchemaVersion, []byte(strconv.Itoa(SchemaVersion)))
+	})
+	return reason, err
+}
+
+func lockedError(dir string) error {
+	holder, err := os.ReadFile(filepath.Join(dir, holderFile))
+	who := "another process"
+	if err == nil && len(strings.TrimSpace(string(holder))) > 0 {
+		who = strings.TrimSpace(string(holder))
+	}
+	return fmt.Errorf("%w: %s is held by %s; stop that router or give this one another --state-dir", ErrLocked, dir, who)
+}
+
+// Path returns the cache file's path.
+func (d *DB) Path() string { return d.path }
+
+// Close closes the file and removes the holder note.
+func (d *DB) Close() error {
+	_ = os.Remove(filepath.Join(d.dir, holderFile))
+	return d.bolt.Close()
+}
+
+// Generation returns the last stored index generation (0 for a new cache).
+func (d *DB) Generation() (uint64, error) {
+	var g uint64
+	err := d.bolt.View(func(tx *bolt.Tx) error {
+		if v := tx.Bucket(bucketMeta).Get(keyGeneration); len(v) == 8 {
+			g = binary.BigEndian.Uint64(v)
+		}
+		return nil
+	})
+	return g, err
+}
+
+// SetGeneration stores the index generation.
+func (d *DB) SetGeneration(g uint64) error {
+	return d.bolt.Update(func(tx *bolt.Tx) error {
+		return tx.Bucket(bucketMeta).Put(keyGeneration, binary.BigEndian.AppendUint64(nil, g))
+	})
+}
+
+// Model returns the fingerprint and name of the model recorded in the cache.
+func (d *DB) Model() (fingerprint, name string, err error) {
+	err = d.bolt.View(func(tx *bolt.Tx) error {
+		m := tx.Bucket(bucketMeta)
+		fingerprint = string(m.Get(keyModelFingerprint))
+		name = string(m.Get(keyModelName))
+		return nil
+	})
+	return fingerprint, name, err
+}
+
+// SetModel records the model in use. Vectors of other models are deleted in
+// the same transaction, so the cache never mixes models and does not grow with
+// every model tried.
+func (d *DB) SetModel(fingerprint, name string) error {
+	return d.bolt.Update(func(tx *bolt.Tx) error {
+		m := tx.Bucket(bucketMeta)
+		if err := m.Put(keyModelFingerprint, []byte(fingerprint)); err != nil {
+			return err
+		}
+		if err := m.Put(keyModelName, []byte(name)); err != nil {
+			return err
+		}
+		vb := tx.Bucket(bucketVectors)
+		var stale [][]byte
+		err := vb.ForEachBucket(func(k []byte) error {
+			if string(k) != fingerprint {
+				stale = append(stale, append([]byte(nil), k...))
+			}
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+		for _, k := range stale {
+			if err := vb.DeleteBucket(k); err != nil {
+				return fmt.Errorf("drop vectors of model %s: %w", k, err)
+			}
+		}
+		return nil
+	})
+}

@@ -1,0 +1,242 @@
+package store
+
+import (
+	"errors"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+
+	"github.com/mcpsag/router/internal/skill"
+)
+
+func openT(t *testing.T, dir string) *DB {
+	t.Helper()
+	db, err := Open(dir, Options{LockTimeout: 200 * time.Millisecond, Holder: "pid 1 test"})
+	if err != nil {
+		t.Fatalf("Open(%s): %v", dir, err)
+	}
+	return db
+}
+
+func TestRecordsRoundTrip(t *testing.T) {
+	dir := t.TempDir()
+	db := openT(t, dir)
+	rec := &FileRecord{
+		Path: "/x/skills/pdf/SKILL.md", ModTimeNano: 42, Size: 10, ContentHash: "abc",
+		Problems: []skill.Problem{{Severity: skill.SeverityWarning, Code: "name-mismatch", Line: 2}},
+		Good: &Version{Name: "pdf", ContentHash: "abc", Frontmatter: skill.Frontmatter{
+			Name: "pdf", Description: "Fill PDF forms", Metadata: map[string]string{"k": "v"},
+		}},
+	}
+	if err := db.ApplyFiles(FileChanges{Put: []*FileRecord{rec}, Bodies: map[string]string{"abc": "# Body"}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	db = openT(t, dir)
+	defer db.Close()
+	files, err := db.Files()
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := files[rec.Path]
+	if got == nil || got.Good == nil || got.Good.Frontmatter.Description != "Fill PDF forms" || got.Problems[0].Code != "name-mismatch" {
+		t.Fatalf("record after reopen = %+v", got)
+	}
+	body, ok, err := db.Body("abc")
+	if err != nil || !ok || body != "# Body" {
+		t.Fatalf("Body = %q, %v, %v; want # Body", body, ok, err)
+	}
+
+	// Deleting the record and keeping no bodies removes both.
+	if err := db.ApplyFiles(FileChanges{Delete: []string{rec.Path}, KeepBodies: map[string]bool{}}); err != nil {
+		t.Fatal(err)
+	}
+	files, _ = db.Files()
+	if len(files) != 0 {
+		t.Errorf("files after delete = %d, want 0", len(files))
+	}
+	if _, ok, _ := db.Body("abc"); ok {
+		t.Error("body survived garbage collection")
+	}
+}
+
+func TestSecondOpenNamesHolder(t *testing.T) {
+	dir := t.TempDir()
+	db := openT(t, dir)
+	defer db.Close()
+
+	start := time.Now()
+	_, err := Open(dir, Options{LockTimeout: 300 * time.Millisecond})
+	if !errors.Is(err, ErrLocked) {
+		t.Fatalf("second Open error = %v, want ErrLocked", err)
+	}
+	if !strings.Contains(err.Error(), "pid 1 test") {
+		t.Errorf("error %q does not name the holder", err)
+	}
+	if d := time.Since(start); d > 5*time.Second {
+		t.Errorf("second Open took %v; it must fail fast", d)
+	}
+}
+
+func TestGenerationAndModel(t *testing.T) {
+	db := openT(t, t.TempDir())
+	defer db.Close()
+	if g, _ := db.Generation(); g != 0 {
+		t.Fatalf("new cache generation = %d, want 0", g)
+	}
+	if err := db.SetGeneration(7); err != nil {
+		t.Fatal(err)
+	}
+	if g, _ := db.Generation(); g != 7 {
+		t.Fatalf("generation = %d, want 7", g)
+	}
+
+	if err := db.PutVectors("fp-a", map[string][]float32{"h1": {1, 2}, "h2": {3, 4}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.SetModel("fp-a", "a"); err != nil {
+		t.Fatal(err)
+	}
+	if n, _ := db.VectorCount("fp-a"); n != 2 {
+		t.Fatalf("vectors for fp-a = %d, want 2", n)
+	}
+	// Switching models drops the old model's vectors.
+	if err := db.SetModel("fp-b", "b"); err != nil {
+		t.Fatal(err)
+	}
+	if n, _ := db.VectorCount("fp-a"); n != 0 {
+		t.Errorf("vectors for old model = %d after switch, want 0", n)
+	}
+	fp, name, _ := db.Model()
+	if fp != "fp-b" || name != "b" {
+		t.Errorf("Model = %q %q, want fp-b b", fp, name)
+	}
+}
+
+func TestVectorsRoundTripAndPrune(t *testing.T) {
+	db := openT(t, t.TempDir())
+	defer db.Close()
+	want := []float32{0.5, -1.25, 3}
+	if err := db.PutVectors("fp", map[string][]float32{"a": want, "b": {1}}); err != nil {
+		t.Fatal(err)
+	}
+	got, err := db.Vectors("fp", []string{"a", "missing"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 1 || len(got["a"]) != 3 || got["a"][1] != -1.25 {
+		t.Fatalf("Vectors = %v, want only a = %v", got, want)
+	}
+	if n, err := db.PruneVectors("fp", map[string]bool{"a": true}); err != nil || n != 1 {
+		t.Fatalf("PruneVectors = %d, %v; want 1 removed", n, err)
+	}
+	if n, _ := db.VectorCount("fp"); n != 1 {
+		t.Errorf("VectorCount after prune = %d, want 1", n)
+	}
+}
+
+func TestIncompatibleSchemaIsMovedAside(t *testing.T) {
+	dir := t.TempDir()
+	db := openT(t, dir)
+	if err := db.bolt.Update(func(tx *bolt.Tx) error {
+		return tx.Bucket(bucketMeta).Put(keySchemaVersion, []byte("999"))
+	}); err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+
+	db = openT(t, dir)
+	defer db.Close()
+	if !strings.Contains(db.Recovered, "incompatible") {
+		t.Errorf("Recovered = %q, want an incompatible-schema note", db.Recovered)
+	}
+	aside, _ := filepath.Glob(filepath.Join(dir, FileName+".incompatible-*"))
+	if len(aside) != 1 {
+		t.Errorf("moved-aside files = %v, want one", aside)
+	}
+}
+
+// TestCorruptFilesAreRebuilt damages a populated cache in the ways disks and
+// crashes do and checks that Open never panics, moves the file aside and
+// returns a working, empty cache.
+func TestCorruptFilesAreRebuilt(t *testing.T) {
+	damage := map[string]func(t *testing.T, path string){
+		"zeroed meta pages": func(t *testing.T, path string) { overwrite(t, path, 0, make([]byte, 8192)) },
+		"garbage page": func(t *testing.T, path string) {
+			r := rand.New(rand.NewPCG(1, 2))
+			junk := make([]byte, 10*4096)
+			for i := range junk {
+				junk[i] = byte(r.IntN(256))
+			}
+			overwrite(t, path, 2*4096, junk) // pages 2-11: freelist and data
+		},
+		"truncated": func(t *testing.T, path string) {
+			if err := os.Truncate(path, 5000); err != nil {
+				t.Fatal(err)
+			}
+		},
+		"not a database": func(t *testing.T, path string) {
+			if err := os.WriteFile(path, []byte("hello, I am not bbolt"), 0o640); err != nil {
+				t.Fatal(err)
+			}
+		},
+	}
+	for name, breakIt := range damage {
+		t.Run(name, func(t *testing.T) {
+			dir := t.TempDir()
+			db := openT(t, dir)
+			populate(t, db, 300)
+			db.Close()
+			breakIt(t, filepath.Join(dir, FileName))
+
+			db, err := Open(dir, Options{LockTimeout: 200 * time.Millisecond})
+			if err != nil {
+				t.Fatalf("Open after damage: %v", err)
+			}
+			defer db.Close()
+			if db.Recovered == "" {
+				t.Fatal("damaged cache was not detected")
+			}
+			files, err := db.Files()
+			if err != nil || len(files) != 0 {
+				t.Fatalf("rebuilt cache: %d files, err %v; want empty and readable", len(files), err)
+			}
+			populate(t, db, 3)
+		})
+	}
+}
+
+func populate(t *testing.T, db *DB, n int) {
+	t.Helper()
+	var recs []*FileRecord
+	bodies := map[string]string{}
+	for i := range n {
+		h := strings.Repeat("h", 10) + string(rune('a'+i%26)) + strings.Repeat("x", i%50)
+		recs = append(recs, &FileRecord{Path: filepath.Join("/skills", h, "SKILL.md"), Size: int64(i), ContentHash: h,
+			Good: &Version{Name: h, ContentHash: h, Frontmatter: skill.Frontmatter{Description: strings.Repeat("d", 200)}}})
+		bodies[h] = strings.Repeat("body ", 100)
+	}
+	if err := db.ApplyFiles(FileChanges{Put: recs, Bodies: bodies}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func overwrite(t *testing.T, path string, off int64, b []byte) {
+	t.Helper()
+	f, err := os.OpenFile(path, os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if _, err := f.WriteAt(b, off); err != nil {
+		t.Fatal(err)
+	}
+}

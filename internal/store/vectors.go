@@ -1,0 +1,113 @@
+package store
+
+import (
+	"encoding/binary"
+	"fmt"
+	"math"
+
+	bolt "go.etcd.io/bbolt"
+)
+
+// Vectors returns the cached vectors for textHashes under a model
+// fingerprint. Hashes without a vector are absent from the map.
+func (d *DB) Vectors(fingerprint string, textHashes []string) (map[string][]float32, error) {
+	out := make(map[string][]float32, len(textHashes))
+	err := d.bolt.View(func(tx *bolt.Tx) error {
+		b := tx.Bucket(bucketVectors).Bucket([]byte(fingerprint))
+		if b == nil {
+			return nil
+		}
+		for _, h := range textHashes {
+			if v := b.Get([]byte(h)); v != nil {
+				vec, err := decodeVector(v)
+				if err != nil {
+					continue // unreadable entry: recompute it
+				}
+				out[h] = vec
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("read vectors: %w", err)
+	}
+	return out, nil
+}
+
+// PutVectors stores one batch of vectors in a single transaction.
+func (d *DB) PutVectors(fingerprint string, vecs map[string][]float32) error {
+	if len(vecs) == 0 {
+		return nil
+	}
+	return d.bolt.Update(func(tx *bolt.Tx) error {
+		b, err := tx.Bucket(bucketVectors).CreateBucketIfNotExists([]byte(fingerprint))
+		if err != nil {
+			return fmt.Errorf("vectors bucket for %s: %w", fingerprint, err)
+		}
+		for h, v := range vecs {
+			if err := b.Put([]byte(h), encodeVector(v)); err != nil {
+				return fmt.Errorf("store vector %s: %w", h, err)
+			}
+		}
+		return nil
+	})
+}
+
+// VectorCount returns how many vectors are cached for a model.
+func (d *DB) VectorCount(fingerprint string) (int, error) {
+	n := 0
+	err := d.bolt.View(func(tx *bolt.Tx) error {
+		if b := tx.Bucket(bucketVectors).Bucket([]byte(fingerprint)); b != nil {
+			n = b.Stats().KeyN
+		}
+		return nil
+	})
+	return n, err
+}
+
+// PruneVectors deletes a model's vectors whose text hash is not in keep.
+func (d *DB) PruneVectors(fingerprint string, keep map[string]bool) (int, error) {
+	removed := 0
+	err := d.bolt.Update(func(tx *bolt.Tx) error {
+		b := tx.Bucket(bucketVectors).Bucket([]byte(fingerprint))
+		if b == nil {
+			return nil
+		}
+		var stale [][]byte
+		if err := b.ForEach(func(k, _ []byte) error {
+			if !keep[string(k)] {
+				stale = append(stale, append([]byte(nil), k...))
+			}
+			return nil
+		}); err != nil {
+			return err
+		}
+		for _, k := range stale {
+			if err := b.Delete(k); err != nil {
+				return err
+			}
+		}
+		removed = len(stale)
+		return nil
+	})
+	return removed, err
+}
+
+func encodeVector(v []float32) []byte {
+	b := make([]byte, 4*len(v))
+	for i, x := range v {
+		binary.LittleEndian.PutUint32(b[4*i:], math.Float32bits(x))
+	}
+	return b
+}
+
+func decodeVector(b []byte) ([]float32, error) {
+	if len(b)%4 != 0 {
+		return nil, fmt.Errorf("vector of %d bytes is not a float32 array", len(b))
+	}
+	v := make([]float32, len(b)/4)
+	for i := range v {
+		v[i] = math.Float32frombits(binary.LittleEndian.Uint32(b[4*i:]))
+	}
+	return v, nil
+}
