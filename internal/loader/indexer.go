@@ -10,6 +10,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"path"
 	"path/filepath"
 	"runtime"
 	"sort"
@@ -261,7 +262,7 @@ func (ix *Indexer) parseAll(ctx context.Context, files []Found, todo []int) ([]p
 				if j >= len(todo) || ctx.Err() != nil {
 					return
 				}
-				out[j] = ix.parseOne(files[todo[j]])
+				out[j] = parseFound(files[todo[j]], ix.cfg.Limits)
 				d := done.Add(1)
 				if d%64 == 0 {
 					ix.setProgress("parse", int(d), len(todo))
@@ -273,16 +274,17 @@ func (ix *Indexer) parseAll(ctx context.Context, files []Found, todo []int) ([]p
 	return out, ctx.Err()
 }
 
-func (ix *Indexer) parseOne(f Found) parseResult {
+// parseFound reads and parses one found SKILL.md into a cache record.
+func parseFound(f Found, lim Limits) parseResult {
 	rec := &store.FileRecord{Path: f.Path, ModTimeNano: f.ModTime.UnixNano(), Size: f.Size}
-	data, err := readLimited(f.Path, ix.cfg.Limits.MaxFileBytes)
+	data, err := readLimited(f.Path, lim.MaxFileBytes)
 	if err != nil {
 		rec.Problems = []skill.Problem{{Severity: skill.SeverityError, Code: "file-unreadable", File: f.Path, Message: err.Error()}}
 		return parseResult{record: rec}
 	}
 	sum := sha256.Sum256(data)
 	rec.ContentHash = hex.EncodeToString(sum[:])
-	p, problems := Parse(data, filepath.Base(f.Dir), ix.cfg.Limits)
+	p, problems := Parse(data, filepath.Base(f.Dir), lim)
 	for i := range problems {
 		problems[i].File = f.Path
 	}
@@ -364,6 +366,7 @@ func (ix *Indexer) catalogInput(roots []skill.Root, scan ScanResult, recs map[st
 		}
 		key := FoldName(s.Name)
 		if e, ok := registries[f.Root.Path][key]; ok {
+			e.Source = path.Join(f.Root.Display, RegistryFile)
 			s.Registry = e
 			if used[f.Root.Path] == nil {
 				used[f.Root.Path] = map[string]bool{}

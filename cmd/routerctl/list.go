@@ -1,0 +1,115 @@
+package main
+
+import (
+	"fmt"
+	"strings"
+	"text/tabwriter"
+
+	routerv1 "github.com/mcpsag/router/api/proto/mcpsag/router/v1"
+)
+
+const listUsage = `
+Usage: routerctl list [--agent A] [--shadowed] [--hidden] [--disabled] [--budget N]
+
+Lists the skills an agent sees (all pages), sorted by name. --shadowed lists
+name collisions instead: which copy is served and which is hidden, and why.
+--budget N prints the prompt-ready catalog the router renders within N
+characters, and says which skills it shortened or cut.
+`
+
+func runList(e *env, args []string) error {
+	fs := newFlags(e, "list", listUsage)
+	agent := fs.String("agent", "", "list what this agent sees")
+	shadowed := fs.Bool("shadowed", false, "list name collisions instead of skills")
+	hidden := fs.Bool("hidden", false, "include skills marked hidden")
+	disabled := fs.Bool("disabled", false, "include skills disabled in registry.json")
+	budget := fs.Int("budget", 0, "render the catalog within `N` characters")
+	if _, err := parseArgs(fs, args); err != nil {
+		return err
+	}
+	c, err := e.client()
+	if err != nil {
+		return err
+	}
+	ctx, cancel := e.ctx()
+	defer cancel()
+
+	all := &routerv1.ListSkillsResponse{}
+	req := &routerv1.ListSkillsRequest{Agent: *agent, PageSize: 1000, IncludeHidden: *hidden, IncludeDisabled: *disabled, CatalogCharBudget: int32(*budget)}
+	for {
+		page, err := c.ListSkills(ctx, req)
+		if err != nil {
+			return err
+		}
+		all.Skills = append(all.Skills, page.Skills...)
+		all.Shadowed, all.TotalSize, all.IndexGeneration = page.Shadowed, page.TotalSize, page.IndexGeneration
+		if page.Catalog != nil {
+			all.Catalog = page.Catalog
+			req.CatalogCharBudget = 0
+		}
+		if page.NextPageToken == "" {
+			break
+		}
+		req.PageToken = page.NextPageToken
+	}
+
+	switch {
+	case e.json && *shadowed:
+		return e.printProto(&routerv1.ListSkillsResponse{Shadowed: all.Shadowed, IndexGeneration: all.IndexGeneration})
+	case e.json:
+		return e.printProto(all)
+	case *shadowed:
+		return printShadowed(e, all.Shadowed)
+	case all.Catalog != nil:
+		cat := all.Catalog
+		fmt.Fprint(e.stdout, cat.Text)
+		fmt.Fprintf(e.stdout, "\n%d of %d characters; %d skills listed, %d shortened, %d cut\n", cat.Chars, cat.Budget, len(cat.Included), len(cat.Shortened), len(cat.Cut))
+		if len(cat.Cut) > 0 {
+			fmt.Fprintf(e.stdout, "cut: %s\n", strings.Join(cat.Cut, ", "))
+		}
+		return nil
+	}
+	tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "NAME\tSOURCE\tDESCRIPTION")
+	for _, s := range all.Skills {
+		fmt.Fprintf(tw, "%s\t%s\t%s\n", s.Name, sourceText(s.Source), oneLine(s.Description, 80))
+	}
+	tw.Flush()
+	fmt.Fprintf(e.stdout, "%d skills (index generation %d)\n", all.TotalSize, all.IndexGeneration)
+	return nil
+}
+
+func printShadowed(e *env, shadows []*routerv1.ShadowedSkill) error {
+	if len(shadows) == 0 {
+		fmt.Fprintln(e.stdout, "no name collisions")
+		return nil
+	}
+	tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "NAME\tSERVED\tSHADOWED\tWHY")
+	for _, s := range shadows {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", s.Name, sourceText(s.Winner), sourceText(s.Shadowed), s.Reason)
+	}
+	return tw.Flush()
+}
+
+func sourceText(s *routerv1.SkillSource) string {
+	if s == nil {
+		return "-"
+	}
+	kind := strings.ToLower(strings.TrimPrefix(s.Kind.String(), "SOURCE_KIND_"))
+	out := kind + ":" + s.Root
+	if s.Agent != "" {
+		out += " (agent " + s.Agent + ")"
+	}
+	return out
+}
+
+// oneLine collapses whitespace and cuts s to n characters.
+func oneLine(s string, n int) string {
+	s = strings.Join(strings.Fields(s), " ")
+	r := []rune(s)
+	if len(r) <= n {
+		return s
+	}
+	return string(r[:n-1]) + "…"
+}

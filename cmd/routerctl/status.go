@@ -1,0 +1,77 @@
+package main
+
+import (
+	"fmt"
+	"time"
+
+	routerv1 "github.com/mcpsag/router/api/proto/mcpsag/router/v1"
+)
+
+const statusUsage = `
+Usage: routerctl status
+
+Shows the router's state: whether it serves, the index generation and skill
+counts, the last reindex, validation problems by code, name collisions,
+feature flags and the embedding model.
+`
+
+func runStatus(e *env, args []string) error {
+	fs := newFlags(e, "status", statusUsage)
+	if _, err := parseArgs(fs, args); err != nil {
+		return err
+	}
+	c, err := e.client()
+	if err != nil {
+		return err
+	}
+	ctx, cancel := e.ctx()
+	defer cancel()
+	st, err := c.Status(ctx, &routerv1.StatusRequest{})
+	if err != nil {
+		return err
+	}
+	if e.json {
+		return e.printProto(st)
+	}
+	w := e.stdout
+	state := "serving"
+	if !st.Serving {
+		state = "loading"
+	}
+	fmt.Fprintf(w, "router %s, %s, up %s\n", st.Version, state, time.Since(st.StartedAt.AsTime()).Round(time.Second))
+	fmt.Fprintf(w, "index generation %d: %d skills served, %d disabled, %d hidden, %d agent-scoped, %d shadowed, %d files invalid\n",
+		st.IndexGeneration, st.Skills, st.SkillsDisabled, st.SkillsHidden, st.SkillsAgentScoped, st.SkillsShadowed, st.FilesInvalid)
+	if len(st.Agents) > 0 {
+		fmt.Fprintf(w, "agents: %v\n", st.Agents)
+	}
+	if lr := st.LastReindex; lr != nil && lr.FinishedAt != nil {
+		fmt.Fprintf(w, "last reindex %s ago: scanned %d, parsed %d, took %s\n",
+			time.Since(lr.FinishedAt.AsTime()).Round(time.Second), lr.Scanned, lr.Parsed, lr.Duration.AsDuration().Round(time.Millisecond))
+	}
+	if st.LastReindexError != "" {
+		fmt.Fprintf(w, "last reindex FAILED: %s\n", st.LastReindexError)
+	}
+	if p := st.ReindexProgress; p.GetRunning() {
+		fmt.Fprintf(w, "reindex running: %s %d/%d\n", p.Phase, p.Done, p.Total)
+	}
+	if v := st.Validation; v != nil && (v.Errors > 0 || v.Warnings > 0) {
+		fmt.Fprintf(w, "validation: %d errors, %d warnings\n", v.Errors, v.Warnings)
+		for _, code := range sortedKeys(v.ByCode) {
+			fmt.Fprintf(w, "  %-28s %d\n", code, v.ByCode[code])
+		}
+	}
+	fmt.Fprintf(w, "flags: skills_v1=%v skills_exec=%v\n", st.Flags.GetSkillsV1(), st.Flags.GetSkillsExec())
+	if m := st.Model; m != nil && m.Name != "" {
+		fmt.Fprintf(w, "model: %s (dim %d, %d embeddings computed, %d cached)\n", m.Name, m.Dimension, m.EmbeddingsComputed, m.CacheEntries)
+	}
+	if st.Degraded {
+		fmt.Fprintf(w, "DEGRADED: %s\n", st.DegradedReason)
+	}
+	if c := st.Config; c != nil && c.Error != "" {
+		fmt.Fprintf(w, "config edit REJECTED (previous config in force): %s\n", c.Error)
+	}
+	if n := len(st.Shadowed); n > 0 {
+		fmt.Fprintf(w, "%d name collisions; see routerctl list --shadowed\n", n)
+	}
+	return nil
+}

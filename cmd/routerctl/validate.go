@@ -1,0 +1,125 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+
+	"github.com/mcpsag/router/internal/loader"
+	"github.com/mcpsag/router/internal/skill"
+)
+
+const validateUsage = `
+Usage: routerctl validate [--strict] [--quiet] DIR...
+
+Checks skill folders offline, without a router, the way the router would load
+them: YAML frontmatter, the Agent Skills spec rules (name, description,
+compatibility, metadata), size caps, registry.json files and name collisions.
+Each DIR may be a skill folder (holds SKILL.md), a workspace (holds skills/ or
+agents/) or a folder of skills. Every problem is printed with its file and
+line. Errors mean the router skips the file; warnings mean it loads it anyway.
+
+Exit code 1 when there are errors (with --strict, also when there are
+warnings), 0 otherwise.
+`
+
+// validateOutput is validate's JSON output.
+type validateOutput struct {
+	Files    int              `json:"files"`
+	Valid    int              `json:"valid"`
+	Errors   int              `json:"errors"`
+	Warnings int              `json:"warnings"`
+	Problems []problemJSON    `json:"problems"`
+	Shadows  []shadowJSON     `json:"shadows"`
+	ByCode   map[string]int   `json:"by_code"`
+	Roots    []string         `json:"roots"`
+	Limits   map[string]int64 `json:"limits"`
+}
+
+type problemJSON struct {
+	Severity string `json:"severity"`
+	Code     string `json:"code"`
+	Field    string `json:"field,omitempty"`
+	File     string `json:"file"`
+	Line     int    `json:"line,omitempty"`
+	Message  string `json:"message"`
+}
+
+type shadowJSON struct {
+	Name     string `json:"name"`
+	Served   string `json:"served"`
+	Shadowed string `json:"shadowed"`
+	Reason   string `json:"reason"`
+}
+
+func runValidate(e *env, args []string) error {
+	fs := newFlags(e, "validate", validateUsage)
+	strict := fs.Bool("strict", false, "treat warnings as errors")
+	quiet := fs.Bool("quiet", false, "print errors only, and the summary")
+	maxFile := fs.Int64("max-file-bytes", loader.DefaultLimits.MaxFileBytes, "skip SKILL.md files larger than `N` bytes")
+	dirs, err := parseArgs(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(dirs) == 0 {
+		return usageError{"validate needs at least one DIR (see routerctl validate --help)"}
+	}
+	var roots []skill.Root
+	for _, d := range dirs {
+		rs, err := loader.RootsForPath(d)
+		if err != nil {
+			return usageError{fmt.Sprintf("cannot read %s: %v", d, err)}
+		}
+		for _, r := range rs {
+			r.Order = len(roots)
+			roots = append(roots, r)
+		}
+	}
+	lim := loader.DefaultLimits
+	lim.MaxFileBytes = *maxFile
+	rep := loader.Validate(roots, lim, loader.DefaultScanLimits)
+
+	out := validateOutput{Files: rep.Files, Valid: rep.Valid, ByCode: map[string]int{},
+		Limits: map[string]int64{"max_file_bytes": lim.MaxFileBytes, "max_frontmatter_bytes": int64(lim.MaxFrontmatterBytes)}}
+	for _, r := range roots {
+		out.Roots = append(out.Roots, r.Path)
+	}
+	for _, p := range rep.Problems {
+		out.ByCode[p.Code]++
+		if p.Severity == skill.SeverityError {
+			out.Errors++
+		} else {
+			out.Warnings++
+		}
+		out.Problems = append(out.Problems, problemJSON{Severity: p.Severity.String(), Code: p.Code, Field: p.Field, File: p.File, Line: p.Line, Message: p.Message})
+	}
+	for _, s := range rep.Shadows {
+		out.Shadows = append(out.Shadows, shadowJSON{Name: s.Name, Served: s.Winner.Dir, Shadowed: s.Loser.Dir, Reason: s.Reason})
+	}
+
+	if e.json {
+		enc := json.NewEncoder(e.stdout)
+		enc.SetIndent("", "  ")
+		if err := enc.Encode(out); err != nil {
+			return err
+		}
+	} else {
+		for _, p := range rep.Problems {
+			if *quiet && p.Severity != skill.SeverityError {
+				continue
+			}
+			fmt.Fprintln(e.stdout, p.String())
+		}
+		for _, s := range rep.Shadows {
+			fmt.Fprintf(e.stdout, "%s: warning: name %q also defined in %s; this copy is hidden (%s) (name-collision)\n", s.Loser.Dir, s.Name, s.Winner.Dir, s.Reason)
+		}
+		fmt.Fprintf(e.stdout, "%d SKILL.md files, %d would be served; %d errors, %d warnings, %d name collisions\n",
+			out.Files, out.Valid, out.Errors, out.Warnings, len(out.Shadows))
+		if out.Files == 0 {
+			fmt.Fprintln(e.stdout, "no SKILL.md found; folders starting with '.' or '_' are skipped unless you name them directly")
+		}
+	}
+	if out.Errors > 0 || (*strict && out.Warnings+len(out.Shadows) > 0) {
+		return exitStatus(exitError)
+	}
+	return nil
+}

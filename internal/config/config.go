@@ -1,0 +1,333 @@
+// Package config reads the router's settings from, in increasing precedence,
+// built-in defaults, a YAML file, MCPSAG_* environment variables and command
+// line flags. The file is by default .mcp/.mcp-config.yaml under the
+// workspace. Relative paths in it are relative to the workspace.
+package config
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"go.yaml.in/yaml/v3"
+
+	"github.com/mcpsag/router/internal/skill"
+)
+
+// DefaultFile is the config file's path relative to the workspace.
+const DefaultFile = ".mcp/.mcp-config.yaml"
+
+// maxFileBytes caps the config file.
+const maxFileBytes = 1 << 20
+
+// Config is the router's whole configuration. YAML keys are the snake_case
+// names in the struct tags.
+type Config struct {
+	// Addr is the gRPC listen address.
+	Addr string `yaml:"addr"`
+	// Workspace holds skills/ and agents/*/skills/ by default.
+	Workspace string `yaml:"workspace"`
+	// StateDir holds the bbolt cache; default <workspace>/.mcp/state.
+	StateDir string `yaml:"state_dir"`
+	// AdminAddr serves /metrics; empty disables it.
+	AdminAddr string `yaml:"admin_addr"`
+	// LogLevel is debug, info, warn or error.
+	LogLevel string `yaml:"log_level"`
+
+	// Roots replaces the default roots when set.
+	Roots []Root `yaml:"roots"`
+	// Precedence orders source kinds, highest first.
+	Precedence []string `yaml:"precedence"`
+
+	Limits   Limits   `yaml:"limits"`
+	Watch    Watch    `yaml:"watch"`
+	Load     Load     `yaml:"load"`
+	Flags    Flags    `yaml:"flags"`
+	Model    Model    `yaml:"model"`
+	Shutdown Shutdown `yaml:"shutdown"`
+
+	// File is the config file that was read, empty when none.
+	File string `yaml:"-"`
+}
+
+// Root is one configured skill root.
+type Root struct {
+	// Path may contain one "*" segment (agents/*/skills).
+	Path string `yaml:"path"`
+	// Kind is project, user, learned or bundled.
+	Kind string `yaml:"kind"`
+	// Agent scopes the root to one agent; "*" takes the agent from the
+	// path's "*" segment.
+	Agent string `yaml:"agent"`
+}
+
+// Limits bound what the router reads.
+type Limits struct {
+	MaxSkillFileBytes   int64 `yaml:"max_skill_file_bytes"`
+	MaxFrontmatterBytes int   `yaml:"max_frontmatter_bytes"`
+	MaxResourceBytes    int64 `yaml:"max_resource_bytes"`
+}
+
+// Watch configures hot reload.
+type Watch struct {
+	// Enabled turns on file system events; the periodic rescan runs
+	// regardless unless RescanInterval is 0.
+	Enabled        bool          `yaml:"enabled"`
+	Debounce       time.Duration `yaml:"debounce"`
+	RescanInterval time.Duration `yaml:"rescan_interval"`
+}
+
+// Load configures staged loading.
+type Load struct {
+	DefaultTokenBudget int `yaml:"default_token_budget"`
+	MaxTokenBudget     int `yaml:"max_token_budget"`
+}
+
+// Flags are feature flags.
+type Flags struct {
+	// SkillsV1 turns routing on; when off Match abstains with reason
+	// "disabled".
+	SkillsV1 bool `yaml:"skills_v1"`
+	// SkillsExec allows AuthorizeExec to grant script runs.
+	SkillsExec bool `yaml:"skills_exec"`
+}
+
+// Model configures the embedding model.
+type Model struct {
+	// Dir is a model folder; empty means the bundled default model.
+	Dir string `yaml:"dir"`
+}
+
+// Shutdown configures the two-stage stop.
+type Shutdown struct {
+	// Drain is how long health reports NOT_SERVING before the server
+	// stops accepting calls, so load balancers can move away.
+	Drain time.Duration `yaml:"drain"`
+	// Grace is how long in-flight calls get to finish.
+	Grace time.Duration `yaml:"grace"`
+}
+
+// Default returns the built-in configuration.
+func Default() Config {
+	return Config{
+		Addr:     "127.0.0.1:7443",
+		LogLevel: "info",
+		Limits: Limits{
+			MaxSkillFileBytes:   1 << 20,
+			MaxFrontmatterBytes: 64 << 10,
+			MaxResourceBytes:    1 << 20,
+		},
+		Watch:    Watch{Enabled: true, Debounce: 250 * time.Millisecond, RescanInterval: time.Minute},
+		Load:     Load{DefaultTokenBudget: 5000, MaxTokenBudget: 50000},
+		Flags:    Flags{SkillsV1: true, SkillsExec: false},
+		Shutdown: Shutdown{Drain: 0, Grace: 10 * time.Second},
+	}
+}
+
+// Overrides are settings given on the command line. Empty fields are unset.
+type Overrides struct {
+	Addr, Workspace, StateDir, ConfigFile, AdminAddr, ModelDir, LogLevel string
+}
+
+// envOverrides reads MCPSAG_* variables through getenv.
+func envOverrides(getenv func(string) string) Overrides {
+	return Overrides{
+		Addr:       getenv("MCPSAG_ADDR"),
+		Workspace:  getenv("MCPSAG_WORKSPACE"),
+		StateDir:   getenv("MCPSAG_STATE_DIR"),
+		ConfigFile: getenv("MCPSAG_CONFIG"),
+		AdminAddr:  getenv("MCPSAG_ADMIN_ADDR"),
+		ModelDir:   getenv("MCPSAG_MODEL_DIR"),
+		LogLevel:   getenv("MCPSAG_LOG_LEVEL"),
+	}
+}
+
+// EnvNames lists the environment variables Resolve reads, for help texts.
+var EnvNames = []string{"MCPSAG_ADDR", "MCPSAG_WORKSPACE", "MCPSAG_STATE_DIR", "MCPSAG_CONFIG", "MCPSAG_ADMIN_ADDR", "MCPSAG_MODEL_DIR", "MCPSAG_LOG_LEVEL"}
+
+// Resolve builds the configuration: defaults, then the config file, then the
+// environment, then flags. The config file is flags.ConfigFile, else
+// MCPSAG_CONFIG, else DefaultFile under the workspace when it exists. A named
+// file that does not exist is an error; the default file may be absent.
+func Resolve(flags Overrides, getenv func(string) string) (Config, error) {
+	env := envOverrides(getenv)
+	cfg := Default()
+
+	workspace := first(flags.Workspace, env.Workspace)
+	file := first(flags.ConfigFile, env.ConfigFile)
+	named := file != ""
+	if !named {
+		ws := workspace
+		if ws == "" {
+			ws = "."
+		}
+		file = filepath.Join(ws, DefaultFile)
+	}
+	if err := readFile(file, &cfg); err != nil {
+		if named || !errors.Is(err, os.ErrNotExist) {
+			return Config{}, err
+		}
+	} else {
+		cfg.File = file
+	}
+
+	for _, o := range []Overrides{env, flags} {
+		cfg.Addr = first(o.Addr, cfg.Addr)
+		cfg.Workspace = first(o.Workspace, cfg.Workspace)
+		cfg.StateDir = first(o.StateDir, cfg.StateDir)
+		cfg.AdminAddr = first(o.AdminAddr, cfg.AdminAddr)
+		cfg.Model.Dir = first(o.ModelDir, cfg.Model.Dir)
+		cfg.LogLevel = first(o.LogLevel, cfg.LogLevel)
+	}
+	if err := cfg.finish(); err != nil {
+		if cfg.File != "" {
+			return Config{}, fmt.Errorf("%s: %w", cfg.File, err)
+		}
+		return Config{}, err
+	}
+	return cfg, nil
+}
+
+// readFile decodes a YAML config file into cfg, rejecting unknown keys so a
+// typo is an error rather than a silently ignored setting.
+func readFile(path string, cfg *Config) error {
+	f, err := os.Open(path)
+	if err != nil {
+		return fmt.Errorf("config file: %w", err)
+	}
+	defer f.Close()
+	data, err := io.ReadAll(io.LimitReader(f, maxFileBytes+1))
+	if err != nil {
+		return fmt.Errorf("read config %s: %w", path, err)
+	}
+	if len(data) > maxFileBytes {
+		return fmt.Errorf("config %s is over %d bytes", path, maxFileBytes)
+	}
+	if len(bytes.TrimSpace(data)) == 0 {
+		return nil
+	}
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	dec.KnownFields(true)
+	if err := dec.Decode(cfg); err != nil {
+		return fmt.Errorf("config %s: %s", path, strings.TrimPrefix(err.Error(), "yaml: "))
+	}
+	return nil
+}
+
+// finish makes paths absolute and validates.
+func (c *Config) finish() error {
+	if c.Workspace == "" {
+		c.Workspace = "."
+	}
+	ws, err := filepath.Abs(c.Workspace)
+	if err != nil {
+		return fmt.Errorf("workspace: %w", err)
+	}
+	c.Workspace = ws
+	if c.StateDir == "" {
+		c.StateDir = filepath.Join(ws, ".mcp", "state")
+	}
+	c.StateDir = c.abs(c.StateDir)
+	if c.Model.Dir != "" {
+		c.Model.Dir = c.abs(c.Model.Dir)
+	}
+
+	var errs []error
+	if _, err := c.RootSpecsKinds(); err != nil {
+		errs = append(errs, err)
+	}
+	if _, err := c.PrecedenceKinds(); err != nil {
+		errs = append(errs, err)
+	}
+	if c.Addr == "" {
+		errs = append(errs, errors.New("addr: empty; want host:port such as 127.0.0.1:7443"))
+	}
+	if c.Limits.MaxSkillFileBytes <= 0 || c.Limits.MaxFrontmatterBytes <= 0 || c.Limits.MaxResourceBytes <= 0 {
+		errs = append(errs, errors.New("limits: every limit must be positive"))
+	}
+	if c.Load.DefaultTokenBudget <= 0 || c.Load.MaxTokenBudget < c.Load.DefaultTokenBudget {
+		errs = append(errs, fmt.Errorf("load: want 0 < default_token_budget (%d) <= max_token_budget (%d)", c.Load.DefaultTokenBudget, c.Load.MaxTokenBudget))
+	}
+	if c.Watch.Debounce < 0 || c.Watch.RescanInterval < 0 {
+		errs = append(errs, errors.New("watch: durations must not be negative"))
+	}
+	switch c.LogLevel {
+	case "debug", "info", "warn", "error":
+	default:
+		errs = append(errs, fmt.Errorf("log_level %q: want debug, info, warn or error", c.LogLevel))
+	}
+	return errors.Join(errs...)
+}
+
+func (c *Config) abs(p string) string {
+	if filepath.IsAbs(p) {
+		return filepath.Clean(p)
+	}
+	return filepath.Join(c.Workspace, p)
+}
+
+// RootSpecsKinds returns the configured roots with validated kinds; nil when
+// none are configured (the loader then uses its defaults).
+func (c *Config) RootSpecsKinds() ([]RootKind, error) {
+	var out []RootKind
+	for i, r := range c.Roots {
+		k, err := skill.ParseSourceKind(r.Kind)
+		if err != nil {
+			return nil, fmt.Errorf("roots[%d]: %w", i, err)
+		}
+		if r.Path == "" {
+			return nil, fmt.Errorf("roots[%d]: path is empty", i)
+		}
+		out = append(out, RootKind{Path: r.Path, Kind: k, Agent: r.Agent})
+	}
+	return out, nil
+}
+
+// RootKind is a root with its kind parsed.
+type RootKind struct {
+	Path  string
+	Kind  skill.SourceKind
+	Agent string
+}
+
+// PrecedenceKinds parses the precedence list; nil means the default order.
+func (c *Config) PrecedenceKinds() ([]skill.SourceKind, error) {
+	var out []skill.SourceKind
+	seen := map[skill.SourceKind]bool{}
+	for i, s := range c.Precedence {
+		k, err := skill.ParseSourceKind(s)
+		if err != nil {
+			return nil, fmt.Errorf("precedence[%d]: %w", i, err)
+		}
+		if seen[k] {
+			return nil, fmt.Errorf("precedence: %s listed twice", k)
+		}
+		seen[k] = true
+		out = append(out, k)
+	}
+	return out, nil
+}
+
+// Redacted renders the configuration as YAML for --print-config.
+func (c Config) Redacted() string {
+	b, err := yaml.Marshal(c)
+	if err != nil {
+		return "# cannot render config: " + strconv.Quote(err.Error())
+	}
+	return string(b)
+}
+
+func first(vals ...string) string {
+	for _, v := range vals {
+		if v != "" {
+			return v
+		}
+	}
+	return ""
+}

@@ -1,0 +1,240 @@
+// Package daemon runs the router: it resolves the configuration, opens the
+// state directory, starts the gRPC server, builds the first index and stops in
+// two stages. cmd/router is a thin wrapper around Main; end-to-end tests start
+// Main on a loopback port.
+package daemon
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"os"
+	"time"
+
+	"github.com/mcpsag/router/internal/config"
+	"github.com/mcpsag/router/internal/engine"
+	"github.com/mcpsag/router/internal/loader"
+	"github.com/mcpsag/router/internal/server"
+	"github.com/mcpsag/router/internal/store"
+)
+
+// Version is set at build time with -ldflags "-X github.com/mcpsag/router/internal/daemon.Version=...".
+var Version = "dev"
+
+// Main is one router process.
+type Main struct {
+	Config config.Config
+	// PrintConfig asks Run's caller to print the config and exit.
+	PrintConfig bool
+	Stderr      io.Writer
+
+	log    *slog.Logger
+	db     *store.DB
+	engine *engine.Engine
+	srv    *server.Server
+	lis    net.Listener
+	served chan error
+}
+
+// usage is the router's --help text.
+const usage = `router serves skills to agents over gRPC: it indexes SKILL.md folders,
+matches tasks to skills and loads them progressively.
+
+Usage:
+  router [flags]
+
+Settings come from, in increasing precedence: defaults, the config file
+(--config, else <workspace>/.mcp/.mcp-config.yaml when present), MCPSAG_*
+environment variables, and these flags:
+
+`
+
+// ParseFlags reads command line flags and the environment and resolves the
+// configuration.
+func (m *Main) ParseFlags(args []string, getenv func(string) string) error {
+	if m.Stderr == nil {
+		m.Stderr = os.Stderr
+	}
+	fs := flag.NewFlagSet("router", flag.ContinueOnError)
+	fs.SetOutput(m.Stderr)
+	var o config.Overrides
+	fs.StringVar(&o.Addr, "addr", "", "gRPC listen `address` (MCPSAG_ADDR; default 127.0.0.1:7443)")
+	fs.StringVar(&o.Workspace, "workspace", "", "workspace `dir` holding skills/ and agents/*/skills/ (MCPSAG_WORKSPACE; default .)")
+	fs.StringVar(&o.StateDir, "state-dir", "", "`dir` for the cache (MCPSAG_STATE_DIR; default <workspace>/.mcp/state)")
+	fs.StringVar(&o.ConfigFile, "config", "", "config `file` (MCPSAG_CONFIG; default <workspace>/.mcp/.mcp-config.yaml)")
+	fs.StringVar(&o.AdminAddr, "admin-addr", "", "`address` for /metrics; empty disables it (MCPSAG_ADMIN_ADDR)")
+	fs.StringVar(&o.ModelDir, "model-dir", "", "embedding model `dir`; empty uses the bundled model (MCPSAG_MODEL_DIR)")
+	fs.StringVar(&o.LogLevel, "log-level", "", "debug, info, warn or error (MCPSAG_LOG_LEVEL; default info)")
+	fs.BoolVar(&m.PrintConfig, "print-config", false, "print the effective configuration and exit")
+	version := fs.Bool("version", false, "print the version and exit")
+	fs.Usage = func() {
+		fmt.Fprint(fs.Output(), usage)
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("unexpected argument %q; router takes flags only (see router --help)", fs.Arg(0))
+	}
+	if *version {
+		fmt.Fprintln(m.Stderr, "router", Version)
+		return flag.ErrHelp
+	}
+	cfg, err := config.Resolve(o, getenv)
+	if err != nil {
+		return err
+	}
+	m.Config = cfg
+	return nil
+}
+
+// Run opens the state directory, starts serving (health NOT_SERVING), builds
+// the first index, then reports SERVING. It returns once the router is ready;
+// Close stops it. Addr tells where it listens.
+func (m *Main) Run(ctx context.Context) error {
+	if m.Stderr == nil {
+		m.Stderr = os.Stderr
+	}
+	cfg := m.Config
+	m.log = newLogger(m.Stderr, cfg.LogLevel)
+
+	lis, err := net.Listen("tcp", cfg.Addr)
+	if err != nil {
+		return fmt.Errorf("listen on %s: %w (is another router running? pick another --addr)", cfg.Addr, err)
+	}
+	m.lis = lis
+	db, err := store.Open(cfg.StateDir, store.Options{
+		LockTimeout: 2 * time.Second,
+		Holder:      fmt.Sprintf("router pid %d listening on %s since %s", os.Getpid(), lis.Addr(), time.Now().UTC().Format(time.RFC3339)),
+		Logger:      m.log.With("component", "store"),
+	})
+	if err != nil {
+		lis.Close()
+		return err
+	}
+	m.db = db
+	if db.Recovered != "" {
+		m.log.Warn("cache was rebuilt", "reason", db.Recovered)
+	}
+
+	eng, err := engine.New(m.engineConfig(), db, m.log.With("component", "engine"))
+	if err != nil {
+		m.closeStore()
+		return err
+	}
+	m.engine = eng
+	m.srv = server.New(&server.Service{Engine: eng}, server.Options{
+		Logger:   m.log.With("component", "grpc"),
+		Timeouts: map[string]time.Duration{"/mcpsag.router.v1.SkillRouter/Reindex": 10 * time.Minute},
+	})
+	m.served = make(chan error, 1)
+	go func() { m.served <- m.srv.GRPC.Serve(lis) }()
+	m.log.Info("router listening", "addr", lis.Addr().String(), "workspace", cfg.Workspace, "state_dir", cfg.StateDir, "version", Version)
+
+	if err := eng.Start(ctx); err != nil {
+		m.srv.GRPC.Stop()
+		m.closeStore()
+		return fmt.Errorf("first index: %w", err)
+	}
+	m.srv.SetServing(true)
+	return nil
+}
+
+func (m *Main) engineConfig() engine.Config {
+	cfg := m.Config
+	roots, _ := cfg.RootSpecsKinds() // validated by config.Resolve
+	prec, _ := cfg.PrecedenceKinds()
+	lc := loader.Config{
+		Workspace:  cfg.Workspace,
+		Precedence: prec,
+		Limits:     loader.Limits{MaxFileBytes: cfg.Limits.MaxSkillFileBytes, MaxFrontmatterBytes: cfg.Limits.MaxFrontmatterBytes},
+	}
+	for _, r := range roots {
+		lc.Roots = append(lc.Roots, loader.RootSpec{Path: r.Path, Kind: r.Kind, Agent: r.Agent})
+	}
+	return engine.Config{
+		Loader:             lc,
+		Watch:              cfg.Watch.Enabled,
+		Debounce:           cfg.Watch.Debounce,
+		RescanInterval:     cfg.Watch.RescanInterval,
+		DefaultTokenBudget: cfg.Load.DefaultTokenBudget,
+		MaxTokenBudget:     cfg.Load.MaxTokenBudget,
+		MaxResourceBytes:   cfg.Limits.MaxResourceBytes,
+		Flags:              engine.Flags{SkillsV1: cfg.Flags.SkillsV1, SkillsExec: cfg.Flags.SkillsExec},
+		Version:            Version,
+	}
+}
+
+// Addr returns the address the router listens on.
+func (m *Main) Addr() string {
+	if m.lis == nil {
+		return ""
+	}
+	return m.lis.Addr().String()
+}
+
+// Engine returns the running engine (for tests and embedding).
+func (m *Main) Engine() *engine.Engine { return m.engine }
+
+// Close stops the router in two stages: health turns NOT_SERVING (and stays
+// so for the drain period, so load balancers move away), then in-flight calls
+// get the grace period to finish before the server stops hard. Resources close
+// in reverse order of opening. Cancelling ctx skips the waiting.
+func (m *Main) Close(ctx context.Context) error {
+	if m.srv != nil {
+		m.srv.Health.Shutdown()
+		if d := m.Config.Shutdown.Drain; d > 0 {
+			select {
+			case <-time.After(d):
+			case <-ctx.Done():
+			}
+		}
+		stopped := make(chan struct{})
+		go func() { m.srv.GRPC.GracefulStop(); close(stopped) }()
+		grace := time.NewTimer(m.Config.Shutdown.Grace)
+		select {
+		case <-stopped:
+		case <-grace.C:
+			m.log.Warn("grace period over; stopping with calls in flight")
+			m.srv.GRPC.Stop()
+		case <-ctx.Done():
+			m.srv.GRPC.Stop()
+		}
+		grace.Stop()
+		<-stopped
+		if err := <-m.served; err != nil && !errors.Is(err, net.ErrClosed) {
+			m.log.Warn("server ended with an error", "err", err)
+		}
+		m.srv = nil
+	}
+	var errs []error
+	if m.engine != nil {
+		errs = append(errs, m.engine.Close())
+		m.engine = nil
+	}
+	errs = append(errs, m.closeStore())
+	if m.log != nil {
+		m.log.Info("router stopped")
+	}
+	return errors.Join(errs...)
+}
+
+func (m *Main) closeStore() error {
+	if m.db == nil {
+		return nil
+	}
+	err := m.db.Close()
+	m.db = nil
+	return err
+}
+
+func newLogger(w io.Writer, level string) *slog.Logger {
+	var l slog.Level
+	_ = l.UnmarshalText([]byte(level))
+	return slog.New(slog.NewJSONHandler(w, &slog.HandlerOptions{Level: l}))
+}

@@ -1,0 +1,131 @@
+// Package daemontest starts a real router on a loopback port for tests in
+// other packages, with its own state directory, and stops it when the test
+// ends.
+package daemontest
+
+import (
+	"context"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"runtime"
+	"testing"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+
+	routerv1 "github.com/mcpsag/router/api/proto/mcpsag/router/v1"
+	"github.com/mcpsag/router/internal/config"
+	"github.com/mcpsag/router/internal/daemon"
+)
+
+// Router is a running router and a client connected to it.
+type Router struct {
+	Main   *daemon.Main
+	Conn   *grpc.ClientConn
+	Client routerv1.SkillRouterClient
+	Addr   string
+}
+
+// Options adjust the configuration before start.
+type Options struct {
+	// StateDir reuses a state directory (for restart tests); default a
+	// new temporary one.
+	StateDir string
+	// Configure edits the resolved configuration.
+	Configure func(*config.Config)
+	// Logs receives the router's log; default discarded.
+	Logs io.Writer
+}
+
+// Start runs a router on workspace and returns when it serves.
+func Start(t testing.TB, workspace string, opts Options) *Router {
+	t.Helper()
+	getenv := func(string) string { return "" }
+	flags := config.Overrides{Workspace: workspace, Addr: "127.0.0.1:0", StateDir: opts.StateDir}
+	if flags.StateDir == "" {
+		flags.StateDir = t.TempDir()
+	}
+	cfg, err := config.Resolve(flags, getenv)
+	if err != nil {
+		t.Fatalf("config: %v", err)
+	}
+	cfg.Shutdown.Grace = 5 * time.Second
+	if opts.Configure != nil {
+		opts.Configure(&cfg)
+	}
+	logs := opts.Logs
+	if logs == nil {
+		logs = io.Discard
+	}
+	m := &daemon.Main{Config: cfg, Stderr: logs}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	if err := m.Run(ctx); err != nil {
+		t.Fatalf("start router: %v", err)
+	}
+	conn, err := grpc.NewClient(m.Addr(), grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := &Router{Main: m, Conn: conn, Client: routerv1.NewSkillRouterClient(conn), Addr: m.Addr()}
+	t.Cleanup(func() { r.Stop(t) })
+	return r
+}
+
+// Stop closes the client and the router; calling it twice is harmless.
+func (r *Router) Stop(t testing.TB) {
+	if r.Conn != nil {
+		r.Conn.Close()
+		r.Conn = nil
+	}
+	if r.Main != nil {
+		if err := r.Main.Close(context.Background()); err != nil {
+			t.Errorf("stop router: %v", err)
+		}
+		r.Main = nil
+	}
+}
+
+// Examples returns the path of the repository's examples/ workspace.
+func Examples(t testing.TB) string {
+	t.Helper()
+	_, file, _, _ := runtime.Caller(0)
+	return filepath.Join(filepath.Dir(file), "..", "..", "..", "examples")
+}
+
+// CopyExamples copies examples/ (without its state) to a temporary folder
+// that the test may change.
+func CopyExamples(t testing.TB) string {
+	t.Helper()
+	dst := t.TempDir()
+	src := Examples(t)
+	err := filepath.WalkDir(src, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(src, p)
+		if d.IsDir() && rel == filepath.Join(".mcp", "state") {
+			return filepath.SkipDir
+		}
+		target := filepath.Join(dst, rel)
+		if d.IsDir() {
+			return os.MkdirAll(target, 0o755)
+		}
+		info, err := d.Info()
+		if err != nil {
+			return err
+		}
+		data, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		return os.WriteFile(target, data, info.Mode().Perm())
+	})
+	if err != nil {
+		t.Fatalf("copy examples: %v", err)
+	}
+	return dst
+}

@@ -1,0 +1,224 @@
+// Package engine is the router's core: it owns the current index generation
+// (the catalog of skills), keeps it in step with the disk through the loader's
+// indexer and watcher, and answers the domain calls behind the API: list, get,
+// load, reindex, status. The gRPC server translates to and from these calls
+// and holds no logic of its own.
+package engine
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/mcpsag/router/internal/loader"
+	"github.com/mcpsag/router/internal/skill"
+	"github.com/mcpsag/router/internal/store"
+)
+
+// Config configures an Engine.
+type Config struct {
+	Loader loader.Config
+	// Watch turns on file system events.
+	Watch bool
+	// Debounce coalesces bursts of file events.
+	Debounce time.Duration
+	// RescanInterval is the safety-net full scan period; 0 disables it.
+	RescanInterval time.Duration
+	// DefaultTokenBudget and MaxTokenBudget bound level-2 loads.
+	DefaultTokenBudget, MaxTokenBudget int
+	// MaxResourceBytes caps level-3 loads.
+	MaxResourceBytes int64
+	Flags            Flags
+	Version          string
+}
+
+// Flags are the feature flags.
+type Flags struct {
+	SkillsV1   bool
+	SkillsExec bool
+}
+
+// Engine serves the current generation of the skill catalog.
+type Engine struct {
+	cfg     Config
+	db      *store.DB
+	ix      *loader.Indexer
+	log     *slog.Logger
+	started time.Time
+
+	current atomic.Pointer[loader.Catalog]
+	flags   atomic.Pointer[Flags]
+
+	mu          sync.Mutex // guards the fields below
+	lastStats   loader.Stats
+	lastErr     error
+	lastReindex time.Time
+	watcher     *loader.Watcher
+	cancel      context.CancelFunc
+	done        chan struct{}
+}
+
+// New creates an engine over an open store. Call Start to build the first
+// generation.
+func New(cfg Config, db *store.DB, log *slog.Logger) (*Engine, error) {
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	ix, err := loader.NewIndexer(cfg.Loader, db, log.With("component", "loader"))
+	if err != nil {
+		return nil, err
+	}
+	e := &Engine{cfg: cfg, db: db, ix: ix, log: log, started: time.Now()}
+	flags := cfg.Flags
+	e.flags.Store(&flags)
+	return e, nil
+}
+
+// Start builds the first generation, then keeps it fresh in the background
+// (file events and periodic rescans) until Close. It returns the first
+// reindex's error; the engine is then not ready.
+func (e *Engine) Start(ctx context.Context) error {
+	if _, err := e.Reindex(ctx, false); err != nil {
+		return err
+	}
+	bg, cancel := context.WithCancel(context.Background())
+	e.mu.Lock()
+	e.cancel, e.done = cancel, make(chan struct{})
+	if e.cfg.Watch {
+		w, err := loader.NewWatcher(e.cfg.Debounce, e.log.With("component", "watch"))
+		if err != nil {
+			e.log.Warn("file watching unavailable; relying on periodic rescans", "err", err)
+		} else {
+			e.watcher = w
+		}
+	}
+	e.mu.Unlock()
+	e.syncWatches()
+	go e.refreshLoop(bg)
+	return nil
+}
+
+// refreshLoop reindexes on file events and on the rescan timer.
+func (e *Engine) refreshLoop(ctx context.Context) {
+	defer close(e.done)
+	var changes <-chan struct{}
+	if e.watcher != nil {
+		go e.watcher.Run(ctx)
+		changes = e.watcher.Changes()
+	}
+	var tick <-chan time.Time
+	if e.cfg.RescanInterval > 0 {
+		t := time.NewTicker(e.cfg.RescanInterval)
+		defer t.Stop()
+		tick = t.C
+	}
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-changes:
+		case <-tick:
+		}
+		if _, err := e.Reindex(ctx, false); err != nil && ctx.Err() == nil {
+			e.log.Error("background reindex failed; serving the previous generation", "err", err)
+		}
+	}
+}
+
+// Reindex rescans the roots and publishes a new generation when anything
+// changed. On error the previous generation keeps serving.
+func (e *Engine) Reindex(ctx context.Context, full bool) (loader.Stats, error) {
+	cat, st, scan, err := e.ix.Reindex(ctx, full)
+	e.mu.Lock()
+	e.lastReindex = time.Now()
+	e.lastErr = err
+	if err == nil {
+		e.lastStats = st
+	}
+	e.mu.Unlock()
+	if err != nil {
+		return st, err
+	}
+	if st.Published {
+		e.current.Store(cat)
+		e.log.Info("index generation published", "generation", st.Generation, "skills", len(cat.Winners()),
+			"scanned", st.Scanned, "added", st.Added, "changed", st.Changed, "removed", st.Removed,
+			"invalid", st.Invalid, "parsed", st.Parsed, "duration", st.Duration)
+	}
+	e.syncWatchesFrom(scan)
+	return st, nil
+}
+
+func (e *Engine) syncWatches() {
+	roots, err := e.ix.Roots()
+	if err != nil {
+		return
+	}
+	e.syncWatchesFrom(loader.Scan(roots, e.cfg.Loader.Scan))
+}
+
+// syncWatchesFrom watches every folder of the scan plus the workspace and the
+// parents of roots, so new roots and agent folders are seen.
+func (e *Engine) syncWatchesFrom(scan loader.ScanResult) {
+	e.mu.Lock()
+	w := e.watcher
+	e.mu.Unlock()
+	if w == nil {
+		return
+	}
+	dirs := append([]string{e.cfg.Loader.Workspace}, scan.Dirs...)
+	for _, spec := range e.cfg.Loader.Roots {
+		dirs = append(dirs, watchAnchors(e.cfg.Loader.Workspace, spec.Path)...)
+	}
+	if len(e.cfg.Loader.Roots) == 0 {
+		for _, spec := range loader.DefaultRoots() {
+			dirs = append(dirs, watchAnchors(e.cfg.Loader.Workspace, spec.Path)...)
+		}
+	}
+	w.Sync(existing(dirs))
+}
+
+// Catalog returns the current generation, or an Unavailable error before the
+// first one is built.
+func (e *Engine) Catalog() (*loader.Catalog, error) {
+	c := e.current.Load()
+	if c == nil {
+		return nil, skill.Errorf(skill.CodeUnavailable, "the skill index is still loading; retry shortly")
+	}
+	return c, nil
+}
+
+// Ready reports whether a generation is being served.
+func (e *Engine) Ready() bool { return e.current.Load() != nil }
+
+// Flags returns the feature flags in force.
+func (e *Engine) Flags() Flags { return *e.flags.Load() }
+
+// SetFlags replaces the feature flags (config hot reload).
+func (e *Engine) SetFlags(f Flags) { e.flags.Store(&f) }
+
+// Close stops background work. It does not close the store.
+func (e *Engine) Close() error {
+	e.mu.Lock()
+	cancel, done, w := e.cancel, e.done, e.watcher
+	e.mu.Unlock()
+	if cancel == nil {
+		return nil
+	}
+	cancel()
+	<-done
+	if w != nil {
+		return w.Close()
+	}
+	return nil
+}
+
+// errNotBuilt answers calls whose feature has not landed yet.
+func errNotBuilt(feature string) error {
+	return skill.Errorf(skill.CodeUnimplemented, "%s is not available in this build yet", feature)
+}
+
+var errAgentSyntax = errors.New("agent names are 1-64 letters, digits, '.', '_' or '-'")

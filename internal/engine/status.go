@@ -1,0 +1,88 @@
+package engine
+
+import (
+	"time"
+
+	"github.com/mcpsag/router/internal/loader"
+	"github.com/mcpsag/router/internal/skill"
+)
+
+// Status describes the engine for operators.
+type Status struct {
+	Version   string
+	StartedAt time.Time
+	Serving   bool
+
+	Generation uint64
+	// Skills counts the skills served to callers without an agent.
+	Skills, Disabled, Hidden, Shadowed, AgentScoped int
+	// FilesInvalid counts SKILL.md files skipped because they never parsed.
+	FilesInvalid int
+	Agents       []string
+	Shadows      []loader.Shadow
+
+	LastReindex      time.Time
+	LastStats        loader.Stats
+	LastReindexError string
+	Progress         loader.Progress
+	// ParsedTotal counts files parsed since start.
+	ParsedTotal int64
+
+	Errors, Warnings int
+	ProblemsByCode   map[string]int
+
+	Flags Flags
+}
+
+// Status reports the current generation, the last reindex and validation.
+func (e *Engine) Status() Status {
+	st := Status{
+		Version:     e.cfg.Version,
+		StartedAt:   e.started,
+		Flags:       e.Flags(),
+		Progress:    e.ix.Progress(),
+		ParsedTotal: e.ix.ParsedTotal(),
+	}
+	e.mu.Lock()
+	st.LastReindex, st.LastStats = e.lastReindex, e.lastStats
+	if e.lastErr != nil {
+		st.LastReindexError = e.lastErr.Error()
+	}
+	e.mu.Unlock()
+
+	cat := e.current.Load()
+	if cat == nil {
+		return st
+	}
+	st.Serving = true
+	st.Generation = cat.Generation
+	st.FilesInvalid = cat.Invalid
+	st.Agents = cat.Agents()
+	st.Shadows = cat.Shadowed("*")
+	st.Shadowed = len(st.Shadows)
+	for _, s := range cat.Visible("") {
+		switch {
+		case !s.Enabled():
+			st.Disabled++
+		case s.Frontmatter.Hidden:
+			st.Hidden++
+		default:
+			st.Skills++
+		}
+	}
+	for _, ent := range cat.Entries() {
+		if ent.Skill.Root.Agent != "" && ent.ShadowedBy == nil {
+			st.AgentScoped++
+		}
+	}
+	st.ProblemsByCode = map[string]int{}
+	for _, p := range cat.Problems {
+		st.ProblemsByCode[p.Code]++
+		if p.Severity == skill.SeverityError {
+			st.Errors++
+		} else {
+			st.Warnings++
+		}
+	}
+	return st
+}

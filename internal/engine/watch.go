@@ -1,0 +1,51 @@
+package engine
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+)
+
+// watchAnchors returns the folders to watch so that a root (possibly with a
+// "*" segment) is noticed when it appears: the root's parent and, for a
+// wildcard root, the wildcard's parent and each folder it matches.
+func watchAnchors(workspace, spec string) []string {
+	p := filepath.FromSlash(spec)
+	if !filepath.IsAbs(p) {
+		p = filepath.Join(workspace, p)
+	}
+	before, after, wild := strings.Cut(p, "*")
+	if !wild {
+		return []string{filepath.Dir(filepath.Clean(p)), filepath.Clean(p)}
+	}
+	parent := filepath.Clean(before)
+	out := []string{parent}
+	entries, err := os.ReadDir(parent)
+	if err != nil {
+		return out
+	}
+	for _, e := range entries {
+		if e.IsDir() {
+			match := filepath.Join(parent, e.Name())
+			out = append(out, match, filepath.Dir(filepath.Clean(match+after)))
+		}
+	}
+	return out
+}
+
+// existing keeps the folders that exist, without duplicates.
+func existing(dirs []string) []string {
+	seen := make(map[string]bool, len(dirs))
+	var out []string
+	for _, d := range dirs {
+		d = filepath.Clean(d)
+		if seen[d] {
+			continue
+		}
+		seen[d] = true
+		if fi, err := os.Stat(d); err == nil && fi.IsDir() {
+			out = append(out, d)
+		}
+	}
+	return out
+}
