@@ -252,7 +252,7 @@ func TestBadInput(t *testing.T) {
 			return err
 		}, codes.InvalidArgument, "level"},
 		{"negative budget", func() error { _, err := c.Load(ctx(t), body(-1)); return err }, codes.InvalidArgument, "token_budget"},
-		{"huge budget", func() error { _, err := c.Load(ctx(t), body(1 << 30)); return err }, codes.InvalidArgument, "token_budget"},
+		{"huge budget", func() error { _, err := c.Load(ctx(t), body(1<<30)); return err }, codes.InvalidArgument, "token_budget"},
 		{"resource at level 2", func() error {
 			req := body(0)
 			req.ResourcePath = "scripts/fill_form.py"
