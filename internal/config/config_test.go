@@ -1,0 +1,99 @@
+package config
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+func writeConfig(t *testing.T, ws, content string) string {
+	t.Helper()
+	p := filepath.Join(ws, DefaultFile)
+	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func envOf(m map[string]string) func(string) string { return func(k string) string { return m[k] } }
+
+func TestPrecedence(t *testing.T) {
+	ws := t.TempDir()
+	writeConfig(t, ws, "addr: 127.0.0.1:1111\nadmin_addr: 127.0.0.1:2222\nlog_level: warn\nwatch:\n  debounce: 1s\nflags:\n  skills_exec: true\n")
+
+	cfg, err := Resolve(Overrides{Workspace: ws}, envOf(nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.Addr != "127.0.0.1:1111" || cfg.Watch.Debounce != time.Second || !cfg.Flags.SkillsExec || !cfg.Flags.SkillsV1 {
+		t.Errorf("file values not applied over defaults: %+v", cfg)
+	}
+	if cfg.StateDir != filepath.Join(ws, ".mcp", "state") || cfg.File == "" {
+		t.Errorf("state dir %q, file %q", cfg.StateDir, cfg.File)
+	}
+
+	cfg, err = Resolve(Overrides{Workspace: ws}, envOf(map[string]string{"MCPSAG_ADDR": "127.0.0.1:3333", "MCPSAG_LOG_LEVEL": "debug"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.Addr != "127.0.0.1:3333" || cfg.LogLevel != "debug" || cfg.AdminAddr != "127.0.0.1:2222" {
+		t.Errorf("env does not override the file: %+v", cfg)
+	}
+
+	cfg, err = Resolve(Overrides{Workspace: ws, Addr: "127.0.0.1:4444", StateDir: "st"}, envOf(map[string]string{"MCPSAG_ADDR": "127.0.0.1:3333"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.Addr != "127.0.0.1:4444" || cfg.StateDir != filepath.Join(ws, "st") {
+		t.Errorf("flags do not override env: addr %s state %s", cfg.Addr, cfg.StateDir)
+	}
+}
+
+func TestDefaultsWithoutFile(t *testing.T) {
+	cfg, err := Resolve(Overrides{Workspace: t.TempDir()}, envOf(nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := Default()
+	if cfg.Addr != d.Addr || cfg.Load != d.Load || cfg.File != "" {
+		t.Errorf("defaults = %+v", cfg)
+	}
+}
+
+func TestErrors(t *testing.T) {
+	tests := map[string]string{
+		"unknown key":        "adress: x\n",
+		"bad kind":           "roots:\n  - {path: skills, kind: team}\n",
+		"duplicate kind":     "precedence: [user, user]\n",
+		"bad log level":      "log_level: loud\n",
+		"budgets":            "load:\n  default_token_budget: 10\n  max_token_budget: 5\n",
+		"negative limit":     "limits:\n  max_resource_bytes: -1\n",
+		"not yaml":           "addr: [\n",
+		"wrong type":         "flags:\n  skills_v1: maybe\n",
+		"bad duration":       "watch:\n  debounce: soon\n",
+		"empty root path":    "roots:\n  - {kind: user}\n",
+		"negative debounce":  "watch:\n  debounce: -1s\n",
+		"empty addr in file": "addr: \"\"\nworkspace: .\n",
+	}
+	for name, content := range tests {
+		t.Run(name, func(t *testing.T) {
+			ws := t.TempDir()
+			p := writeConfig(t, ws, content)
+			_, err := Resolve(Overrides{Workspace: ws}, envOf(nil))
+			if err == nil {
+				t.Fatal("no error")
+			}
+			if !strings.Contains(err.Error(), p) {
+				t.Errorf("error %q does not name the file", err)
+			}
+		})
+	}
+	if _, err := Resolve(Overrides{ConfigFile: filepath.Join(t.TempDir(), "missing.yaml")}, envOf(nil)); err == nil {
+		t.Error("a named config file that does not exist must be an error")
+	}
+}
