@@ -1,0 +1,95 @@
+package telemetry
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"github.com/prometheus/otlptranslator"
+	promexporter "go.opentelemetry.io/otel/exporters/prometheus"
+	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
+)
+
+// TranslationStrategy is how OTel metric names become Prometheus names on
+// /metrics. It is pinned because the exporter's default is due to change:
+// with it, rpc.server.call.duration (unit s) is served as
+// rpc_server_call_duration_seconds_{bucket,sum,count} and counters get
+// _total. Point an OTLP-to-Prometheus pipeline at the same strategy to get
+// the same names.
+var TranslationStrategy = otlptranslator.UnderscoreEscapingWithSuffixes
+
+// newPrometheus returns a metric reader that serves the router's metrics,
+// plus Go runtime and process metrics, from its own registry (not the
+// global one).
+func newPrometheus() (sdkmetric.Reader, http.Handler, error) {
+	reg := prometheus.NewRegistry()
+	if err := reg.Register(collectors.NewGoCollector()); err != nil {
+		return nil, nil, fmt.Errorf("telemetry: register go collector: %w", err)
+	}
+	if err := reg.Register(collectors.NewProcessCollector(collectors.ProcessCollectorOpts{})); err != nil {
+		return nil, nil, fmt.Errorf("telemetry: register process collector: %w", err)
+	}
+	reader, err := promexporter.New(
+		promexporter.WithRegisterer(reg),
+		promexporter.WithTranslationStrategy(TranslationStrategy),
+	)
+	if err != nil {
+		return nil, nil, fmt.Errorf("telemetry: prometheus exporter: %w", err)
+	}
+	handler := promhttp.HandlerFor(reg, promhttp.HandlerOpts{
+		ErrorHandling:       promhttp.ContinueOnError,
+		MaxRequestsInFlight: 4,
+		Timeout:             10 * time.Second,
+	})
+	return reader, handler, nil
+}
+
+// adminServer serves /metrics on its own listener, never on the gRPC port.
+type adminServer struct {
+	ln  net.Listener
+	srv *http.Server
+}
+
+func startAdmin(addr string, metrics http.Handler, log *slog.Logger) (*adminServer, error) {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("telemetry: admin listener %s: %w", addr, err)
+	}
+	mux := http.NewServeMux()
+	mux.Handle("GET /metrics", metrics)
+	a := &adminServer{
+		ln: ln,
+		srv: &http.Server{
+			Handler:           mux,
+			ReadHeaderTimeout: 5 * time.Second,
+			ReadTimeout:       10 * time.Second,
+			WriteTimeout:      30 * time.Second,
+			IdleTimeout:       60 * time.Second,
+			MaxHeaderBytes:    16 << 10,
+			ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
+		},
+	}
+	go func() {
+		if err := a.srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			log.Error("admin listener stopped", "addr", ln.Addr().String(), "err", err)
+		}
+	}()
+	return a, nil
+}
+
+func (a *adminServer) addr() string { return a.ln.Addr().String() }
+
+func (a *adminServer) shutdown(ctx context.Context) error {
+	if err := a.srv.Shutdown(ctx); err != nil {
+		_ = a.srv.Close()
+		return fmt.Errorf("admin listener: %w", err)
+	}
+	return nil
+}

@@ -1,0 +1,163 @@
+package telemetry
+
+import (
+	"context"
+	"time"
+
+	"go.opentelemetry.io/otel/attribute"
+	otellog "go.opentelemetry.io/otel/log"
+	"go.opentelemetry.io/otel/metric"
+)
+
+// Decision is the outcome of an access decision in an audit record.
+type Decision string
+
+// Decisions.
+const (
+	DecisionAllow       Decision = "allow"
+	DecisionDeny        Decision = "deny"
+	DecisionRateLimited Decision = "rate_limited"
+)
+
+// ReasonNotFound is the deny reason for a skill or script that does not
+// exist.
+const ReasonNotFound = "not_found"
+
+// Audit records (exec attempts, exec results, admin calls) go to the audit
+// logger scope (AuditScopeName), carry log.type=audit, and are mirrored to
+// the stderr log at Info. They name principals by id, never by token.
+
+// ExecAttempt describes one AuthorizeExec decision, for ExecAttempted.
+type ExecAttempt struct {
+	// DecisionID identifies the decision in ReportExecResult.
+	DecisionID string
+	// Skill is the requested skill name. It becomes a metric label unless
+	// Reason is ReasonNotFound, so unknown names cannot mint series.
+	Skill string
+	// Script is relative to the skill folder.
+	Script string
+	// Caller is who the request says it is for; Principal is who
+	// authenticated (a token id or certificate identity, never the token).
+	Caller, Principal string
+	Agent             string
+	Decision          Decision
+	// Reason is the deny reason code (exec_disabled, not_allowlisted,
+	// hash_mismatch, path_escape, not_found, skill_disabled); empty when
+	// allowed.
+	Reason       string
+	ScriptSHA256 string
+	Peer         string // client address
+}
+
+// ExecAttempted records an AuthorizeExec decision: audit event
+// skill_exec_attempt and the exec decisions counter (by decision and
+// reason). Call it once per AuthorizeExec, allowed or denied; it is the
+// audit record for the decision.
+func (r *Recorder) ExecAttempted(ctx context.Context, e ExecAttempt) {
+	if r == nil {
+		return
+	}
+	reason := clip(e.Reason)
+	label := e.Skill
+	if reason == ReasonNotFound {
+		label = ""
+	}
+	r.execDecisions.Add(ctx, 1, metric.WithAttributes(
+		attribute.String(keySkill, label),
+		attribute.String(keyDecision, string(e.Decision)),
+		attribute.String(keyReason, reason)))
+	r.emit(ctx, r.audit, EventExecAttempt, otellog.SeverityInfo, true, []attribute.KeyValue{
+		attribute.String("decision.id", clip(e.DecisionID)),
+		attribute.String(keySkill, clip(e.Skill)),
+		attribute.String("script", clip(e.Script)),
+		attribute.String("caller", clip(e.Caller)),
+		attribute.String("principal", clip(e.Principal)),
+		attribute.String(keyAgent, clip(e.Agent)),
+		attribute.String(keyDecision, string(e.Decision)),
+		attribute.String(keyReason, reason),
+		attribute.String("script.sha256", clip(e.ScriptSHA256)),
+		attribute.String("client.address", clip(e.Peer)),
+	})
+}
+
+// ExecResult describes one ReportExecResult, for ExecReported.
+type ExecResult struct {
+	DecisionID        string
+	Skill, Script     string
+	Caller, Principal string
+	ExitCode          int
+	Duration          time.Duration
+	// ErrorClass is a stable code for a failed run (timeout, signal,
+	// start_failed, ...); empty on success. Never the raw error text, which
+	// may hold script output.
+	ErrorClass string
+}
+
+// ExecReported records a reported script outcome: audit event
+// skill_exec_result, the exec results counter (by outcome and error.type)
+// and the exec duration histogram. A run succeeded when ExitCode is 0 and
+// ErrorClass is empty.
+func (r *Recorder) ExecReported(ctx context.Context, e ExecResult) {
+	if r == nil {
+		return
+	}
+	outcome, errType := "ok", ""
+	if e.ErrorClass != "" || e.ExitCode != 0 {
+		outcome, errType = "error", clip(e.ErrorClass)
+		if errType == "" {
+			errType = "exit_code"
+		}
+	}
+	r.execResults.Add(ctx, 1, metric.WithAttributes(
+		attribute.String(keySkill, e.Skill),
+		attribute.String(keyOutcome, outcome),
+		attribute.String(keyErrorType, errType)))
+	r.execDuration.Record(ctx, e.Duration.Seconds(), metric.WithAttributes(attribute.String(keySkill, e.Skill)))
+	r.emit(ctx, r.audit, EventExecResult, otellog.SeverityInfo, true, []attribute.KeyValue{
+		attribute.String("decision.id", clip(e.DecisionID)),
+		attribute.String(keySkill, clip(e.Skill)),
+		attribute.String("script", clip(e.Script)),
+		attribute.String("caller", clip(e.Caller)),
+		attribute.String("principal", clip(e.Principal)),
+		attribute.Int("exit_code", e.ExitCode),
+		attribute.Float64(keyDurationMS, ms(e.Duration)),
+		attribute.String(keyOutcome, outcome),
+		attribute.String(keyErrorType, errType),
+	})
+}
+
+// AdminCall describes one call to an admin method (Reindex, config
+// changes, ...) and the access decision on it, for AdminCalled.
+type AdminCall struct {
+	// Method is the full gRPC method, /mcpsag.router.v1.SkillRouter/Reindex.
+	Method string
+	// Principal is a token id or certificate identity, never the token.
+	Principal string
+	Decision  Decision
+	Reason    string // why it was denied or limited; empty when allowed
+	Peer      string // client address
+	// Code is the call's result (skill.Code.String() or a gRPC code name),
+	// empty when the call was not run.
+	Code string
+}
+
+// AdminCalled records an admin call: audit event admin_call and the admin
+// calls counter (by method and decision). Call it once per admin call,
+// denied calls included.
+func (r *Recorder) AdminCalled(ctx context.Context, a AdminCall) {
+	if r == nil {
+		return
+	}
+	method := clip(a.Method)
+	r.adminCalls.Add(ctx, 1, metric.WithAttributes(
+		attribute.String(keyMethod, method),
+		attribute.String(keyDecision, string(a.Decision))))
+	r.emit(ctx, r.audit, EventAdminCall, otellog.SeverityInfo, true, []attribute.KeyValue{
+		attribute.String(keyMethod, method),
+		attribute.String("principal", clip(a.Principal)),
+		attribute.String(keyDecision, string(a.Decision)),
+		attribute.String(keyReason, clip(a.Reason)),
+		attribute.String("client.address", clip(a.Peer)),
+		attribute.String("code", clip(a.Code)),
+	})
+}

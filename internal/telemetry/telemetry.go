@@ -1,0 +1,330 @@
+package telemetry
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"os"
+	"sync"
+
+	"go.opentelemetry.io/otel"
+	otellog "go.opentelemetry.io/otel/log"
+	logglobal "go.opentelemetry.io/otel/log/global"
+	lognoop "go.opentelemetry.io/otel/log/noop"
+	"go.opentelemetry.io/otel/metric"
+	metricnoop "go.opentelemetry.io/otel/metric/noop"
+	"go.opentelemetry.io/otel/propagation"
+	sdklog "go.opentelemetry.io/otel/sdk/log"
+	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
+	"go.opentelemetry.io/otel/sdk/resource"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/trace"
+	tracenoop "go.opentelemetry.io/otel/trace/noop"
+)
+
+// DefaultServiceName is the service.name resource attribute unless
+// Config.ServiceName or OTEL_SERVICE_NAME says otherwise.
+const DefaultServiceName = "mcpsag-router"
+
+// cardinalityLimit caps the attribute sets per metric instrument; sets past
+// it are folded into one overflow series (otel.metric.overflow=true).
+const cardinalityLimit = 2000
+
+// Config says what to export and how to treat sensitive inputs. The zero
+// value exports nothing unless OTEL_* variables ask for OTLP.
+type Config struct {
+	// ServiceName and ServiceVersion become service.name and
+	// service.version. OTEL_SERVICE_NAME and OTEL_RESOURCE_ATTRIBUTES
+	// override them.
+	ServiceName    string
+	ServiceVersion string
+
+	// AdminAddr is where to serve Prometheus /metrics, for example
+	// 127.0.0.1:9464; "" serves nothing. Port 0 picks a free port (see
+	// Telemetry.AdminAddr).
+	AdminAddr string
+
+	// RecordTaskText puts task text into skill_selected events. Off by
+	// default: events carry a keyed hash of the task only.
+	RecordTaskText bool
+	// TaskHashKey keys the task hash (HMAC-SHA256). Empty means a random key
+	// per process, so equal tasks hash alike within one run only.
+	TaskHashKey []byte
+
+	// Logger receives telemetry's own messages and the audit records, and
+	// is the stderr half of Logger(). Nil means JSON to stderr at LogLevel.
+	Logger *slog.Logger
+	// LogLevel is the minimum level Logger() sends to OTLP, and the level
+	// of the default stderr logger. Nil means slog.LevelInfo.
+	LogLevel slog.Leveler
+
+	// Global installs the providers, the propagator and an error handler
+	// as the OTel globals, for libraries that only use those. The daemon
+	// sets it; tests leave it off.
+	Global bool
+
+	// Extra destinations, used in addition to the OTEL_* ones. Tests and
+	// embedders pass in-memory exporters here.
+	SpanProcessors []sdktrace.SpanProcessor
+	MetricReaders  []sdkmetric.Reader
+	LogProcessors  []sdklog.Processor
+}
+
+// Telemetry owns the OTel providers, the admin listener and the Recorder.
+// Its methods are safe for concurrent use.
+type Telemetry struct {
+	tp   trace.TracerProvider
+	mp   metric.MeterProvider
+	lp   otellog.LoggerProvider
+	prop propagation.TextMapPropagator
+
+	base   *slog.Logger // Config.Logger: stderr only
+	logger *slog.Logger // base + OTel bridge, redacted
+	rec    *Recorder
+
+	metrics http.Handler
+	admin   *adminServer
+
+	grpcOnce    sync.Once
+	grpcHandler *GRPCHandler
+
+	shutdown     []func(context.Context) error // in order of creation
+	shutdownOnce sync.Once
+	shutdownErr  error
+}
+
+// Setup builds the providers from cfg and the OTEL_* environment, opens the
+// admin listener when cfg.AdminAddr is set, and returns the Telemetry. It
+// returns an error when an OTEL_* variable names an unknown exporter or
+// protocol, or when the admin address cannot be bound. Call Shutdown to
+// flush and release everything.
+func Setup(ctx context.Context, cfg Config) (*Telemetry, error) {
+	t := &Telemetry{
+		prop: propagation.NewCompositeTextMapPropagator(propagation.TraceContext{}, propagation.Baggage{}),
+	}
+	level := cfg.LogLevel
+	if level == nil {
+		level = slog.LevelInfo
+	}
+	var raw slog.Handler
+	if cfg.Logger != nil {
+		raw = cfg.Logger.Handler()
+	} else {
+		raw = slog.NewJSONHandler(os.Stderr, &slog.HandlerOptions{Level: level})
+	}
+	stderr := newRedactHandler(raw)
+	t.base = slog.New(stderr).With("component", "telemetry")
+
+	ok := false
+	defer func() {
+		if !ok {
+			t.closeAll(context.WithoutCancel(ctx))
+		}
+	}()
+
+	res, err := newResource(ctx, cfg)
+	if err != nil {
+		return nil, err
+	}
+	exp, err := envExporters(ctx)
+	if err != nil {
+		return nil, err
+	}
+	// Exporters created so far must be closed if a later step fails.
+	t.shutdown = append(t.shutdown, exp.close)
+
+	// Metrics: Prometheus on the admin address, OTLP, extra readers.
+	readers := append([]sdkmetric.Reader(nil), cfg.MetricReaders...)
+	if exp.metrics != nil {
+		readers = append(readers, exp.metrics)
+	}
+	if cfg.AdminAddr != "" {
+		reader, handler, err := newPrometheus()
+		if err != nil {
+			return nil, err
+		}
+		readers = append(readers, reader)
+		t.metrics = handler
+	}
+	if len(readers) > 0 {
+		opts := []sdkmetric.Option{sdkmetric.WithResource(res), sdkmetric.WithCardinalityLimit(cardinalityLimit)}
+		for _, r := range readers {
+			opts = append(opts, sdkmetric.WithReader(r))
+		}
+		mp := sdkmetric.NewMeterProvider(opts...)
+		exp.metrics = nil // owned by mp now
+		t.mp = mp
+		t.shutdown = append(t.shutdown, mp.Shutdown)
+	} else {
+		t.mp = metricnoop.NewMeterProvider()
+	}
+
+	// Logs.
+	logProcs := append([]sdklog.Processor(nil), cfg.LogProcessors...)
+	if exp.logs != nil {
+		logProcs = append(logProcs, sdklog.NewBatchProcessor(exp.logs))
+		exp.logs = nil
+	}
+	if len(logProcs) > 0 {
+		opts := []sdklog.LoggerProviderOption{sdklog.WithResource(res)}
+		for _, p := range logProcs {
+			opts = append(opts, sdklog.WithProcessor(p))
+		}
+		lp := sdklog.NewLoggerProvider(opts...)
+		t.lp = lp
+		t.shutdown = append(t.shutdown, lp.Shutdown)
+	} else {
+		t.lp = lognoop.NewLoggerProvider()
+	}
+
+	// Traces. An SDK tracer also runs when only logs are exported, so that
+	// log records carry trace and span ids.
+	spanProcs := append([]sdktrace.SpanProcessor(nil), cfg.SpanProcessors...)
+	if exp.spans != nil {
+		spanProcs = append(spanProcs, sdktrace.NewBatchSpanProcessor(exp.spans))
+		exp.spans = nil
+	}
+	if len(spanProcs) > 0 || len(logProcs) > 0 {
+		opts := []sdktrace.TracerProviderOption{sdktrace.WithResource(res)}
+		for _, p := range spanProcs {
+			opts = append(opts, sdktrace.WithSpanProcessor(p))
+		}
+		tp := sdktrace.NewTracerProvider(opts...)
+		t.tp = tp
+		t.shutdown = append(t.shutdown, tp.Shutdown)
+	} else {
+		t.tp = tracenoop.NewTracerProvider()
+	}
+
+	var bridge otellog.LoggerProvider
+	if len(logProcs) > 0 {
+		bridge = t.lp
+	}
+	t.logger = slog.New(newRedactHandler(fanout(raw, bridge, level)))
+
+	t.rec, err = newRecorder(t.mp, t.lp, slog.New(stderr), cfg)
+	if err != nil {
+		return nil, err
+	}
+
+	if cfg.AdminAddr != "" {
+		t.admin, err = startAdmin(cfg.AdminAddr, t.metrics, t.base)
+		if err != nil {
+			return nil, err
+		}
+		t.shutdown = append(t.shutdown, t.admin.shutdown)
+	}
+
+	if cfg.Global {
+		otel.SetTracerProvider(t.tp)
+		otel.SetMeterProvider(t.mp)
+		logglobal.SetLoggerProvider(t.lp)
+		otel.SetTextMapPropagator(t.prop)
+		otel.SetErrorHandler(otel.ErrorHandlerFunc(func(err error) {
+			t.base.Warn("opentelemetry error", "err", err)
+		}))
+	}
+
+	t.base.Debug("telemetry ready",
+		"otlp_traces", exp.spansOn, "otlp_metrics", exp.metricsOn, "otlp_logs", exp.logsOn,
+		"admin_addr", t.AdminAddr())
+	ok = true
+	return t, nil
+}
+
+// Shutdown stops the admin listener and flushes and stops the providers,
+// in reverse order of creation. It is safe to call more than once and on a
+// nil *Telemetry; later calls return the first call's result.
+func (t *Telemetry) Shutdown(ctx context.Context) error {
+	if t == nil {
+		return nil
+	}
+	t.shutdownOnce.Do(func() { t.shutdownErr = t.closeAll(ctx) })
+	return t.shutdownErr
+}
+
+func (t *Telemetry) closeAll(ctx context.Context) error {
+	var errs []error
+	for i := len(t.shutdown) - 1; i >= 0; i-- {
+		if err := t.shutdown[i](ctx); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	t.shutdown = nil
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("telemetry shutdown: %w", err)
+	}
+	return nil
+}
+
+// Recorder returns the event recorder. It is nil for a nil *Telemetry, and
+// a nil *Recorder is a valid no-op.
+func (t *Telemetry) Recorder() *Recorder {
+	if t == nil {
+		return nil
+	}
+	return t.rec
+}
+
+// Logger returns a logger that writes to Config.Logger and, when OTLP logs
+// are exported, to the OTel log bridge with trace correlation. Attributes
+// whose keys look like secrets are redacted. Give components their own
+// child: Logger().With("component", "loader").
+func (t *Telemetry) Logger() *slog.Logger {
+	if t == nil {
+		return slog.New(slog.DiscardHandler)
+	}
+	return t.logger
+}
+
+// Tracer returns the router's tracer, for spans around match, load and
+// reindex.
+func (t *Telemetry) Tracer() trace.Tracer { return t.tp.Tracer(ScopeName) }
+
+// TracerProvider, MeterProvider, LoggerProvider and Propagator return what
+// Setup built, for instrumenting other libraries (otelhttp, for example).
+func (t *Telemetry) TracerProvider() trace.TracerProvider { return t.tp }
+
+// MeterProvider returns the meter provider; see TracerProvider.
+func (t *Telemetry) MeterProvider() metric.MeterProvider { return t.mp }
+
+// LoggerProvider returns the OTel logger provider; see TracerProvider.
+func (t *Telemetry) LoggerProvider() otellog.LoggerProvider { return t.lp }
+
+// Propagator returns the W3C trace-context and baggage propagator.
+func (t *Telemetry) Propagator() propagation.TextMapPropagator { return t.prop }
+
+// MetricsHandler returns the Prometheus /metrics handler, or nil when
+// Config.AdminAddr was empty. It is already served on the admin address;
+// use it to mount /metrics elsewhere too.
+func (t *Telemetry) MetricsHandler() http.Handler { return t.metrics }
+
+// AdminAddr returns the address /metrics is served on (with the real port
+// when Config.AdminAddr asked for port 0), or "" when it is off.
+func (t *Telemetry) AdminAddr() string {
+	if t == nil || t.admin == nil {
+		return ""
+	}
+	return t.admin.addr()
+}
+
+// newResource describes the service: service.name, service.version and the
+// SDK, overridden by OTEL_SERVICE_NAME and OTEL_RESOURCE_ATTRIBUTES.
+func newResource(ctx context.Context, cfg Config) (*resource.Resource, error) {
+	name := cfg.ServiceName
+	if name == "" {
+		name = DefaultServiceName
+	}
+	attrs := []resource.Option{
+		resource.WithAttributes(serviceAttrs(name, cfg.ServiceVersion)...),
+		resource.WithTelemetrySDK(),
+		resource.WithFromEnv(), // last, so OTEL_SERVICE_NAME and OTEL_RESOURCE_ATTRIBUTES win
+	}
+	res, err := resource.New(ctx, attrs...)
+	if err != nil {
+		return nil, fmt.Errorf("telemetry resource: %w", err)
+	}
+	return res, nil
+}
