@@ -49,8 +49,9 @@ type Config struct {
 	Watch    Watch    `yaml:"watch"`
 	Load     Load     `yaml:"load"`
 	Flags    Flags    `yaml:"flags"`
-	Model    Model    `yaml:"model"`
-	Shutdown Shutdown `yaml:"shutdown"`
+	Model     Model     `yaml:"model"`
+	Shutdown  Shutdown  `yaml:"shutdown"`
+	Telemetry Telemetry `yaml:"telemetry"`
 
 	// File is the config file that was read, empty when none.
 	File string `yaml:"-"`
@@ -102,6 +103,14 @@ type Flags struct {
 type Model struct {
 	// Dir is a model folder; empty means the bundled default model.
 	Dir string `yaml:"dir"`
+}
+
+// Telemetry configures what events may contain. Exporters are configured by
+// the standard OTEL_* environment variables.
+type Telemetry struct {
+	// RecordTaskText puts task text into skill_selected events; by default
+	// only a keyed hash of it is recorded.
+	RecordTaskText bool `yaml:"record_task_text"`
 }
 
 // Shutdown configures the two-stage stop.

@@ -20,6 +20,7 @@ import (
 	"github.com/mcpsag/router/internal/loader"
 	"github.com/mcpsag/router/internal/server"
 	"github.com/mcpsag/router/internal/store"
+	"github.com/mcpsag/router/internal/telemetry"
 )
 
 // Version is set at build time with -ldflags "-X github.com/mcpsag/router/internal/daemon.Version=...".
@@ -33,6 +34,7 @@ type Main struct {
 	Stderr      io.Writer
 
 	log    *slog.Logger
+	tel    *telemetry.Telemetry
 	db     *store.DB
 	engine *engine.Engine
 	srv    *server.Server
@@ -101,10 +103,24 @@ func (m *Main) Run(ctx context.Context) error {
 		m.Stderr = os.Stderr
 	}
 	cfg := m.Config
-	m.log = newLogger(m.Stderr, cfg.LogLevel)
+	var level slog.Level
+	_ = level.UnmarshalText([]byte(cfg.LogLevel)) // validated by config.Resolve
+	tel, err := telemetry.Setup(ctx, telemetry.Config{
+		ServiceVersion: Version,
+		AdminAddr:      cfg.AdminAddr,
+		RecordTaskText: cfg.Telemetry.RecordTaskText,
+		Logger:         slog.New(slog.NewJSONHandler(m.Stderr, &slog.HandlerOptions{Level: level})),
+		LogLevel:       level,
+	})
+	if err != nil {
+		return fmt.Errorf("telemetry: %w", err)
+	}
+	m.tel = tel
+	m.log = tel.Logger()
 
 	lis, err := net.Listen("tcp", cfg.Addr)
 	if err != nil {
+		m.closeTelemetry()
 		return fmt.Errorf("listen on %s: %w (is another router running? pick another --addr)", cfg.Addr, err)
 	}
 	m.lis = lis
@@ -115,6 +131,7 @@ func (m *Main) Run(ctx context.Context) error {
 	})
 	if err != nil {
 		lis.Close()
+		m.closeTelemetry()
 		return err
 	}
 	m.db = db
@@ -122,23 +139,31 @@ func (m *Main) Run(ctx context.Context) error {
 		m.log.Warn("cache was rebuilt", "reason", db.Recovered)
 	}
 
-	eng, err := engine.New(m.engineConfig(), db, m.log.With("component", "engine"))
+	ec := m.engineConfig()
+	ec.Recorder = tel.Recorder()
+	eng, err := engine.New(ec, db, m.log.With("component", "engine"))
 	if err != nil {
 		m.closeStore()
+		m.closeTelemetry()
 		return err
 	}
 	m.engine = eng
+	stats := tel.GRPCServerHandler()
 	m.srv = server.New(&server.Service{Engine: eng}, server.Options{
-		Logger:   m.log.With("component", "grpc"),
-		Timeouts: map[string]time.Duration{"/mcpsag.router.v1.SkillRouter/Reindex": 10 * time.Minute},
+		Logger:       m.log.With("component", "grpc"),
+		StatsHandler: stats,
+		Timeouts:     map[string]time.Duration{"/mcpsag.router.v1.SkillRouter/Reindex": 10 * time.Minute},
 	})
+	stats.KnownMethods(m.srv.GRPC)
 	m.served = make(chan error, 1)
 	go func() { m.served <- m.srv.GRPC.Serve(lis) }()
-	m.log.Info("router listening", "addr", lis.Addr().String(), "workspace", cfg.Workspace, "state_dir", cfg.StateDir, "version", Version)
+	m.log.Info("router listening", "addr", lis.Addr().String(), "admin_addr", tel.AdminAddr(),
+		"workspace", cfg.Workspace, "state_dir", cfg.StateDir, "version", Version)
 
 	if err := eng.Start(ctx); err != nil {
 		m.srv.GRPC.Stop()
 		m.closeStore()
+		m.closeTelemetry()
 		return fmt.Errorf("first index: %w", err)
 	}
 	m.srv.SetServing(true)
@@ -221,7 +246,23 @@ func (m *Main) Close(ctx context.Context) error {
 	if m.log != nil {
 		m.log.Info("router stopped")
 	}
+	errs = append(errs, m.closeTelemetry())
 	return errors.Join(errs...)
+}
+
+// AdminAddr returns the address /metrics is served on, "" when off.
+func (m *Main) AdminAddr() string { return m.tel.AdminAddr() }
+
+// closeTelemetry flushes and stops telemetry, within a bounded time.
+func (m *Main) closeTelemetry() error {
+	if m.tel == nil {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	err := m.tel.Shutdown(ctx)
+	m.tel = nil
+	return err
 }
 
 func (m *Main) closeStore() error {
@@ -231,10 +272,4 @@ func (m *Main) closeStore() error {
 	err := m.db.Close()
 	m.db = nil
 	return err
-}
-
-func newLogger(w io.Writer, level string) *slog.Logger {
-	var l slog.Level
-	_ = l.UnmarshalText([]byte(level))
-	return slog.New(slog.NewJSONHandler(w, &slog.HandlerOptions{Level: l}))
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/mcpsag/router/internal/loader"
 	"github.com/mcpsag/router/internal/skill"
 	"github.com/mcpsag/router/internal/store"
+	"github.com/mcpsag/router/internal/telemetry"
 )
 
 // Config configures an Engine.
@@ -33,6 +34,8 @@ type Config struct {
 	MaxResourceBytes int64
 	Flags            Flags
 	Version          string
+	// Recorder receives skill events and metrics; nil records nothing.
+	Recorder *telemetry.Recorder
 }
 
 // Flags are the feature flags.
@@ -47,6 +50,7 @@ type Engine struct {
 	db      *store.DB
 	ix      *loader.Indexer
 	log     *slog.Logger
+	rec     *telemetry.Recorder
 	started time.Time
 
 	current atomic.Pointer[loader.Catalog]
@@ -71,7 +75,8 @@ func New(cfg Config, db *store.DB, log *slog.Logger) (*Engine, error) {
 	if err != nil {
 		return nil, err
 	}
-	e := &Engine{cfg: cfg, db: db, ix: ix, log: log, started: time.Now()}
+	e := &Engine{cfg: cfg, db: db, ix: ix, log: log, rec: cfg.Recorder, started: time.Now()}
+	e.rec.RegisterIndexGauge(e.indexSize)
 	flags := cfg.Flags
 	e.flags.Store(&flags)
 	return e, nil
@@ -132,10 +137,15 @@ func (e *Engine) refreshLoop(ctx context.Context) {
 // changed. On error the previous generation keeps serving.
 func (e *Engine) Reindex(ctx context.Context, full bool) (loader.Stats, error) {
 	cat, st, scan, err := e.ix.Reindex(ctx, full)
+	e.rec.Reindexed(ctx, telemetry.Reindex{
+		Full: full, Duration: st.Duration, Err: err, Generation: st.Generation,
+		Scanned: st.Scanned, Added: st.Added, Changed: st.Changed, Removed: st.Removed,
+		Unchanged: st.Unchanged, Invalid: st.Invalid, Parsed: st.Parsed,
+	})
 	e.mu.Lock()
 	e.lastReindex = time.Now()
 	e.lastErr = err
-	if err == nil {
+	if err == nil && st.Published {
 		e.lastStats = st
 	}
 	e.mu.Unlock()
@@ -146,7 +156,7 @@ func (e *Engine) Reindex(ctx context.Context, full bool) (loader.Stats, error) {
 		e.current.Store(cat)
 		e.log.Info("index generation published", "generation", st.Generation, "skills", len(cat.Winners()),
 			"scanned", st.Scanned, "added", st.Added, "changed", st.Changed, "removed", st.Removed,
-			"invalid", st.Invalid, "parsed", st.Parsed, "duration", st.Duration)
+			"invalid", st.Invalid, "parsed", st.Parsed, "duration", st.Duration.String())
 	}
 	e.syncWatchesFrom(scan)
 	return st, nil

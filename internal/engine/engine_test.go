@@ -110,7 +110,7 @@ func FuzzRequests(f *testing.F) {
 				t.Fatalf("%s: untyped error %v", what, err)
 			}
 		}
-		_, err := e.Load(LoadRequest{Name: name, Agent: agent, Level: skill.LoadLevel(level), ResourcePath: resource, TokenBudget: budget})
+		_, err := e.Load(context.Background(), LoadRequest{Name: name, Agent: agent, Level: skill.LoadLevel(level), ResourcePath: resource, TokenBudget: budget})
 		check("Load", err)
 		_, _, err = e.GetSkill(name, agent)
 		check("GetSkill", err)

@@ -1,14 +1,18 @@
 package engine
 
 import (
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"strings"
+	"time"
 	"unicode/utf8"
 
 	"github.com/mcpsag/router/internal/loader"
 	"github.com/mcpsag/router/internal/skill"
+	"github.com/mcpsag/router/internal/telemetry"
 )
 
 // LoadRequest asks for a skill at a disclosure level.
@@ -45,8 +49,55 @@ type LoadResult struct {
 
 // Load serves a skill at level 1 (summary), 2 (body under a token budget) or 3
 // (one resource file). Hidden skills and skills excluded from model
-// invocation load by name; disabled skills do not.
-func (e *Engine) Load(req LoadRequest) (*LoadResult, error) {
+// invocation load by name; disabled skills do not. Every load is recorded as
+// a skill_loaded event; every level-3 request, allowed or not, as
+// skill_resource_requested.
+func (e *Engine) Load(ctx context.Context, req LoadRequest) (*LoadResult, error) {
+	start := time.Now()
+	res, err := e.load(req)
+	e.recordLoad(ctx, req, res, err, time.Since(start))
+	return res, err
+}
+
+// recordLoad emits the load events.
+func (e *Engine) recordLoad(ctx context.Context, req LoadRequest, res *LoadResult, err error, latency time.Duration) {
+	if req.Level == skill.LevelResource {
+		q := telemetry.ResourceRequest{Agent: req.Agent, Resource: req.ResourcePath, Allowed: err == nil}
+		if res != nil {
+			q.Skill, q.Bytes = res.Skill.Name, res.Size
+		} else if cat := e.current.Load(); cat != nil {
+			if ent, ok := cat.Lookup(req.Name, req.Agent); ok {
+				q.Skill = ent.Skill.Name
+			}
+		}
+		if err != nil {
+			q.DenyReason = denyReason(err)
+		}
+		e.rec.ResourceRequested(ctx, q)
+	}
+	if err != nil {
+		return
+	}
+	path := res.Skill.RelPath
+	if res.Level == skill.LevelResource {
+		path = res.ResourcePath
+	}
+	e.rec.SkillLoaded(ctx, telemetry.Load{
+		Skill: res.Skill.Name, Source: res.Skill.Root.Kind, Agent: req.Agent, Level: res.Level, Path: path,
+		Tokens: res.Tokens, TotalTokens: res.TotalTokens, Budget: res.TokenBudget, Truncated: res.Truncated, Latency: latency,
+	})
+}
+
+// denyReason turns an error into a stable lower-case code for telemetry.
+func denyReason(err error) string {
+	var de *skill.Error
+	if errors.As(err, &de) && de.Reason != "" {
+		return strings.ToLower(de.Reason)
+	}
+	return skill.ErrorCode(err).String()
+}
+
+func (e *Engine) load(req LoadRequest) (*LoadResult, error) {
 	if !req.Level.Valid() {
 		return nil, skill.InvalidArgument("level", "%d is not a load level; want 1 (summary), 2 (body) or 3 (resource)", int(req.Level))
 	}

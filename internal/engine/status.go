@@ -5,6 +5,7 @@ import (
 
 	"github.com/mcpsag/router/internal/loader"
 	"github.com/mcpsag/router/internal/skill"
+	"github.com/mcpsag/router/internal/telemetry"
 )
 
 // Status describes the engine for operators.
@@ -21,6 +22,8 @@ type Status struct {
 	Agents       []string
 	Shadows      []loader.Shadow
 
+	// LastReindex is when the last pass ran; LastStats describe the pass
+	// that built the current generation.
 	LastReindex      time.Time
 	LastStats        loader.Stats
 	LastReindexError string
@@ -85,4 +88,13 @@ func (e *Engine) Status() Status {
 		}
 	}
 	return st
+}
+
+// indexSize feeds the index gauge.
+func (e *Engine) indexSize() telemetry.IndexSize {
+	st := e.Status()
+	return telemetry.IndexSize{
+		Served: int64(st.Skills), Disabled: int64(st.Disabled), Shadowed: int64(st.Shadowed),
+		AgentScoped: int64(st.AgentScoped), Invalid: int64(st.FilesInvalid),
+	}
 }

@@ -53,8 +53,8 @@ func (s *Service) GetSkill(_ context.Context, req *routerv1.GetSkillRequest) (*r
 }
 
 // Load serves a skill at a disclosure level.
-func (s *Service) Load(_ context.Context, req *routerv1.LoadRequest) (*routerv1.LoadResponse, error) {
-	res, err := s.Engine.Load(engine.LoadRequest{
+func (s *Service) Load(ctx context.Context, req *routerv1.LoadRequest) (*routerv1.LoadResponse, error) {
+	res, err := s.Engine.Load(ctx, engine.LoadRequest{
 		Name:         req.GetName(),
 		Agent:        req.GetAgent(),
 		Level:        skill.LoadLevel(req.GetLevel()),

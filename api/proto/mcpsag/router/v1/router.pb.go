@@ -2952,7 +2952,8 @@ type StatusResponse struct {
 	// Agent-scoped skills, across agents.
 	SkillsAgentScoped int32 `protobuf:"varint,9,opt,name=skills_agent_scoped,json=skillsAgentScoped,proto3" json:"skills_agent_scoped,omitempty"`
 	// SKILL.md files skipped because of errors.
-	FilesInvalid     int32              `protobuf:"varint,10,opt,name=files_invalid,json=filesInvalid,proto3" json:"files_invalid,omitempty"`
+	FilesInvalid int32 `protobuf:"varint,10,opt,name=files_invalid,json=filesInvalid,proto3" json:"files_invalid,omitempty"`
+	// The pass that built the current generation.
 	LastReindex      *ReindexStats      `protobuf:"bytes,11,opt,name=last_reindex,json=lastReindex,proto3" json:"last_reindex,omitempty"`
 	LastReindexError string             `protobuf:"bytes,12,opt,name=last_reindex_error,json=lastReindexError,proto3" json:"last_reindex_error,omitempty"`
 	ReindexProgress  *ReindexProgress   `protobuf:"bytes,13,opt,name=reindex_progress,json=reindexProgress,proto3" json:"reindex_progress,omitempty"`
