@@ -45,10 +45,10 @@ type Config struct {
 	// Precedence orders source kinds, highest first.
 	Precedence []string `yaml:"precedence"`
 
-	Limits   Limits   `yaml:"limits"`
-	Watch    Watch    `yaml:"watch"`
-	Load     Load     `yaml:"load"`
-	Flags    Flags    `yaml:"flags"`
+	Limits    Limits    `yaml:"limits"`
+	Watch     Watch     `yaml:"watch"`
+	Load      Load      `yaml:"load"`
+	Flags     Flags     `yaml:"flags"`
 	Model     Model     `yaml:"model"`
 	Shutdown  Shutdown  `yaml:"shutdown"`
 	Telemetry Telemetry `yaml:"telemetry"`
