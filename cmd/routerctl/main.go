@@ -14,6 +14,8 @@ import (
 	"time"
 
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/encoding/protojson"
@@ -35,6 +37,8 @@ type env struct {
 	addr    string
 	json    bool
 	timeout time.Duration
+	token   string
+	tls     tlsFlags
 	stdout  io.Writer
 	stderr  io.Writer
 	getenv  func(string) string
@@ -56,7 +60,9 @@ func commands() []command {
 		{"load", "load a skill at level 1, 2 or 3", runLoad},
 		{"reindex", "rescan the skill folders now", runReindex},
 		{"status", "show the router's state", runStatus},
+		{"authorize-exec", "ask whether a skill script may run", runAuthorizeExec},
 		{"validate", "check SKILL.md folders offline (no router needed)", runValidate},
+		{"token", "make a new API token and its tokens-file entry", runToken},
 	}
 }
 
@@ -71,6 +77,13 @@ Global flags:
   --addr ADDR        router address (MCPSAG_ADDR; default 127.0.0.1:7443)
   --json             print JSON for scripts instead of text
   --timeout DUR      per-call timeout (default 30s; reindex waits up to 10m)
+  --token TOKEN      bearer token when the router requires one (MCPSAG_TOKEN;
+                     prefer the environment: flags show up in ps)
+  --tls-ca FILE      CA certificate: connect with TLS and trust this CA
+  --tls-cert FILE, --tls-key FILE
+                     client certificate for mutual TLS
+  --tls-server-name NAME
+                     expected server name (default: the host of --addr)
 
 Run 'routerctl <command> --help' for a command's flags.
 Exit codes: 0 ok, 1 error, 2 usage.
@@ -88,6 +101,11 @@ func run(args []string, stdout, stderr io.Writer, getenv func(string) string) in
 	fs.StringVar(&e.addr, "addr", firstNonEmpty(getenv("MCPSAG_ADDR"), "127.0.0.1:7443"), "router address")
 	fs.BoolVar(&e.json, "json", false, "JSON output")
 	fs.DurationVar(&e.timeout, "timeout", 30*time.Second, "per-call timeout")
+	fs.StringVar(&e.token, "token", getenv("MCPSAG_TOKEN"), "bearer token")
+	fs.StringVar(&e.tls.ca, "tls-ca", "", "CA certificate file")
+	fs.StringVar(&e.tls.cert, "tls-cert", "", "client certificate file")
+	fs.StringVar(&e.tls.key, "tls-key", "", "client key file")
+	fs.StringVar(&e.tls.serverName, "tls-server-name", "", "expected server name")
 	fs.Usage = func() { fmt.Fprintf(stderr, globalUsage, commandList()) }
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -152,8 +170,11 @@ func report(e *env, err error) int {
 	}
 	if st, ok := status.FromError(err); ok {
 		fmt.Fprintf(e.stderr, "routerctl: %s: %s\n", st.Code(), st.Message())
-		if st.Code().String() == "Unavailable" {
+		switch st.Code() {
+		case codes.Unavailable:
 			fmt.Fprintf(e.stderr, "is the router running at %s? start it with: go run ./cmd/router --workspace DIR\n", e.addr)
+		case codes.Unauthenticated:
+			fmt.Fprintln(e.stderr, "the router requires a token: set MCPSAG_TOKEN (or --token)")
 		}
 		return exitError
 	}
@@ -164,7 +185,19 @@ func report(e *env, err error) int {
 // client dials the router lazily.
 func (e *env) client() (routerv1.SkillRouterClient, error) {
 	if e.conn == nil {
-		conn, err := grpc.NewClient(e.addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+		creds := insecure.NewCredentials()
+		if e.tls.enabled() {
+			tc, err := e.tls.config()
+			if err != nil {
+				return nil, err
+			}
+			creds = credentials.NewTLS(tc)
+		}
+		opts := []grpc.DialOption{grpc.WithTransportCredentials(creds)}
+		if e.token != "" {
+			opts = append(opts, grpc.WithPerRPCCredentials(bearerToken(e.token)))
+		}
+		conn, err := grpc.NewClient(e.addr, opts...)
 		if err != nil {
 			return nil, fmt.Errorf("connect to %s: %w", e.addr, err)
 		}

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/mcpsag/router/internal/config"
 	"github.com/mcpsag/router/internal/daemon/daemontest"
 )
 
@@ -107,7 +108,13 @@ func TestCommandsAgainstRouter(t *testing.T) {
 }
 
 func TestHelp(t *testing.T) {
-	for _, args := range [][]string{{"--help"}, {"list", "--help"}, {"show", "--help"}, {"load", "--help"}, {"reindex", "--help"}, {"status", "--help"}, {"validate", "--help"}} {
+	for _, c := range commands() {
+		res := ctl(t, "127.0.0.1:1", c.name, "--help")
+		if res.code != 0 || !strings.Contains(res.stderr, "Usage") {
+			t.Errorf("%s --help: exit %d, stderr %q", c.name, res.code, res.stderr)
+		}
+	}
+	for _, args := range [][]string{{"--help"}} {
 		res := ctl(t, "127.0.0.1:1", args...)
 		if res.code != 0 || !strings.Contains(res.stderr, "Usage") {
 			t.Errorf("%v: exit %d, stderr %q", args, res.code, res.stderr)
@@ -176,5 +183,55 @@ func TestValidateCorpora(t *testing.T) {
 			}
 			t.Logf("%d files, %d valid, %d errors, %d warnings: %v", out.Files, out.Valid, out.Errors, out.Warnings, out.ByCode)
 		})
+	}
+}
+
+func TestTokenAuthorizeExec(t *testing.T) {
+	ws := daemontest.CopyExamples(t)
+	var out, errb bytes.Buffer
+	if code := run([]string{"--json", "token", "--id", "ops", "--groups", "*"}, &out, &errb, func(string) string { return "" }); code != 0 {
+		t.Fatalf("token: exit %d: %s", code, errb.String())
+	}
+	var tok struct{ Token, SHA256, Entry string }
+	if err := json.Unmarshal(out.Bytes(), &tok); err != nil || !strings.HasPrefix(tok.Token, "mcpsag_") {
+		t.Fatalf("token output %q: %v", out.String(), err)
+	}
+	tokens := filepath.Join(ws, ".mcp", "tokens.yaml")
+	if err := os.WriteFile(tokens, []byte("tokens:\n"+tok.Entry+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(ws, "skills", "ALLOWLIST.txt"), []byte("csv-data-cleaning scripts/profile_csv.py\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r := daemontest.Start(t, ws, daemontest.Options{Configure: func(c *config.Config) {
+		c.Auth = config.Auth{Enabled: true, TokensFile: tokens}
+		c.Flags.SkillsExec = true
+	}})
+
+	if res := ctl(t, r.Addr, "status"); res.code != 1 || !strings.Contains(res.stderr, "MCPSAG_TOKEN") {
+		t.Errorf("without token: exit %d, %q", res.code, res.stderr)
+	}
+	withToken := func(args ...string) result {
+		var out, errb bytes.Buffer
+		env := func(k string) string {
+			if k == "MCPSAG_TOKEN" {
+				return tok.Token
+			}
+			return ""
+		}
+		code := run(append([]string{"--addr", r.Addr}, args...), &out, &errb, env)
+		return result{code, out.String(), errb.String()}
+	}
+	if res := withToken("status"); res.code != 0 {
+		t.Errorf("with MCPSAG_TOKEN: exit %d: %s", res.code, res.stderr)
+	}
+	if res := withToken("authorize-exec", "csv-data-cleaning", "scripts/profile_csv.py"); res.code != 0 || !strings.HasPrefix(res.stdout, "ALLOW") {
+		t.Errorf("allowed script: exit %d: %s%s", res.code, res.stdout, res.stderr)
+	}
+	if res := withToken("authorize-exec", "pdf-form-filling", "scripts/fill_form.py"); res.code != 1 || !strings.Contains(res.stdout, "[not_allowlisted]") {
+		t.Errorf("denied script: exit %d: %s", res.code, res.stdout)
+	}
+	if res := withToken("--json", "authorize-exec", "pdf-form-filling", "../x"); res.code != 1 || !strings.Contains(res.stdout, "EXEC_DENY_REASON_PATH_ESCAPE") {
+		t.Errorf("json deny: exit %d: %s", res.code, res.stdout)
 	}
 }

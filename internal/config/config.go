@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -52,6 +53,9 @@ type Config struct {
 	Model     Model     `yaml:"model"`
 	Shutdown  Shutdown  `yaml:"shutdown"`
 	Telemetry Telemetry `yaml:"telemetry"`
+	Exec      Exec      `yaml:"exec"`
+	Auth      Auth      `yaml:"auth"`
+	TLS       TLS       `yaml:"tls"`
 
 	// File is the config file that was read, empty when none.
 	File string `yaml:"-"`
@@ -104,6 +108,34 @@ type Model struct {
 	// Dir is a model folder; empty means the bundled default model.
 	Dir string `yaml:"dir"`
 }
+
+// Exec configures script execution approvals.
+type Exec struct {
+	// AllowlistFile lists the scripts that may run; default
+	// <workspace>/skills/ALLOWLIST.txt. See package allowlist for the format.
+	AllowlistFile string `yaml:"allowlist_file"`
+}
+
+// Auth configures bearer-token access control (see package auth for the
+// tokens file format). Off by default for local use.
+type Auth struct {
+	Enabled bool `yaml:"enabled"`
+	// TokensFile holds token hashes, groups, agents and rate limits.
+	TokensFile string `yaml:"tokens_file"`
+}
+
+// TLS configures the gRPC listener's transport security.
+type TLS struct {
+	// CertFile and KeyFile turn TLS on; both are re-read when they change.
+	CertFile string `yaml:"cert_file"`
+	KeyFile  string `yaml:"key_file"`
+	// ClientCAFile turns on mutual TLS: clients must present a certificate
+	// signed by one of these CAs.
+	ClientCAFile string `yaml:"client_ca_file"`
+}
+
+// Enabled reports whether TLS is configured.
+func (t TLS) Enabled() bool { return t.CertFile != "" }
 
 // Telemetry configures what events may contain. Exporters are configured by
 // the standard OTEL_* environment variables.
@@ -246,6 +278,15 @@ func (c *Config) finish() error {
 	if c.Model.Dir != "" {
 		c.Model.Dir = c.abs(c.Model.Dir)
 	}
+	if c.Exec.AllowlistFile == "" {
+		c.Exec.AllowlistFile = "skills/ALLOWLIST.txt"
+	}
+	c.Exec.AllowlistFile = c.abs(c.Exec.AllowlistFile)
+	for _, p := range []*string{&c.Auth.TokensFile, &c.TLS.CertFile, &c.TLS.KeyFile, &c.TLS.ClientCAFile} {
+		if *p != "" {
+			*p = c.abs(*p)
+		}
+	}
 
 	var errs []error
 	if _, err := c.RootSpecsKinds(); err != nil {
@@ -265,6 +306,18 @@ func (c *Config) finish() error {
 	}
 	if c.Watch.Debounce < 0 || c.Watch.RescanInterval < 0 {
 		errs = append(errs, errors.New("watch: durations must not be negative"))
+	}
+	if c.Auth.Enabled && c.Auth.TokensFile == "" {
+		errs = append(errs, errors.New("auth: enabled but tokens_file is empty"))
+	}
+	if (c.TLS.CertFile == "") != (c.TLS.KeyFile == "") {
+		errs = append(errs, errors.New("tls: set both cert_file and key_file"))
+	}
+	if c.TLS.ClientCAFile != "" && !c.TLS.Enabled() {
+		errs = append(errs, errors.New("tls: client_ca_file (mutual TLS) needs cert_file and key_file"))
+	}
+	if c.Auth.Enabled && !c.TLS.Enabled() && !isLoopback(c.Addr) {
+		errs = append(errs, fmt.Errorf("auth: tokens would cross the network in clear text on %s; configure tls or listen on a loopback address", c.Addr))
 	}
 	switch c.LogLevel {
 	case "debug", "info", "warn", "error":
@@ -330,6 +383,19 @@ func (c Config) Redacted() string {
 		return "# cannot render config: " + strconv.Quote(err.Error())
 	}
 	return string(b)
+}
+
+// isLoopback reports whether a listen address only accepts local clients.
+func isLoopback(addr string) bool {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return false
+	}
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
 }
 
 func first(vals ...string) string {

@@ -15,6 +15,10 @@ import (
 	"os"
 	"time"
 
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials"
+
+	"github.com/mcpsag/router/internal/auth"
 	"github.com/mcpsag/router/internal/config"
 	"github.com/mcpsag/router/internal/engine"
 	"github.com/mcpsag/router/internal/loader"
@@ -29,6 +33,10 @@ var Version = "dev"
 // Main is one router process.
 type Main struct {
 	Config config.Config
+	// Overrides and Getenv are the flags and environment the config was
+	// resolved with; config reloads resolve again with them.
+	Overrides config.Overrides
+	Getenv    func(string) string
 	// PrintConfig asks Run's caller to print the config and exit.
 	PrintConfig bool
 	Stderr      io.Writer
@@ -40,6 +48,9 @@ type Main struct {
 	srv    *server.Server
 	lis    net.Listener
 	served chan error
+	// stopReload ends the config watcher.
+	stopReload context.CancelFunc
+	reloaded   chan struct{}
 }
 
 // usage is the router's --help text.
@@ -91,17 +102,26 @@ func (m *Main) ParseFlags(args []string, getenv func(string) string) error {
 	if err != nil {
 		return err
 	}
-	m.Config = cfg
+	m.Config, m.Overrides, m.Getenv = cfg, o, getenv
 	return nil
 }
 
 // Run opens the state directory, starts serving (health NOT_SERVING), builds
 // the first index, then reports SERVING. It returns once the router is ready;
 // Close stops it. Addr tells where it listens.
-func (m *Main) Run(ctx context.Context) error {
+func (m *Main) Run(ctx context.Context) (err error) {
 	if m.Stderr == nil {
 		m.Stderr = os.Stderr
 	}
+	// On failure, undo what was opened, in reverse order.
+	var undo []func()
+	defer func() {
+		if err != nil {
+			for i := len(undo) - 1; i >= 0; i-- {
+				undo[i]()
+			}
+		}
+	}()
 	cfg := m.Config
 	var level slog.Level
 	_ = level.UnmarshalText([]byte(cfg.LogLevel)) // validated by config.Resolve
@@ -117,24 +137,39 @@ func (m *Main) Run(ctx context.Context) error {
 	}
 	m.tel = tel
 	m.log = tel.Logger()
+	undo = append(undo, func() { m.closeTelemetry() })
+
+	guard := &auth.Guard{Recorder: tel.Recorder()}
+	var serverOpts []grpc.ServerOption
+	if cfg.Auth.Enabled {
+		if guard.Tokens, err = auth.LoadTokens(cfg.Auth.TokensFile); err != nil {
+			return err
+		}
+	}
+	if cfg.TLS.Enabled() {
+		tc, err := serverTLS(cfg.TLS)
+		if err != nil {
+			return err
+		}
+		serverOpts = append(serverOpts, grpc.Creds(credentials.NewTLS(tc)))
+	}
 
 	lis, err := net.Listen("tcp", cfg.Addr)
 	if err != nil {
-		m.closeTelemetry()
 		return fmt.Errorf("listen on %s: %w (is another router running? pick another --addr)", cfg.Addr, err)
 	}
 	m.lis = lis
+	undo = append(undo, func() { lis.Close() })
 	db, err := store.Open(cfg.StateDir, store.Options{
 		LockTimeout: 2 * time.Second,
 		Holder:      fmt.Sprintf("router pid %d listening on %s since %s", os.Getpid(), lis.Addr(), time.Now().UTC().Format(time.RFC3339)),
 		Logger:      m.log.With("component", "store"),
 	})
 	if err != nil {
-		lis.Close()
-		m.closeTelemetry()
 		return err
 	}
 	m.db = db
+	undo = append(undo, func() { m.closeStore() })
 	if db.Recovered != "" {
 		m.log.Warn("cache was rebuilt", "reason", db.Recovered)
 	}
@@ -143,31 +178,74 @@ func (m *Main) Run(ctx context.Context) error {
 	ec.Recorder = tel.Recorder()
 	eng, err := engine.New(ec, db, m.log.With("component", "engine"))
 	if err != nil {
-		m.closeStore()
-		m.closeTelemetry()
 		return err
 	}
 	m.engine = eng
 	stats := tel.GRPCServerHandler()
 	m.srv = server.New(&server.Service{Engine: eng}, server.Options{
-		Logger:       m.log.With("component", "grpc"),
-		StatsHandler: stats,
-		Timeouts:     map[string]time.Duration{"/mcpsag.router.v1.SkillRouter/Reindex": 10 * time.Minute},
+		Logger:             m.log.With("component", "grpc"),
+		StatsHandler:       stats,
+		Interceptors:       []grpc.UnaryServerInterceptor{guard.Unary()},
+		StreamInterceptors: []grpc.StreamServerInterceptor{guard.Stream()},
+		ServerOptions:      serverOpts,
+		Timeouts:           map[string]time.Duration{"/mcpsag.router.v1.SkillRouter/Reindex": 10 * time.Minute},
 	})
 	stats.KnownMethods(m.srv.GRPC)
 	m.served = make(chan error, 1)
 	go func() { m.served <- m.srv.GRPC.Serve(lis) }()
+	undo = append(undo, func() { m.srv.GRPC.Stop(); m.srv = nil })
 	m.log.Info("router listening", "addr", lis.Addr().String(), "admin_addr", tel.AdminAddr(),
+		"tls", cfg.TLS.Enabled(), "mtls", cfg.TLS.ClientCAFile != "", "auth", cfg.Auth.Enabled,
 		"workspace", cfg.Workspace, "state_dir", cfg.StateDir, "version", Version)
 
 	if err := eng.Start(ctx); err != nil {
-		m.srv.GRPC.Stop()
-		m.closeStore()
-		m.closeTelemetry()
 		return fmt.Errorf("first index: %w", err)
 	}
 	m.srv.SetServing(true)
+	m.watchConfig(eng)
 	return nil
+}
+
+// watchConfig applies config file edits while the router runs: feature flags
+// and load budgets at once; other settings after a restart (logged). A
+// broken edit is logged and shown in Status, and the previous config stays.
+func (m *Main) watchConfig(eng *engine.Engine) {
+	getenv := m.Getenv
+	if getenv == nil {
+		getenv = os.Getenv
+	}
+	path := config.ReloadPath(m.Config, m.Overrides, getenv)
+	eng.SetConfigState(engine.ConfigState{Path: path, LoadedAt: time.Now()})
+	log := m.log.With("component", "config")
+	inForce := m.Config
+	r := &config.Reloader{
+		Flags: m.Overrides, Getenv: getenv, Path: path,
+		OnChange: func(c config.Config) {
+			eng.SetSettings(settingsOf(c))
+			eng.SetConfigState(engine.ConfigState{Path: path, LoadedAt: time.Now()})
+			log.Info("config reloaded", "path", path, "applied", config.HotReloadable,
+				"skills_v1", c.Flags.SkillsV1, "skills_exec", c.Flags.SkillsExec)
+			if later := config.RestartNeeded(inForce, c); len(later) > 0 {
+				log.Warn("some changed settings take effect after a restart", "settings", later)
+			}
+		},
+		OnError: func(err error) {
+			st := eng.Status().Config
+			if err == nil {
+				st.Error = ""
+			} else {
+				st.Error = err.Error()
+				log.Error("config edit rejected; the previous config stays in force", "path", path, "err", err)
+			}
+			eng.SetConfigState(st)
+		},
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	m.stopReload, m.reloaded = cancel, make(chan struct{})
+	go func() {
+		defer close(m.reloaded)
+		r.Run(ctx, m.Config)
+	}()
 }
 
 func (m *Main) engineConfig() engine.Config {
@@ -183,15 +261,14 @@ func (m *Main) engineConfig() engine.Config {
 		lc.Roots = append(lc.Roots, loader.RootSpec{Path: r.Path, Kind: r.Kind, Agent: r.Agent})
 	}
 	return engine.Config{
-		Loader:             lc,
-		Watch:              cfg.Watch.Enabled,
-		Debounce:           cfg.Watch.Debounce,
-		RescanInterval:     cfg.Watch.RescanInterval,
-		DefaultTokenBudget: cfg.Load.DefaultTokenBudget,
-		MaxTokenBudget:     cfg.Load.MaxTokenBudget,
-		MaxResourceBytes:   cfg.Limits.MaxResourceBytes,
-		Flags:              engine.Flags{SkillsV1: cfg.Flags.SkillsV1, SkillsExec: cfg.Flags.SkillsExec},
-		Version:            Version,
+		Loader:           lc,
+		Watch:            cfg.Watch.Enabled,
+		Debounce:         cfg.Watch.Debounce,
+		RescanInterval:   cfg.Watch.RescanInterval,
+		MaxResourceBytes: cfg.Limits.MaxResourceBytes,
+		AllowlistFile:    cfg.Exec.AllowlistFile,
+		Settings:         settingsOf(cfg),
+		Version:          Version,
 	}
 }
 
@@ -238,6 +315,11 @@ func (m *Main) Close(ctx context.Context) error {
 		m.srv = nil
 	}
 	var errs []error
+	if m.stopReload != nil {
+		m.stopReload()
+		<-m.reloaded
+		m.stopReload = nil
+	}
 	if m.engine != nil {
 		errs = append(errs, m.engine.Close())
 		m.engine = nil
@@ -272,4 +354,13 @@ func (m *Main) closeStore() error {
 	err := m.db.Close()
 	m.db = nil
 	return err
+}
+
+// settingsOf extracts the hot-reloadable settings from a configuration.
+func settingsOf(cfg config.Config) engine.Settings {
+	return engine.Settings{
+		Flags:              engine.Flags{SkillsV1: cfg.Flags.SkillsV1, SkillsExec: cfg.Flags.SkillsExec},
+		DefaultTokenBudget: cfg.Load.DefaultTokenBudget,
+		MaxTokenBudget:     cfg.Load.MaxTokenBudget,
+	}
 }

@@ -203,13 +203,6 @@ func TestExamplesOverGRPC(t *testing.T) {
 			t.Errorf("status = %+v", st)
 		}
 	})
-
-	t.Run("unimplemented methods say so", func(t *testing.T) {
-		_, err := c.AuthorizeExec(ctx(t), &routerv1.AuthorizeExecRequest{Skill: "x", Script: "y"})
-		if status.Code(err) != codes.Unimplemented || !strings.Contains(status.Convert(err).Message(), "issue") {
-			t.Errorf("AuthorizeExec = %v", err)
-		}
-	})
 }
 
 // TestBadInput sends every malformed request the API must reject and checks

@@ -13,6 +13,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/mcpsag/router/internal/allowlist"
 	"github.com/mcpsag/router/internal/loader"
 	"github.com/mcpsag/router/internal/skill"
 	"github.com/mcpsag/router/internal/store"
@@ -28,12 +29,14 @@ type Config struct {
 	Debounce time.Duration
 	// RescanInterval is the safety-net full scan period; 0 disables it.
 	RescanInterval time.Duration
-	// DefaultTokenBudget and MaxTokenBudget bound level-2 loads.
-	DefaultTokenBudget, MaxTokenBudget int
 	// MaxResourceBytes caps level-3 loads.
 	MaxResourceBytes int64
-	Flags            Flags
-	Version          string
+	// AllowlistFile is ALLOWLIST.txt, read on each AuthorizeExec when it
+	// changed.
+	AllowlistFile string
+	// Settings are the initial hot-reloadable settings.
+	Settings Settings
+	Version  string
 	// Recorder receives skill events and metrics; nil records nothing.
 	Recorder *telemetry.Recorder
 }
@@ -42,6 +45,13 @@ type Config struct {
 type Flags struct {
 	SkillsV1   bool
 	SkillsExec bool
+}
+
+// Settings are what a config reload may change while the router runs.
+type Settings struct {
+	Flags Flags
+	// DefaultTokenBudget and MaxTokenBudget bound level-2 loads.
+	DefaultTokenBudget, MaxTokenBudget int
 }
 
 // Engine serves the current generation of the skill catalog.
@@ -53,13 +63,16 @@ type Engine struct {
 	rec     *telemetry.Recorder
 	started time.Time
 
-	current atomic.Pointer[loader.Catalog]
-	flags   atomic.Pointer[Flags]
+	current  atomic.Pointer[loader.Catalog]
+	settings atomic.Pointer[Settings]
+	allow    *allowlist.File
+	execs    decisions
 
 	mu          sync.Mutex // guards the fields below
 	lastStats   loader.Stats
 	lastErr     error
 	lastReindex time.Time
+	configState ConfigState
 	watcher     *loader.Watcher
 	cancel      context.CancelFunc
 	done        chan struct{}
@@ -75,10 +88,10 @@ func New(cfg Config, db *store.DB, log *slog.Logger) (*Engine, error) {
 	if err != nil {
 		return nil, err
 	}
-	e := &Engine{cfg: cfg, db: db, ix: ix, log: log, rec: cfg.Recorder, started: time.Now()}
+	e := &Engine{cfg: cfg, db: db, ix: ix, log: log, rec: cfg.Recorder, started: time.Now(),
+		allow: &allowlist.File{Path: cfg.AllowlistFile}}
 	e.rec.RegisterIndexGauge(e.indexSize)
-	flags := cfg.Flags
-	e.flags.Store(&flags)
+	e.SetSettings(cfg.Settings)
 	return e, nil
 }
 
@@ -204,11 +217,12 @@ func (e *Engine) Catalog() (*loader.Catalog, error) {
 // Ready reports whether a generation is being served.
 func (e *Engine) Ready() bool { return e.current.Load() != nil }
 
-// Flags returns the feature flags in force.
-func (e *Engine) Flags() Flags { return *e.flags.Load() }
+// Settings returns the settings in force.
+func (e *Engine) Settings() Settings { return *e.settings.Load() }
 
-// SetFlags replaces the feature flags (config hot reload).
-func (e *Engine) SetFlags(f Flags) { e.flags.Store(&f) }
+// SetSettings replaces the hot-reloadable settings (config reload). Calls in
+// flight finish with the settings they started with.
+func (e *Engine) SetSettings(s Settings) { e.settings.Store(&s) }
 
 // Close stops background work. It does not close the store.
 func (e *Engine) Close() error {

@@ -29,8 +29,9 @@ func newEngine(tb testing.TB) *Engine {
 	}
 	tb.Cleanup(func() { db.Close() })
 	e, err := New(Config{
-		Loader:             loader.Config{Workspace: examples(tb)},
-		DefaultTokenBudget: 5000, MaxTokenBudget: 50000, MaxResourceBytes: 1 << 20,
+		Loader:           loader.Config{Workspace: examples(tb)},
+		Settings:         Settings{DefaultTokenBudget: 5000, MaxTokenBudget: 50000},
+		MaxResourceBytes: 1 << 20,
 	}, db, nil)
 	if err != nil {
 		tb.Fatal(err)

@@ -107,12 +107,13 @@ func (e *Engine) load(req LoadRequest) (*LoadResult, error) {
 	if req.Level != skill.LevelBody && req.TokenBudget != 0 {
 		return nil, skill.InvalidArgument("token_budget", "only used at level 2")
 	}
+	set := e.Settings()
 	budget := req.TokenBudget
 	switch {
-	case budget < 0 || budget > e.cfg.MaxTokenBudget:
-		return nil, skill.InvalidArgument("token_budget", "%d is out of range; want 1 to %d, or 0 for the default %d", budget, e.cfg.MaxTokenBudget, e.cfg.DefaultTokenBudget)
+	case budget < 0 || budget > set.MaxTokenBudget:
+		return nil, skill.InvalidArgument("token_budget", "%d is out of range; want 1 to %d, or 0 for the default %d", budget, set.MaxTokenBudget, set.DefaultTokenBudget)
 	case budget == 0:
-		budget = e.cfg.DefaultTokenBudget
+		budget = set.DefaultTokenBudget
 	}
 	cat, ent, err := e.lookup(req.Name, req.Agent)
 	if err != nil {

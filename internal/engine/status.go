@@ -34,7 +34,24 @@ type Status struct {
 	Errors, Warnings int
 	ProblemsByCode   map[string]int
 
-	Flags Flags
+	Flags  Flags
+	Config ConfigState
+}
+
+// ConfigState describes the configuration file in force.
+type ConfigState struct {
+	Path     string
+	LoadedAt time.Time
+	// Error is the last rejected edit, empty when the file on disk is the
+	// one in force.
+	Error string
+}
+
+// SetConfigState records the state of the configuration file for Status.
+func (e *Engine) SetConfigState(c ConfigState) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.configState = c
 }
 
 // Status reports the current generation, the last reindex and validation.
@@ -42,12 +59,13 @@ func (e *Engine) Status() Status {
 	st := Status{
 		Version:     e.cfg.Version,
 		StartedAt:   e.started,
-		Flags:       e.Flags(),
+		Flags:       e.Settings().Flags,
 		Progress:    e.ix.Progress(),
 		ParsedTotal: e.ix.ParsedTotal(),
 	}
 	e.mu.Lock()
 	st.LastReindex, st.LastStats = e.lastReindex, e.lastStats
+	st.Config = e.configState
 	if e.lastErr != nil {
 		st.LastReindexError = e.lastErr.Error()
 	}

@@ -173,6 +173,10 @@ func statusPB(st engine.Status) *routerv1.StatusResponse {
 		Shadowed:   shadowsPB(st.Shadows),
 		Flags:      &routerv1.FeatureFlags{SkillsV1: st.Flags.SkillsV1, SkillsExec: st.Flags.SkillsExec},
 		Agents:     st.Agents,
+		Config:     &routerv1.ConfigStatus{Path: st.Config.Path, Error: st.Config.Error},
+	}
+	if !st.Config.LoadedAt.IsZero() {
+		out.Config.LoadedAt = timestamppb.New(st.Config.LoadedAt)
 	}
 	return out
 }
@@ -198,6 +202,109 @@ func loadPB(r *engine.LoadResult) *routerv1.LoadResponse {
 	}
 	if r.Level == skill.LevelBody {
 		out.Resources = resourcesPB(s.Resources)
+	}
+	return out
+}
+
+var denyReasons = map[engine.DenyReason]routerv1.ExecDenyReason{
+	engine.DenyExecDisabled:   routerv1.ExecDenyReason_EXEC_DENY_REASON_EXEC_DISABLED,
+	engine.DenyNotAllowlisted: routerv1.ExecDenyReason_EXEC_DENY_REASON_NOT_ALLOWLISTED,
+	engine.DenyHashMismatch:   routerv1.ExecDenyReason_EXEC_DENY_REASON_HASH_MISMATCH,
+	engine.DenyPathEscape:     routerv1.ExecDenyReason_EXEC_DENY_REASON_PATH_ESCAPE,
+	engine.DenyNotFound:       routerv1.ExecDenyReason_EXEC_DENY_REASON_NOT_FOUND,
+	engine.DenySkillDisabled:  routerv1.ExecDenyReason_EXEC_DENY_REASON_SKILL_DISABLED,
+}
+
+func execDecisionPB(d *engine.ExecDecision) *routerv1.AuthorizeExecResponse {
+	out := &routerv1.AuthorizeExecResponse{
+		Decision:     routerv1.ExecDecision_EXEC_DECISION_DENY,
+		DenyReason:   denyReasons[d.Reason],
+		Message:      d.Message,
+		ScriptSha256: d.ScriptSHA256,
+		DecisionId:   d.DecisionID,
+	}
+	if d.Allowed {
+		out.Decision = routerv1.ExecDecision_EXEC_DECISION_ALLOW
+	}
+	return out
+}
+
+var fusionsFromPB = map[routerv1.Fusion]skill.Fusion{
+	routerv1.Fusion_FUSION_TIEBREAK: skill.FusionTiebreak,
+	routerv1.Fusion_FUSION_RRF:      skill.FusionRRF,
+	routerv1.Fusion_FUSION_CONVEX:   skill.FusionConvex,
+}
+
+var modesFromPB = map[routerv1.MatchMode]skill.MatchMode{
+	routerv1.MatchMode_MATCH_MODE_HYBRID: skill.ModeHybrid,
+	routerv1.MatchMode_MATCH_MODE_DENSE:  skill.ModeDense,
+	routerv1.MatchMode_MATCH_MODE_BM25:   skill.ModeKeyword,
+}
+
+func matchRequest(req *routerv1.MatchRequest) (engine.MatchRequest, error) {
+	o := req.GetOptions()
+	mr := engine.MatchRequest{
+		Task: req.GetTask(), TopK: int(req.GetTopK()), Agent: req.GetAgent(),
+		IncludeHidden: o.GetIncludeHidden(),
+	}
+	if o.GetFusion() != routerv1.Fusion_FUSION_UNSPECIFIED {
+		f, ok := fusionsFromPB[o.GetFusion()]
+		if !ok {
+			return mr, skill.InvalidArgument("options.fusion", "%d is not a fusion rule; want TIEBREAK, RRF or CONVEX", o.GetFusion())
+		}
+		mr.Fusion = f
+	}
+	if o.GetMode() != routerv1.MatchMode_MATCH_MODE_UNSPECIFIED {
+		m, ok := modesFromPB[o.GetMode()]
+		if !ok {
+			return mr, skill.InvalidArgument("options.mode", "%d is not a match mode; want HYBRID, DENSE or BM25", o.GetMode())
+		}
+		mr.Mode = m
+	}
+	if o != nil && o.Threshold != nil {
+		t := o.GetThreshold()
+		mr.Threshold = &t
+	}
+	return mr, nil
+}
+
+var abstainReasons = map[skill.AbstainReason]routerv1.AbstainReason{
+	skill.AbstainBelowThreshold: routerv1.AbstainReason_ABSTAIN_REASON_BELOW_THRESHOLD,
+	skill.AbstainCalibrated:     routerv1.AbstainReason_ABSTAIN_REASON_CALIBRATED,
+	skill.AbstainDisabled:       routerv1.AbstainReason_ABSTAIN_REASON_DISABLED,
+	skill.AbstainNoSkills:       routerv1.AbstainReason_ABSTAIN_REASON_NO_SKILLS,
+	skill.AbstainNoMatch:        routerv1.AbstainReason_ABSTAIN_REASON_NO_MATCH,
+}
+
+func matchPB(r *skill.MatchResult) *routerv1.MatchResponse {
+	out := &routerv1.MatchResponse{
+		Abstained:       r.Abstained,
+		AbstainReason:   abstainReasons[r.AbstainReason],
+		AbstainDetail:   r.AbstainDetail,
+		IndexGeneration: r.Generation,
+		Degraded:        r.Degraded,
+	}
+	for pb, m := range modesFromPB {
+		if m == r.Mode {
+			out.Mode = pb
+		}
+	}
+	for pb, f := range fusionsFromPB {
+		if f == r.Fusion {
+			out.Fusion = pb
+		}
+	}
+	for _, c := range r.Candidates {
+		out.Candidates = append(out.Candidates, &routerv1.Candidate{
+			Skill: summaryPB(c.Skill),
+			Scores: &routerv1.Scores{
+				Cosine: c.Cosine, Bm25: c.BM25, Fused: c.Fused,
+				DenseRank: int32(c.DenseRank), Bm25Rank: int32(c.BM25Rank), TriggerBoost: c.TriggerBoost,
+			},
+			TriggersFired: c.TriggersFired,
+			NameMentioned: c.NameMentioned,
+			Reason:        c.Reason,
+		})
 	}
 	return out
 }

@@ -40,7 +40,8 @@ type Options struct {
 	StatsHandler stats.Handler
 	// Interceptors run after recovery and logging, before the handler
 	// (authentication, rate limits).
-	Interceptors []grpc.UnaryServerInterceptor
+	Interceptors       []grpc.UnaryServerInterceptor
+	StreamInterceptors []grpc.StreamServerInterceptor
 	// ServerOptions are appended last (TLS credentials).
 	ServerOptions []grpc.ServerOption
 	// Timeouts caps each method's run time by full method name; methods
@@ -75,7 +76,7 @@ func New(svc routerv1.SkillRouterServer, opts Options) *Server {
 	}, opts.Interceptors...)
 	so := []grpc.ServerOption{
 		grpc.ChainUnaryInterceptor(chain...),
-		grpc.ChainStreamInterceptor(recoverStream(log)),
+		grpc.ChainStreamInterceptor(append([]grpc.StreamServerInterceptor{recoverStream(log)}, opts.StreamInterceptors...)...),
 		grpc.MaxRecvMsgSize(maxRecvBytes),
 		grpc.MaxSendMsgSize(maxSendBytes),
 		grpc.MaxConcurrentStreams(maxConcurrentStreams),

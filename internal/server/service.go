@@ -3,10 +3,8 @@ package server
 import (
 	"context"
 
-	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/status"
-
 	routerv1 "github.com/mcpsag/router/api/proto/mcpsag/router/v1"
+	"github.com/mcpsag/router/internal/auth"
 	"github.com/mcpsag/router/internal/engine"
 	"github.com/mcpsag/router/internal/skill"
 )
@@ -82,17 +80,40 @@ func (s *Service) Status(context.Context, *routerv1.StatusRequest) (*routerv1.St
 	return statusPB(s.Engine.Status()), nil
 }
 
-// Match is built by the matching issue.
-func (s *Service) Match(context.Context, *routerv1.MatchRequest) (*routerv1.MatchResponse, error) {
-	return nil, status.Error(codes.Unimplemented, "Match is not available in this build yet (the matching engine lands with issue 5)")
+// Match ranks skills for a task, or abstains.
+func (s *Service) Match(ctx context.Context, req *routerv1.MatchRequest) (*routerv1.MatchResponse, error) {
+	mr, err := matchRequest(req)
+	if err != nil {
+		return nil, toStatus(err)
+	}
+	res, err := s.Engine.Match(ctx, mr)
+	if err != nil {
+		return nil, toStatus(err)
+	}
+	return matchPB(res), nil
 }
 
-// AuthorizeExec is built by the governance issue.
-func (s *Service) AuthorizeExec(context.Context, *routerv1.AuthorizeExecRequest) (*routerv1.AuthorizeExecResponse, error) {
-	return nil, status.Error(codes.Unimplemented, "AuthorizeExec is not available in this build yet (execution gating lands with issue 6)")
+// AuthorizeExec decides whether a script may run.
+func (s *Service) AuthorizeExec(ctx context.Context, req *routerv1.AuthorizeExecRequest) (*routerv1.AuthorizeExecResponse, error) {
+	d, err := s.Engine.AuthorizeExec(ctx, engine.ExecRequest{
+		Skill: req.GetSkill(), Script: req.GetScript(), Caller: req.GetCaller(), Agent: req.GetAgent(),
+		Principal: auth.PrincipalFrom(ctx).ID, Peer: auth.PeerAddr(ctx),
+	})
+	if err != nil {
+		return nil, toStatus(err)
+	}
+	return execDecisionPB(d), nil
 }
 
-// ReportExecResult is built by the governance issue.
-func (s *Service) ReportExecResult(context.Context, *routerv1.ReportExecResultRequest) (*routerv1.ReportExecResultResponse, error) {
-	return nil, status.Error(codes.Unimplemented, "ReportExecResult is not available in this build yet (execution gating lands with issue 6)")
+// ReportExecResult records a run's outcome.
+func (s *Service) ReportExecResult(ctx context.Context, req *routerv1.ReportExecResultRequest) (*routerv1.ReportExecResultResponse, error) {
+	err := s.Engine.ReportExecResult(ctx, engine.ExecReport{
+		DecisionID: req.GetDecisionId(), Skill: req.GetSkill(), Script: req.GetScript(), Caller: req.GetCaller(),
+		Principal: auth.PrincipalFrom(ctx).ID, ExitCode: int(req.GetExitCode()),
+		Duration: req.GetDuration().AsDuration(), Error: req.GetError(),
+	})
+	if err != nil {
+		return nil, toStatus(err)
+	}
+	return &routerv1.ReportExecResultResponse{Recorded: true}, nil
 }

@@ -60,7 +60,7 @@ func Start(t testing.TB, workspace string, opts Options) *Router {
 	if logs == nil {
 		logs = io.Discard
 	}
-	m := &daemon.Main{Config: cfg, Stderr: logs}
+	m := &daemon.Main{Config: cfg, Overrides: flags, Getenv: getenv, Stderr: logs}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	if err := m.Run(ctx); err != nil {

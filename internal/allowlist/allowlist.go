@@ -1,0 +1,182 @@
+// Package allowlist reads ALLOWLIST.txt, the operator's list of skill scripts
+// that may run. The router never runs scripts; it answers whether one may run
+// (AuthorizeExec) from this list, the skills_exec flag and the script's
+// current content.
+//
+// File format, one entry per line:
+//
+//	# comment
+//	<skill-name>  <script path relative to the skill folder>  [sha256:<hex>]
+//
+// for example
+//
+//	pdf-form-filling  scripts/fill_form.py  sha256:9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08
+//	release-notes     scripts/collect_commits.sh
+//
+// A pinned entry allows only that exact content; an unpinned one allows
+// whatever the file holds. Scripts of untrusted (learned) skills are allowed
+// only when pinned. Paths use forward slashes and may not leave the skill
+// folder. Lines that do not parse are reported and allow nothing.
+package allowlist
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path"
+	"strings"
+	"sync"
+	"time"
+)
+
+// maxFileBytes caps ALLOWLIST.txt.
+const maxFileBytes = 1 << 20
+
+// Entry allows one script of one skill.
+type Entry struct {
+	Skill  string
+	Script string // cleaned, slash-separated, relative to the skill folder
+	// SHA256 pins the content (lower-case hex), empty when unpinned.
+	SHA256 string
+	Line   int
+}
+
+// Problem is a line that did not parse.
+type Problem struct {
+	Line    int
+	Message string
+}
+
+// List is a parsed allowlist.
+type List struct {
+	entries  map[string]Entry // skill + "\x00" + script
+	Problems []Problem
+}
+
+func key(skill, script string) string { return skill + "\x00" + script }
+
+// Parse reads an allowlist. Bad lines become Problems; they never widen what
+// is allowed.
+func Parse(r io.Reader) (*List, error) {
+	l := &List{entries: map[string]Entry{}}
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 64<<10), 64<<10)
+	n := 0
+	for sc.Scan() {
+		n++
+		line := sc.Text()
+		if i := strings.IndexByte(line, '#'); i >= 0 {
+			line = line[:i]
+		}
+		f := strings.Fields(line)
+		if len(f) == 0 {
+			continue
+		}
+		if len(f) < 2 || len(f) > 3 {
+			l.Problems = append(l.Problems, Problem{n, "want: <skill> <script> [sha256:<hex>]"})
+			continue
+		}
+		script, err := CleanScript(f[1])
+		if err != nil {
+			l.Problems = append(l.Problems, Problem{n, err.Error()})
+			continue
+		}
+		e := Entry{Skill: f[0], Script: script, Line: n}
+		if len(f) == 3 {
+			h, ok := strings.CutPrefix(strings.ToLower(f[2]), "sha256:")
+			if b, err := hex.DecodeString(h); !ok || err != nil || len(b) != 32 {
+				l.Problems = append(l.Problems, Problem{n, fmt.Sprintf("%q is not sha256:<64 hex digits>", f[2])})
+				continue
+			}
+			e.SHA256 = h
+		}
+		if prev, dup := l.entries[key(e.Skill, e.Script)]; dup {
+			l.Problems = append(l.Problems, Problem{n, fmt.Sprintf("duplicate of line %d; the first entry applies", prev.Line)})
+			continue
+		}
+		l.entries[key(e.Skill, e.Script)] = e
+	}
+	if err := sc.Err(); err != nil {
+		return nil, fmt.Errorf("read allowlist: %w", err)
+	}
+	return l, nil
+}
+
+// CleanScript validates and cleans a script path: relative, forward slashes,
+// inside the skill folder.
+func CleanScript(p string) (string, error) {
+	switch {
+	case p == "":
+		return "", errors.New("script path is empty")
+	case strings.ContainsRune(p, 0) || strings.Contains(p, `\`):
+		return "", fmt.Errorf("script path %q has a NUL or backslash", p)
+	case path.IsAbs(p):
+		return "", fmt.Errorf("script path %q is absolute; give it relative to the skill folder", p)
+	}
+	c := path.Clean(p)
+	if c == "." || c == ".." || strings.HasPrefix(c, "../") {
+		return "", fmt.Errorf("script path %q leaves the skill folder", p)
+	}
+	return c, nil
+}
+
+// Lookup returns the entry for a skill's script.
+func (l *List) Lookup(skill, script string) (Entry, bool) {
+	if l == nil {
+		return Entry{}, false
+	}
+	e, ok := l.entries[key(skill, script)]
+	return e, ok
+}
+
+// Len returns the number of entries.
+func (l *List) Len() int { return len(l.entries) }
+
+// File is an allowlist file read on demand: it is re-read when its size or
+// modification time changes, so edits apply to the next decision without a
+// restart. A missing file is an empty list (nothing may run).
+type File struct {
+	Path string
+
+	mu      sync.Mutex
+	size    int64
+	modTime time.Time
+	list    *List
+	err     error
+}
+
+// Load returns the current list. A file that cannot be read yields an error;
+// callers deny in that case.
+func (f *File) Load() (*List, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	fi, err := os.Stat(f.Path)
+	if errors.Is(err, os.ErrNotExist) {
+		f.list, f.err, f.size, f.modTime = &List{entries: map[string]Entry{}}, nil, -1, time.Time{}
+		return f.list, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("allowlist %s: %w", f.Path, err)
+	}
+	if f.list != nil && fi.Size() == f.size && fi.ModTime().Equal(f.modTime) {
+		return f.list, f.err
+	}
+	f.size, f.modTime = fi.Size(), fi.ModTime()
+	f.list, f.err = readFile(f.Path)
+	return f.list, f.err
+}
+
+func readFile(p string) (*List, error) {
+	data, err := os.ReadFile(p)
+	if err != nil {
+		return nil, fmt.Errorf("allowlist %s: %w", p, err)
+	}
+	if len(data) > maxFileBytes {
+		return nil, fmt.Errorf("allowlist %s is over %d bytes", p, maxFileBytes)
+	}
+	return Parse(bytes.NewReader(data))
+}

@@ -1,0 +1,183 @@
+package auth
+
+import (
+	"context"
+	"strings"
+	"time"
+
+	"google.golang.org/genproto/googleapis/rpc/errdetails"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials"
+	"google.golang.org/grpc/metadata"
+	"google.golang.org/grpc/peer"
+	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/types/known/durationpb"
+
+	"github.com/mcpsag/router/internal/telemetry"
+)
+
+const service = "/mcpsag.router.v1.SkillRouter/"
+
+// methodGroups maps full method names to groups. Methods not listed are
+// denied when tokens are on, except health, which is always open.
+var methodGroups = map[string]Group{
+	service + "ListSkills":       GroupRead,
+	service + "GetSkill":         GroupRead,
+	service + "Status":           GroupRead,
+	service + "Match":            GroupMatch,
+	service + "Load":             GroupLoad,
+	service + "AuthorizeExec":    GroupExec,
+	service + "ReportExecResult": GroupExec,
+	service + "Reindex":          GroupAdmin,
+	"/grpc.reflection.v1.ServerReflection/ServerReflectionInfo":      GroupRead,
+	"/grpc.reflection.v1alpha.ServerReflection/ServerReflectionInfo": GroupRead,
+}
+
+func open(method string) bool { return strings.HasPrefix(method, "/grpc.health.v1.Health/") }
+
+type principalKey struct{}
+
+// PrincipalFrom returns the caller the interceptor authenticated.
+func PrincipalFrom(ctx context.Context) *Principal {
+	if p, ok := ctx.Value(principalKey{}).(*Principal); ok {
+		return p
+	}
+	return Anonymous
+}
+
+// PeerAddr returns the client's address, for audit records.
+func PeerAddr(ctx context.Context) string {
+	if p, ok := peer.FromContext(ctx); ok && p.Addr != nil {
+		return p.Addr.String()
+	}
+	return ""
+}
+
+// Guard authenticates and authorises calls. With Tokens nil, every call is
+// allowed as Anonymous (or as the client certificate's subject under mTLS);
+// admin calls are audited either way.
+type Guard struct {
+	Tokens   *Tokens
+	Recorder *telemetry.Recorder
+}
+
+// agentRequest is implemented by requests that name an agent.
+type agentRequest interface{ GetAgent() string }
+
+// check authenticates the call and checks its group, agent and rate. It
+// returns the principal, or a status error with the decision for the audit.
+func (g *Guard) check(ctx context.Context, method string, req any) (*Principal, telemetry.Decision, string, error) {
+	if g.Tokens == nil {
+		return certPrincipal(ctx), telemetry.DecisionAllow, "", nil
+	}
+	tok, ok := bearer(ctx)
+	if !ok {
+		return nil, telemetry.DecisionDeny, "no_token", status.Error(codes.Unauthenticated,
+			"missing bearer token: send the header 'authorization: Bearer <token>' (routerctl --token or MCPSAG_TOKEN)")
+	}
+	p, ok := g.Tokens.Authenticate(tok)
+	if !ok {
+		return nil, telemetry.DecisionDeny, "bad_token", status.Error(codes.Unauthenticated, "invalid bearer token")
+	}
+	grp, known := methodGroups[method]
+	if !known || !p.Allows(grp) {
+		need := string(grp)
+		if !known {
+			need = "a method this router serves"
+		}
+		return p, telemetry.DecisionDeny, "scope", status.Errorf(codes.PermissionDenied,
+			"token %s may not call %s (needs group %s; it has %s)", p.ID, method, need, strings.Join(p.Groups(), ", "))
+	}
+	if ar, ok := req.(agentRequest); ok && !p.ActsFor(ar.GetAgent()) {
+		agent := ar.GetAgent()
+		if agent == "" {
+			agent = "(none)"
+		}
+		return p, telemetry.DecisionDeny, "agent", status.Errorf(codes.PermissionDenied,
+			"token %s may not act for agent %s; set agent to one the token is bound to", p.ID, agent)
+	}
+	if p.limiter != nil {
+		r := p.limiter.Reserve()
+		if d := r.Delay(); d > 0 {
+			r.Cancel()
+			st, _ := status.New(codes.ResourceExhausted, "rate limit of token "+p.ID+" exceeded; retry after the delay in RetryInfo").
+				WithDetails(&errdetails.RetryInfo{RetryDelay: durationpb.New(d.Round(time.Millisecond) + time.Millisecond)})
+			return p, telemetry.DecisionRateLimited, "rate_limit", st.Err()
+		}
+	}
+	return p, telemetry.DecisionAllow, "", nil
+}
+
+// Unary returns the unary interceptor.
+func (g *Guard) Unary() grpc.UnaryServerInterceptor {
+	return func(ctx context.Context, req any, info *grpc.UnaryServerInfo, h grpc.UnaryHandler) (any, error) {
+		if open(info.FullMethod) {
+			return h(ctx, req)
+		}
+		p, decision, reason, err := g.check(ctx, info.FullMethod, req)
+		admin := methodGroups[info.FullMethod] == GroupAdmin
+		if err != nil {
+			if admin || decision == telemetry.DecisionRateLimited {
+				g.audit(ctx, info.FullMethod, p, decision, reason, status.Code(err))
+			}
+			return nil, err
+		}
+		resp, err := h(context.WithValue(ctx, principalKey{}, p), req)
+		if admin {
+			g.audit(ctx, info.FullMethod, p, telemetry.DecisionAllow, "", status.Code(err))
+		}
+		return resp, err
+	}
+}
+
+// Stream returns the stream interceptor (server reflection).
+func (g *Guard) Stream() grpc.StreamServerInterceptor {
+	return func(srv any, ss grpc.ServerStream, info *grpc.StreamServerInfo, h grpc.StreamHandler) error {
+		if open(info.FullMethod) {
+			return h(srv, ss)
+		}
+		if _, _, _, err := g.check(ss.Context(), info.FullMethod, nil); err != nil {
+			return err
+		}
+		return h(srv, ss)
+	}
+}
+
+func (g *Guard) audit(ctx context.Context, method string, p *Principal, d telemetry.Decision, reason string, code codes.Code) {
+	id := "unauthenticated"
+	if p != nil {
+		id = p.ID
+	}
+	g.Recorder.AdminCalled(ctx, telemetry.AdminCall{
+		Method: method, Principal: id, Decision: d, Reason: reason, Peer: PeerAddr(ctx), Code: code.String(),
+	})
+}
+
+// bearer extracts the token from the authorization header.
+func bearer(ctx context.Context) (string, bool) {
+	md, _ := metadata.FromIncomingContext(ctx)
+	for _, v := range md.Get("authorization") {
+		scheme, tok, ok := strings.Cut(v, " ")
+		if ok && strings.EqualFold(scheme, "bearer") && strings.TrimSpace(tok) != "" {
+			return strings.TrimSpace(tok), true
+		}
+	}
+	return "", false
+}
+
+// certPrincipal names an mTLS client by its certificate's common name.
+func certPrincipal(ctx context.Context) *Principal {
+	p, ok := peer.FromContext(ctx)
+	if !ok {
+		return Anonymous
+	}
+	if ti, ok := p.AuthInfo.(credentials.TLSInfo); ok && len(ti.State.VerifiedChains) > 0 && len(ti.State.VerifiedChains[0]) > 0 {
+		if cn := ti.State.VerifiedChains[0][0].Subject.CommonName; cn != "" {
+			return &Principal{ID: "cert:" + cn, groups: anonymousGroups}
+		}
+	}
+	return Anonymous
+}
+
+var anonymousGroups = map[Group]bool{GroupRead: true, GroupMatch: true, GroupLoad: true, GroupExec: true, GroupAdmin: true}
