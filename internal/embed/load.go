@@ -1,0 +1,364 @@
+package embed
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"time"
+
+	"github.com/knights-analytics/hugot/backends"
+	"github.com/knights-analytics/hugot/options"
+	"github.com/knights-analytics/hugot/pipelines"
+	"github.com/sugarme/tokenizer"
+	"github.com/sugarme/tokenizer/pretrained"
+)
+
+// modelFiles are the files a model folder contributes, with their stamps.
+type modelFiles struct {
+	dir       string
+	onnx      string
+	tokenizer string
+	stamp     string // sizes and modification times of every file read
+}
+
+// Open loads the model folder cfg.Dir, resolves cfg against its
+// mcpsag-model.json and config files, compiles the batch-1 shapes, and
+// measures the query latency. Errors carry a Reason (see ReasonOf).
+func Open(ctx context.Context, cfg Config) (*Model, error) {
+	start := time.Now()
+	if cfg.Dir == "" {
+		return nil, withReason(ReasonModelMissing, errors.New("no model folder configured"))
+	}
+	dir, err := filepath.Abs(cfg.Dir)
+	if err != nil {
+		return nil, withReason(ReasonModelMissing, err)
+	}
+	cfg.Dir = dir
+	files, err := findFiles(dir)
+	if err != nil {
+		return nil, err
+	}
+	man, _, _, err := ReadManifest(dir)
+	if err != nil {
+		return nil, withReason(ReasonModelInvalid, err)
+	}
+	hf, err := readHFConfig(dir)
+	if err != nil {
+		return nil, withReason(ReasonModelInvalid, err)
+	}
+	cfg, err = resolve(cfg, man, hf)
+	if err != nil {
+		return nil, withReason(ReasonConfigInvalid, err)
+	}
+	onnxBytes, err := os.ReadFile(files.onnx)
+	if err != nil {
+		return nil, withReason(ReasonUnreadable, err)
+	}
+	tokBytes, err := os.ReadFile(files.tokenizer)
+	if err != nil {
+		return nil, withReason(ReasonUnreadable, err)
+	}
+	h := sha256.New()
+	h.Write(onnxBytes)
+	h.Write(tokBytes)
+	fingerprint := hex.EncodeToString(h.Sum(nil))
+
+	tk, err := loadTokenizer(tokBytes, cfg.MaxTokens)
+	if err != nil {
+		return nil, withReason(ReasonModelInvalid, fmt.Errorf("load %s: %w", files.tokenizer, err))
+	}
+	m := &Model{
+		cfg:          cfg,
+		files:        files,
+		tk:           tk,
+		maxTextBytes: 16 * cfg.MaxTokens,
+		sem:          make(chan struct{}, cfg.Concurrency),
+		shapes:       map[[2]int]bool{},
+	}
+	fail := func(err error) (*Model, error) {
+		m.Close()
+		return nil, err
+	}
+	m.info.TokenizerVocab = tk.GetVocabSize(true)
+	if err := m.build(files.onnx, onnxBytes, hf); err != nil {
+		return fail(err)
+	}
+	if m.cfg.Dimension != 0 && m.id.Dimension != m.cfg.Dimension {
+		return fail(withReason(ReasonDimension, fmt.Errorf("model %s gives %d-dimensional vectors, configured dimension is %d",
+			dir, m.id.Dimension, m.cfg.Dimension)))
+	}
+	m.cfg.Dimension = m.id.Dimension
+	m.id.Name = cfg.Name
+	m.id.Fingerprint = fingerprint
+	m.id.Path = dir
+	m.id.Settings = settingsHash(m.cfg) // after build chose pooling and output
+	m.info.LoadDuration = time.Since(start)
+
+	if err := m.warm(ctx); err != nil {
+		return fail(err)
+	}
+	m.info.LoadedAt = time.Now()
+	return m, nil
+}
+
+// findFiles locates model.onnx (or onnx/model.onnx) and tokenizer.json.
+func findFiles(dir string) (modelFiles, error) {
+	f := modelFiles{dir: dir}
+	st, err := os.Stat(dir)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return f, withReason(ReasonModelMissing, fmt.Errorf("model folder %s does not exist", dir))
+	case err != nil:
+		return f, withReason(ReasonUnreadable, err)
+	case !st.IsDir():
+		return f, withReason(ReasonModelMissing, fmt.Errorf("model folder %s is not a directory", dir))
+	}
+	for _, name := range []string{"model.onnx", filepath.Join("onnx", "model.onnx")} {
+		p := filepath.Join(dir, name)
+		if _, err := os.Stat(p); err == nil {
+			f.onnx = p
+			break
+		} else if !errors.Is(err, fs.ErrNotExist) {
+			return f, withReason(ReasonUnreadable, err)
+		}
+	}
+	if f.onnx == "" {
+		return f, withReason(ReasonModelMissing, fmt.Errorf("model folder %s has no model.onnx or onnx/model.onnx", dir))
+	}
+	f.tokenizer = filepath.Join(dir, "tokenizer.json")
+	if _, err := os.Stat(f.tokenizer); errors.Is(err, fs.ErrNotExist) {
+		return f, withReason(ReasonModelMissing, fmt.Errorf("model folder %s has no tokenizer.json", dir))
+	} else if err != nil {
+		return f, withReason(ReasonUnreadable, err)
+	}
+	f.stamp = stampFiles(f.onnx, f.tokenizer,
+		filepath.Join(dir, ManifestFile),
+		filepath.Join(dir, "config.json"),
+		filepath.Join(dir, "1_Pooling", "config.json"))
+	return f, nil
+}
+
+// stampFiles summarises the size and modification time of files (absent
+// ones included), so a reload can tell whether anything changed.
+func stampFiles(paths ...string) string {
+	var b []byte
+	for _, p := range paths {
+		b = append(b, p...)
+		if st, err := os.Stat(p); err == nil {
+			b = fmt.Appendf(b, " %d %d\n", st.Size(), st.ModTime().UnixNano())
+		} else {
+			b = append(b, " -\n"...)
+		}
+	}
+	return sha256Hex(b)
+}
+
+func sha256Hex(b []byte) string {
+	s := sha256.Sum256(b)
+	return hex.EncodeToString(s[:])
+}
+
+// inputs hugot's Go backend knows how to fill.
+var knownInputs = []string{"input_ids", "attention_mask", "token_type_ids", "position_ids"}
+
+// build creates the hugot model and pipeline and picks the output.
+func (m *Model) build(onnxPath string, onnxBytes []byte, hf hfConfig) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = withReason(ReasonModelInvalid, fmt.Errorf("load %s: panic: %v", onnxPath, r))
+		}
+	}()
+	opts := options.Defaults()
+	opts.Backend = "GO"
+	opts.GoMLXOptions.BatchBuckets = m.cfg.BatchBuckets
+	opts.GoMLXOptions.SequenceBuckets = m.cfg.SequenceBuckets
+	hm := &backends.Model{
+		ID:                    onnxPath,
+		Path:                  filepath.Dir(onnxPath), // external data is relative to the ONNX file
+		OnnxFilename:          filepath.Base(onnxPath),
+		Pipelines:             map[string]backends.Pipeline{},
+		OnnxBytes:             onnxBytes,
+		MaxPositionEmbeddings: hf.maxPositions,
+	}
+	if err := backends.CreateModelBackend(hm, opts); err != nil {
+		return withReason(ReasonModelInvalid, fmt.Errorf("load %s: %w", onnxPath, err))
+	}
+	m.hm = hm
+	hm.Tokenizer = &backends.Tokenizer{
+		Runtime:          "GO",
+		GoTokenizer:      &backends.GoTokenizer{Tokenizer: m.tk},
+		MaxAllowedTokens: m.cfg.MaxTokens,
+		Destroy:          func() error { return nil },
+	}
+	for _, in := range hm.InputsMeta {
+		if !slices.Contains(knownInputs, in.Name) {
+			return withReason(ReasonModelInvalid, fmt.Errorf("model input %q is not supported (want %v)", in.Name, knownInputs))
+		}
+		if len(in.Dimensions) != 2 {
+			return withReason(ReasonModelInvalid, fmt.Errorf("model input %q has shape %v, want [batch, sequence]", in.Name, in.Dimensions))
+		}
+	}
+	out, pooling, err := pickOutput(hm.OutputsMeta, m.cfg.OutputName, m.cfg.Pooling)
+	if err != nil {
+		return withReason(ReasonModelInvalid, err)
+	}
+	m.cfg.OutputName, m.cfg.Pooling = out.Name, pooling
+	for i, o := range hm.OutputsMeta {
+		m.info.Outputs = append(m.info.Outputs, o.Name)
+		if o.Name == out.Name {
+			m.outIndex = i
+		}
+	}
+	m.info.Output = out.Name
+	m.id.Dimension = int(out.Dimensions[len(out.Dimensions)-1])
+
+	pipe, err := pipelines.NewFeatureExtractionPipeline(
+		backends.PipelineConfig[*pipelines.FeatureExtractionPipeline]{
+			ModelPath: m.files.dir,
+			Name:      "embed",
+			Options:   []backends.PipelineOption[*pipelines.FeatureExtractionPipeline]{pipelines.WithOutputName(out.Name)},
+		}, opts, hm)
+	if err != nil {
+		return withReason(ReasonModelInvalid, fmt.Errorf("load %s: %w", onnxPath, err))
+	}
+	m.pipe = pipe
+	return nil
+}
+
+// pickOutput chooses the output and pooling; see PoolingAuto.
+func pickOutput(outs []backends.InputOutputInfo, name string, pooling Pooling) (backends.InputOutputInfo, Pooling, error) {
+	find := func(name string, rank int) (backends.InputOutputInfo, bool) {
+		for _, o := range outs {
+			if o.Name == name && (rank == 0 || len(o.Dimensions) == rank) {
+				return o, true
+			}
+		}
+		return backends.InputOutputInfo{}, false
+	}
+	firstOfRank := func(rank int) (backends.InputOutputInfo, bool) {
+		for _, o := range outs {
+			if len(o.Dimensions) == rank {
+				return o, true
+			}
+		}
+		return backends.InputOutputInfo{}, false
+	}
+	var out backends.InputOutputInfo
+	var ok bool
+	switch {
+	case name != "":
+		if out, ok = find(name, 0); !ok {
+			return out, "", fmt.Errorf("model has no output %q (outputs: %v)", name, backends.GetNames(outs))
+		}
+	case pooling == PoolingMean || pooling == PoolingCLS:
+		if out, ok = find("last_hidden_state", 3); !ok {
+			out, ok = firstOfRank(3)
+		}
+	case pooling == PoolingOutput:
+		if out, ok = find("sentence_embedding", 2); !ok {
+			if out, ok = find("pooler_output", 2); !ok {
+				out, ok = firstOfRank(2)
+			}
+		}
+	default:
+		if out, ok = find("sentence_embedding", 2); ok {
+			break
+		}
+		if out, ok = find("last_hidden_state", 3); ok {
+			break
+		}
+		if out, ok = find("pooler_output", 2); ok {
+			break
+		}
+		if len(outs) > 0 {
+			out, ok = outs[0], true
+		}
+	}
+	if !ok {
+		return out, "", fmt.Errorf("model has no output usable with pooling %q (outputs: %v)", pooling, backends.GetNames(outs))
+	}
+	rank := len(out.Dimensions)
+	if pooling == PoolingAuto {
+		pooling = PoolingMean
+		if rank == 2 {
+			pooling = PoolingOutput
+		}
+	}
+	switch {
+	case (pooling == PoolingMean || pooling == PoolingCLS) && rank != 3:
+		return out, "", fmt.Errorf("output %q has shape %v; %s pooling needs [batch, sequence, hidden]", out.Name, out.Dimensions, pooling)
+	case pooling == PoolingOutput && rank != 2:
+		return out, "", fmt.Errorf("output %q has shape %v; pooled output needs [batch, hidden]", out.Name, out.Dimensions)
+	case out.Dimensions[rank-1] <= 0:
+		return out, "", fmt.Errorf("output %q has no fixed hidden size (shape %v)", out.Name, out.Dimensions)
+	}
+	return out, pooling, nil
+}
+
+// loadTokenizer parses tokenizer.json, replaces its truncation and padding
+// with ours, and checks that it can encode a sample.
+func loadTokenizer(b []byte, maxTokens int) (tk *tokenizer.Tokenizer, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("panic: %v", r)
+		}
+	}()
+	tk, err = pretrained.FromReader(bytes.NewReader(b))
+	if err != nil {
+		return nil, err
+	}
+	tk.WithTruncation(&tokenizer.TruncationParams{MaxLength: maxTokens, Strategy: tokenizer.LongestFirst})
+	tk.WithPadding(nil)
+	// A WordPiece vocabulary without its unknown token, for one, fails on
+	// every unknown word; find out now rather than on the first query.
+	if _, err := tk.EncodeSingle("Sample text, 123.", true); err != nil {
+		return nil, fmt.Errorf("encode a sample: %w", err)
+	}
+	return tk, nil
+}
+
+// warm compiles the batch-1 shapes (one per sequence bucket), checks the
+// output, and measures the query latency.
+func (m *Model) warm(ctx context.Context) error {
+	start := time.Now()
+	for _, seq := range m.cfg.SequenceBuckets {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		ids := make([]int, seq)
+		in := tokenized{ids: ids, typeIDs: make([]int, seq), mask: make([]int, seq)}
+		for i := range in.mask {
+			in.mask[i] = 1
+		}
+		vecs, err := m.runTimed(ctx, []tokenized{in})
+		if err != nil {
+			return withReason(ReasonModelInvalid, fmt.Errorf("warm up shape [1, %d]: %w", seq, err))
+		}
+		if len(vecs) != 1 || len(vecs[0]) != m.id.Dimension {
+			return withReason(ReasonModelInvalid, fmt.Errorf("warm up shape [1, %d]: got %d vectors, want 1 of %d values",
+				seq, len(vecs), m.id.Dimension))
+		}
+		m.info.WarmShapes++
+	}
+	m.info.WarmupDuration = time.Since(start)
+
+	samples := []string{"fill in a pdf form", "deploy to kubernetes", "send an email", "resize images", "query a database"}
+	lat := make([]time.Duration, 0, len(samples))
+	for _, s := range samples {
+		t0 := time.Now()
+		if _, _, err := m.embed(ctx, []string{s}, Query); err != nil {
+			return withReason(ReasonModelInvalid, fmt.Errorf("embed a sample query: %w", err))
+		}
+		lat = append(lat, time.Since(t0))
+	}
+	slices.Sort(lat)
+	m.info.QueryLatency = lat[len(lat)/2]
+	return nil
+}
