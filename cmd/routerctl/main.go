@@ -61,6 +61,7 @@ func commands() []command {
 		{"reindex", "rescan the skill folders now", runReindex},
 		{"status", "show the router's state", runStatus},
 		{"authorize-exec", "ask whether a skill script may run", runAuthorizeExec},
+		{"model", "show the embedding model, or verify a model folder offline", runModel},
 		{"validate", "check SKILL.md folders offline (no router needed)", runValidate},
 		{"token", "make a new API token and its tokens-file entry", runToken},
 	}

@@ -103,10 +103,33 @@ type Flags struct {
 	SkillsExec bool `yaml:"skills_exec"`
 }
 
-// Model configures the embedding model.
+// Model configures the embedding model. Zero values take the model folder's
+// defaults (its mcpsag-model.json), then built-in ones.
 type Model struct {
-	// Dir is a model folder; empty means the bundled default model.
+	// Dir is a model folder in the Hugging Face layout (model.onnx or
+	// onnx/model.onnx, tokenizer.json); empty means the bundled default.
 	Dir string `yaml:"dir"`
+	// Disabled turns embeddings off: matching uses keywords only.
+	Disabled bool `yaml:"disabled"`
+	// Name overrides the model's display name.
+	Name string `yaml:"name"`
+	// QueryPrefix and DocumentPrefix are instructions some models expect
+	// ("query: ", "passage: " for e5; a query instruction for bge).
+	QueryPrefix    string `yaml:"query_prefix"`
+	DocumentPrefix string `yaml:"document_prefix"`
+	// MaxTokens caps tokens per text; BatchSize texts per model run.
+	MaxTokens int `yaml:"max_tokens"`
+	BatchSize int `yaml:"batch_size"`
+	// MatchThreshold is the cosine level below which a match abstains;
+	// it belongs to the model, since cosine scales differ between models.
+	MatchThreshold float64 `yaml:"match_threshold"`
+	// BodyChars adds the start of each skill's body to the embedded text
+	// (name and description); 0 embeds name and description only.
+	BodyChars int `yaml:"body_chars"`
+	// Timeout bounds one model run; a slower run degrades to keywords.
+	Timeout time.Duration `yaml:"timeout"`
+	// QueryCacheSize is how many task embeddings are kept (LRU).
+	QueryCacheSize int `yaml:"query_cache_size"`
 }
 
 // Exec configures script execution approvals.
@@ -303,6 +326,12 @@ func (c *Config) finish() error {
 	}
 	if c.Load.DefaultTokenBudget <= 0 || c.Load.MaxTokenBudget < c.Load.DefaultTokenBudget {
 		errs = append(errs, fmt.Errorf("load: want 0 < default_token_budget (%d) <= max_token_budget (%d)", c.Load.DefaultTokenBudget, c.Load.MaxTokenBudget))
+	}
+	if c.Model.MaxTokens < 0 || c.Model.BatchSize < 0 || c.Model.BodyChars < 0 || c.Model.Timeout < 0 {
+		errs = append(errs, errors.New("model: max_tokens, batch_size, body_chars and timeout must not be negative"))
+	}
+	if c.Model.MatchThreshold < -1 || c.Model.MatchThreshold > 1 {
+		errs = append(errs, fmt.Errorf("model: match_threshold %g is not a cosine (-1 to 1)", c.Model.MatchThreshold))
 	}
 	if c.Watch.Debounce < 0 || c.Watch.RescanInterval < 0 {
 		errs = append(errs, errors.New("watch: durations must not be negative"))

@@ -128,7 +128,6 @@ func RestartNeeded(old, new Config) []string {
 	check("precedence", old.Precedence, new.Precedence)
 	check("limits", old.Limits, new.Limits)
 	check("watch", old.Watch, new.Watch)
-	check("model", old.Model, new.Model)
 	check("shutdown", old.Shutdown, new.Shutdown)
 	check("telemetry", old.Telemetry, new.Telemetry)
 	check("exec.allowlist_file", old.Exec, new.Exec)
@@ -138,4 +137,4 @@ func RestartNeeded(old, new Config) []string {
 }
 
 // HotReloadable names the settings a reload applies at once, for messages.
-var HotReloadable = strings.Join([]string{"flags", "load"}, ", ")
+var HotReloadable = strings.Join([]string{"flags", "load", "model"}, ", ")

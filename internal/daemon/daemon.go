@@ -13,6 +13,7 @@ import (
 	"log/slog"
 	"net"
 	"os"
+	"reflect"
 	"time"
 
 	"google.golang.org/grpc"
@@ -20,6 +21,7 @@ import (
 
 	"github.com/mcpsag/router/internal/auth"
 	"github.com/mcpsag/router/internal/config"
+	"github.com/mcpsag/router/internal/embed"
 	"github.com/mcpsag/router/internal/engine"
 	"github.com/mcpsag/router/internal/loader"
 	"github.com/mcpsag/router/internal/server"
@@ -176,6 +178,21 @@ func (m *Main) Run(ctx context.Context) (err error) {
 
 	ec := m.engineConfig()
 	ec.Recorder = tel.Recorder()
+	if !cfg.Model.Disabled {
+		ec.Embedder = embed.NewManager(ec.Embed, m.log, tel.Recorder())
+		undo = append(undo, func() { ec.Embedder.Close() })
+		if err := ec.Embedder.Reload(ctx, ec.Embed); err != nil {
+			m.log.Warn("embedding model not loaded; matching uses keywords only until it is fixed", "dir", ec.Embed.Dir, "err", err)
+		} else {
+			id := ec.Embedder.Identity()
+			m.log.Info("embedding model loaded", "model", id.Name, "dimension", id.Dimension, "fingerprint", id.Fingerprint,
+				"load", ec.Embedder.Status().Load.LoadDuration.String())
+		}
+		tel.Recorder().RegisterEmbeddingCache(telemetry.CacheQuery, func() (int64, int64) {
+			st := ec.Embedder.Status()
+			return st.QueryCacheHits, st.QueryCacheMisses
+		})
+	}
 	eng, err := engine.New(ec, db, m.log.With("component", "engine"))
 	if err != nil {
 		return err
@@ -222,10 +239,16 @@ func (m *Main) watchConfig(eng *engine.Engine) {
 		Flags: m.Overrides, Getenv: getenv, Path: path,
 		OnChange: func(c config.Config) {
 			eng.SetSettings(settingsOf(c))
+			if !reflect.DeepEqual(c.Model, inForce.Model) {
+				if err := eng.SetEmbedConfig(context.Background(), embedConfig(c)); err != nil {
+					log.Warn("reindex after a model change failed", "err", err)
+				}
+			}
+			inForce = c
 			eng.SetConfigState(engine.ConfigState{Path: path, LoadedAt: time.Now()})
 			log.Info("config reloaded", "path", path, "applied", config.HotReloadable,
 				"skills_v1", c.Flags.SkillsV1, "skills_exec", c.Flags.SkillsExec)
-			if later := config.RestartNeeded(inForce, c); len(later) > 0 {
+			if later := config.RestartNeeded(m.Config, c); len(later) > 0 {
 				log.Warn("some changed settings take effect after a restart", "settings", later)
 			}
 		},
@@ -262,6 +285,7 @@ func (m *Main) engineConfig() engine.Config {
 	}
 	return engine.Config{
 		Loader:           lc,
+		Embed:            embedConfig(cfg),
 		Watch:            cfg.Watch.Enabled,
 		Debounce:         cfg.Watch.Debounce,
 		RescanInterval:   cfg.Watch.RescanInterval,
@@ -354,6 +378,30 @@ func (m *Main) closeStore() error {
 	err := m.db.Close()
 	m.db = nil
 	return err
+}
+
+// embedConfig maps the config file's model section onto the embedder's.
+func embedConfig(cfg config.Config) embed.Config {
+	mc := cfg.Model
+	return embed.Config{
+		Dir: firstNonEmpty(mc.Dir, bundledModelDir(cfg.StateDir)), Name: mc.Name,
+		QueryPrefix: mc.QueryPrefix, DocumentPrefix: mc.DocumentPrefix,
+		MaxTokens: mc.MaxTokens, BatchSize: mc.BatchSize, MatchThreshold: mc.MatchThreshold,
+		BodyChars: mc.BodyChars, Timeout: mc.Timeout, QueryCacheSize: mc.QueryCacheSize,
+	}
+}
+
+// bundledModelDir returns the folder of the bundled default model, "" when
+// this build has none.
+func bundledModelDir(stateDir string) string { return "" }
+
+func firstNonEmpty(vals ...string) string {
+	for _, v := range vals {
+		if v != "" {
+			return v
+		}
+	}
+	return ""
 }
 
 // settingsOf extracts the hot-reloadable settings from a configuration.

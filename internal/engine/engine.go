@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/mcpsag/router/internal/allowlist"
+	"github.com/mcpsag/router/internal/embed"
 	"github.com/mcpsag/router/internal/loader"
 	"github.com/mcpsag/router/internal/skill"
 	"github.com/mcpsag/router/internal/store"
@@ -39,6 +40,11 @@ type Config struct {
 	Version  string
 	// Recorder receives skill events and metrics; nil records nothing.
 	Recorder *telemetry.Recorder
+	// Embedder embeds skills and tasks; nil means keyword-only matching.
+	Embedder *embed.Manager
+	// Embed is the embedding configuration; a degraded Embedder is reloaded
+	// with it on every reindex, so a fixed model is picked up by itself.
+	Embed embed.Config
 }
 
 // Flags are the feature flags.
@@ -63,10 +69,12 @@ type Engine struct {
 	rec     *telemetry.Recorder
 	started time.Time
 
-	current  atomic.Pointer[loader.Catalog]
+	current  atomic.Pointer[generation]
 	settings atomic.Pointer[Settings]
 	allow    *allowlist.File
 	execs    decisions
+
+	reindexMu sync.Mutex // one reindex (scan, embed, publish) at a time
 
 	mu          sync.Mutex // guards the fields below
 	lastStats   loader.Stats
@@ -149,27 +157,42 @@ func (e *Engine) refreshLoop(ctx context.Context) {
 // Reindex rescans the roots and publishes a new generation when anything
 // changed. On error the previous generation keeps serving.
 func (e *Engine) Reindex(ctx context.Context, full bool) (loader.Stats, error) {
+	e.reindexMu.Lock()
+	defer e.reindexMu.Unlock()
+	start := time.Now()
 	cat, st, scan, err := e.ix.Reindex(ctx, full)
+	changed := false
+	if err == nil {
+		var vectors *skillVectors
+		var verr error
+		vectors, st.Embedded, verr = e.refreshVectors(ctx, cat, st.Published)
+		if verr != nil && ctx.Err() != nil {
+			err = verr
+		} else if cur := e.current.Load(); cur == nil || cur.cat != cat || cur.vectors != vectors {
+			e.current.Store(&generation{cat: cat, vectors: vectors})
+			changed = true
+		}
+		st.Duration = time.Since(start)
+	}
 	e.rec.Reindexed(ctx, telemetry.Reindex{
 		Full: full, Duration: st.Duration, Err: err, Generation: st.Generation,
 		Scanned: st.Scanned, Added: st.Added, Changed: st.Changed, Removed: st.Removed,
-		Unchanged: st.Unchanged, Invalid: st.Invalid, Parsed: st.Parsed,
+		Unchanged: st.Unchanged, Invalid: st.Invalid, Parsed: st.Parsed, Embedded: st.Embedded,
 	})
 	e.mu.Lock()
 	e.lastReindex = time.Now()
 	e.lastErr = err
-	if err == nil && st.Published {
+	if err == nil && changed {
 		e.lastStats = st
 	}
 	e.mu.Unlock()
 	if err != nil {
 		return st, err
 	}
-	if st.Published {
-		e.current.Store(cat)
+	if changed {
 		e.log.Info("index generation published", "generation", st.Generation, "skills", len(cat.Winners()),
 			"scanned", st.Scanned, "added", st.Added, "changed", st.Changed, "removed", st.Removed,
-			"invalid", st.Invalid, "parsed", st.Parsed, "duration", st.Duration.String())
+			"invalid", st.Invalid, "parsed", st.Parsed, "embedded", st.Embedded, "duration", st.Duration.String())
 	}
 	e.syncWatchesFrom(scan)
 	return st, nil
@@ -204,14 +227,21 @@ func (e *Engine) syncWatchesFrom(scan loader.ScanResult) {
 	w.Sync(existing(dirs))
 }
 
-// Catalog returns the current generation, or an Unavailable error before the
-// first one is built.
+// generation is what one index generation serves: the catalog and, when
+// embeddings are available, a vector for each skill that wins its name.
+type generation struct {
+	cat     *loader.Catalog
+	vectors *skillVectors // nil when keyword-only
+}
+
+// Catalog returns the current generation's catalog, or an Unavailable error
+// before the first one is built.
 func (e *Engine) Catalog() (*loader.Catalog, error) {
-	c := e.current.Load()
-	if c == nil {
+	g := e.current.Load()
+	if g == nil {
 		return nil, skill.Errorf(skill.CodeUnavailable, "the skill index is still loading; retry shortly")
 	}
-	return c, nil
+	return g.cat, nil
 }
 
 // Ready reports whether a generation is being served.

@@ -65,7 +65,7 @@ func (e *Engine) recordLoad(ctx context.Context, req LoadRequest, res *LoadResul
 		q := telemetry.ResourceRequest{Agent: req.Agent, Resource: req.ResourcePath, Allowed: err == nil}
 		if res != nil {
 			q.Skill, q.Bytes = res.Skill.Name, res.Size
-		} else if cat := e.current.Load(); cat != nil {
+		} else if cat, err := e.Catalog(); err == nil {
 			if ent, ok := cat.Lookup(req.Name, req.Agent); ok {
 				q.Skill = ent.Skill.Name
 			}

@@ -1,8 +1,10 @@
 package engine
 
 import (
+	"fmt"
 	"time"
 
+	"github.com/mcpsag/router/internal/embed"
 	"github.com/mcpsag/router/internal/loader"
 	"github.com/mcpsag/router/internal/skill"
 	"github.com/mcpsag/router/internal/telemetry"
@@ -36,6 +38,14 @@ type Status struct {
 
 	Flags  Flags
 	Config ConfigState
+
+	// Model is the embedding model's state; nil when embeddings are off.
+	Model *embed.Status
+	// VectorsCached counts the model's vectors in the cache.
+	VectorsCached int
+	// Degraded is set when matching uses keywords only.
+	Degraded       bool
+	DegradedReason string
 }
 
 // ConfigState describes the configuration file in force.
@@ -66,15 +76,19 @@ func (e *Engine) Status() Status {
 	e.mu.Lock()
 	st.LastReindex, st.LastStats = e.lastReindex, e.lastStats
 	st.Config = e.configState
+	e.mu.Unlock()
+	e.modelStatus(&st)
+	e.mu.Lock()
 	if e.lastErr != nil {
 		st.LastReindexError = e.lastErr.Error()
 	}
 	e.mu.Unlock()
 
-	cat := e.current.Load()
-	if cat == nil {
+	g := e.current.Load()
+	if g == nil {
 		return st
 	}
+	cat := g.cat
 	st.Serving = true
 	st.Generation = cat.Generation
 	st.FilesInvalid = cat.Invalid
@@ -115,4 +129,21 @@ func (e *Engine) indexSize() telemetry.IndexSize {
 		Served: int64(st.Skills), Disabled: int64(st.Disabled), Shadowed: int64(st.Shadowed),
 		AgentScoped: int64(st.AgentScoped), Invalid: int64(st.FilesInvalid),
 	}
+}
+
+// modelStatus fills the embedding fields of a Status.
+func (e *Engine) modelStatus(st *Status) {
+	m := e.cfg.Embedder
+	if m == nil {
+		st.Degraded, st.DegradedReason = true, "embeddings are off; matching uses keywords only"
+		return
+	}
+	ms := m.Status()
+	st.Model = &ms
+	if ms.Degraded {
+		st.Degraded = true
+		st.DegradedReason = fmt.Sprintf("%s: %s; matching uses keywords only until a valid model is available", ms.Reason, ms.Detail)
+		return
+	}
+	st.VectorsCached, _ = e.db.VectorCount(ms.Identity.Fingerprint)
 }

@@ -39,7 +39,10 @@ type Stats struct {
 	Scanned, Added, Changed, Removed, Unchanged, Invalid int
 	// Parsed counts files read and parsed in this pass; a warm restart
 	// parses none.
-	Parsed     int
+	Parsed int
+	// Embedded counts embeddings computed in this pass (filled in by the
+	// engine); a restart with unchanged skills computes none.
+	Embedded   int
 	Duration   time.Duration
 	Generation uint64
 	FinishedAt time.Time

@@ -139,7 +139,7 @@ func statsPB(st loader.Stats) *routerv1.ReindexStats {
 	out := &routerv1.ReindexStats{
 		Scanned: int32(st.Scanned), Added: int32(st.Added), Changed: int32(st.Changed),
 		Removed: int32(st.Removed), Unchanged: int32(st.Unchanged), Invalid: int32(st.Invalid),
-		Parsed: int32(st.Parsed), Duration: durationpb.New(st.Duration), IndexGeneration: st.Generation,
+		Parsed: int32(st.Parsed), Embedded: int32(st.Embedded), Duration: durationpb.New(st.Duration), IndexGeneration: st.Generation,
 	}
 	if !st.FinishedAt.IsZero() {
 		out.FinishedAt = timestamppb.New(st.FinishedAt)
@@ -177,6 +177,14 @@ func statusPB(st engine.Status) *routerv1.StatusResponse {
 	}
 	if !st.Config.LoadedAt.IsZero() {
 		out.Config.LoadedAt = timestamppb.New(st.Config.LoadedAt)
+	}
+	out.Degraded, out.DegradedReason = st.Degraded, st.DegradedReason
+	if m := st.Model; m != nil {
+		out.Model = &routerv1.ModelStatus{
+			Name: m.Identity.Name, Dimension: int32(m.Identity.Dimension), Fingerprint: m.Identity.Fingerprint,
+			Path: m.Identity.Path, LoadDuration: durationpb.New(m.Load.LoadDuration), QueryLatency: durationpb.New(m.Load.QueryLatency),
+			EmbeddingsComputed: m.EmbeddingsComputed, CacheEntries: int64(st.VectorsCached), MatchThreshold: m.MatchThreshold,
+		}
 	}
 	return out
 }
