@@ -1,0 +1,57 @@
+package auth
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func TestParseTokensErrors(t *testing.T) {
+	h := HashToken("x")
+	tests := map[string]string{
+		"unknown key":     "tokens:\n  - {id: a, sha256: " + h + ", groups: [read], scope: x}\n",
+		"bad id":          "tokens:\n  - {id: 'a b', sha256: " + h + ", groups: [read]}\n",
+		"duplicate id":    "tokens:\n  - {id: a, sha256: " + h + ", groups: [read]}\n  - {id: a, sha256: " + h + ", groups: [read]}\n",
+		"short hash":      "tokens:\n  - {id: a, sha256: abc, groups: [read]}\n",
+		"no groups":       "tokens:\n  - {id: a, sha256: " + h + "}\n",
+		"unknown group":   "tokens:\n  - {id: a, sha256: " + h + ", groups: [root]}\n",
+		"negative rate":   "tokens:\n  - {id: a, sha256: " + h + ", groups: [read], rate: -1}\n",
+		"not yaml at all": "tokens: [\n",
+	}
+	for name, in := range tests {
+		if _, err := parseTokens([]byte(in)); err == nil {
+			t.Errorf("%s: accepted", name)
+		}
+	}
+}
+
+func TestAuthenticate(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "tokens.yaml")
+	content := "tokens:\n" +
+		"  - {id: reader, sha256: " + HashToken("secret-1") + ", groups: [read, match], agents: [coder]}\n" +
+		"  - {id: ops, sha256: " + strings.ToUpper(HashToken("secret-2")) + ", groups: ['*']}\n"
+	if err := os.WriteFile(p, []byte(content), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	toks, err := LoadTokens(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, ok := toks.Authenticate("secret-1")
+	if !ok || r.ID != "reader" || !r.Allows(GroupMatch) || r.Allows(GroupAdmin) || !r.ActsFor("coder") || r.ActsFor("") || r.ActsFor("other") {
+		t.Errorf("reader = %+v, %v", r, ok)
+	}
+	o, ok := toks.Authenticate("secret-2")
+	if !ok || o.ID != "ops" || !o.Allows(GroupAdmin) || !o.ActsFor("") {
+		t.Errorf("ops = %+v, %v", o, ok)
+	}
+	for _, bad := range []string{"", "secret", "secret-1 ", HashToken("secret-1")} {
+		if _, ok := toks.Authenticate(bad); ok {
+			t.Errorf("%q authenticated", bad)
+		}
+	}
+	if _, err := LoadTokens(filepath.Join(t.TempDir(), "missing.yaml")); err == nil {
+		t.Error("missing tokens file accepted at start")
+	}
+}
