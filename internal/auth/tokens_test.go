@@ -55,3 +55,14 @@ func TestAuthenticate(t *testing.T) {
 		t.Error("missing tokens file accepted at start")
 	}
 }
+
+func TestTokensExample(t *testing.T) {
+	data, err := os.ReadFile(filepath.Join("..", "..", "deploy", "config", "tokens.example.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	toks, err := parseTokens(data)
+	if err != nil || len(toks) != 3 {
+		t.Fatalf("example tokens file: %d tokens, %v", len(toks), err)
+	}
+}

@@ -97,3 +97,20 @@ func TestErrors(t *testing.T) {
 		t.Error("a named config file that does not exist must be an error")
 	}
 }
+
+// TestProductionExample keeps the shipped production example valid.
+func TestProductionExample(t *testing.T) {
+	ws := t.TempDir()
+	data, err := os.ReadFile(filepath.Join("..", "..", "deploy", "config", "production.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	writeConfig(t, ws, string(data))
+	cfg, err := Resolve(Overrides{Workspace: ws}, envOf(nil))
+	if err != nil {
+		t.Fatalf("production example does not resolve: %v", err)
+	}
+	if !cfg.Auth.Enabled || !cfg.TLS.Enabled() || cfg.Flags.SkillsExec {
+		t.Errorf("production example: auth %v tls %v exec %v", cfg.Auth.Enabled, cfg.TLS.Enabled(), cfg.Flags.SkillsExec)
+	}
+}
