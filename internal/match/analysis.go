@@ -1,0 +1,146 @@
+package match
+
+import (
+	"fmt"
+	"strings"
+	"unicode"
+	"unicode/utf8"
+
+	"github.com/blevesearch/bleve/v2"
+	"github.com/blevesearch/bleve/v2/analysis"
+	"github.com/blevesearch/bleve/v2/analysis/analyzer/custom"
+	"github.com/blevesearch/bleve/v2/analysis/lang/en"
+	"github.com/blevesearch/bleve/v2/analysis/token/lowercase"
+	unitok "github.com/blevesearch/bleve/v2/analysis/tokenizer/unicode"
+	"github.com/blevesearch/bleve/v2/mapping"
+)
+
+// Bleve analyzer names, one per Analyzer.
+var bleveAnalyzers = map[Analyzer]string{
+	AnalyzerStem:  "mcpsag_stem",
+	AnalyzerLight: "mcpsag_light",
+	AnalyzerPlain: "mcpsag_plain",
+}
+
+// newMapping returns an index mapping with BM25 scoring, the three analyzers
+// and one text field per indexed field. Fields are indexed with frequencies
+// only: nothing is stored, no term vectors, no doc values.
+func newMapping(fields []*sparseField) (*mapping.IndexMappingImpl, error) {
+	im := bleve.NewIndexMapping()
+	im.ScoringModel = "bm25"
+	im.StoreDynamic = false
+	im.IndexDynamic = false
+	im.DocValuesDynamic = false
+	base := []any{lowercase.Name, en.PossessiveName, en.StopName}
+	chains := map[Analyzer][]any{
+		AnalyzerStem:  append(append([]any{}, base...), en.SnowballStemmerName),
+		AnalyzerLight: append(append([]any{}, base...), en.PluralStemmerName),
+		AnalyzerPlain: base,
+	}
+	for a, name := range bleveAnalyzers {
+		err := im.AddCustomAnalyzer(name, map[string]any{
+			"type":          custom.Name,
+			"tokenizer":     unitok.Name,
+			"token_filters": chains[a],
+		})
+		if err != nil {
+			return nil, fmt.Errorf("analyzer %s: %w", a, err)
+		}
+	}
+	dm := bleve.NewDocumentStaticMapping()
+	for _, f := range fields {
+		fm := bleve.NewTextFieldMapping()
+		fm.Analyzer = bleveAnalyzers[f.analyzer]
+		fm.Store = false
+		fm.IncludeInAll = false
+		fm.IncludeTermVectors = false
+		fm.DocValues = false
+		dm.AddFieldMappingsAt(f.name, fm)
+	}
+	im.DefaultMapping = dm
+	im.DefaultAnalyzer = bleveAnalyzers[AnalyzerPlain]
+	if err := im.Validate(); err != nil {
+		return nil, fmt.Errorf("index mapping: %w", err)
+	}
+	return im, nil
+}
+
+// analyzers returns the bleve analyzer for each Analyzer.
+func analyzers(im *mapping.IndexMappingImpl) (map[Analyzer]analysis.Analyzer, error) {
+	out := make(map[Analyzer]analysis.Analyzer, len(bleveAnalyzers))
+	for a, name := range bleveAnalyzers {
+		an := im.AnalyzerNamed(name)
+		if an == nil {
+			return nil, fmt.Errorf("analyzer %s is not registered", name)
+		}
+		out[a] = an
+	}
+	return out, nil
+}
+
+// terms analyzes text that normalizeText has prepared and returns its terms
+// in order.
+func terms(an analysis.Analyzer, text string) []string {
+	if text == "" {
+		return nil
+	}
+	ts := an.Analyze([]byte(text))
+	out := make([]string, len(ts))
+	for i, t := range ts {
+		out[i] = string(t.Term)
+	}
+	return out
+}
+
+// normalizeText prepares text for analysis: camelCase humps, hyphens and
+// underscores become word breaks (skill names such as "pdf-forms",
+// "fill_form" and "fillForm" then share the words of "fill form"), and
+// control characters and invalid UTF-8 become spaces.
+func normalizeText(s string) string {
+	out := make([]rune, 0, len(s)+8)
+	var prev, prevPrev rune
+	for i, r := range s {
+		if r == utf8.RuneError {
+			if _, size := utf8.DecodeRuneInString(s[i:]); size <= 1 {
+				r = ' '
+			}
+		}
+		switch {
+		case r == '_' || r == '-' || unicode.IsControl(r):
+			r = ' '
+		case unicode.IsUpper(r) && (unicode.IsLower(prev) || unicode.IsDigit(prev)):
+			out = append(out, ' ') // fooBar, v2Beta
+		case unicode.IsLower(r) && unicode.IsUpper(prev) && unicode.IsUpper(prevPrev):
+			// PDFForm: the break goes before the last capital.
+			out = append(out, prev)
+			out[len(out)-2] = ' '
+		}
+		out = append(out, r)
+		prevPrev, prev = prev, r
+	}
+	return string(out)
+}
+
+// cutText returns at most n characters of s, cut back to the last white
+// space when the cut falls inside a word.
+func cutText(s string, n int) string {
+	if n <= 0 {
+		return ""
+	}
+	if utf8.RuneCountInString(s) <= n {
+		return s
+	}
+	i, count := 0, 0
+	for i < len(s) && count < n {
+		_, size := utf8.DecodeRuneInString(s[i:])
+		i += size
+		count++
+	}
+	cut := s[:i]
+	if r, _ := utf8.DecodeRuneInString(s[i:]); !unicode.IsSpace(r) {
+		if j := strings.LastIndexFunc(cut, unicode.IsSpace); j > 0 {
+			cut = cut[:j]
+		}
+	}
+	return cut
+}

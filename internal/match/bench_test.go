@@ -1,0 +1,228 @@
+package match_test
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"sort"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/mcpsag/router/internal/embed"
+	"github.com/mcpsag/router/internal/embed/embedtest"
+	"github.com/mcpsag/router/internal/loader"
+	"github.com/mcpsag/router/internal/match"
+	"github.com/mcpsag/router/internal/skill"
+)
+
+// Benchmark inputs. The dev sets live in shared/eval beside the checkout;
+// MCPSAG_EVAL_DIR and MCPSAG_MODEL_DIR override the locations.
+var (
+	evalDir  = envOr("MCPSAG_EVAL_DIR", filepath.Join("..", "..", "..", "shared", "eval"))
+	modelDir = envOr("MCPSAG_MODEL_DIR", filepath.Join("..", "..", "models", "mcpsag-static-v1"))
+)
+
+func envOr(key, def string) string {
+	if v := os.Getenv(key); v != "" {
+		return v
+	}
+	return def
+}
+
+// devText is one skill of the dev sets.
+type devText struct{ name, desc, body string }
+
+var devOnce struct {
+	sync.Once
+	skills  []devText
+	queries []string
+	err     error
+}
+
+// loadDev reads the skills and queries of every dev set under evalDir.
+func loadDev(b *testing.B) ([]devText, []string) {
+	devOnce.Do(func() {
+		sets, err := filepath.Glob(filepath.Join(evalDir, "*", "queries.jsonl"))
+		if err != nil || len(sets) == 0 {
+			devOnce.err = fmt.Errorf("no dev sets under %s", evalDir)
+			return
+		}
+		for _, qf := range sets {
+			set := filepath.Dir(qf)
+			dirs, err := os.ReadDir(filepath.Join(set, "skills"))
+			if err != nil {
+				devOnce.err = err
+				return
+			}
+			for _, d := range dirs {
+				data, err := os.ReadFile(filepath.Join(set, "skills", d.Name(), "SKILL.md"))
+				if err != nil {
+					continue
+				}
+				if p, _ := loader.Parse(data, d.Name(), loader.DefaultLimits); p != nil {
+					devOnce.skills = append(devOnce.skills, devText{p.Name, p.Frontmatter.Description, p.Body})
+				}
+			}
+			f, err := os.Open(qf)
+			if err != nil {
+				devOnce.err = err
+				return
+			}
+			sc := bufio.NewScanner(f)
+			sc.Buffer(nil, 1<<20)
+			for sc.Scan() {
+				var q struct{ Query string }
+				if json.Unmarshal(sc.Bytes(), &q) == nil && q.Query != "" {
+					devOnce.queries = append(devOnce.queries, q.Query)
+				}
+			}
+			f.Close()
+		}
+	})
+	if devOnce.err != nil {
+		b.Skipf("skipping: the dev sets are needed for synthetic skills: %v (set MCPSAG_EVAL_DIR)", devOnce.err)
+	}
+	return devOnce.skills, devOnce.queries
+}
+
+// benchModel opens the default model, or the tiny test model when the
+// default one has not been built (its 32 dimensions make the dense scan
+// cheaper than the real thing; the log says so).
+func benchModel(b *testing.B) (*embed.Model, string) {
+	dir, note := modelDir, "default model"
+	if _, err := os.Stat(filepath.Join(dir, "model.onnx")); err != nil {
+		dir = filepath.Join(b.TempDir(), "tiny")
+		if _, err := embedtest.WriteTinyModel(dir); err != nil {
+			b.Fatal(err)
+		}
+		note = "tiny test model (default model not built)"
+	}
+	m, err := embed.Open(context.Background(), embed.Config{Dir: dir})
+	if err != nil {
+		b.Fatalf("open model %s: %v", dir, err)
+	}
+	b.Cleanup(func() { m.Close() })
+	return m, note
+}
+
+// synthetic makes n skills from the dev-set texts: the first pass uses them
+// as they are; later passes rename each skill and splice in half of another
+// skill's description, so no two skills are the same. Vectors of the copies
+// are the original's plus a little noise.
+func synthetic(b *testing.B, base []devText, baseVecs [][]float32, n int) ([]*skill.Skill, [][]float32, map[string]string) {
+	r := rand.New(rand.NewPCG(uint64(n), 7))
+	skills := make([]*skill.Skill, n)
+	vecs := make([][]float32, n)
+	bodies := make(map[string]string, n)
+	for i := range n {
+		j := i % len(base)
+		d := base[j]
+		name, desc := d.name, d.desc
+		v := baseVecs[j]
+		if pass := i / len(base); pass > 0 {
+			name = fmt.Sprintf("%s-v%d", d.name, pass)
+			other := base[r.IntN(len(base))].desc
+			desc = d.desc + " " + other[:len(other)/2]
+			nv := make([]float32, len(v))
+			for k := range v {
+				nv[k] = v[k] + float32(0.05*r.NormFloat64())
+			}
+			v = nv
+		}
+		s := newSkill(name, desc)
+		s.ContentHash = fmt.Sprintf("h%d", i)
+		skills[i] = s
+		vecs[i] = v
+		bodies[s.ContentHash] = d.body
+	}
+	return skills, vecs, bodies
+}
+
+// switchEmbedder embeds with the model, or returns precomputed vectors
+// when cached is set.
+type switchEmbedder struct {
+	m      *embed.Model
+	cache  map[string][]float32
+	cached bool
+}
+
+func (e *switchEmbedder) EmbedQuery(ctx context.Context, text string) ([]float32, error) {
+	if e.cached {
+		return e.cache[text], nil
+	}
+	v, err := e.m.Embed(ctx, []string{text}, embed.Query)
+	if err != nil {
+		return nil, err
+	}
+	return v[0], nil
+}
+
+// BenchmarkMatch measures in-process Match (hybrid, default config, bodies
+// indexed) at 1k, 10k and 100k synthetic skills. "with-embedding" includes
+// embedding the task with the model; "engine" uses precomputed task vectors.
+// It reports the median and 99th percentile per match.
+func BenchmarkMatch(b *testing.B) {
+	base, queries := loadDev(b)
+	m, note := benchModel(b)
+	b.Logf("%d dev skills, %d dev queries, %s", len(base), len(queries), note)
+	texts := make([]string, len(base))
+	for i, d := range base {
+		texts[i] = embed.DocumentText(d.name, d.desc, "", 0)
+	}
+	baseVecs, err := m.Embed(context.Background(), texts, embed.Document)
+	if err != nil {
+		b.Fatal(err)
+	}
+	qvecs, err := m.Embed(context.Background(), queries, embed.Query)
+	if err != nil {
+		b.Fatal(err)
+	}
+	qvec := make(map[string][]float32, len(queries))
+	for i, q := range queries {
+		qvec[q] = qvecs[i]
+	}
+	for _, n := range []int{1000, 10000, 100000} {
+		if n > 10000 && testing.Short() {
+			continue
+		}
+		skills, vecs, bodies := synthetic(b, base, baseVecs, n)
+		emb := &switchEmbedder{m: m, cache: qvec}
+		start := time.Now()
+		ix, err := match.Build(context.Background(), match.BuildInput{
+			Skills: skills, Vectors: vecs, Config: match.DefaultConfig(), Embedder: emb,
+			Body: func(s *skill.Skill) (string, error) { return bodies[s.ContentHash], nil },
+		})
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Logf("skills=%d: built in %s (dimension %d)", n, time.Since(start).Round(time.Millisecond), ix.Stats().Dimension)
+		for _, v := range []struct {
+			name   string
+			cached bool
+		}{{"with-embedding", false}, {"engine", true}} {
+			b.Run(fmt.Sprintf("skills=%d/%s", n, v.name), func(b *testing.B) {
+				emb.cached = v.cached
+				times := make([]time.Duration, 0, 1024)
+				i := 0
+				for b.Loop() {
+					q := queries[i%len(queries)]
+					i++
+					t0 := time.Now()
+					if _, err := ix.Match(context.Background(), match.Request{Task: q}); err != nil {
+						b.Fatal(err)
+					}
+					times = append(times, time.Since(t0))
+				}
+				sort.Slice(times, func(i, j int) bool { return times[i] < times[j] })
+				b.ReportMetric(float64(times[len(times)/2].Microseconds()), "p50-µs")
+				b.ReportMetric(float64(times[min(len(times)-1, int(math.Ceil(0.99*float64(len(times))))-1)].Microseconds()), "p99-µs")
+			})
+		}
+	}
+}

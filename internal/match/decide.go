@@ -1,0 +1,174 @@
+package match
+
+import (
+	"fmt"
+	"math"
+
+	"github.com/mcpsag/router/internal/skill"
+)
+
+// features computes the abstention features from the visible lists.
+func features(denseList, bm25List []entry, qs queryStats) Features {
+	var f Features
+	if len(denseList) > 0 {
+		c1 := float64(denseList[0].score)
+		f.DenseTop = c1
+		if len(denseList) > 1 {
+			f.DenseGap = c1 - float64(denseList[1].score)
+		}
+		f.DenseSpread = c1 - float64(denseList[min(9, len(denseList)-1)].score)
+	}
+	if len(bm25List) > 0 {
+		b1 := float64(bm25List[0].score)
+		f.BM25Top = math.Log1p(b1)
+		if len(bm25List) > 1 && b1 > 0 {
+			f.BM25Ratio = float64(bm25List[1].score) / b1
+		}
+		if qs.selfScore > 0 {
+			f.BM25Norm = b1 / qs.selfScore
+		}
+	}
+	if qs.terms > 0 {
+		f.Coverage = float64(qs.known) / float64(qs.terms)
+	}
+	f.TaskTerms = math.Log1p(float64(qs.terms))
+	if len(denseList) > 0 && len(bm25List) > 0 {
+		if denseList[0].doc == bm25List[0].doc {
+			f.Agree = 1
+		}
+		for i, e := range bm25List {
+			if e.doc == denseList[0].doc {
+				f.CrossRank = 1 / float64(i+1)
+				break
+			}
+		}
+	}
+	return f
+}
+
+// classifier returns the calibrated classifier for the matching mode, or
+// nil.
+func (ix *Index) classifier(mode skill.MatchMode) *Classifier {
+	want := skill.ModeHybrid
+	if mode == skill.ModeKeyword {
+		want = skill.ModeKeyword
+	}
+	for i := range ix.cfg.Abstain.Classifiers {
+		c := &ix.cfg.Abstain.Classifiers[i]
+		if c.Mode != want {
+			continue
+		}
+		if want == skill.ModeHybrid && c.Model != "" && c.Model != ix.model {
+			continue
+		}
+		return c
+	}
+	return nil
+}
+
+// decide applies the abstention rules in order: no visible skill, no
+// match, an explicit phrase on the best candidate, then the threshold (when
+// the request sets one or no classifier fits) or the classifier.
+func (ix *Index) decide(rk *Ranking, res *skill.MatchResult, r resolved, mode skill.MatchMode,
+	cands []*candidate, denseList, bm25List []entry, visible func(int32) bool) {
+	abstain := func(rule string, reason skill.AbstainReason, format string, args ...any) {
+		rk.Rule = rule
+		res.Abstained = true
+		res.AbstainReason = reason
+		res.AbstainDetail = fmt.Sprintf(format, args...)
+	}
+	if len(cands) == 0 {
+		if !ix.anyVisible(visible) {
+			abstain(RuleNoSkills, skill.AbstainNoSkills, "no skill is visible to this caller")
+			return
+		}
+		abstain(RuleNoMatch, skill.AbstainNoMatch, "no skill shares a word with the task")
+		return
+	}
+	anyFired := false
+	for _, c := range cands {
+		anyFired = anyFired || c.fire != nil
+	}
+	if len(bm25List) == 0 && !anyFired && (len(denseList) == 0 || denseList[0].score <= 0) {
+		abstain(RuleNoMatch, skill.AbstainNoMatch, "no skill shares a word with the task")
+		return
+	}
+	if top := cands[0]; top.fire != nil && top.fire.explicit && ix.cfg.Triggers.Explicit {
+		rk.Rule = RuleExplicit
+		return
+	}
+	// Without a visible skill that has a vector, only keywords can judge.
+	keyword := mode == skill.ModeKeyword || len(denseList) == 0
+	if keyword {
+		mode = skill.ModeKeyword
+	}
+	cls := ix.classifier(mode)
+	if r.threshold != nil || cls == nil {
+		if keyword {
+			thr := ix.cfg.Abstain.KeywordThreshold
+			if r.threshold != nil {
+				thr = *r.threshold
+			}
+			rk.Rule = RuleKeywordThreshold
+			b1 := 0.0
+			if len(bm25List) > 0 {
+				b1 = float64(bm25List[0].score)
+			}
+			if b1 < thr {
+				abstain(RuleKeywordThreshold, skill.AbstainBelowThreshold,
+					"best BM25 score %.3g is below the keyword threshold %.3g", b1, thr)
+			}
+			return
+		}
+		thr := ix.cfg.Abstain.Threshold
+		if r.threshold != nil {
+			thr = *r.threshold
+		}
+		rk.Rule = RuleThreshold
+		if c1 := float64(denseList[0].score); c1 < thr {
+			abstain(RuleThreshold, skill.AbstainBelowThreshold, "best cosine %.3f is below the threshold %.3f", c1, thr)
+		}
+		return
+	}
+	p := cls.Probability(rk.Features)
+	rk.Probability = p
+	rk.Rule = RuleClassifier
+	if p < cls.Cutoff {
+		abstain(RuleClassifier, skill.AbstainCalibrated,
+			"the calibrated classifier gives %.2f that a skill fits, below its cutoff %.2f", p, cls.Cutoff)
+	}
+}
+
+// anyVisible reports whether any indexed skill is visible. It asks every
+// skill, so it runs only when no candidate was found.
+func (ix *Index) anyVisible(visible func(int32) bool) bool {
+	for d := range ix.docs {
+		if visible(int32(d)) {
+			return true
+		}
+	}
+	return false
+}
+
+// cutOff applies the relative and margin rules to the ranked candidates and
+// keeps at most topK. The first candidate always stays.
+func cutOff(ranked []skill.Candidate, topK int, scale float64, cfg AbstainConfig) []skill.Candidate {
+	if len(ranked) == 0 {
+		return nil
+	}
+	best := ranked[0].Fused
+	out := []skill.Candidate{ranked[0]}
+	for _, c := range ranked[1:] {
+		if len(out) == topK {
+			break
+		}
+		if cfg.Relative > 0 && best > 0 && c.Fused < cfg.Relative*best {
+			break
+		}
+		if cfg.Margin > 0 && scale > 0 && (best-c.Fused)/scale > cfg.Margin {
+			break
+		}
+		out = append(out, c)
+	}
+	return out
+}

@@ -1,0 +1,108 @@
+package eval_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/mcpsag/router/internal/match"
+	"github.com/mcpsag/router/internal/match/eval"
+	"github.com/mcpsag/router/internal/skill"
+)
+
+func TestOpenWithoutModel(t *testing.T) {
+	ctx := context.Background()
+	c, err := eval.Open(ctx, eval.Options{Skills: routingDir, ModelDir: filepath.Join(t.TempDir(), "missing")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if !errors.Is(c.DenseErr, eval.ErrNoModel) || c.Index.DenseAvailable() {
+		t.Fatalf("DenseErr %v, want ErrNoModel", c.DenseErr)
+	}
+	qs, err := eval.LoadQueries(filepath.Join(routingDir, "queries.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep, err := c.Evaluate(ctx, qs, eval.RunOptions{Mode: skill.ModeKeyword})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Degraded != 0 || rep.Ranking.NDCG10 < 80 {
+		t.Errorf("bm25 without a model: %+v", rep)
+	}
+	rep, err = c.Evaluate(ctx, qs, eval.RunOptions{Mode: skill.ModeHybrid})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Degraded != len(qs) || len(rep.Notes) == 0 || !strings.Contains(rep.Notes[0], "dense matching is unavailable") {
+		t.Errorf("hybrid without a model must say it is keyword-only: degraded %d notes %q", rep.Degraded, rep.Notes)
+	}
+	var out bytes.Buffer
+	if err := rep.WriteText(&out); err != nil || !strings.Contains(out.String(), "NDCG@10") {
+		t.Errorf("WriteText: %v\n%s", err, out.String())
+	}
+	if _, err := eval.Calibrate(ctx, c.Index, qs, eval.CalibrateOptions{Mode: skill.ModeHybrid}); err == nil {
+		t.Error("hybrid calibration without embeddings succeeded")
+	}
+}
+
+func TestOpenRejectsBadFolders(t *testing.T) {
+	ctx := context.Background()
+	if _, err := eval.Open(ctx, eval.Options{Skills: filepath.Join(t.TempDir(), "nope")}); err == nil {
+		t.Error("a missing folder was accepted")
+	}
+	if _, err := eval.Open(ctx, eval.Options{Skills: t.TempDir()}); err == nil {
+		t.Error("a folder without skills was accepted")
+	}
+}
+
+// TestCalibrateRouting fits the routing tree's labels and checks that the
+// calibrated configuration is recognised as in-sample on the same set.
+func TestCalibrateRouting(t *testing.T) {
+	ctx := context.Background()
+	cfg := goldenConfig()
+	c, err := eval.Open(ctx, eval.Options{Skills: routingDir, ModelDir: tinyModelDir(t), Config: &cfg})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	qs, err := eval.LoadQueries(filepath.Join(routingDir, "queries.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cal, err := eval.Calibrate(ctx, c.Index, qs, eval.CalibrateOptions{Folds: 3, Weights: []float64{0, 0.3, 1}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(cal.Weights) != 3 || cal.ConvexWeight < 0 || cal.Classifier == nil || len(cal.ThresholdCurve) == 0 {
+		t.Fatalf("calibration incomplete: %+v", cal)
+	}
+	if cal.Classifier.Model != c.Model.Fingerprint || cal.Config.CalibratedOn != eval.Digest(qs) {
+		t.Errorf("classifier model %q, calibrated on %q", cal.Classifier.Model, cal.Config.CalibratedOn)
+	}
+	if err := cal.Config.Validate(); err != nil {
+		t.Fatalf("calibrated config is invalid: %v", err)
+	}
+	var out bytes.Buffer
+	if err := cal.WriteText(&out); err != nil || !strings.Contains(out.String(), "cross-validated") {
+		t.Errorf("WriteText: %v\n%s", err, out.String())
+	}
+	ix, err := c.Index.WithConfig(cal.Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep, err := c.EvaluateIndex(ctx, ix, qs, eval.RunOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !rep.InSample || !strings.Contains(strings.Join(rep.Notes, " "), "in-sample") {
+		t.Errorf("evaluation on the calibration set is not flagged in-sample: %v", rep.Notes)
+	}
+	if rep.Rules[match.RuleClassifier] == 0 {
+		t.Errorf("the calibrated classifier decided nothing: %v", rep.Rules)
+	}
+}

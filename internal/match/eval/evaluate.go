@@ -1,0 +1,191 @@
+package eval
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/mcpsag/router/internal/match"
+	"github.com/mcpsag/router/internal/skill"
+)
+
+// RunOptions select how the queries are matched.
+type RunOptions struct {
+	// Mode is hybrid, dense or bm25; empty means the index's default.
+	Mode skill.MatchMode
+	// Fusion overrides the fusion rule; empty means the index's default.
+	Fusion skill.Fusion
+	// TopK is the top_k of each request (0: the configured default). The
+	// ranking figures always look at the top 10.
+	TopK int
+	// IncludeHidden also matches hidden skills.
+	IncludeHidden bool
+	// PerQuery keeps every query's outcome in the report.
+	PerQuery bool
+	// Set names the query set in the report.
+	Set string
+}
+
+// Report is the outcome of one evaluation run.
+type Report struct {
+	Set    string          `json:"set,omitempty"`
+	Skills int             `json:"skills"`
+	Mode   skill.MatchMode `json:"mode"`
+	Fusion skill.Fusion    `json:"fusion,omitempty"`
+	// Model is the embedding model's name, empty without one.
+	Model          string `json:"model,omitempty"`
+	DenseAvailable bool   `json:"dense_available"`
+	// Queries counts all queries; NeedSkill those with relevant skills,
+	// NoSkill those without.
+	Queries   int `json:"queries"`
+	NeedSkill int `json:"need_skill"`
+	NoSkill   int `json:"no_skill"`
+	// Degraded counts queries answered keyword-only although the mode
+	// asked for embeddings.
+	Degraded int `json:"degraded"`
+	// Ranking is measured on the candidates before abstention and
+	// cut-offs, over the queries that need a skill.
+	Ranking Ranking `json:"ranking"`
+	// EndToEndHit1 is Hit@1 (percent) counting an abstention on a query
+	// that needs a skill as a miss.
+	EndToEndHit1 float64    `json:"end_to_end_hit_at_1"`
+	Abstention   Abstention `json:"abstention"`
+	// Rules counts which rule made each abstention decision.
+	Rules   map[string]int `json:"rules"`
+	Latency Latency        `json:"latency"`
+	// InSample is set when the configuration was calibrated on this
+	// very query set, so its abstention figures are optimistic.
+	InSample bool `json:"in_sample"`
+	// Notes explain anything that qualifies the figures.
+	Notes    []string      `json:"notes,omitempty"`
+	PerQuery []QueryResult `json:"per_query,omitempty"`
+}
+
+// QueryResult is one query's outcome.
+type QueryResult struct {
+	ID          string   `json:"id"`
+	Relevant    []string `json:"relevant"`
+	Ranked      []string `json:"ranked"`
+	Returned    []string `json:"returned"`
+	Abstained   bool     `json:"abstained"`
+	Reason      string   `json:"reason,omitempty"`
+	Rule        string   `json:"rule"`
+	Probability float64  `json:"probability"`
+	Degraded    bool     `json:"degraded,omitempty"`
+	NDCG10      float64  `json:"ndcg_at_10"`
+}
+
+// Evaluate runs the queries on the corpus's index.
+func (c *Corpus) Evaluate(ctx context.Context, qs []Query, opt RunOptions) (*Report, error) {
+	return c.EvaluateIndex(ctx, c.Index, qs, opt)
+}
+
+// EvaluateIndex runs the queries on ix, which must be built from this
+// corpus (Corpus.Build), and notes when dense matching is unavailable.
+func (c *Corpus) EvaluateIndex(ctx context.Context, ix *match.Index, qs []Query, opt RunOptions) (*Report, error) {
+	rep, err := Run(ctx, ix, qs, opt)
+	if err != nil {
+		return nil, err
+	}
+	rep.Model = c.Model.Name
+	if c.DenseErr != nil && rep.Mode != skill.ModeKeyword {
+		rep.Notes = append([]string{fmt.Sprintf("dense matching is unavailable (%v): these %s figures are keyword-only", c.DenseErr, rep.Mode)}, rep.Notes...)
+	}
+	return rep, nil
+}
+
+// Run matches every query with ix through Index.Rank, the code path of the
+// Match RPC, and aggregates the figures. Each query sees every indexed
+// skill (no agent scope). It fails only when ctx ends or a request is
+// rejected.
+func Run(ctx context.Context, ix *match.Index, qs []Query, opt RunOptions) (*Report, error) {
+	cfg := ix.Config()
+	rep := &Report{
+		Set: opt.Set, Skills: ix.Len(), Mode: opt.Mode, Fusion: opt.Fusion,
+		DenseAvailable: ix.DenseAvailable(), Queries: len(qs), Rules: map[string]int{},
+	}
+	if rep.Mode == "" {
+		rep.Mode = cfg.Mode
+	}
+	if rep.Fusion == "" && rep.Mode == skill.ModeHybrid {
+		rep.Fusion = cfg.Fusion.Rule
+	}
+	if rep.Mode == skill.ModeKeyword {
+		rep.Fusion = ""
+	}
+	known := map[string]bool{}
+	for _, s := range ix.Skills() {
+		known[s.Name] = true
+	}
+	missing := 0
+	pred := make([]bool, len(qs))
+	truth := make([]bool, len(qs))
+	times := make([]time.Duration, 0, len(qs))
+	var rank Ranking
+	e2e := 0.0
+	for i, q := range qs {
+		req := match.Request{Task: q.Query, TopK: opt.TopK, Mode: opt.Mode, Fusion: opt.Fusion, IncludeHidden: opt.IncludeHidden}
+		start := time.Now()
+		rk, err := ix.Rank(ctx, req)
+		times = append(times, time.Since(start))
+		if err != nil {
+			return nil, fmt.Errorf("query %s: %w", q.ID, err)
+		}
+		res := rk.Result
+		ranked := make([]string, len(rk.Ranked))
+		for j, c := range rk.Ranked {
+			ranked[j] = c.Skill.Name
+		}
+		pred[i], truth[i] = res.Abstained, !q.NeedSkill()
+		rep.Rules[rk.Rule]++
+		if res.Degraded {
+			rep.Degraded++
+		}
+		var m Ranking
+		if q.NeedSkill() {
+			rep.NeedSkill++
+			for _, r := range q.Relevant {
+				if !known[r] {
+					missing++
+				}
+			}
+			m = queryRanking(ranked, q.Relevant)
+			rank.add(m)
+			if !res.Abstained {
+				e2e += m.Hit1
+			}
+		} else {
+			rep.NoSkill++
+		}
+		if opt.PerQuery {
+			qr := QueryResult{
+				ID: q.ID, Relevant: q.Relevant, Ranked: ranked, Abstained: res.Abstained,
+				Reason: res.AbstainDetail, Rule: rk.Rule, Probability: rk.Probability,
+				Degraded: res.Degraded, NDCG10: m.NDCG10,
+			}
+			for _, c := range res.Candidates {
+				qr.Returned = append(qr.Returned, c.Skill.Name)
+			}
+			rep.PerQuery = append(rep.PerQuery, qr)
+		}
+	}
+	rank.percent(rep.NeedSkill)
+	rep.Ranking = rank
+	if rep.NeedSkill > 0 {
+		rep.EndToEndHit1 = 100 * e2e / float64(rep.NeedSkill)
+	}
+	rep.Abstention = abstention(pred, truth)
+	rep.Latency = latency(times)
+	if missing > 0 {
+		rep.Notes = append(rep.Notes, fmt.Sprintf("%d relevant labels name skills that are not indexed; they count as misses", missing))
+	}
+	if cfg.CalibratedOn != "" && cfg.CalibratedOn == Digest(qs) {
+		rep.InSample = true
+		rep.Notes = append(rep.Notes, "the configuration was calibrated on this query set ("+cfg.CalibratedOn+
+			"): abstention figures (and the convex weight) are in-sample; see routerctl calibrate for cross-validated figures")
+	}
+	if rep.NoSkill == 0 {
+		rep.Notes = append(rep.Notes, "no query needs no skill: abstention recall is undefined")
+	}
+	return rep, nil
+}

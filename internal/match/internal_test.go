@@ -1,0 +1,178 @@
+package match
+
+import (
+	"math"
+	"math/rand/v2"
+	"slices"
+	"sort"
+	"testing"
+
+	"github.com/mcpsag/router/internal/skill"
+)
+
+func TestNormalizeText(t *testing.T) {
+	tests := []struct{ in, want string }{
+		{"pdf-forms", "pdf forms"},
+		{"fill_form", "fill form"},
+		{"fillForm", "fill Form"},
+		{"PDFForm", "PDF Form"},
+		{"getPM2.5Level", "get PM2.5 Level"},
+		{"a\x00b\tc", "a b c"},
+		{"bad \xff byte", "bad   byte"},
+		{"naïve Ünïcode", "naïve Ünïcode"},
+	}
+	for _, tc := range tests {
+		if got := normalizeText(tc.in); got != tc.want {
+			t.Errorf("normalizeText(%q) = %q, want %q", tc.in, got, tc.want)
+		}
+	}
+}
+
+func TestCutText(t *testing.T) {
+	tests := []struct {
+		in   string
+		n    int
+		want string
+	}{
+		{"hello world", 20, "hello world"},
+		{"hello world", 8, "hello"},
+		{"héllo wörld", 9, "héllo"},
+		{"abcdef", 3, "abc"},
+		{"abc", 0, ""},
+	}
+	for _, tc := range tests {
+		if got := cutText(tc.in, tc.n); got != tc.want {
+			t.Errorf("cutText(%q, %d) = %q, want %q", tc.in, tc.n, got, tc.want)
+		}
+	}
+}
+
+func TestMinHeapKeepsBest(t *testing.T) {
+	r := rand.New(rand.NewPCG(1, 2))
+	for _, k := range []int{0, 1, 5, 100} {
+		var all []entry
+		h := make(minHeap, 0, k)
+		for i := range 1000 {
+			e := entry{doc: int32(i), score: float32(r.IntN(50))}
+			all = append(all, e)
+			h.offer(e, k)
+		}
+		sort.Slice(all, func(i, j int) bool { return worse(all[j], all[i]) })
+		got := h.sorted()
+		if want := all[:k]; !slices.Equal(got, want) {
+			t.Errorf("k=%d: got %v, want %v", k, got[:min(3, len(got))], want[:min(3, len(want))])
+		}
+	}
+}
+
+func TestDot(t *testing.T) {
+	for n := range 11 {
+		a, b := make([]float32, n), make([]float32, n)
+		want := float32(0)
+		for i := range a {
+			a[i], b[i] = float32(i+1), float32(2*i-3)
+			want += a[i] * b[i]
+		}
+		if got := dot(a, b); got != want {
+			t.Errorf("n=%d: dot %v, want %v", n, got, want)
+		}
+	}
+}
+
+func TestRarity(t *testing.T) {
+	if r := rarity(1, 1000); r != 1 {
+		t.Errorf("rarity of a word one skill uses = %v, want 1", r)
+	}
+	if r := rarity(1000, 1000); r > 0.01 {
+		t.Errorf("rarity of a word every skill uses = %v, want ~0", r)
+	}
+	if a, b := rarity(10, 1000), rarity(100, 1000); a <= b {
+		t.Errorf("rarity not decreasing: %v <= %v", a, b)
+	}
+}
+
+func TestFitClassifierSeparates(t *testing.T) {
+	r := rand.New(rand.NewPCG(3, 4))
+	var samples []Sample
+	for range 400 {
+		yes := r.IntN(2) == 0
+		top := 0.3 + 0.1*r.NormFloat64()
+		if yes {
+			top += 0.3
+		}
+		samples = append(samples, Sample{Features: Features{DenseTop: top, Coverage: r.Float64()}, NeedsSkill: yes})
+	}
+	c, err := FitClassifier(skill.ModeHybrid, "m", []string{FeatDenseTop, FeatCoverage}, samples, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Weights[0] <= 1 || math.Abs(c.Weights[1]) > 0.5 {
+		t.Errorf("weights %v: want a strong dense_top weight and a small coverage weight", c.Weights)
+	}
+	right := 0
+	for _, s := range samples {
+		if (c.Probability(s.Features) >= 0.5) == s.NeedsSkill {
+			right++
+		}
+	}
+	if right < 340 {
+		t.Errorf("%d of 400 right, want at least 340", right)
+	}
+	if _, err := FitClassifier(skill.ModeHybrid, "m", []string{FeatDenseTop}, samples[:1], 1); err == nil {
+		t.Error("one class accepted")
+	}
+	if _, err := FitClassifier(skill.ModeKeyword, "m", []string{FeatDenseTop}, samples, 1); err == nil {
+		t.Error("a dense feature accepted for a keyword-only classifier")
+	}
+}
+
+func TestParallelScanMatchesSerial(t *testing.T) {
+	r := rand.New(rand.NewPCG(5, 6))
+	n, dim := 6000, 256 // over parallelMACs
+	vecs := make([][]float32, n)
+	for i := range vecs {
+		if i%97 == 0 {
+			continue // some skills have no vector
+		}
+		v := make([]float32, dim)
+		for j := range v {
+			v[j] = float32(r.NormFloat64())
+		}
+		vecs[i] = v
+	}
+	d, bad := newDense(vecs, n)
+	if bad != 0 || d.count != n-(n+96)/97 {
+		t.Fatalf("bad %d count %d", bad, d.count)
+	}
+	q, ok := d.query(vecs[1])
+	if !ok {
+		t.Fatal("query rejected")
+	}
+	got, want := make([]float32, n), make([]float32, n)
+	d.scores(q, got)
+	d.scoreRows(q, want, 0, n)
+	if !slices.Equal(got, want) {
+		t.Error("parallel scan differs from the serial one")
+	}
+	if math.Abs(float64(got[1])-1) > 1e-5 || got[0] != -2 {
+		t.Errorf("self cosine %v, missing row %v", got[1], got[0])
+	}
+}
+
+func TestZScoreFusion(t *testing.T) {
+	list := []entry{{0, 3}, {1, 2}, {2, 1}}
+	z := zScore(list, 3)
+	if z(2) != 0 || z(3) <= 0 || z(1) >= 0 {
+		t.Errorf("z-scores %v %v %v", z(3), z(2), z(1))
+	}
+	if z := zScore(nil, 10); z(5) != 0 {
+		t.Error("empty list must give 0")
+	}
+	m := minMax(list, 3, false)
+	if m(3) != 1 || m(1) != 0 || m(2) != 0.5 || m(10) != 1 {
+		t.Errorf("min-max %v %v %v", m(3), m(2), m(1))
+	}
+	if m := minMax(list, 10, true); m(0) != 0 || m(1.5) != 0.5 {
+		t.Errorf("a short BM25 list must have floor 0: %v", m(1.5))
+	}
+}
