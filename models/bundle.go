@@ -1,0 +1,67 @@
+// Package models ships the router's default embedding model inside the
+// binary, so the router works offline from any folder. The model's files are
+// in mcpsag-static-v1/ beside this file; the recipe that builds them is in
+// recipe/ (see README.md and mcpsag-static-v1/MODEL.md).
+package models
+
+import (
+	"crypto/sha256"
+	"embed"
+	"encoding/hex"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+)
+
+// DefaultName is the bundled model's name and folder.
+const DefaultName = "mcpsag-static-v1"
+
+//go:embed mcpsag-static-v1/model.onnx mcpsag-static-v1/tokenizer.json mcpsag-static-v1/mcpsag-model.json
+var bundled embed.FS
+
+// Default writes the bundled model under dir, in a folder named after the
+// model and its content hash, and returns that folder. It writes only when
+// the folder is missing, so repeated starts reuse it; a half-written folder
+// from a crash is never used, because files are written to a temporary
+// folder that is renamed into place when complete.
+func Default(dir string) (string, error) {
+	files, err := fs.Sub(bundled, DefaultName)
+	if err != nil {
+		return "", err
+	}
+	names := []string{"model.onnx", "tokenizer.json", "mcpsag-model.json"}
+	h := sha256.New()
+	for _, n := range names {
+		b, err := fs.ReadFile(files, n)
+		if err != nil {
+			return "", fmt.Errorf("bundled model: %w", err)
+		}
+		h.Write(b)
+	}
+	target := filepath.Join(dir, DefaultName+"-"+hex.EncodeToString(h.Sum(nil))[:12])
+	if fi, err := os.Stat(target); err == nil && fi.IsDir() {
+		return target, nil
+	}
+	if err := os.MkdirAll(dir, 0o750); err != nil {
+		return "", fmt.Errorf("bundled model: %w", err)
+	}
+	tmp, err := os.MkdirTemp(dir, ".extract-")
+	if err != nil {
+		return "", fmt.Errorf("bundled model: %w", err)
+	}
+	defer os.RemoveAll(tmp)
+	for _, n := range names {
+		b, _ := fs.ReadFile(files, n)
+		if err := os.WriteFile(filepath.Join(tmp, n), b, 0o640); err != nil {
+			return "", fmt.Errorf("bundled model: %w", err)
+		}
+	}
+	if err := os.Rename(tmp, target); err != nil {
+		if fi, serr := os.Stat(target); serr == nil && fi.IsDir() {
+			return target, nil // another process got there first
+		}
+		return "", fmt.Errorf("bundled model: %w", err)
+	}
+	return target, nil
+}
