@@ -60,9 +60,12 @@ func commands() []command {
 		{"load", "load a skill at level 1, 2 or 3", runLoad},
 		{"reindex", "rescan the skill folders now", runReindex},
 		{"status", "show the router's state", runStatus},
+		{"match", "ask which skills fit a task", runMatch},
 		{"authorize-exec", "ask whether a skill script may run", runAuthorizeExec},
 		{"model", "show the embedding model, or verify a model folder offline", runModel},
 		{"validate", "check SKILL.md folders offline (no router needed)", runValidate},
+		{"eval", "measure routing quality on labelled queries (offline)", runEval},
+		{"calibrate", "fit the abstention threshold and fusion weight (offline)", runCalibrate},
 		{"token", "make a new API token and its tokens-file entry", runToken},
 	}
 }

@@ -18,6 +18,7 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
+	"github.com/mcpsag/router/internal/match"
 	"github.com/mcpsag/router/internal/skill"
 )
 
@@ -51,6 +52,9 @@ type Config struct {
 	Load      Load      `yaml:"load"`
 	Flags     Flags     `yaml:"flags"`
 	Model     Model     `yaml:"model"`
+	// Match configures ranking and abstention (see internal/match and
+	// docs/matching.md); keys left out keep their defaults.
+	Match match.Config `yaml:"match"`
 	Shutdown  Shutdown  `yaml:"shutdown"`
 	Telemetry Telemetry `yaml:"telemetry"`
 	Exec      Exec      `yaml:"exec"`
@@ -191,6 +195,7 @@ func Default() Config {
 		Load:     Load{DefaultTokenBudget: 5000, MaxTokenBudget: 50000},
 		Flags:    Flags{SkillsV1: true, SkillsExec: false},
 		Shutdown: Shutdown{Drain: 0, Grace: 10 * time.Second},
+		Match:    match.DefaultConfig(),
 	}
 }
 
@@ -332,6 +337,9 @@ func (c *Config) finish() error {
 	}
 	if c.Model.MatchThreshold < -1 || c.Model.MatchThreshold > 1 {
 		errs = append(errs, fmt.Errorf("model: match_threshold %g is not a cosine (-1 to 1)", c.Model.MatchThreshold))
+	}
+	if err := c.Match.Validate(); err != nil {
+		errs = append(errs, fmt.Errorf("match: %w", err))
 	}
 	if c.Watch.Debounce < 0 || c.Watch.RescanInterval < 0 {
 		errs = append(errs, errors.New("watch: durations must not be negative"))

@@ -114,3 +114,38 @@ func TestProductionExample(t *testing.T) {
 		t.Errorf("production example: auth %v tls %v exec %v", cfg.Auth.Enabled, cfg.TLS.Enabled(), cfg.Flags.SkillsExec)
 	}
 }
+
+func TestMerge(t *testing.T) {
+	ws := t.TempDir()
+	p := writeConfig(t, ws, "# router config\nflags:\n  skills_v1: true # routing\nmatch:\n  abstain:\n    threshold: 0.4\n    relative: 0.5\n")
+	err := Merge(p, []Setting{
+		{Key: "model.match_threshold", Value: 0.31},
+		{Key: "match.fusion.convex_weight", Value: 0.2},
+		{Key: "match.abstain.threshold", Value: nil},
+		{Key: "match.calibrated_on", Value: "abc"},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, _ := os.ReadFile(p)
+	out := string(data)
+	for _, want := range []string{"# router config", "# routing", "match_threshold: 0.31", "convex_weight: 0.2", "relative: 0.5", "calibrated_on: abc"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("merged file lacks %q:\n%s", want, out)
+		}
+	}
+	if strings.Contains(out, "threshold: 0.4") {
+		t.Errorf("removed key still present:\n%s", out)
+	}
+	cfg, err := Resolve(Overrides{Workspace: ws}, envOf(nil))
+	if err != nil || cfg.Model.MatchThreshold != 0.31 || cfg.Match.Fusion.ConvexWeight != 0.2 || cfg.Match.Abstain.Relative != 0.5 {
+		t.Errorf("merged config: %v, threshold %v weight %v", err, cfg.Model.MatchThreshold, cfg.Match.Fusion.ConvexWeight)
+	}
+	if err := Merge(p, []Setting{{Key: "match.nonsense", Value: 1}}); err == nil {
+		t.Error("merging an unknown key succeeded")
+	}
+	fresh := filepath.Join(t.TempDir(), "new.yaml")
+	if err := Merge(fresh, []Setting{{Key: "model.match_threshold", Value: 0.3}}); err != nil {
+		t.Errorf("merge into a new file: %v", err)
+	}
+}

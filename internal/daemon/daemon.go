@@ -13,6 +13,7 @@ import (
 	"log/slog"
 	"net"
 	"os"
+	"path/filepath"
 	"reflect"
 	"time"
 
@@ -27,6 +28,7 @@ import (
 	"github.com/mcpsag/router/internal/server"
 	"github.com/mcpsag/router/internal/store"
 	"github.com/mcpsag/router/internal/telemetry"
+	"github.com/mcpsag/router/models"
 )
 
 // Version is set at build time with -ldflags "-X github.com/mcpsag/router/internal/daemon.Version=...".
@@ -50,6 +52,8 @@ type Main struct {
 	srv    *server.Server
 	lis    net.Listener
 	served chan error
+	// bundledModel is where the bundled model was unpacked.
+	bundledModel string
 	// stopReload ends the config watcher.
 	stopReload context.CancelFunc
 	reloaded   chan struct{}
@@ -176,6 +180,11 @@ func (m *Main) Run(ctx context.Context) (err error) {
 		m.log.Warn("cache was rebuilt", "reason", db.Recovered)
 	}
 
+	if cfg.Model.Dir == "" && !cfg.Model.Disabled {
+		if m.bundledModel, err = models.Default(filepath.Join(cfg.StateDir, "models")); err != nil {
+			m.log.Warn("bundled model could not be unpacked; matching uses keywords only", "err", err)
+		}
+	}
 	ec := m.engineConfig()
 	ec.Recorder = tel.Recorder()
 	if !cfg.Model.Disabled {
@@ -238,9 +247,11 @@ func (m *Main) watchConfig(eng *engine.Engine) {
 	r := &config.Reloader{
 		Flags: m.Overrides, Getenv: getenv, Path: path,
 		OnChange: func(c config.Config) {
-			eng.SetSettings(settingsOf(c))
+			if err := eng.SetSettings(settingsOf(c)); err != nil {
+				log.Error("match settings not applied; the previous index keeps serving", "err", err)
+			}
 			if !reflect.DeepEqual(c.Model, inForce.Model) {
-				if err := eng.SetEmbedConfig(context.Background(), embedConfig(c)); err != nil {
+				if err := eng.SetEmbedConfig(context.Background(), m.embedConfig(c)); err != nil {
 					log.Warn("reindex after a model change failed", "err", err)
 				}
 			}
@@ -285,7 +296,7 @@ func (m *Main) engineConfig() engine.Config {
 	}
 	return engine.Config{
 		Loader:           lc,
-		Embed:            embedConfig(cfg),
+		Embed:            m.embedConfig(cfg),
 		Watch:            cfg.Watch.Enabled,
 		Debounce:         cfg.Watch.Debounce,
 		RescanInterval:   cfg.Watch.RescanInterval,
@@ -380,20 +391,17 @@ func (m *Main) closeStore() error {
 	return err
 }
 
-// embedConfig maps the config file's model section onto the embedder's.
-func embedConfig(cfg config.Config) embed.Config {
+// embedConfig maps the config file's model section onto the embedder's; an
+// empty model.dir means the bundled model.
+func (m *Main) embedConfig(cfg config.Config) embed.Config {
 	mc := cfg.Model
 	return embed.Config{
-		Dir: firstNonEmpty(mc.Dir, bundledModelDir(cfg.StateDir)), Name: mc.Name,
+		Dir: firstNonEmpty(mc.Dir, m.bundledModel), Name: mc.Name,
 		QueryPrefix: mc.QueryPrefix, DocumentPrefix: mc.DocumentPrefix,
 		MaxTokens: mc.MaxTokens, BatchSize: mc.BatchSize, MatchThreshold: mc.MatchThreshold,
 		BodyChars: mc.BodyChars, Timeout: mc.Timeout, QueryCacheSize: mc.QueryCacheSize,
 	}
 }
-
-// bundledModelDir returns the folder of the bundled default model, "" when
-// this build has none.
-func bundledModelDir(stateDir string) string { return "" }
 
 func firstNonEmpty(vals ...string) string {
 	for _, v := range vals {
@@ -410,5 +418,6 @@ func settingsOf(cfg config.Config) engine.Settings {
 		Flags:              engine.Flags{SkillsV1: cfg.Flags.SkillsV1, SkillsExec: cfg.Flags.SkillsExec},
 		DefaultTokenBudget: cfg.Load.DefaultTokenBudget,
 		MaxTokenBudget:     cfg.Load.MaxTokenBudget,
+		Match:              cfg.Match,
 	}
 }

@@ -237,6 +237,15 @@ func (m *Manager) run(ctx context.Context, g *generation, texts []string, kind K
 	return nil, fmt.Errorf("%w (%s): %v", ErrUnavailable, ReasonOf(err), err)
 }
 
+// EmbedQuery embeds one task text as a query (for the matcher).
+func (m *Manager) EmbedQuery(ctx context.Context, text string) ([]float32, error) {
+	v, err := m.Embed(ctx, []string{text}, Query)
+	if err != nil {
+		return nil, err
+	}
+	return v[0], nil
+}
+
 // Identity returns the current model's identity, or the zero Identity when
 // degraded.
 func (m *Manager) Identity() Identity {

@@ -16,6 +16,7 @@ import (
 	"github.com/mcpsag/router/internal/allowlist"
 	"github.com/mcpsag/router/internal/embed"
 	"github.com/mcpsag/router/internal/loader"
+	"github.com/mcpsag/router/internal/match"
 	"github.com/mcpsag/router/internal/skill"
 	"github.com/mcpsag/router/internal/store"
 	"github.com/mcpsag/router/internal/telemetry"
@@ -58,6 +59,9 @@ type Settings struct {
 	Flags Flags
 	// DefaultTokenBudget and MaxTokenBudget bound level-2 loads.
 	DefaultTokenBudget, MaxTokenBudget int
+	// Match configures matching; its cosine threshold is replaced by the
+	// embedding model's.
+	Match match.Config
 }
 
 // Engine serves the current generation of the skill catalog.
@@ -169,8 +173,13 @@ func (e *Engine) Reindex(ctx context.Context, full bool) (loader.Stats, error) {
 		if verr != nil && ctx.Err() != nil {
 			err = verr
 		} else if cur := e.current.Load(); cur == nil || cur.cat != cat || cur.vectors != vectors {
-			e.current.Store(&generation{cat: cat, vectors: vectors})
-			changed = true
+			ix, berr := e.buildIndex(ctx, cat, vectors)
+			if berr != nil {
+				err = berr
+			} else {
+				e.current.Store(&generation{cat: cat, vectors: vectors, index: ix})
+				changed = true
+			}
 		}
 		st.Duration = time.Since(start)
 	}
@@ -232,6 +241,7 @@ func (e *Engine) syncWatchesFrom(scan loader.ScanResult) {
 type generation struct {
 	cat     *loader.Catalog
 	vectors *skillVectors // nil when keyword-only
+	index   *match.Index
 }
 
 // Catalog returns the current generation's catalog, or an Unavailable error
@@ -251,8 +261,16 @@ func (e *Engine) Ready() bool { return e.current.Load() != nil }
 func (e *Engine) Settings() Settings { return *e.settings.Load() }
 
 // SetSettings replaces the hot-reloadable settings (config reload). Calls in
-// flight finish with the settings they started with.
-func (e *Engine) SetSettings(s Settings) { e.settings.Store(&s) }
+// flight finish with the settings they started with. A changed match
+// configuration is applied to the current index (rebuilt when it changes
+// what is indexed).
+func (e *Engine) SetSettings(s Settings) error {
+	old := e.settings.Swap(&s)
+	if old == nil {
+		return nil
+	}
+	return e.applyMatchConfig(context.Background(), old.Match, s.Match)
+}
 
 // Close stops background work. It does not close the store.
 func (e *Engine) Close() error {

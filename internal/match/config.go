@@ -88,10 +88,10 @@ type FusionConfig struct {
 // returns otherwise.
 type AbstainConfig struct {
 	// Threshold is the cosine the best visible skill must reach. It
-	// belongs to the embedding model (the daemon passes the model's
-	// value): cosine scales differ between models. It applies when no
-	// classifier fits the request, or when the request sets its own
-	// threshold.
+	// belongs to the embedding model, since cosine scales differ between
+	// models: 0 means the model's own threshold (see WithModelThreshold).
+	// It applies when no classifier fits the request, or when the request
+	// sets its own threshold.
 	Threshold float64 `json:"threshold" yaml:"threshold"`
 	// KeywordThreshold is the BM25 score the best skill must reach when
 	// matching is keyword-only (mode bm25, or embeddings unavailable);
@@ -363,4 +363,13 @@ func validMode(m skill.MatchMode) bool {
 
 func validFusion(f skill.Fusion) bool {
 	return f == skill.FusionTiebreak || f == skill.FusionRRF || f == skill.FusionConvex
+}
+
+// WithModelThreshold returns c with the embedding model's cosine threshold
+// filled in, unless c sets its own.
+func (c Config) WithModelThreshold(t float64) Config {
+	if c.Abstain.Threshold == 0 {
+		c.Abstain.Threshold = t
+	}
+	return c
 }

@@ -191,8 +191,9 @@ func (c *Corpus) Build(ctx context.Context, cfg match.Config) (*match.Index, err
 		Config:     cfg,
 	}
 	if c.DenseErr == nil && c.manager != nil {
-		in.Embedder = QueryEmbedder{E: c.manager}
+		in.Embedder = c.manager
 		in.Model = c.Model.Fingerprint
+		in.Config = cfg.WithModelThreshold(c.manager.Status().MatchThreshold)
 	}
 	return match.Build(ctx, in)
 }
@@ -211,20 +212,4 @@ func (c *Corpus) Close() error {
 		errs = append(errs, os.RemoveAll(c.tmp))
 	}
 	return errors.Join(errs...)
-}
-
-// QueryEmbedder adapts an embed.Embedder to match.QueryEmbedder.
-type QueryEmbedder struct{ E embed.Embedder }
-
-// EmbedQuery embeds text as a Query. It returns the embedder's errors
-// (embed.ErrUnavailable, embed.ErrTimeout, ctx.Err()).
-func (q QueryEmbedder) EmbedQuery(ctx context.Context, text string) ([]float32, error) {
-	vs, err := q.E.Embed(ctx, []string{text}, embed.Query)
-	if err != nil {
-		return nil, err
-	}
-	if len(vs) != 1 {
-		return nil, fmt.Errorf("embedder returned %d vectors for one text", len(vs))
-	}
-	return vs[0], nil
 }
