@@ -47,19 +47,19 @@ type Config struct {
 	// Precedence orders source kinds, highest first.
 	Precedence []string `yaml:"precedence"`
 
-	Limits    Limits    `yaml:"limits"`
-	Watch     Watch     `yaml:"watch"`
-	Load      Load      `yaml:"load"`
-	Flags     Flags     `yaml:"flags"`
-	Model     Model     `yaml:"model"`
+	Limits Limits `yaml:"limits"`
+	Watch  Watch  `yaml:"watch"`
+	Load   Load   `yaml:"load"`
+	Flags  Flags  `yaml:"flags"`
+	Model  Model  `yaml:"model"`
 	// Match configures ranking and abstention (see internal/match and
 	// docs/matching.md); keys left out keep their defaults.
-	Match match.Config `yaml:"match"`
-	Shutdown  Shutdown  `yaml:"shutdown"`
-	Telemetry Telemetry `yaml:"telemetry"`
-	Exec      Exec      `yaml:"exec"`
-	Auth      Auth      `yaml:"auth"`
-	TLS       TLS       `yaml:"tls"`
+	Match     match.Config `yaml:"match"`
+	Shutdown  Shutdown     `yaml:"shutdown"`
+	Telemetry Telemetry    `yaml:"telemetry"`
+	Exec      Exec         `yaml:"exec"`
+	Auth      Auth         `yaml:"auth"`
+	TLS       TLS          `yaml:"tls"`
 
 	// File is the config file that was read, empty when none.
 	File string `yaml:"-"`
