@@ -24,6 +24,7 @@ import (
 	"crypto/subtle"
 	"encoding/hex"
 	"fmt"
+	"log/slog"
 	"os"
 	"regexp"
 	"slices"
@@ -164,22 +165,26 @@ func parseTokens(data []byte) ([]*token, error) {
 
 // Tokens is the set of valid tokens, read from a file and re-read when the
 // file changes (checked at most once a second). A broken edit keeps the
-// previous tokens in force and is reported by Err.
+// previous tokens in force and is logged.
 type Tokens struct {
 	path string
+	log  *slog.Logger
 
 	mu        sync.Mutex
 	tokens    []*token
 	size      int64
 	modTime   time.Time
 	checkedAt time.Time
-	err       error
 }
 
 // LoadTokens reads a tokens file. Unlike later reloads, a broken file here is
 // an error: the router must not start with authentication it cannot apply.
-func LoadTokens(path string) (*Tokens, error) {
-	t := &Tokens{path: path}
+// Rejected edits later are logged to log (once per edit).
+func LoadTokens(path string, log *slog.Logger) (*Tokens, error) {
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	t := &Tokens{path: path, log: log}
 	fi, err := os.Stat(path)
 	if err != nil {
 		return nil, fmt.Errorf("tokens file: %w", err)
@@ -219,26 +224,18 @@ func (t *Tokens) refresh() {
 	t.checkedAt = time.Now()
 	fi, err := os.Stat(t.path)
 	if err != nil {
-		t.err = fmt.Errorf("tokens file: %w (previous tokens stay in force)", err)
+		t.log.Error("tokens file unreadable; the previous tokens stay in force", "path", t.path, "err", err)
 		return
 	}
 	if fi.Size() == t.size && fi.ModTime().Equal(t.modTime) {
 		return
 	}
 	if err := t.read(fi); err != nil {
-		t.err = fmt.Errorf("tokens file %s: %w (previous tokens stay in force)", t.path, err)
+		t.log.Error("tokens file edit rejected; the previous tokens stay in force", "path", t.path, "err", err)
 		t.size, t.modTime = fi.Size(), fi.ModTime() // report once per edit
 		return
 	}
-	t.err = nil
-}
-
-// Err reports a rejected edit of the tokens file, nil when the file in
-// force is the file on disk.
-func (t *Tokens) Err() error {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	return t.err
+	t.log.Info("tokens file reloaded", "path", t.path, "tokens", len(t.tokens))
 }
 
 // Authenticate returns the principal of a presented token. It compares the

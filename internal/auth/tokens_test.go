@@ -34,7 +34,7 @@ func TestAuthenticate(t *testing.T) {
 	if err := os.WriteFile(p, []byte(content), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	toks, err := LoadTokens(p)
+	toks, err := LoadTokens(p, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -51,7 +51,7 @@ func TestAuthenticate(t *testing.T) {
 			t.Errorf("%q authenticated", bad)
 		}
 	}
-	if _, err := LoadTokens(filepath.Join(t.TempDir(), "missing.yaml")); err == nil {
+	if _, err := LoadTokens(filepath.Join(t.TempDir(), "missing.yaml"), nil); err == nil {
 		t.Error("missing tokens file accepted at start")
 	}
 }

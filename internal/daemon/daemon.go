@@ -148,7 +148,7 @@ func (m *Main) Run(ctx context.Context) (err error) {
 	guard := &auth.Guard{Recorder: tel.Recorder()}
 	var serverOpts []grpc.ServerOption
 	if cfg.Auth.Enabled {
-		if guard.Tokens, err = auth.LoadTokens(cfg.Auth.TokensFile); err != nil {
+		if guard.Tokens, err = auth.LoadTokens(cfg.Auth.TokensFile, m.log.With("component", "auth")); err != nil {
 			return err
 		}
 	}

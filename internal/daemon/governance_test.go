@@ -389,6 +389,9 @@ func TestAccessControl(t *testing.T) {
 		if _, err := c.Status(with(adminToken), &routerv1.StatusRequest{}); err != nil {
 			t.Errorf("admin token after a broken edit: %v", err)
 		}
+		if !strings.Contains(logs.String(), "tokens file edit rejected") {
+			t.Error("the rejected tokens edit is not logged")
+		}
 	})
 }
 

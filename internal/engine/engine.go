@@ -288,9 +288,4 @@ func (e *Engine) Close() error {
 	return nil
 }
 
-// errNotBuilt answers calls whose feature has not landed yet.
-func errNotBuilt(feature string) error {
-	return skill.Errorf(skill.CodeUnimplemented, "%s is not available in this build yet", feature)
-}
-
 var errAgentSyntax = errors.New("agent names are 1-64 letters, digits, '.', '_' or '-'")

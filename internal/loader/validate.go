@@ -17,17 +17,6 @@ type Report struct {
 	Shadows []Shadow
 }
 
-// Errors counts error problems.
-func (r *Report) Errors() int {
-	n := 0
-	for _, p := range r.Problems {
-		if p.Severity == skill.SeverityError {
-			n++
-		}
-	}
-	return n
-}
-
 // RootsForPath interprets a folder given on the command line: a skill folder
 // (it holds SKILL.md), a workspace (it holds skills/ or agents/), or else a
 // skill root.
