@@ -81,13 +81,14 @@ func (g *Guard) check(ctx context.Context, method string, req any) (*Principal, 
 		return nil, telemetry.DecisionDeny, "bad_token", status.Error(codes.Unauthenticated, "invalid bearer token")
 	}
 	grp, known := methodGroups[method]
-	if !known || !p.Allows(grp) {
-		need := string(grp)
-		if !known {
-			need = "a method this router serves"
-		}
+	if !known {
+		// An authenticated caller may learn that a method does not exist:
+		// the unknown-service handler answers Unimplemented.
+		return p, telemetry.DecisionAllow, "", nil
+	}
+	if !p.Allows(grp) {
 		return p, telemetry.DecisionDeny, "scope", status.Errorf(codes.PermissionDenied,
-			"token %s may not call %s (needs group %s; it has %s)", p.ID, method, need, strings.Join(p.Groups(), ", "))
+			"token %s may not call %s (needs group %s; it has %s)", p.ID, method, grp, strings.Join(p.Groups(), ", "))
 	}
 	if ar, ok := req.(agentRequest); ok && !p.ActsFor(ar.GetAgent()) {
 		agent := ar.GetAgent()

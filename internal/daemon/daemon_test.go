@@ -506,3 +506,13 @@ func TestHealthDuringDrain(t *testing.T) {
 	}
 	r.Main = nil
 }
+
+// TestUnknownMethod: a method the router does not serve gets Unimplemented,
+// also when tokens are on and the caller is authenticated.
+func TestUnknownMethod(t *testing.T) {
+	r := daemontest.Start(t, daemontest.CopyExamples(t), daemontest.Options{})
+	err := r.Conn.Invoke(ctx(t), "/mcpsag.router.v1.SkillRouter/Frobnicate", &routerv1.StatusRequest{}, &routerv1.StatusResponse{})
+	if status.Code(err) != codes.Unimplemented || !strings.Contains(status.Convert(err).Message(), "Frobnicate") {
+		t.Errorf("unknown method: %v", err)
+	}
+}

@@ -84,6 +84,12 @@ func New(svc routerv1.SkillRouterServer, opts Options) *Server {
 		grpc.KeepaliveParams(keepalive.ServerParameters{MaxConnectionIdle: 15 * time.Minute, Time: 2 * time.Minute, Timeout: 20 * time.Second}),
 		grpc.ConnectionTimeout(10 * time.Second),
 		grpc.MaxHeaderListSize(64 << 10),
+		// Unknown methods get a clear answer, and telemetry sees the call
+		// end (it records them as "_OTHER").
+		grpc.UnknownServiceHandler(func(_ any, stream grpc.ServerStream) error {
+			method, _ := grpc.MethodFromServerStream(stream)
+			return status.Errorf(codes.Unimplemented, "unknown method %s; this router serves %s", method, ServiceName)
+		}),
 	}
 	if opts.StatsHandler != nil {
 		so = append(so, grpc.StatsHandler(opts.StatsHandler))
