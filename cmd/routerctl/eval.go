@@ -38,11 +38,12 @@ const calibrateUsage = `
 Usage: routerctl calibrate --skills DIR --queries FILE [--mode hybrid|bm25]
                            [--model-dir DIR] [--config FILE] [--folds K] [--beta B]
 
-Fits, on labelled queries, the dense weight of the convex fusion (best
-NDCG@10), the abstention threshold and a small classifier over score
-features (best F-beta of abstention), prints the trade-off curve with
-k-fold cross-validated figures, and writes the chosen values into the config
-file given by --config (model.match_threshold, match.fusion.convex_weight,
+Fits, on labelled queries, the dense weights of the adaptive and convex
+fusion rules (best NDCG@10), the abstention threshold and a small classifier
+over score features (best F-beta of abstention), prints the trade-off curve
+with k-fold cross-validated figures, and writes the chosen values into the
+config file given by --config (model.match_threshold,
+match.fusion.adaptive_weight, match.fusion.convex_weight,
 match.abstain.classifiers, match.calibrated_on), keeping its other settings.
 Without --config it prints the YAML to add. The router applies the file on
 its next config reload.
@@ -117,7 +118,7 @@ func runEval(e *env, args []string) error {
 	fs := newFlags(e, "eval", evalUsage)
 	var o offlineFlags
 	o.register(fs)
-	fusion := fs.String("fusion", "", "convex, rrf or tiebreak (default: the configured rule)")
+	fusion := fs.String("fusion", "", "adaptive, convex, rrf or tiebreak (default: the configured rule)")
 	perQuery := fs.Bool("per-query", false, "include every query's outcome (JSON)")
 	if _, err := parseArgs(fs, args); err != nil {
 		return err
@@ -202,6 +203,9 @@ func calibratedValues(cal *eval.Calibration, mode skill.MatchMode) calValues {
 			config.Setting{Key: "match.abstain.threshold", Value: nil})
 		if cal.ConvexWeight >= 0 {
 			v = append(v, config.Setting{Key: "match.fusion.convex_weight", Value: cal.ConvexWeight})
+		}
+		if cal.AdaptiveWeight >= 0 {
+			v = append(v, config.Setting{Key: "match.fusion.adaptive_weight", Value: cal.AdaptiveWeight})
 		}
 	}
 	if cs := cal.Config.Abstain.Classifiers; len(cs) > 0 {

@@ -10,7 +10,7 @@ import (
 
 const matchUsage = `
 Usage: routerctl match "TASK" [--agent A] [--top-k N] [--mode hybrid|dense|bm25]
-                      [--fusion convex|rrf|tiebreak] [--threshold X] [--hidden]
+                      [--fusion adaptive|convex|rrf|tiebreak] [--threshold X] [--hidden]
 
 Asks the router which skills fit a task. Prints the candidates, best first,
 with the evidence for each (cosine, BM25, fused score, rank in each list,
@@ -22,7 +22,7 @@ func runMatch(e *env, args []string) error {
 	agent := fs.String("agent", "", "match as this agent")
 	topK := fs.Int("top-k", 0, "number of candidates, 1-50 (0: the router's default)")
 	mode := fs.String("mode", "", "hybrid, dense or bm25 (default: the router's)")
-	fusion := fs.String("fusion", "", "convex, rrf or tiebreak (default: the router's)")
+	fusion := fs.String("fusion", "", "adaptive, convex, rrf or tiebreak (default: the router's)")
 	threshold := fs.Float64("threshold", 0, "override the cosine threshold (0: the model's)")
 	hidden := fs.Bool("hidden", false, "also match skills marked hidden")
 	pos, err := parseArgs(fs, args)
@@ -43,7 +43,7 @@ func runMatch(e *env, args []string) error {
 	if *fusion != "" {
 		v, ok := routerv1.Fusion_value["FUSION_"+strings.ToUpper(*fusion)]
 		if !ok {
-			return usageError{fmt.Sprintf("--fusion %q: want convex, rrf or tiebreak", *fusion)}
+			return usageError{fmt.Sprintf("--fusion %q: want adaptive, convex, rrf or tiebreak", *fusion)}
 		}
 		req.Options.Fusion = routerv1.Fusion(v)
 	}

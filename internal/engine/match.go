@@ -13,21 +13,11 @@ import (
 	"github.com/mcpsag/router/internal/telemetry"
 )
 
-// MatchRequest asks which skills fit a task.
-type MatchRequest struct {
-	Task          string
-	TopK          int
-	Agent         string
-	Mode          skill.MatchMode
-	Fusion        skill.Fusion
-	Threshold     *float64
-	IncludeHidden bool
-}
-
-// Match ranks the skills the agent sees against the task, or abstains. With
-// feature flag skills_v1 off it abstains with reason "disabled"; that is an
-// answer, not an error. Every answer is recorded as a skill_selected event.
-func (e *Engine) Match(ctx context.Context, req MatchRequest) (*skill.MatchResult, error) {
+// Match ranks the skills the agent sees against the task, or abstains. The
+// engine decides visibility (req.Visible is replaced). With feature flag
+// skills_v1 off it abstains with reason "disabled"; that is an answer, not an
+// error. Every answer is recorded as a skill_selected event.
+func (e *Engine) Match(ctx context.Context, req match.Request) (*skill.MatchResult, error) {
 	start := time.Now()
 	g := e.current.Load()
 	if g == nil || g.index == nil {
@@ -44,12 +34,8 @@ func (e *Engine) Match(ctx context.Context, req MatchRequest) (*skill.MatchResul
 		}
 	} else {
 		var err error
-		res, err = g.index.Match(ctx, match.Request{
-			Task: req.Task, TopK: req.TopK, Agent: req.Agent, Mode: req.Mode, Fusion: req.Fusion,
-			Threshold: req.Threshold, IncludeHidden: req.IncludeHidden,
-			Visible: func(s *skill.Skill) bool { return g.cat.VisibleTo(s, req.Agent) },
-		})
-		if err != nil {
+		req.Visible = func(s *skill.Skill) bool { return g.cat.VisibleTo(s, req.Agent) }
+		if res, err = g.index.Match(ctx, req); err != nil {
 			return nil, err
 		}
 	}

@@ -67,7 +67,14 @@ type FusionConfig struct {
 	// fused = w*dense + (1-w)*bm25, each min-max normalised over its
 	// candidate list.
 	ConvexWeight float64 `json:"convex_weight" yaml:"convex_weight"`
-	// Normalize is how the convex rule puts both lists on one scale:
+	// AdaptiveWeight is the adaptive rule's dense share for a task none of
+	// whose terms occurs in the index. The rule is the convex mix with
+	// w = AdaptiveWeight * (1 - coverage), where coverage is the share of
+	// the task's terms found in some indexed field (Features.Coverage), so
+	// a task the keyword index fully covers is ranked by BM25 alone.
+	AdaptiveWeight float64 `json:"adaptive_weight" yaml:"adaptive_weight"`
+	// Normalize is how the convex and adaptive rules put both lists on
+	// one scale:
 	// "minmax" maps each list's pool to [0, 1]; "zscore" standardises
 	// each pool (mean 0, standard deviation 1). Empty means minmax.
 	Normalize string `json:"normalize,omitempty" yaml:"normalize,omitempty"`
@@ -164,8 +171,9 @@ type Config struct {
 	CalibratedOn string `json:"calibrated_on,omitempty" yaml:"calibrated_on,omitempty"`
 }
 
-// Defaults. The fusion rule, the field analyzers and the convex weight were
-// chosen on the dev sets; docs/matching.md has the numbers.
+// Defaults. The fusion rule, the field analyzers, the convex weight and the
+// adaptive weight were chosen on the dev sets; docs/matching.md has the
+// numbers.
 const (
 	DefaultTopK         = 3
 	DefaultMaxTopK      = 50
@@ -190,8 +198,9 @@ func DefaultConfig() Config {
 		},
 		BM25: BM25{K1: DefaultK1, B: DefaultB},
 		Fusion: FusionConfig{
-			Rule:            skill.FusionConvex,
+			Rule:            skill.FusionAdaptive,
 			ConvexWeight:    0.1,
+			AdaptiveWeight:  0.5,
 			RRFK:            DefaultRRFK,
 			RRFDenseWeight:  0.5,
 			TiebreakEpsilon: 0.01,
@@ -289,7 +298,7 @@ func (c Config) Validate() error {
 		bad("fusion.normalize", "%q is not minmax or zscore", n)
 	}
 	if !validFusion(c.Fusion.Rule) {
-		bad("fusion.rule", "%q is not tiebreak, rrf or convex", c.Fusion.Rule)
+		bad("fusion.rule", "%q is not tiebreak, rrf, convex or adaptive", c.Fusion.Rule)
 	}
 	fields := []struct {
 		name string
@@ -310,6 +319,7 @@ func (c Config) Validate() error {
 	nonNeg("bm25.k1", c.BM25.K1)
 	unit("bm25.b", c.BM25.B)
 	unit("fusion.convex_weight", c.Fusion.ConvexWeight)
+	unit("fusion.adaptive_weight", c.Fusion.AdaptiveWeight)
 	unit("fusion.rrf_dense_weight", c.Fusion.RRFDenseWeight)
 	nonNeg("fusion.rrf_k", c.Fusion.RRFK)
 	nonNeg("fusion.tiebreak_epsilon", c.Fusion.TiebreakEpsilon)
@@ -351,7 +361,7 @@ func (c Config) Validate() error {
 	return errors.Join(errs...)
 }
 
-// Normalisations of the convex rule.
+// Normalisations of the convex and adaptive rules.
 const (
 	NormalizeMinMax = "minmax"
 	NormalizeZScore = "zscore"
@@ -362,7 +372,7 @@ func validMode(m skill.MatchMode) bool {
 }
 
 func validFusion(f skill.Fusion) bool {
-	return f == skill.FusionTiebreak || f == skill.FusionRRF || f == skill.FusionConvex
+	return f == skill.FusionTiebreak || f == skill.FusionRRF || f == skill.FusionConvex || f == skill.FusionAdaptive
 }
 
 // WithModelThreshold returns c with the embedding model's cosine threshold

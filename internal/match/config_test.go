@@ -28,6 +28,7 @@ func TestConfigValidateNamesEveryBadField(t *testing.T) {
 	cfg.Mode = "fast"
 	cfg.Fusion.Rule = "avg"
 	cfg.Fusion.ConvexWeight = 1.5
+	cfg.Fusion.AdaptiveWeight = -0.5
 	cfg.Fields.Body.Analyzer = "klingon"
 	cfg.Fields.Name.Weight = -1
 	cfg.Abstain.Threshold = 2
@@ -38,7 +39,7 @@ func TestConfigValidateNamesEveryBadField(t *testing.T) {
 	if err == nil {
 		t.Fatal("invalid config accepted")
 	}
-	for _, field := range []string{"mode", "fusion.rule", "fusion.convex_weight", "fields.body.analyzer",
+	for _, field := range []string{"mode", "fusion.rule", "fusion.convex_weight", "fusion.adaptive_weight", "fields.body.analyzer",
 		"fields.name.weight", "abstain.threshold", "top_k", "abstain.classifiers[0]"} {
 		if !strings.Contains(err.Error(), field+":") {
 			t.Errorf("error does not name %s:\n%v", field, err)

@@ -28,9 +28,7 @@ func features(denseList, bm25List []entry, qs queryStats) Features {
 			f.BM25Norm = b1 / qs.selfScore
 		}
 	}
-	if qs.terms > 0 {
-		f.Coverage = float64(qs.known) / float64(qs.terms)
-	}
+	f.Coverage = qs.coverage()
 	f.TaskTerms = math.Log1p(float64(qs.terms))
 	if len(denseList) > 0 && len(bm25List) > 0 {
 		if denseList[0].doc == bm25List[0].doc {

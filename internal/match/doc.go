@@ -13,7 +13,9 @@
 //     tags, triggers and (configurably) the start of its body, each field with
 //     its own weight and analyzer.
 //
-// A fusion rule (tiebreak, rrf or convex) merges the two rankings; trigger
+// A fusion rule (tiebreak, rrf, convex, or adaptive: convex with a dense
+// share that grows with the share of the task's terms the keyword index
+// lacks) merges the two rankings; trigger
 // phrases and explicit mentions of a skill's name add a bounded boost; then
 // the abstention rules (a per-model threshold, or a calibrated classifier over
 // score features) decide whether any skill fits, and the relative and margin
@@ -22,6 +24,7 @@
 //
 // Query embeddings come through the small QueryEmbedder interface; when it
 // fails, Match answers from BM25 alone and marks the result Degraded.
-// Calibrate fits the abstention classifier, the threshold and the convex
-// weight on labelled queries; package match/eval runs whole evaluations.
+// Package match/eval runs whole evaluations, and its Calibrate fits the
+// abstention classifier, the threshold and the fusion weights on labelled
+// queries.
 package match

@@ -9,8 +9,9 @@ import (
 
 // fuse sets each candidate's fused score and returns the scale of fused
 // scores (the best score a candidate could get), in which boosts and the
-// margin rule are measured.
-func (ix *Index) fuse(mode skill.MatchMode, rule skill.Fusion, pool int, cands []*candidate, denseList, bm25List []entry) float64 {
+// margin rule are measured. coverage is the share of the task's terms
+// that the index holds (queryStats.coverage); the adaptive rule reads it.
+func (ix *Index) fuse(mode skill.MatchMode, rule skill.Fusion, pool int, cands []*candidate, denseList, bm25List []entry, coverage float64) float64 {
 	fc := ix.cfg.Fusion
 	switch {
 	case mode == skill.ModeKeyword:
@@ -41,8 +42,11 @@ func (ix *Index) fuse(mode skill.MatchMode, rule skill.Fusion, pool int, cands [
 			c.fused = f + c.boost*scale
 		}
 		return scale
-	default: // convex
+	default: // convex and adaptive
 		w := fc.ConvexWeight
+		if rule == skill.FusionAdaptive {
+			w = adaptiveShare(fc.AdaptiveWeight, coverage)
+		}
 		dn := minMax(denseList, pool, false)
 		bn := minMax(bm25List, pool, true)
 		if fc.Normalize == NormalizeZScore {
@@ -59,6 +63,14 @@ func (ix *Index) fuse(mode skill.MatchMode, rule skill.Fusion, pool int, cands [
 		}
 		return 1
 	}
+}
+
+// adaptiveShare is the adaptive rule's dense share: weight for a task none of
+// whose terms the index holds, falling linearly to 0 for a task whose terms
+// all occur in some indexed field. Keyword evidence is then weak exactly
+// where the dense ranking has to stand in for it.
+func adaptiveShare(weight, coverage float64) float64 {
+	return weight * (1 - math.Max(0, math.Min(1, coverage)))
 }
 
 // minMax returns a function that maps a score to [0, 1] between the worst

@@ -104,7 +104,7 @@ func FuzzMatch(f *testing.F) {
 		},
 	})
 	modes := []skill.MatchMode{"", skill.ModeHybrid, skill.ModeDense, skill.ModeKeyword, "bogus"}
-	fusions := []skill.Fusion{"", skill.FusionTiebreak, skill.FusionRRF, skill.FusionConvex}
+	fusions := []skill.Fusion{"", skill.FusionTiebreak, skill.FusionRRF, skill.FusionConvex, skill.FusionAdaptive}
 	f.Fuzz(func(t *testing.T, task string, topK int, sel uint8) {
 		req := match.Request{
 			Task: task, TopK: topK,

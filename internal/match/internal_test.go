@@ -159,6 +159,16 @@ func TestParallelScanMatchesSerial(t *testing.T) {
 	}
 }
 
+func TestAdaptiveShare(t *testing.T) {
+	for _, tc := range []struct{ weight, coverage, want float64 }{
+		{0.5, 0, 0.5}, {0.5, 1, 0}, {0.5, 0.8, 0.1}, {1, 0.25, 0.75}, {0.5, -1, 0.5}, {0.5, 2, 0},
+	} {
+		if got := adaptiveShare(tc.weight, tc.coverage); math.Abs(got-tc.want) > 1e-12 {
+			t.Errorf("adaptiveShare(%v, %v) = %v, want %v", tc.weight, tc.coverage, got, tc.want)
+		}
+	}
+}
+
 func TestZScoreFusion(t *testing.T) {
 	list := []entry{{0, 3}, {1, 2}, {2, 1}}
 	z := zScore(list, 3)

@@ -185,7 +185,7 @@ func (ix *Index) Rank(ctx context.Context, req Request) (*Ranking, error) {
 		}
 		cands = append(cands, c)
 	}
-	scale := ix.fuse(mode, r.fusion, pool, cands, denseList, bm25List)
+	scale := ix.fuse(mode, r.fusion, pool, cands, denseList, bm25List, qs.coverage())
 	ix.sortCandidates(mode, r.fusion, cands)
 
 	rk := &Ranking{Probability: -1}

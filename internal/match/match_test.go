@@ -172,6 +172,43 @@ func TestCanceledContext(t *testing.T) {
 	}
 }
 
+// TestAdaptiveFusion checks that the adaptive rule's dense share follows
+// the share of the task's terms that the index lacks: a task the index fully
+// covers is ranked by BM25 alone, one made mostly of unknown words mostly by
+// the dense ranking.
+func TestAdaptiveFusion(t *testing.T) {
+	skills := catalog()
+	cfg := match.DefaultConfig()
+	cfg.Fields.BodyChars = 0 // only the stemmed fields: coverage is easy to count
+	cfg.Fusion.Rule = skill.FusionAdaptive
+	cfg.Fusion.AdaptiveWeight = 1
+	cfg.Abstain.Relative = 0
+	// Dense wants image-resize; the known words point at sql-tuning.
+	ix := build(t, skills, cfg, vectors(len(skills)), constEmbedder(onehot(len(skills), 5)))
+	tests := []struct {
+		task     string
+		fusion   skill.Fusion
+		coverage float64
+		first    string
+	}{
+		{"slow sql queries", "", 1, "sql-tuning"},                                  // dense share 0
+		{"slow sql grobbles wizzle frumps", "", 0.4, "image-resize"},               // dense share 0.6
+		{"slow sql grobbles wizzle frumps", skill.FusionConvex, 0.4, "sql-tuning"}, // fixed share 0.1
+	}
+	for _, tc := range tests {
+		rk, err := ix.Rank(context.Background(), match.Request{Task: tc.task, Fusion: tc.fusion, TopK: 5})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := rk.Features.Coverage; math.Abs(got-tc.coverage) > 1e-9 {
+			t.Errorf("%q: coverage %v, want %v", tc.task, got, tc.coverage)
+		}
+		if got := rk.Ranked[0].Skill.Name; got != tc.first {
+			t.Errorf("%q (%s): first %s, want %s (all %v)", tc.task, tc.fusion, got, tc.first, names(rk.Ranked))
+		}
+	}
+}
+
 func TestFusionRules(t *testing.T) {
 	// Dense prefers image-resize (axis 5) slightly over sql-tuning (axis
 	// 4); the task's words match sql-tuning only.
@@ -192,6 +229,7 @@ func TestFusionRules(t *testing.T) {
 		{skill.ModeHybrid, skill.FusionTiebreak, "sql-tuning"}, // cosines within epsilon: BM25 decides
 		{skill.ModeHybrid, skill.FusionConvex, "sql-tuning"},
 		{skill.ModeHybrid, skill.FusionRRF, "sql-tuning"},
+		{skill.ModeHybrid, skill.FusionAdaptive, "sql-tuning"},
 	}
 	for _, tc := range tests {
 		t.Run(string(tc.mode)+"/"+string(tc.fusion), func(t *testing.T) {

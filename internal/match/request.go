@@ -21,7 +21,8 @@ type Request struct {
 	Agent string
 	// Mode is hybrid, dense or bm25; empty means Config.Mode.
 	Mode skill.MatchMode
-	// Fusion is tiebreak, rrf or convex; empty means Config.Fusion.Rule.
+	// Fusion is tiebreak, rrf, convex or adaptive; empty means
+	// Config.Fusion.Rule.
 	Fusion skill.Fusion
 	// Threshold, when set, replaces both the model's threshold and the
 	// calibrated classifier for this request: the best visible cosine
@@ -101,7 +102,7 @@ func resolve(req Request, cfg Config) (resolved, error) {
 		r.fusion = cfg.Fusion.Rule
 	}
 	if !validFusion(r.fusion) {
-		return r, skill.InvalidArgument(FieldFusion, "fusion %q is not tiebreak, rrf or convex", req.Fusion)
+		return r, skill.InvalidArgument(FieldFusion, "fusion %q is not tiebreak, rrf, convex or adaptive", req.Fusion)
 	}
 	if t := req.Threshold; t != nil {
 		if math.IsNaN(*t) || math.IsInf(*t, 0) {

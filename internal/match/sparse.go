@@ -156,6 +156,15 @@ type queryStats struct {
 	selfScore    float64 // the score of an ideal document that holds every term
 }
 
+// coverage is the share of the task's terms that occur in some indexed
+// field, 0 for a task without terms.
+func (st queryStats) coverage() float64 {
+	if st.terms == 0 {
+		return 0
+	}
+	return float64(st.known) / float64(st.terms)
+}
+
 // idf is BM25's inverse document frequency (the Lucene variant, never
 // negative).
 func (s *sparse) idf(df int) float64 {

@@ -7,6 +7,7 @@ import (
 	routerv1 "github.com/mcpsag/router/api/proto/mcpsag/router/v1"
 	"github.com/mcpsag/router/internal/engine"
 	"github.com/mcpsag/router/internal/loader"
+	"github.com/mcpsag/router/internal/match"
 	"github.com/mcpsag/router/internal/skill"
 )
 
@@ -241,6 +242,7 @@ var fusionsFromPB = map[routerv1.Fusion]skill.Fusion{
 	routerv1.Fusion_FUSION_TIEBREAK: skill.FusionTiebreak,
 	routerv1.Fusion_FUSION_RRF:      skill.FusionRRF,
 	routerv1.Fusion_FUSION_CONVEX:   skill.FusionConvex,
+	routerv1.Fusion_FUSION_ADAPTIVE: skill.FusionAdaptive,
 }
 
 var modesFromPB = map[routerv1.MatchMode]skill.MatchMode{
@@ -249,16 +251,16 @@ var modesFromPB = map[routerv1.MatchMode]skill.MatchMode{
 	routerv1.MatchMode_MATCH_MODE_BM25:   skill.ModeKeyword,
 }
 
-func matchRequest(req *routerv1.MatchRequest) (engine.MatchRequest, error) {
+func matchRequest(req *routerv1.MatchRequest) (match.Request, error) {
 	o := req.GetOptions()
-	mr := engine.MatchRequest{
+	mr := match.Request{
 		Task: req.GetTask(), TopK: int(req.GetTopK()), Agent: req.GetAgent(),
 		IncludeHidden: o.GetIncludeHidden(),
 	}
 	if o.GetFusion() != routerv1.Fusion_FUSION_UNSPECIFIED {
 		f, ok := fusionsFromPB[o.GetFusion()]
 		if !ok {
-			return mr, skill.InvalidArgument("options.fusion", "%d is not a fusion rule; want TIEBREAK, RRF or CONVEX", o.GetFusion())
+			return mr, skill.InvalidArgument("options.fusion", "%d is not a fusion rule; want TIEBREAK, RRF, CONVEX or ADAPTIVE", o.GetFusion())
 		}
 		mr.Fusion = f
 	}

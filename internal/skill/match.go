@@ -50,6 +50,9 @@ const (
 	FusionTiebreak Fusion = "tiebreak" // rank by cosine; BM25 breaks near ties (the original design)
 	FusionRRF      Fusion = "rrf"      // reciprocal rank fusion
 	FusionConvex   Fusion = "convex"   // weighted mix of normalised scores
+	// FusionAdaptive is the convex mix with a dense share that grows with
+	// the share of the task's terms the keyword index lacks.
+	FusionAdaptive Fusion = "adaptive"
 )
 
 // MatchResult is the answer to one task.

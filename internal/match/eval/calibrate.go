@@ -14,11 +14,12 @@ import (
 
 // CalibrateOptions configure Calibrate.
 type CalibrateOptions struct {
-	// Mode is hybrid (the default: fits the convex weight, the cosine
-	// threshold and the hybrid classifier) or bm25 (the keyword
-	// threshold and the keyword-only classifier).
+	// Mode is hybrid (the default: fits the convex and adaptive weights,
+	// the cosine threshold and the hybrid classifier) or bm25 (the
+	// keyword threshold and the keyword-only classifier).
 	Mode skill.MatchMode
-	// Weights are the convex weights tried; default 0, 0.1, ..., 1.
+	// Weights are the dense weights tried, for the convex weight and for
+	// the adaptive weight alike; default 0, 0.1, ..., 1.
 	Weights []float64
 	// Folds is k of the k-fold cross-validation (default 5).
 	Folds int
@@ -42,7 +43,7 @@ type CurvePoint struct {
 	F         float64 `json:"f"`
 }
 
-// WeightPoint is the ranking quality at one convex weight.
+// WeightPoint is the ranking quality at one fusion weight.
 type WeightPoint struct {
 	Weight  float64 `json:"weight"`
 	Ranking Ranking `json:"ranking"`
@@ -62,6 +63,10 @@ type Calibration struct {
 	// was fitted (bm25 mode, or no embeddings).
 	Weights      []WeightPoint `json:"weights,omitempty"`
 	ConvexWeight float64       `json:"convex_weight"`
+	// AdaptiveWeights and AdaptiveWeight are the same for the adaptive
+	// rule's weight (match.FusionConfig.AdaptiveWeight).
+	AdaptiveWeights []WeightPoint `json:"adaptive_weights,omitempty"`
+	AdaptiveWeight  float64       `json:"adaptive_weight"`
 	// ThresholdScore names the single score the threshold applies to.
 	ThresholdScore string `json:"threshold_score"`
 	// Threshold maximises F-beta of abstention over all queries.
@@ -88,10 +93,10 @@ type Calibration struct {
 	Notes  []string     `json:"notes,omitempty"`
 }
 
-// Calibrate fits, on labelled queries, the convex weight (hybrid mode:
-// best NDCG@10), the single-score threshold and the abstention classifier
-// (best F-beta of abstention), and reports trade-off curves with
-// cross-validated figures. ix must have been built from the skills the
+// Calibrate fits, on labelled queries, the convex and adaptive weights
+// (hybrid mode: best NDCG@10 each), the single-score threshold and the
+// abstention classifier (best F-beta of abstention), and reports trade-off
+// curves with cross-validated figures. ix must have been built from the skills the
 // queries are labelled against.
 func Calibrate(ctx context.Context, ix *match.Index, qs []Query, opt CalibrateOptions) (*Calibration, error) {
 	if opt.Mode == "" {
@@ -114,7 +119,7 @@ func Calibrate(ctx context.Context, ix *match.Index, qs []Query, opt CalibrateOp
 			opt.Weights = append(opt.Weights, float64(i)/10)
 		}
 	}
-	cal := &Calibration{Set: opt.Set, Digest: Digest(qs), Mode: opt.Mode, Queries: len(qs), ConvexWeight: -1}
+	cal := &Calibration{Set: opt.Set, Digest: Digest(qs), Mode: opt.Mode, Queries: len(qs), ConvexWeight: -1, AdaptiveWeight: -1}
 	cfg := ix.Config()
 	for _, q := range qs {
 		if q.NeedSkill() {
@@ -131,26 +136,22 @@ func Calibrate(ctx context.Context, ix *match.Index, qs []Query, opt CalibrateOp
 		cal.Model = ix.Model()
 	}
 
-	// 1. The convex weight, by NDCG@10 over queries that need a skill.
+	// 1. The convex and adaptive weights, by NDCG@10 over queries that
+	// need a skill.
 	if hybrid && cal.NeedSkill > 0 {
-		best := math.Inf(-1)
-		for _, w := range opt.Weights {
-			c := cfg
-			c.Fusion.ConvexWeight = w
-			wix, err := ix.WithConfig(c)
-			if err != nil {
-				return nil, err
-			}
-			rep, err := Run(ctx, wix, qs, RunOptions{Mode: skill.ModeHybrid, Fusion: skill.FusionConvex})
-			if err != nil {
-				return nil, err
-			}
-			cal.Weights = append(cal.Weights, WeightPoint{Weight: w, Ranking: rep.Ranking})
-			if rep.Ranking.NDCG10 > best+1e-9 {
-				best, cal.ConvexWeight = rep.Ranking.NDCG10, w
-			}
+		var err error
+		cal.Weights, cal.ConvexWeight, err = fitWeight(ctx, ix, cfg, qs, opt.Weights, skill.FusionConvex,
+			func(c *match.Config, w float64) { c.Fusion.ConvexWeight = w })
+		if err != nil {
+			return nil, err
+		}
+		cal.AdaptiveWeights, cal.AdaptiveWeight, err = fitWeight(ctx, ix, cfg, qs, opt.Weights, skill.FusionAdaptive,
+			func(c *match.Config, w float64) { c.Fusion.AdaptiveWeight = w })
+		if err != nil {
+			return nil, err
 		}
 		cfg.Fusion.ConvexWeight = cal.ConvexWeight
+		cfg.Fusion.AdaptiveWeight = cal.AdaptiveWeight
 	}
 
 	// 2. Features of every query (they do not depend on the fusion rule).
@@ -243,10 +244,39 @@ func Calibrate(ctx context.Context, ix *match.Index, qs []Query, opt CalibrateOp
 	return cal, nil
 }
 
+// fitWeight ranks the queries under the fusion rule with each weight (set
+// writes it into a configuration) and returns the table and the weight of
+// best NDCG@10; the first wins ties.
+func fitWeight(ctx context.Context, ix *match.Index, cfg match.Config, qs []Query, weights []float64,
+	rule skill.Fusion, set func(*match.Config, float64)) ([]WeightPoint, float64, error) {
+	var table []WeightPoint
+	best, chosen := math.Inf(-1), -1.0
+	for _, w := range weights {
+		c := cfg
+		set(&c, w)
+		wix, err := ix.WithConfig(c)
+		if err != nil {
+			return nil, -1, err
+		}
+		rep, err := Run(ctx, wix, qs, RunOptions{Mode: skill.ModeHybrid, Fusion: rule})
+		if err != nil {
+			return nil, -1, err
+		}
+		table = append(table, WeightPoint{Weight: w, Ranking: rep.Ranking})
+		if rep.Ranking.NDCG10 > best+1e-9 {
+			best, chosen = rep.Ranking.NDCG10, w
+		}
+	}
+	return table, chosen, nil
+}
+
 // apply writes the fitted values into cfg.
 func apply(cfg match.Config, cal *Calibration, mode skill.MatchMode) match.Config {
 	if cal.ConvexWeight >= 0 {
 		cfg.Fusion.ConvexWeight = cal.ConvexWeight
+	}
+	if cal.AdaptiveWeight >= 0 {
+		cfg.Fusion.AdaptiveWeight = cal.AdaptiveWeight
 	}
 	if cal.Classifier != nil {
 		if mode == skill.ModeHybrid {

@@ -78,8 +78,12 @@ func TestCalibrateRouting(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(cal.Weights) != 3 || cal.ConvexWeight < 0 || cal.Classifier == nil || len(cal.ThresholdCurve) == 0 {
+	if len(cal.Weights) != 3 || cal.ConvexWeight < 0 || len(cal.AdaptiveWeights) != 3 || cal.AdaptiveWeight < 0 ||
+		cal.Classifier == nil || len(cal.ThresholdCurve) == 0 {
 		t.Fatalf("calibration incomplete: %+v", cal)
+	}
+	if f := cal.Config.Fusion; f.ConvexWeight != cal.ConvexWeight || f.AdaptiveWeight != cal.AdaptiveWeight {
+		t.Errorf("calibrated config has weights %v and %v, want %v and %v", f.ConvexWeight, f.AdaptiveWeight, cal.ConvexWeight, cal.AdaptiveWeight)
 	}
 	if cal.Classifier.Model != c.Model.Fingerprint || cal.Config.CalibratedOn != eval.Digest(qs) {
 		t.Errorf("classifier model %q, calibrated on %q", cal.Classifier.Model, cal.Config.CalibratedOn)
@@ -88,7 +92,7 @@ func TestCalibrateRouting(t *testing.T) {
 		t.Fatalf("calibrated config is invalid: %v", err)
 	}
 	var out bytes.Buffer
-	if err := cal.WriteText(&out); err != nil || !strings.Contains(out.String(), "cross-validated") {
+	if err := cal.WriteText(&out); err != nil || !strings.Contains(out.String(), "cross-validated") || !strings.Contains(out.String(), "adaptive weight") {
 		t.Errorf("WriteText: %v\n%s", err, out.String())
 	}
 	ix, err := c.Index.WithConfig(cal.Config)

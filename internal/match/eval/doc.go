@@ -4,7 +4,8 @@
 // path as the Match RPC, and reports ranking quality (Hit@1, Recall@3,
 // Recall@5, MRR@10, NDCG@10 over queries that need a skill), abstention
 // precision and recall over all queries, and latency. Calibrate fits the
-// convex weight, the single-score threshold and the abstention classifier on
+// convex and adaptive weights, the single-score threshold and the abstention
+// classifier on
 // a labelled set, with cross-validated figures. routerctl eval and routerctl
 // calibrate are thin wrappers around Open, Evaluate and Calibrate.
 package eval

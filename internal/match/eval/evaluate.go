@@ -182,7 +182,7 @@ func Run(ctx context.Context, ix *match.Index, qs []Query, opt RunOptions) (*Rep
 	if cfg.CalibratedOn != "" && cfg.CalibratedOn == Digest(qs) {
 		rep.InSample = true
 		rep.Notes = append(rep.Notes, "the configuration was calibrated on this query set ("+cfg.CalibratedOn+
-			"): abstention figures (and the convex weight) are in-sample; see routerctl calibrate for cross-validated figures")
+			"): abstention figures (and the fusion weights) are in-sample; see routerctl calibrate for cross-validated figures")
 	}
 	if rep.NoSkill == 0 {
 		rep.Notes = append(rep.Notes, "no query needs no skill: abstention recall is undefined")

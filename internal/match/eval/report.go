@@ -71,19 +71,8 @@ func (c *Calibration) WriteText(w io.Writer) error {
 		title = "calibration"
 	}
 	fmt.Fprintf(&b, "%s (%s): %d queries (%d need a skill, %d need none), mode %s\n", title, c.Digest, c.Queries, c.NeedSkill, c.NoSkill, c.Mode)
-	if len(c.Weights) > 0 {
-		b.WriteString("\nconvex weight (dense share) vs ranking, in-sample:\n")
-		tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', 0)
-		fmt.Fprintln(tw, "weight\tHit@1\tRecall@5\tNDCG@10\t")
-		for _, p := range c.Weights {
-			mark := ""
-			if p.Weight == c.ConvexWeight {
-				mark = "<- chosen"
-			}
-			fmt.Fprintf(tw, "%.2f\t%.1f\t%.1f\t%.1f\t%s\n", p.Weight, p.Ranking.Hit1, p.Ranking.R5, p.Ranking.NDCG10, mark)
-		}
-		_ = tw.Flush()
-	}
+	writeWeights(&b, "convex weight (dense share)", c.Weights, c.ConvexWeight)
+	writeWeights(&b, "adaptive weight (dense share when the index holds none of the task's terms)", c.AdaptiveWeights, c.AdaptiveWeight)
 	if c.ThresholdCurve != nil {
 		fmt.Fprintf(&b, "\nthreshold on %s: %.4f (AUROC %.3f); cross-validated precision %s%%, recall %s%% (%d abstained, %d on queries that need a skill)\n",
 			c.ThresholdScore, c.Threshold, c.ThresholdAUROC, pct(c.ThresholdCV.Precision), pct(c.ThresholdCV.Recall),
@@ -103,6 +92,23 @@ func (c *Calibration) WriteText(w io.Writer) error {
 	}
 	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+func writeWeights(b *strings.Builder, title string, pts []WeightPoint, chosen float64) {
+	if len(pts) == 0 {
+		return
+	}
+	fmt.Fprintf(b, "\n%s vs ranking, in-sample:\n", title)
+	tw := tabwriter.NewWriter(b, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "weight\tHit@1\tRecall@5\tNDCG@10\t")
+	for _, p := range pts {
+		mark := ""
+		if p.Weight == chosen {
+			mark = "<- chosen"
+		}
+		fmt.Fprintf(tw, "%.2f\t%.1f\t%.1f\t%.1f\t%s\n", p.Weight, p.Ranking.Hit1, p.Ranking.R5, p.Ranking.NDCG10, mark)
+	}
+	_ = tw.Flush()
 }
 
 func writeCurve(b *strings.Builder, pts []CurvePoint) {

@@ -149,6 +149,9 @@ const (
 	Fusion_FUSION_RRF Fusion = 2
 	// Weighted mix of normalised scores.
 	Fusion_FUSION_CONVEX Fusion = 3
+	// Weighted mix whose dense share grows with the share of the task's
+	// terms that the keyword index lacks.
+	Fusion_FUSION_ADAPTIVE Fusion = 4
 )
 
 // Enum value maps for Fusion.
@@ -158,12 +161,14 @@ var (
 		1: "FUSION_TIEBREAK",
 		2: "FUSION_RRF",
 		3: "FUSION_CONVEX",
+		4: "FUSION_ADAPTIVE",
 	}
 	Fusion_value = map[string]int32{
 		"FUSION_UNSPECIFIED": 0,
 		"FUSION_TIEBREAK":    1,
 		"FUSION_RRF":         2,
 		"FUSION_CONVEX":      3,
+		"FUSION_ADAPTIVE":    4,
 	}
 )
 
@@ -3721,13 +3726,14 @@ const file_mcpsag_router_v1_router_proto_rawDesc = "" +
 	"\x05Trust\x12\x15\n" +
 	"\x11TRUST_UNSPECIFIED\x10\x00\x12\x11\n" +
 	"\rTRUST_TRUSTED\x10\x01\x12\x13\n" +
-	"\x0fTRUST_UNTRUSTED\x10\x02*X\n" +
+	"\x0fTRUST_UNTRUSTED\x10\x02*m\n" +
 	"\x06Fusion\x12\x16\n" +
 	"\x12FUSION_UNSPECIFIED\x10\x00\x12\x13\n" +
 	"\x0fFUSION_TIEBREAK\x10\x01\x12\x0e\n" +
 	"\n" +
 	"FUSION_RRF\x10\x02\x12\x11\n" +
-	"\rFUSION_CONVEX\x10\x03*i\n" +
+	"\rFUSION_CONVEX\x10\x03\x12\x13\n" +
+	"\x0fFUSION_ADAPTIVE\x10\x04*i\n" +
 	"\tMatchMode\x12\x1a\n" +
 	"\x16MATCH_MODE_UNSPECIFIED\x10\x00\x12\x15\n" +
 	"\x11MATCH_MODE_HYBRID\x10\x01\x12\x14\n" +
