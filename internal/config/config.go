@@ -283,7 +283,7 @@ func readFile(path string, cfg *Config) error {
 	}
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	dec.KnownFields(true)
-	if err := dec.Decode(cfg); err != nil {
+	if err := dec.Decode(cfg); err != nil && !errors.Is(err, io.EOF) { // EOF: only comments
 		return fmt.Errorf("config %s: %s", path, strings.TrimPrefix(err.Error(), "yaml: "))
 	}
 	return nil

@@ -54,6 +54,15 @@ func TestPrecedence(t *testing.T) {
 	}
 }
 
+func TestCommentsOnlyFile(t *testing.T) {
+	ws := t.TempDir()
+	writeConfig(t, ws, "# nothing set yet\n# flags:\n#   skills_v1: false\n")
+	cfg, err := Resolve(Overrides{Workspace: ws}, envOf(nil))
+	if err != nil || !cfg.Flags.SkillsV1 || cfg.File == "" {
+		t.Errorf("comments-only config: %v, %+v", err, cfg.Flags)
+	}
+}
+
 func TestDefaultsWithoutFile(t *testing.T) {
 	cfg, err := Resolve(Overrides{Workspace: t.TempDir()}, envOf(nil))
 	if err != nil {
@@ -143,6 +152,13 @@ func TestMerge(t *testing.T) {
 	}
 	if err := Merge(p, []Setting{{Key: "match.nonsense", Value: 1}}); err == nil {
 		t.Error("merging an unknown key succeeded")
+	}
+	commentsOnly := writeConfig(t, t.TempDir(), "# only a comment\n")
+	if err := Merge(commentsOnly, []Setting{{Key: "flags.skills_exec", Value: true}}); err != nil {
+		t.Errorf("merge into a comments-only file: %v", err)
+	}
+	if data, _ := os.ReadFile(commentsOnly); !strings.Contains(string(data), "# only a comment") || !strings.Contains(string(data), "skills_exec: true") {
+		t.Errorf("comments-only merge result:\n%s", data)
 	}
 	fresh := filepath.Join(t.TempDir(), "new.yaml")
 	if err := Merge(fresh, []Setting{{Key: "model.match_threshold", Value: 0.3}}); err != nil {

@@ -2,6 +2,8 @@ package config
 
 import (
 	"bytes"
+	"errors"
+	"io"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -33,7 +35,14 @@ func Merge(path string, settings []Setting) error {
 			return fmt.Errorf("%s is not valid YAML: %w", path, err)
 		}
 	}
-	if doc.Kind == 0 {
+	var preamble []byte
+	if doc.Kind == 0 || len(doc.Content) == 0 {
+		// An empty or comments-only file: keep its text above the new
+		// mapping.
+		preamble = bytes.TrimRight(data, " \t\n")
+		if len(preamble) > 0 {
+			preamble = append(preamble, '\n')
+		}
 		doc = yaml.Node{Kind: yaml.DocumentNode, Content: []*yaml.Node{{Kind: yaml.MappingNode}}}
 	}
 	root := doc.Content[0]
@@ -46,15 +55,16 @@ func Merge(path string, settings []Setting) error {
 		}
 	}
 	var buf bytes.Buffer
+	buf.Write(preamble)
 	enc := yaml.NewEncoder(&buf)
 	enc.SetIndent(2)
 	if err := enc.Encode(&doc); err != nil {
 		return err
 	}
-	var check Config
+	check := Default()
 	dec := yaml.NewDecoder(bytes.NewReader(buf.Bytes()))
 	dec.KnownFields(true)
-	if err := dec.Decode(&check); err != nil {
+	if err := dec.Decode(&check); err != nil && !errors.Is(err, io.EOF) {
 		return fmt.Errorf("merged config would be invalid: %w", err)
 	}
 	tmp, err := os.CreateTemp(filepath.Dir(path), ".config-*.yaml")
