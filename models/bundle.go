@@ -20,6 +20,14 @@ const DefaultName = "mcpsag-static-v1"
 //go:embed mcpsag-static-v1/model.onnx mcpsag-static-v1/tokenizer.json mcpsag-static-v1/mcpsag-model.json
 var bundled embed.FS
 
+// Calibration is the bundled model's calibrated abstention, a fragment of the
+// router's config file (match.abstain.classifiers and match.calibrated_on);
+// the router's default configuration includes it. See the file's header for
+// how it was fitted.
+//
+//go:embed mcpsag-static-v1/calibration.yaml
+var Calibration []byte
+
 // Default writes the bundled model under dir, in a folder named after the
 // model and its content hash, and returns that folder. It writes only when
 // the folder is missing, so repeated starts reuse it; a half-written folder

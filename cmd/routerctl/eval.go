@@ -11,7 +11,6 @@ import (
 
 	"github.com/mcpsag/router/internal/config"
 	"github.com/mcpsag/router/internal/embed"
-	"github.com/mcpsag/router/internal/match"
 	"github.com/mcpsag/router/internal/match/eval"
 	"github.com/mcpsag/router/internal/skill"
 	"github.com/mcpsag/router/models"
@@ -79,7 +78,7 @@ func (o *offlineFlags) open(ctx context.Context, e *env) (*eval.Corpus, []eval.Q
 		return nil, nil, nil, err
 	}
 	var cfg *config.Config
-	mcfg := match.DefaultConfig()
+	mcfg := config.Default().Match // what the router does without a config file
 	var ecfg embed.Config
 	if o.configFile != "" {
 		c, err := config.Resolve(config.Overrides{ConfigFile: o.configFile, Workspace: filepath.Dir(o.configFile)}, func(string) string { return "" })

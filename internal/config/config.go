@@ -20,6 +20,7 @@ import (
 
 	"github.com/mcpsag/router/internal/match"
 	"github.com/mcpsag/router/internal/skill"
+	"github.com/mcpsag/router/models"
 )
 
 // DefaultFile is the config file's path relative to the workspace.
@@ -181,8 +182,17 @@ type Shutdown struct {
 	Grace time.Duration `yaml:"grace"`
 }
 
-// Default returns the built-in configuration.
+// Default returns the built-in configuration. It includes the bundled
+// model's calibrated abstention (models.Calibration).
 func Default() Config {
+	cfg := builtin()
+	if err := yaml.Unmarshal(models.Calibration, &cfg); err != nil {
+		return builtin() // a build defect: TestBundledCalibration fails on it
+	}
+	return cfg
+}
+
+func builtin() Config {
 	return Config{
 		Addr:     "127.0.0.1:7443",
 		LogLevel: "info",

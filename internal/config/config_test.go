@@ -6,6 +6,10 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"go.yaml.in/yaml/v3"
+
+	"github.com/mcpsag/router/models"
 )
 
 func writeConfig(t *testing.T, ws, content string) string {
@@ -163,5 +167,28 @@ func TestMerge(t *testing.T) {
 	fresh := filepath.Join(t.TempDir(), "new.yaml")
 	if err := Merge(fresh, []Setting{{Key: "model.match_threshold", Value: 0.3}}); err != nil {
 		t.Errorf("merge into a new file: %v", err)
+	}
+}
+
+// TestBundledCalibration: the bundled model's calibration parses into the
+// default configuration and is valid.
+func TestBundledCalibration(t *testing.T) {
+	var cfg Config
+	if err := yaml.Unmarshal(models.Calibration, &cfg); err != nil {
+		t.Fatalf("models.Calibration: %v", err)
+	}
+	d := Default()
+	if len(d.Match.Abstain.Classifiers) == 0 || d.Match.CalibratedOn == "" {
+		t.Fatalf("default config lacks the bundled calibration: %+v", d.Match.Abstain)
+	}
+	if err := d.Match.Validate(); err != nil {
+		t.Errorf("default match config: %v", err)
+	}
+	// A config file that sets classifiers replaces the bundled ones.
+	ws := t.TempDir()
+	writeConfig(t, ws, "match:\n  abstain:\n    classifiers: []\n")
+	cfg, err := Resolve(Overrides{Workspace: ws}, envOf(nil))
+	if err != nil || len(cfg.Match.Abstain.Classifiers) != 0 {
+		t.Errorf("override: %v, %d classifiers", err, len(cfg.Match.Abstain.Classifiers))
 	}
 }

@@ -3,8 +3,8 @@ package config
 import (
 	"bytes"
 	"errors"
-	"io"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
