@@ -6,8 +6,8 @@ import (
 	"encoding/hex"
 	"fmt"
 	"strings"
-	"unicode"
-	"unicode/utf8"
+
+	"github.com/mcpsag/router/internal/skill"
 )
 
 // VectorCache stores document vectors across restarts (the store implements
@@ -120,7 +120,7 @@ func DocumentText(name, description, body string, bodyChars int) string {
 		b.WriteString(d)
 	}
 	if bodyChars > 0 {
-		if start := cutRunes(strings.TrimSpace(body), bodyChars); start != "" {
+		if start := strings.TrimSpace(skill.BodyStart(strings.TrimSpace(body), bodyChars)); start != "" {
 			if b.Len() > 0 {
 				b.WriteString("\n\n")
 			}
@@ -128,25 +128,4 @@ func DocumentText(name, description, body string, bodyChars int) string {
 		}
 	}
 	return b.String()
-}
-
-// cutRunes returns at most n runes of s, cut back to the last white space
-// when the cut falls inside a word.
-func cutRunes(s string, n int) string {
-	if utf8.RuneCountInString(s) <= n {
-		return s
-	}
-	i, count := 0, 0
-	for i < len(s) && count < n {
-		_, size := utf8.DecodeRuneInString(s[i:])
-		i += size
-		count++
-	}
-	cut := s[:i]
-	if r, _ := utf8.DecodeRuneInString(s[i:]); !unicode.IsSpace(r) {
-		if j := strings.LastIndexFunc(cut, unicode.IsSpace); j > 0 {
-			cut = cut[:j]
-		}
-	}
-	return strings.TrimSpace(cut)
 }

@@ -2,7 +2,6 @@ package match
 
 import (
 	"fmt"
-	"strings"
 	"unicode"
 	"unicode/utf8"
 
@@ -119,28 +118,4 @@ func normalizeText(s string) string {
 		prevPrev, prev = prev, r
 	}
 	return string(out)
-}
-
-// cutText returns at most n characters of s, cut back to the last white
-// space when the cut falls inside a word.
-func cutText(s string, n int) string {
-	if n <= 0 {
-		return ""
-	}
-	if utf8.RuneCountInString(s) <= n {
-		return s
-	}
-	i, count := 0, 0
-	for i < len(s) && count < n {
-		_, size := utf8.DecodeRuneInString(s[i:])
-		i += size
-		count++
-	}
-	cut := s[:i]
-	if r, _ := utf8.DecodeRuneInString(s[i:]); !unicode.IsSpace(r) {
-		if j := strings.LastIndexFunc(cut, unicode.IsSpace); j > 0 {
-			cut = cut[:j]
-		}
-	}
-	return cut
 }

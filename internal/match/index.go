@@ -120,7 +120,7 @@ func Build(ctx context.Context, in BuildInput) (*Index, error) {
 			if err != nil {
 				ix.stats.BodyErrors++
 			} else {
-				body = cutText(b, cfg.Fields.BodyChars)
+				body = skill.BodyStart(b, cfg.Fields.BodyChars)
 			}
 		}
 		texts[i] = docText(s, fields, body)

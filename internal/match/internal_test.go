@@ -28,25 +28,6 @@ func TestNormalizeText(t *testing.T) {
 	}
 }
 
-func TestCutText(t *testing.T) {
-	tests := []struct {
-		in   string
-		n    int
-		want string
-	}{
-		{"hello world", 20, "hello world"},
-		{"hello world", 8, "hello"},
-		{"héllo wörld", 9, "héllo"},
-		{"abcdef", 3, "abc"},
-		{"abc", 0, ""},
-	}
-	for _, tc := range tests {
-		if got := cutText(tc.in, tc.n); got != tc.want {
-			t.Errorf("cutText(%q, %d) = %q, want %q", tc.in, tc.n, got, tc.want)
-		}
-	}
-}
-
 func TestMinHeapKeepsBest(t *testing.T) {
 	r := rand.New(rand.NewPCG(1, 2))
 	for _, k := range []int{0, 1, 5, 100} {

@@ -2,6 +2,8 @@ package skill
 
 import (
 	"fmt"
+	"strings"
+	"unicode"
 	"unicode/utf8"
 )
 
@@ -43,4 +45,29 @@ const TokenCounting = "estimate: ceil(unicode characters / 4)"
 func EstimateTokens(s string) int {
 	n := utf8.RuneCountInString(s)
 	return (n + CharsPerToken - 1) / CharsPerToken
+}
+
+// BodyStart returns at most n characters of a skill's body, cut back to the
+// last white space when the cut falls inside a word. Matching indexes and
+// embeds this much of a body.
+func BodyStart(s string, n int) string {
+	if n <= 0 {
+		return ""
+	}
+	if utf8.RuneCountInString(s) <= n {
+		return s
+	}
+	i, count := 0, 0
+	for i < len(s) && count < n {
+		_, size := utf8.DecodeRuneInString(s[i:])
+		i += size
+		count++
+	}
+	cut := s[:i]
+	if r, _ := utf8.DecodeRuneInString(s[i:]); !unicode.IsSpace(r) {
+		if j := strings.LastIndexFunc(cut, unicode.IsSpace); j > 0 {
+			cut = cut[:j]
+		}
+	}
+	return cut
 }
