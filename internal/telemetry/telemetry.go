@@ -283,19 +283,6 @@ func (t *Telemetry) Logger() *slog.Logger {
 // reindex.
 func (t *Telemetry) Tracer() trace.Tracer { return t.tp.Tracer(ScopeName) }
 
-// TracerProvider, MeterProvider, LoggerProvider and Propagator return what
-// Setup built, for instrumenting other libraries (otelhttp, for example).
-func (t *Telemetry) TracerProvider() trace.TracerProvider { return t.tp }
-
-// MeterProvider returns the meter provider; see TracerProvider.
-func (t *Telemetry) MeterProvider() metric.MeterProvider { return t.mp }
-
-// LoggerProvider returns the OTel logger provider; see TracerProvider.
-func (t *Telemetry) LoggerProvider() otellog.LoggerProvider { return t.lp }
-
-// Propagator returns the W3C trace-context and baggage propagator.
-func (t *Telemetry) Propagator() propagation.TextMapPropagator { return t.prop }
-
 // MetricsHandler returns the Prometheus /metrics handler, or nil when
 // Config.AdminAddr was empty. It is already served on the admin address;
 // use it to mount /metrics elsewhere too.
