@@ -241,7 +241,8 @@ func (m *Main) watchConfig(eng *engine.Engine) {
 		getenv = os.Getenv
 	}
 	path := config.ReloadPath(m.Config, m.Overrides, getenv)
-	eng.SetConfigState(engine.ConfigState{Path: path, LoadedAt: time.Now()})
+	state := engine.ConfigState{Path: path, LoadedAt: time.Now()} // touched by the reloader only
+	eng.SetConfigState(state)
 	log := m.log.With("component", "config")
 	inForce := m.Config
 	r := &config.Reloader{
@@ -256,7 +257,8 @@ func (m *Main) watchConfig(eng *engine.Engine) {
 				}
 			}
 			inForce = c
-			eng.SetConfigState(engine.ConfigState{Path: path, LoadedAt: time.Now()})
+			state = engine.ConfigState{Path: path, LoadedAt: time.Now()}
+			eng.SetConfigState(state)
 			log.Info("config reloaded", "path", path, "applied", config.HotReloadable,
 				"skills_v1", c.Flags.SkillsV1, "skills_exec", c.Flags.SkillsExec)
 			if later := config.RestartNeeded(m.Config, c); len(later) > 0 {
@@ -264,14 +266,12 @@ func (m *Main) watchConfig(eng *engine.Engine) {
 			}
 		},
 		OnError: func(err error) {
-			st := eng.Status().Config
-			if err == nil {
-				st.Error = ""
-			} else {
-				st.Error = err.Error()
+			state.Error = ""
+			if err != nil {
+				state.Error = err.Error()
 				log.Error("config edit rejected; the previous config stays in force", "path", path, "err", err)
 			}
-			eng.SetConfigState(st)
+			eng.SetConfigState(state)
 		},
 	}
 	ctx, cancel := context.WithCancel(context.Background())

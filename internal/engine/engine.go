@@ -111,22 +111,28 @@ func New(cfg Config, db *store.DB, log *slog.Logger) (*Engine, error) {
 // (file events and periodic rescans) until Close. It returns the first
 // reindex's error; the engine is then not ready.
 func (e *Engine) Start(ctx context.Context) error {
-	if _, err := e.Reindex(ctx, false); err != nil {
-		return err
-	}
-	bg, cancel := context.WithCancel(context.Background())
-	e.mu.Lock()
-	e.cancel, e.done = cancel, make(chan struct{})
+	// The watcher exists before the first reindex, so that pass's scan
+	// also tells it which folders to watch.
 	if e.cfg.Watch {
 		w, err := loader.NewWatcher(e.cfg.Debounce, e.log.With("component", "watch"))
 		if err != nil {
 			e.log.Warn("file watching unavailable; relying on periodic rescans", "err", err)
 		} else {
+			e.mu.Lock()
 			e.watcher = w
+			e.mu.Unlock()
 		}
 	}
+	if _, err := e.Reindex(ctx, false); err != nil {
+		if e.watcher != nil {
+			e.watcher.Close()
+		}
+		return err
+	}
+	bg, cancel := context.WithCancel(context.Background())
+	e.mu.Lock()
+	e.cancel, e.done = cancel, make(chan struct{})
 	e.mu.Unlock()
-	e.syncWatches()
 	go e.refreshLoop(bg)
 	return nil
 }
@@ -205,14 +211,6 @@ func (e *Engine) Reindex(ctx context.Context, full bool) (loader.Stats, error) {
 	}
 	e.syncWatchesFrom(scan)
 	return st, nil
-}
-
-func (e *Engine) syncWatches() {
-	roots, err := e.ix.Roots()
-	if err != nil {
-		return
-	}
-	e.syncWatchesFrom(loader.Scan(roots, e.cfg.Loader.Scan))
 }
 
 // syncWatchesFrom watches every folder of the scan plus the workspace and the

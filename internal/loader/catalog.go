@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"slices"
 	"sort"
-	"strings"
 	"time"
 
 	"github.com/mcpsag/router/internal/skill"
@@ -24,6 +23,7 @@ type Catalog struct {
 	Problems []skill.Problem
 
 	entries []*Entry
+	keys    map[*skill.Skill]string      // each skill's folded name, computed once
 	global  map[string]*Entry            // folded name -> winner among global roots
 	scoped  map[string]map[string]*Entry // agent -> folded name -> winner among its roots
 	shadows []Shadow
@@ -81,6 +81,7 @@ func NewCatalog(in CatalogInput) *Catalog {
 		Files:      in.Files,
 		Invalid:    in.Invalid,
 		Problems:   append([]skill.Problem(nil), in.Problems...),
+		keys:       make(map[*skill.Skill]string, len(in.Skills)),
 		global:     make(map[string]*Entry),
 		scoped:     make(map[string]map[string]*Entry),
 	}
@@ -94,6 +95,7 @@ func NewCatalog(in CatalogInput) *Catalog {
 	}
 	for _, s := range in.Skills {
 		c.entries = append(c.entries, &Entry{Skill: s})
+		c.keys[s] = FoldName(s.Name)
 	}
 	sort.SliceStable(c.entries, func(i, j int) bool {
 		a, b := c.entries[i].Skill, c.entries[j].Skill
@@ -116,7 +118,7 @@ func NewCatalog(in CatalogInput) *Catalog {
 	}
 
 	for _, e := range c.entries {
-		key := FoldName(e.Skill.Name)
+		key := c.keys[e.Skill]
 		scope := c.global
 		if a := e.Skill.Root.Agent; a != "" {
 			if c.scoped[a] == nil {
@@ -171,7 +173,10 @@ func shadowReason(w, l *skill.Skill, kindRank func(skill.SourceKind) int) string
 // when it has one, else the global winner. The name is matched after
 // FoldName.
 func (c *Catalog) Lookup(name, agent string) (*Entry, bool) {
-	key := FoldName(name)
+	return c.lookupKey(FoldName(name), agent)
+}
+
+func (c *Catalog) lookupKey(key, agent string) (*Entry, bool) {
 	if agent != "" {
 		if e, ok := c.scoped[agent][key]; ok {
 			return e, true
@@ -199,9 +204,14 @@ func (c *Catalog) Visible(agent string) []*skill.Skill {
 	return out
 }
 
-// VisibleTo reports whether agent sees s (as a winner).
+// VisibleTo reports whether agent sees s (as a winner). Match calls it for
+// every candidate, so it reuses the skill's folded name.
 func (c *Catalog) VisibleTo(s *skill.Skill, agent string) bool {
-	e, ok := c.Lookup(s.Name, agent)
+	key, ok := c.keys[s]
+	if !ok {
+		return false // not a skill of this catalog
+	}
+	e, ok := c.lookupKey(key, agent)
 	return ok && e.Skill == s
 }
 
@@ -243,9 +253,8 @@ func (c *Catalog) Entries() []*Entry { return c.entries }
 
 // DisabledReason says why s is not listed or matched, or "" when it is.
 func DisabledReason(s *skill.Skill) string {
-	var reasons []string
-	if !s.Enabled() {
-		reasons = append(reasons, fmt.Sprintf("disabled by %s (enabled: false)", s.Registry.Source))
+	if s.Enabled() {
+		return ""
 	}
-	return strings.Join(reasons, "; ")
+	return fmt.Sprintf("disabled by %s (enabled: false)", s.Registry.Source)
 }
