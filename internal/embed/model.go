@@ -263,6 +263,11 @@ func (m *Model) tokenize(text string) (in tokenized, err error) {
 // goes on in the background, holding its concurrency slot and the read lock
 // that keeps Close waiting, and runTimed returns ErrTimeout.
 func (m *Model) runTimed(ctx context.Context, batch []tokenized) ([][]float32, error) {
+	// A select with a free slot and a closed Done picks either at random;
+	// a call whose context already ended must never start a run.
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
 	select {
 	case m.sem <- struct{}{}:
 	case <-ctx.Done():
