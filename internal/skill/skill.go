@@ -1,8 +1,10 @@
-// Package skill holds the router's core types: where skills come from (Root,
+// Package skill is the router's domain: where skills come from (Root,
 // SourceKind), what a parsed SKILL.md is (Skill, Frontmatter, Problem), what a
-// match returns (Candidate) and how much of a skill a caller may load
-// (LoadLevel). It imports nothing else from this module, so every other package
-// (loader, store, embed, match, server) can share these types without cycles.
+// match returns (Candidate, MatchResult), how much of a skill a caller may
+// load (LoadLevel), and the service contract every front end speaks (Router,
+// with its request and result types, each request validating itself). It
+// imports nothing else from this module, so every other package can share
+// these types without cycles.
 package skill
 
 import (

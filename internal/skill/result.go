@@ -1,0 +1,202 @@
+package skill
+
+import (
+	"fmt"
+	"time"
+)
+
+// Entry is one valid copy of a skill and its place in the precedence order.
+type Entry struct {
+	Skill *Skill
+	// Rank is the 1-based position of the skill's root in the precedence
+	// order (1 wins).
+	Rank int
+	// ShadowedBy is the copy that hides this one in its own scope.
+	ShadowedBy *Entry
+	// Shadows lists the copies this one hides.
+	Shadows []*Entry
+}
+
+// Shadow records a name collision.
+type Shadow struct {
+	Name   string
+	Winner *Skill
+	Loser  *Skill
+	Reason string
+	// Agent is set when the collision only exists for that agent (an
+	// agent-scoped skill hiding a global one).
+	Agent string
+}
+
+// RenderedCatalog is a prompt-ready skill list that fits a character budget.
+type RenderedCatalog struct {
+	Text   string
+	Chars  int
+	Budget int
+	// Included, Shortened and Cut name skills: listed, listed with a
+	// shortened description (or none), and left out.
+	Included, Shortened, Cut []string
+}
+
+// ListResult is one page of skills.
+type ListResult struct {
+	Skills        []*Skill
+	NextPageToken string
+	// Total counts the skills of every page.
+	Total      int
+	Catalog    *RenderedCatalog // nil unless asked for
+	Shadowed   []Shadow
+	Generation uint64
+}
+
+// GetResult is one skill with its precedence entry.
+type GetResult struct {
+	Entry      *Entry
+	Generation uint64
+}
+
+// LoadResult is a loaded skill.
+type LoadResult struct {
+	Skill *Skill
+	Level LoadLevel
+	// Content is the body (level 2) or text resource (level 3), framed
+	// unless Raw was asked.
+	Content string
+	// Data holds a level-3 resource that is not UTF-8 text.
+	Data              []byte
+	Framed, Truncated bool
+	// Tokens and TotalTokens are estimates for the returned and the whole
+	// body (level 2) or resource text (level 3).
+	Tokens, TotalTokens, TokenBudget int
+	// SHA256 is the hash of the file the content came from: SKILL.md at
+	// levels 1 and 2, the resource file at level 3.
+	SHA256       string
+	ResourcePath string
+	Size         int64
+	MediaType    string
+	Generation   uint64
+}
+
+// ReindexStats describe one reindex pass.
+type ReindexStats struct {
+	Scanned, Added, Changed, Removed, Unchanged, Invalid int
+	// Parsed counts files read and parsed in this pass; a warm restart
+	// parses none.
+	Parsed int
+	// Embedded counts embeddings computed in this pass; a restart with
+	// unchanged skills computes none.
+	Embedded   int
+	Duration   time.Duration
+	Generation uint64
+	FinishedAt time.Time
+	// Published is false when nothing changed and the previous
+	// generation was kept.
+	Published bool
+}
+
+// Progress is a snapshot of a running reindex.
+type Progress struct {
+	Running     bool
+	Phase       string
+	Done, Total int
+}
+
+// Flags are the feature flags.
+type Flags struct {
+	SkillsV1   bool
+	SkillsExec bool
+}
+
+// ConfigState describes the configuration file in force.
+type ConfigState struct {
+	Path     string
+	LoadedAt time.Time
+	// Error is the last rejected edit, empty when the file on disk is the
+	// one in force.
+	Error string
+}
+
+// ModelStatus describes the embedding model in use.
+type ModelStatus struct {
+	Name        string
+	Dimension   int
+	Fingerprint string
+	Path        string
+	// LoadDuration is how long loading took; QueryLatency one warm query.
+	LoadDuration, QueryLatency time.Duration
+	// EmbeddingsComputed counts texts embedded since start.
+	EmbeddingsComputed int64
+	// VectorsCached counts the model's vectors in the cache.
+	VectorsCached  int
+	MatchThreshold float64
+}
+
+// Status describes the router for operators.
+type Status struct {
+	Version   string
+	StartedAt time.Time
+	Serving   bool
+
+	Generation uint64
+	// Skills counts the skills served to callers without an agent.
+	Skills, Disabled, Hidden, Shadowed, AgentScoped int
+	// FilesInvalid counts SKILL.md files skipped because they never parsed.
+	FilesInvalid int
+	Agents       []string
+	Shadows      []Shadow
+
+	// LastReindex is when the last pass ran; LastStats describe the pass
+	// that built the current generation.
+	LastReindex      time.Time
+	LastStats        ReindexStats
+	LastReindexError string
+	Progress         Progress
+	// ParsedTotal counts files parsed since start.
+	ParsedTotal int64
+
+	Errors, Warnings int
+	ProblemsByCode   map[string]int
+
+	Flags  Flags
+	Config ConfigState
+
+	// Model is the embedding model's state; nil when no model is loaded.
+	Model *ModelStatus
+	// Degraded is set when matching uses keywords only.
+	Degraded       bool
+	DegradedReason string
+}
+
+// DenyReason says why a script may not run.
+type DenyReason string
+
+// Deny reasons, in the order AuthorizeExec checks them.
+const (
+	DenyExecDisabled   DenyReason = "exec_disabled"   // feature flag skills_exec is off
+	DenyNotFound       DenyReason = "not_found"       // no such skill or script
+	DenySkillDisabled  DenyReason = "skill_disabled"  // disabled in registry.json
+	DenyPathEscape     DenyReason = "path_escape"     // the path leaves the skill folder
+	DenyNotAllowlisted DenyReason = "not_allowlisted" // no ALLOWLIST.txt entry (or an untrusted skill's entry is unpinned)
+	DenyHashMismatch   DenyReason = "hash_mismatch"   // the content differs from the pinned sha256
+)
+
+// ExecDecision answers an ExecRequest.
+type ExecDecision struct {
+	Allowed bool
+	Reason  DenyReason // empty when allowed
+	Message string
+	// ScriptSHA256 is the hash of the script as it is now, when it could
+	// be read.
+	ScriptSHA256 string
+	// DecisionID names the decision in the audit log and in
+	// ReportExecResult.
+	DecisionID string
+}
+
+// DisabledReason says why s is not listed or matched, or "" when it is.
+func (s *Skill) DisabledReason() string {
+	if s.Enabled() {
+		return ""
+	}
+	return fmt.Sprintf("disabled by %s (enabled: false)", s.Registry.Source)
+}
