@@ -108,8 +108,8 @@ func (o *offlineFlags) open(ctx context.Context, e *env) (*eval.Corpus, []eval.Q
 	if c.DenseErr != nil && o.mode != "bm25" {
 		fmt.Fprintf(e.stderr, "dense matching unavailable: %v; results are keyword-only\n", c.DenseErr)
 	}
-	fmt.Fprintf(e.stderr, "%d skills indexed (load %s, embed %s, index %s); running %d queries\n",
-		c.Index.Len(), c.LoadTime.Round(time.Millisecond), c.EmbedTime.Round(time.Millisecond), c.IndexTime.Round(time.Millisecond), len(qs))
+	fmt.Fprintf(e.stderr, "%d skills indexed in %s (match index %s); running %d queries\n",
+		c.Index.Len(), c.BuildTime.Round(time.Millisecond), c.IndexTime.Round(time.Millisecond), len(qs))
 	return c, qs, cfg, nil
 }
 

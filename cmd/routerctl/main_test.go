@@ -125,7 +125,7 @@ func TestHelp(t *testing.T) {
 func TestValidate(t *testing.T) {
 	ws := daemontest.CopyExamples(t)
 	res := ctl(t, "x", "validate", ws)
-	if res.code != 0 || !strings.Contains(res.stdout, "9 SKILL.md files, 9 would be served; 0 errors") {
+	if res.code != 0 || !strings.Contains(res.stdout, "9 SKILL.md files, 9 valid, 8 would be served; 0 errors") {
 		t.Fatalf("examples: exit %d\n%s%s", res.code, res.stdout, res.stderr)
 	}
 

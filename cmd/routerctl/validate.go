@@ -4,8 +4,10 @@ import (
 	"encoding/json"
 	"fmt"
 
-	"github.com/mcpsag/router/internal/loader"
+	"github.com/mcpsag/router/internal/generation"
 	"github.com/mcpsag/router/internal/skill"
+	"github.com/mcpsag/router/internal/skillfs"
+	"github.com/mcpsag/router/internal/skillmd"
 )
 
 const validateUsage = `
@@ -26,6 +28,7 @@ warnings), 0 otherwise.
 type validateOutput struct {
 	Files    int              `json:"files"`
 	Valid    int              `json:"valid"`
+	Served   int              `json:"served"`
 	Errors   int              `json:"errors"`
 	Warnings int              `json:"warnings"`
 	Problems []problemJSON    `json:"problems"`
@@ -55,7 +58,7 @@ func runValidate(e *env, args []string) error {
 	fs := newFlags(e, "validate", validateUsage)
 	strict := fs.Bool("strict", false, "treat warnings as errors")
 	quiet := fs.Bool("quiet", false, "print errors only, and the summary")
-	maxFile := fs.Int64("max-file-bytes", loader.DefaultLimits.MaxFileBytes, "skip SKILL.md files larger than `N` bytes")
+	maxFile := fs.Int64("max-file-bytes", skillmd.DefaultLimits.MaxFileBytes, "skip SKILL.md files larger than `N` bytes")
 	dirs, err := parseArgs(fs, args)
 	if err != nil {
 		return err
@@ -65,7 +68,7 @@ func runValidate(e *env, args []string) error {
 	}
 	var roots []skill.Root
 	for _, d := range dirs {
-		rs, err := loader.RootsForPath(d)
+		rs, err := skillfs.RootsForPath(d)
 		if err != nil {
 			return usageError{fmt.Sprintf("cannot read %s: %v", d, err)}
 		}
@@ -74,11 +77,11 @@ func runValidate(e *env, args []string) error {
 			roots = append(roots, r)
 		}
 	}
-	lim := loader.DefaultLimits
+	lim := skillmd.DefaultLimits
 	lim.MaxFileBytes = *maxFile
-	rep := loader.Validate(roots, lim, loader.DefaultScanLimits)
+	rep := generation.Validate(roots, lim, skillfs.DefaultScanLimits)
 
-	out := validateOutput{Files: rep.Files, Valid: rep.Valid, ByCode: map[string]int{},
+	out := validateOutput{Files: rep.Files, Valid: rep.Valid, Served: rep.Served, ByCode: map[string]int{},
 		Limits: map[string]int64{"max_file_bytes": lim.MaxFileBytes, "max_frontmatter_bytes": int64(lim.MaxFrontmatterBytes)}}
 	for _, r := range roots {
 		out.Roots = append(out.Roots, r.Path)
@@ -112,8 +115,8 @@ func runValidate(e *env, args []string) error {
 		for _, s := range rep.Shadows {
 			fmt.Fprintf(e.stdout, "%s: warning: name %q also defined in %s; this copy is hidden (%s) (name-collision)\n", s.Loser.Dir, s.Name, s.Winner.Dir, s.Reason)
 		}
-		fmt.Fprintf(e.stdout, "%d SKILL.md files, %d would be served; %d errors, %d warnings, %d name collisions\n",
-			out.Files, out.Valid, out.Errors, out.Warnings, len(out.Shadows))
+		fmt.Fprintf(e.stdout, "%d SKILL.md files, %d valid, %d would be served; %d errors, %d warnings, %d name collisions\n",
+			out.Files, out.Valid, out.Served, out.Errors, out.Warnings, len(out.Shadows))
 		if out.Files == 0 {
 			fmt.Fprintln(e.stdout, "no SKILL.md found; folders starting with '.' or '_' are skipped unless you name them directly")
 		}

@@ -14,22 +14,21 @@ import (
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/types/known/durationpb"
 
-	"github.com/mcpsag/router/internal/telemetry"
+	routerv1 "github.com/mcpsag/router/api/proto/mcpsag/router/v1"
+	"github.com/mcpsag/router/internal/skill"
 )
-
-const service = "/mcpsag.router.v1.SkillRouter/"
 
 // methodGroups maps full method names to groups. Methods not listed are
 // denied when tokens are on, except health, which is always open.
 var methodGroups = map[string]Group{
-	service + "ListSkills":       GroupRead,
-	service + "GetSkill":         GroupRead,
-	service + "Status":           GroupRead,
-	service + "Match":            GroupMatch,
-	service + "Load":             GroupLoad,
-	service + "AuthorizeExec":    GroupExec,
-	service + "ReportExecResult": GroupExec,
-	service + "Reindex":          GroupAdmin,
+	routerv1.SkillRouter_ListSkills_FullMethodName:                   GroupRead,
+	routerv1.SkillRouter_GetSkill_FullMethodName:                     GroupRead,
+	routerv1.SkillRouter_Status_FullMethodName:                       GroupRead,
+	routerv1.SkillRouter_Match_FullMethodName:                        GroupMatch,
+	routerv1.SkillRouter_Load_FullMethodName:                         GroupLoad,
+	routerv1.SkillRouter_AuthorizeExec_FullMethodName:                GroupExec,
+	routerv1.SkillRouter_ReportExecResult_FullMethodName:             GroupExec,
+	routerv1.SkillRouter_Reindex_FullMethodName:                      GroupAdmin,
 	"/grpc.reflection.v1.ServerReflection/ServerReflectionInfo":      GroupRead,
 	"/grpc.reflection.v1alpha.ServerReflection/ServerReflectionInfo": GroupRead,
 }
@@ -58,8 +57,30 @@ func PeerAddr(ctx context.Context) string {
 // allowed as Anonymous (or as the client certificate's subject under mTLS);
 // admin calls are audited either way.
 type Guard struct {
-	Tokens   *Tokens
-	Recorder *telemetry.Recorder
+	Tokens *Tokens
+	// Auditor records the access decisions on admin calls and rate-limited
+	// calls; nil records nothing.
+	Auditor Auditor
+}
+
+// AdminCall describes one call to an admin method (Reindex, ...) or one
+// rate-limited call, and the access decision on it.
+type AdminCall struct {
+	// Method is the full gRPC method, /mcpsag.router.v1.SkillRouter/Reindex.
+	Method string
+	// Principal is a token id or certificate identity, never the token.
+	Principal string
+	Decision  skill.Decision
+	Reason    string // why it was denied or limited; empty when allowed
+	Peer      string // client address
+	// Code is the call's result (a gRPC code name), empty when the call
+	// was not run.
+	Code string
+}
+
+// Auditor records audited access decisions; telemetry.Recorder is one.
+type Auditor interface {
+	AdminCalled(ctx context.Context, a AdminCall)
 }
 
 // agentRequest is implemented by requests that name an agent.
@@ -67,27 +88,27 @@ type agentRequest interface{ GetAgent() string }
 
 // check authenticates the call and checks its group, agent and rate. It
 // returns the principal, or a status error with the decision for the audit.
-func (g *Guard) check(ctx context.Context, method string, req any) (*Principal, telemetry.Decision, string, error) {
+func (g *Guard) check(ctx context.Context, method string, req any) (*Principal, skill.Decision, string, error) {
 	if g.Tokens == nil {
-		return certPrincipal(ctx), telemetry.DecisionAllow, "", nil
+		return certPrincipal(ctx), skill.DecisionAllow, "", nil
 	}
 	tok, ok := bearer(ctx)
 	if !ok {
-		return nil, telemetry.DecisionDeny, "no_token", status.Error(codes.Unauthenticated,
+		return nil, skill.DecisionDeny, "no_token", status.Error(codes.Unauthenticated,
 			"missing bearer token: send the header 'authorization: Bearer <token>' (routerctl --token or MCPSAG_TOKEN)")
 	}
 	p, ok := g.Tokens.Authenticate(tok)
 	if !ok {
-		return nil, telemetry.DecisionDeny, "bad_token", status.Error(codes.Unauthenticated, "invalid bearer token")
+		return nil, skill.DecisionDeny, "bad_token", status.Error(codes.Unauthenticated, "invalid bearer token")
 	}
 	grp, known := methodGroups[method]
 	if !known {
 		// An authenticated caller may learn that a method does not exist:
 		// the unknown-service handler answers Unimplemented.
-		return p, telemetry.DecisionAllow, "", nil
+		return p, skill.DecisionAllow, "", nil
 	}
 	if !p.Allows(grp) {
-		return p, telemetry.DecisionDeny, "scope", status.Errorf(codes.PermissionDenied,
+		return p, skill.DecisionDeny, "scope", status.Errorf(codes.PermissionDenied,
 			"token %s may not call %s (needs group %s; it has %s)", p.ID, method, grp, strings.Join(p.Groups(), ", "))
 	}
 	if ar, ok := req.(agentRequest); ok && !p.ActsFor(ar.GetAgent()) {
@@ -95,7 +116,7 @@ func (g *Guard) check(ctx context.Context, method string, req any) (*Principal, 
 		if agent == "" {
 			agent = "(none)"
 		}
-		return p, telemetry.DecisionDeny, "agent", status.Errorf(codes.PermissionDenied,
+		return p, skill.DecisionDeny, "agent", status.Errorf(codes.PermissionDenied,
 			"token %s may not act for agent %s; set agent to one the token is bound to", p.ID, agent)
 	}
 	if p.limiter != nil {
@@ -104,10 +125,10 @@ func (g *Guard) check(ctx context.Context, method string, req any) (*Principal, 
 			r.Cancel()
 			st, _ := status.New(codes.ResourceExhausted, "rate limit of token "+p.ID+" exceeded; retry after the delay in RetryInfo").
 				WithDetails(&errdetails.RetryInfo{RetryDelay: durationpb.New(d.Round(time.Millisecond) + time.Millisecond)})
-			return p, telemetry.DecisionRateLimited, "rate_limit", st.Err()
+			return p, skill.DecisionRateLimited, "rate_limit", st.Err()
 		}
 	}
-	return p, telemetry.DecisionAllow, "", nil
+	return p, skill.DecisionAllow, "", nil
 }
 
 // Unary returns the unary interceptor.
@@ -119,14 +140,14 @@ func (g *Guard) Unary() grpc.UnaryServerInterceptor {
 		p, decision, reason, err := g.check(ctx, info.FullMethod, req)
 		admin := methodGroups[info.FullMethod] == GroupAdmin
 		if err != nil {
-			if admin || decision == telemetry.DecisionRateLimited {
+			if admin || decision == skill.DecisionRateLimited {
 				g.audit(ctx, info.FullMethod, p, decision, reason, status.Code(err))
 			}
 			return nil, err
 		}
 		resp, err := h(context.WithValue(ctx, principalKey{}, p), req)
 		if admin {
-			g.audit(ctx, info.FullMethod, p, telemetry.DecisionAllow, "", status.Code(err))
+			g.audit(ctx, info.FullMethod, p, skill.DecisionAllow, "", status.Code(err))
 		}
 		return resp, err
 	}
@@ -145,12 +166,15 @@ func (g *Guard) Stream() grpc.StreamServerInterceptor {
 	}
 }
 
-func (g *Guard) audit(ctx context.Context, method string, p *Principal, d telemetry.Decision, reason string, code codes.Code) {
+func (g *Guard) audit(ctx context.Context, method string, p *Principal, d skill.Decision, reason string, code codes.Code) {
 	id := "unauthenticated"
 	if p != nil {
 		id = p.ID
 	}
-	g.Recorder.AdminCalled(ctx, telemetry.AdminCall{
+	if g.Auditor == nil {
+		return
+	}
+	g.Auditor.AdminCalled(ctx, AdminCall{
 		Method: method, Principal: id, Decision: d, Reason: reason, Peer: PeerAddr(ctx), Code: code.String(),
 	})
 }

@@ -70,7 +70,7 @@ func TestCorporaServed(t *testing.T) {
 	}
 	m, _ := startCorpora(t, t.TempDir())
 	defer m.Close(context.Background())
-	st := m.Engine().Status()
+	st, _ := m.Router().Status(context.Background())
 	if st.Skills < 4000 {
 		t.Errorf("served %d skills from the shared trees, want 4,000+", st.Skills)
 	}
@@ -87,7 +87,8 @@ func BenchmarkIndexCorpora(b *testing.B) {
 		skills := 0
 		for b.Loop() {
 			m, _ := startCorpora(b, b.TempDir())
-			skills = m.Engine().Status().LastStats.Scanned
+			st, _ := m.Router().Status(context.Background())
+			skills = st.LastStats.Scanned
 			b.StopTimer()
 			m.Close(context.Background())
 			b.StartTimer()
@@ -103,7 +104,7 @@ func BenchmarkIndexCorpora(b *testing.B) {
 		for b.Loop() {
 			m, d := startCorpora(b, state)
 			serving += d
-			st := m.Engine().Status()
+			st, _ := m.Router().Status(context.Background())
 			skills = st.LastStats.Scanned
 			if st.LastStats.Parsed != 0 {
 				b.Fatalf("warm restart parsed %d files", st.LastStats.Parsed)

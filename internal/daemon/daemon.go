@@ -5,6 +5,7 @@
 package daemon
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"flag"
@@ -20,12 +21,16 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials"
 
+	routerv1 "github.com/mcpsag/router/api/proto/mcpsag/router/v1"
 	"github.com/mcpsag/router/internal/auth"
 	"github.com/mcpsag/router/internal/config"
 	"github.com/mcpsag/router/internal/embed"
-	"github.com/mcpsag/router/internal/engine"
-	"github.com/mcpsag/router/internal/loader"
+	"github.com/mcpsag/router/internal/generation"
+	"github.com/mcpsag/router/internal/router"
 	"github.com/mcpsag/router/internal/server"
+	"github.com/mcpsag/router/internal/skill"
+	"github.com/mcpsag/router/internal/skillfs"
+	"github.com/mcpsag/router/internal/skillmd"
 	"github.com/mcpsag/router/internal/store"
 	"github.com/mcpsag/router/internal/telemetry"
 	"github.com/mcpsag/router/models"
@@ -45,13 +50,14 @@ type Main struct {
 	PrintConfig bool
 	Stderr      io.Writer
 
-	log    *slog.Logger
-	tel    *telemetry.Telemetry
-	db     *store.DB
-	engine *engine.Engine
-	srv    *server.Server
-	lis    net.Listener
-	served chan error
+	log      *slog.Logger
+	tel      *telemetry.Telemetry
+	db       *store.DB
+	embedder *embed.Manager
+	router   *router.Router
+	srv      *server.Server
+	lis      net.Listener
+	served   chan error
 	// bundledModel is where the bundled model was unpacked.
 	bundledModel string
 	// stopReload ends the config watcher.
@@ -145,7 +151,7 @@ func (m *Main) Run(ctx context.Context) (err error) {
 	m.log = tel.Logger()
 	undo = append(undo, func() { m.closeTelemetry() })
 
-	guard := &auth.Guard{Recorder: tel.Recorder()}
+	guard := &auth.Guard{Auditor: tel.Recorder()}
 	var serverOpts []grpc.ServerOption
 	if cfg.Auth.Enabled {
 		if guard.Tokens, err = auth.LoadTokens(cfg.Auth.TokensFile, m.log.With("component", "auth")); err != nil {
@@ -167,9 +173,10 @@ func (m *Main) Run(ctx context.Context) (err error) {
 	m.lis = lis
 	undo = append(undo, func() { lis.Close() })
 	db, err := store.Open(cfg.StateDir, store.Options{
-		LockTimeout: 2 * time.Second,
-		Holder:      fmt.Sprintf("router pid %d listening on %s since %s", os.Getpid(), lis.Addr(), time.Now().UTC().Format(time.RFC3339)),
-		Logger:      m.log.With("component", "store"),
+		LockTimeout:   2 * time.Second,
+		Holder:        fmt.Sprintf("router pid %d listening on %s since %s", os.Getpid(), lis.Addr(), time.Now().UTC().Format(time.RFC3339)),
+		Logger:        m.log.With("component", "store"),
+		ParserVersion: skillmd.Version,
 	})
 	if err != nil {
 		return err
@@ -185,36 +192,48 @@ func (m *Main) Run(ctx context.Context) (err error) {
 			m.log.Warn("bundled model could not be unpacked; matching uses keywords only", "err", err)
 		}
 	}
-	ec := m.engineConfig()
-	ec.Recorder = tel.Recorder()
+	rec := tel.Recorder()
 	if !cfg.Model.Disabled {
-		ec.Embedder = embed.NewManager(ec.Embed, m.log, tel.Recorder())
-		undo = append(undo, func() { ec.Embedder.Close() })
-		if err := ec.Embedder.Reload(ctx, ec.Embed); err != nil {
-			m.log.Warn("embedding model not loaded; matching uses keywords only until it is fixed", "dir", ec.Embed.Dir, "err", err)
-		} else {
-			id := ec.Embedder.Identity()
-			m.log.Info("embedding model loaded", "model", id.Name, "dimension", id.Dimension, "fingerprint", id.Fingerprint,
-				"load", ec.Embedder.Status().Load.LoadDuration.String())
+		m.embedder = embed.NewManager(m.embedConfig(cfg), m.log, rec)
+		undo = append(undo, func() { m.closeEmbedder() })
+		if err := m.embedder.Reload(ctx, m.embedConfig(cfg)); err != nil {
+			m.log.Warn("embedding model not loaded; matching uses keywords only until it is fixed", "dir", m.embedConfig(cfg).Dir, "err", err)
 		}
-		tel.Recorder().RegisterEmbeddingCache(telemetry.CacheQuery, func() (int64, int64) {
-			st := ec.Embedder.Status()
+		rec.RegisterEmbeddingCache(telemetry.CacheQuery, func() (int64, int64) {
+			st := m.embedder.Status()
 			return st.QueryCacheHits, st.QueryCacheMisses
 		})
 	}
-	eng, err := engine.New(ec, db, m.log.With("component", "engine"))
+	builder, err := generation.NewBuilder(m.builderConfig(), db)
 	if err != nil {
 		return err
 	}
-	m.engine = eng
+	m.router = router.New(router.Config{
+		Builder:          builder,
+		Watch:            cfg.Watch.Enabled,
+		Debounce:         cfg.Watch.Debounce,
+		RescanInterval:   cfg.Watch.RescanInterval,
+		MaxResourceBytes: cfg.Limits.MaxResourceBytes,
+		AllowlistFile:    cfg.Exec.AllowlistFile,
+		Settings:         settingsOf(cfg),
+		Version:          Version,
+		OnPass:           recordPass(rec),
+		Logger:           m.log.With("component", "router"),
+	})
+	rec.RegisterIndexGauge(func() telemetry.IndexSize {
+		st, _ := m.router.Status(context.Background())
+		return telemetry.IndexSize{Served: int64(st.Skills), Disabled: int64(st.Disabled), Shadowed: int64(st.Shadowed),
+			AgentScoped: int64(st.AgentScoped), Invalid: int64(st.FilesInvalid)}
+	})
+	served := &telemetry.Router{Next: m.router, Rec: rec}
 	stats := tel.GRPCServerHandler()
-	m.srv = server.New(&server.Service{Engine: eng}, server.Options{
+	m.srv = server.New(&server.Service{Router: served, Logger: m.log.With("component", "grpc")}, server.Options{
 		Logger:             m.log.With("component", "grpc"),
 		StatsHandler:       stats,
 		Interceptors:       []grpc.UnaryServerInterceptor{guard.Unary()},
 		StreamInterceptors: []grpc.StreamServerInterceptor{guard.Stream()},
 		ServerOptions:      serverOpts,
-		Timeouts:           map[string]time.Duration{"/mcpsag.router.v1.SkillRouter/Reindex": 10 * time.Minute},
+		Timeouts:           map[string]time.Duration{routerv1.SkillRouter_Reindex_FullMethodName: 10 * time.Minute},
 	})
 	stats.KnownMethods(m.srv.GRPC)
 	m.served = make(chan error, 1)
@@ -224,41 +243,41 @@ func (m *Main) Run(ctx context.Context) (err error) {
 		"tls", cfg.TLS.Enabled(), "mtls", cfg.TLS.ClientCAFile != "", "auth", cfg.Auth.Enabled,
 		"workspace", cfg.Workspace, "state_dir", cfg.StateDir, "version", Version)
 
-	if err := eng.Start(ctx); err != nil {
+	if err := m.router.Start(ctx); err != nil {
 		return fmt.Errorf("first index: %w", err)
 	}
 	m.srv.SetServing(true)
-	m.watchConfig(eng)
+	m.watchConfig(m.router)
 	return nil
 }
 
 // watchConfig applies config file edits while the router runs: feature flags
 // and load budgets at once; other settings after a restart (logged). A
 // broken edit is logged and shown in Status, and the previous config stays.
-func (m *Main) watchConfig(eng *engine.Engine) {
+func (m *Main) watchConfig(rt *router.Router) {
 	getenv := m.Getenv
 	if getenv == nil {
 		getenv = os.Getenv
 	}
 	path := config.ReloadPath(m.Config, m.Overrides, getenv)
-	state := engine.ConfigState{Path: path, LoadedAt: time.Now()} // touched by the reloader only
-	eng.SetConfigState(state)
+	state := skill.ConfigState{Path: path, LoadedAt: time.Now()} // touched by the reloader only
+	rt.SetConfigState(state)
 	log := m.log.With("component", "config")
 	inForce := m.Config
 	r := &config.Reloader{
 		Flags: m.Overrides, Getenv: getenv, Path: path,
 		OnChange: func(c config.Config) {
-			if err := eng.SetSettings(settingsOf(c)); err != nil {
+			if err := rt.SetSettings(context.Background(), settingsOf(c)); err != nil {
 				log.Error("match settings not applied; the previous index keeps serving", "err", err)
 			}
 			if !reflect.DeepEqual(c.Model, inForce.Model) {
-				if err := eng.SetEmbedConfig(context.Background(), m.embedConfig(c)); err != nil {
+				if err := rt.SetEmbedConfig(context.Background(), m.embedConfig(c)); err != nil {
 					log.Warn("reindex after a model change failed", "err", err)
 				}
 			}
 			inForce = c
-			state = engine.ConfigState{Path: path, LoadedAt: time.Now()}
-			eng.SetConfigState(state)
+			state = skill.ConfigState{Path: path, LoadedAt: time.Now()}
+			rt.SetConfigState(state)
 			log.Info("config reloaded", "path", path, "applied", config.HotReloadable,
 				"skills_v1", c.Flags.SkillsV1, "skills_exec", c.Flags.SkillsExec)
 			if later := config.RestartNeeded(m.Config, c); len(later) > 0 {
@@ -271,7 +290,7 @@ func (m *Main) watchConfig(eng *engine.Engine) {
 				state.Error = err.Error()
 				log.Error("config edit rejected; the previous config stays in force", "path", path, "err", err)
 			}
-			eng.SetConfigState(state)
+			rt.SetConfigState(state)
 		},
 	}
 	ctx, cancel := context.WithCancel(context.Background())
@@ -282,28 +301,37 @@ func (m *Main) watchConfig(eng *engine.Engine) {
 	}()
 }
 
-func (m *Main) engineConfig() engine.Config {
+// builderConfig says where the skills are and how to read and embed them.
+func (m *Main) builderConfig() generation.Config {
 	cfg := m.Config
 	roots, _ := cfg.RootSpecsKinds() // validated by config.Resolve
 	prec, _ := cfg.PrecedenceKinds()
-	lc := loader.Config{
+	bc := generation.Config{
 		Workspace:  cfg.Workspace,
 		Precedence: prec,
-		Limits:     loader.Limits{MaxFileBytes: cfg.Limits.MaxSkillFileBytes, MaxFrontmatterBytes: cfg.Limits.MaxFrontmatterBytes},
+		Limits:     skillmd.Limits{MaxFileBytes: cfg.Limits.MaxSkillFileBytes, MaxFrontmatterBytes: cfg.Limits.MaxFrontmatterBytes},
+		Embedder:   m.embedder,
+		Logger:     m.log.With("component", "builder"),
 	}
 	for _, r := range roots {
-		lc.Roots = append(lc.Roots, loader.RootSpec{Path: r.Path, Kind: r.Kind, Agent: r.Agent})
+		bc.Roots = append(bc.Roots, skillfs.RootSpec{Path: r.Path, Kind: r.Kind, Agent: r.Agent})
 	}
-	return engine.Config{
-		Loader:           lc,
-		Embed:            m.embedConfig(cfg),
-		Watch:            cfg.Watch.Enabled,
-		Debounce:         cfg.Watch.Debounce,
-		RescanInterval:   cfg.Watch.RescanInterval,
-		MaxResourceBytes: cfg.Limits.MaxResourceBytes,
-		AllowlistFile:    cfg.Exec.AllowlistFile,
-		Settings:         settingsOf(cfg),
-		Version:          Version,
+	return bc
+}
+
+// recordPass records every build of the router: a reindex event and the
+// document cache figures.
+func recordPass(rec *telemetry.Recorder) func(context.Context, generation.Pass, error) {
+	return func(ctx context.Context, p generation.Pass, err error) {
+		st := p.Stats
+		rec.Reindexed(ctx, telemetry.Reindex{
+			Duration: st.Duration, Err: err, Generation: st.Generation,
+			Scanned: st.Scanned, Added: st.Added, Changed: st.Changed, Removed: st.Removed,
+			Unchanged: st.Unchanged, Invalid: st.Invalid, Parsed: st.Parsed, Embedded: st.Embedded,
+		})
+		if p.DocumentsCached+p.DocumentsEmbedded > 0 {
+			rec.EmbeddingCache(ctx, telemetry.CacheDocument, p.DocumentsCached, p.DocumentsEmbedded)
+		}
 	}
 }
 
@@ -315,8 +343,8 @@ func (m *Main) Addr() string {
 	return m.lis.Addr().String()
 }
 
-// Engine returns the running engine (for tests and embedding).
-func (m *Main) Engine() *engine.Engine { return m.engine }
+// Router returns the running router (for tests and embedding).
+func (m *Main) Router() *router.Router { return m.router }
 
 // Close stops the router in two stages: health turns NOT_SERVING (and stays
 // so for the drain period, so load balancers move away), then in-flight calls
@@ -355,11 +383,11 @@ func (m *Main) Close(ctx context.Context) error {
 		<-m.reloaded
 		m.stopReload = nil
 	}
-	if m.engine != nil {
-		errs = append(errs, m.engine.Close())
-		m.engine = nil
+	if m.router != nil {
+		errs = append(errs, m.router.Close())
+		m.router = nil
 	}
-	errs = append(errs, m.closeStore())
+	errs = append(errs, m.closeEmbedder(), m.closeStore())
 	if m.log != nil {
 		m.log.Info("router stopped")
 	}
@@ -382,6 +410,15 @@ func (m *Main) closeTelemetry() error {
 	return err
 }
 
+func (m *Main) closeEmbedder() error {
+	if m.embedder == nil {
+		return nil
+	}
+	err := m.embedder.Close()
+	m.embedder = nil
+	return err
+}
+
 func (m *Main) closeStore() error {
 	if m.db == nil {
 		return nil
@@ -396,26 +433,17 @@ func (m *Main) closeStore() error {
 func (m *Main) embedConfig(cfg config.Config) embed.Config {
 	mc := cfg.Model
 	return embed.Config{
-		Dir: firstNonEmpty(mc.Dir, m.bundledModel), Name: mc.Name,
+		Dir: cmp.Or(mc.Dir, m.bundledModel), Name: mc.Name,
 		QueryPrefix: mc.QueryPrefix, DocumentPrefix: mc.DocumentPrefix,
 		MaxTokens: mc.MaxTokens, BatchSize: mc.BatchSize, MatchThreshold: mc.MatchThreshold,
 		BodyChars: mc.BodyChars, Timeout: mc.Timeout, QueryCacheSize: mc.QueryCacheSize,
 	}
 }
 
-func firstNonEmpty(vals ...string) string {
-	for _, v := range vals {
-		if v != "" {
-			return v
-		}
-	}
-	return ""
-}
-
 // settingsOf extracts the hot-reloadable settings from a configuration.
-func settingsOf(cfg config.Config) engine.Settings {
-	return engine.Settings{
-		Flags:              engine.Flags{SkillsV1: cfg.Flags.SkillsV1, SkillsExec: cfg.Flags.SkillsExec},
+func settingsOf(cfg config.Config) router.Settings {
+	return router.Settings{
+		Flags:              skill.Flags{SkillsV1: cfg.Flags.SkillsV1, SkillsExec: cfg.Flags.SkillsExec},
 		DefaultTokenBudget: cfg.Load.DefaultTokenBudget,
 		MaxTokenBudget:     cfg.Load.MaxTokenBudget,
 		Match:              cfg.Match,

@@ -16,9 +16,9 @@ import (
 
 	"github.com/mcpsag/router/internal/embed"
 	"github.com/mcpsag/router/internal/embed/embedtest"
-	"github.com/mcpsag/router/internal/loader"
 	"github.com/mcpsag/router/internal/match"
 	"github.com/mcpsag/router/internal/skill"
+	"github.com/mcpsag/router/internal/skillmd"
 )
 
 // Benchmark inputs. The dev sets live in shared/eval beside the checkout;
@@ -65,7 +65,7 @@ func loadDev(b *testing.B) ([]devText, []string) {
 				if err != nil {
 					continue
 				}
-				if p, _ := loader.Parse(data, d.Name(), loader.DefaultLimits); p != nil {
+				if p, _ := skillmd.Parse(data, d.Name(), skillmd.DefaultLimits); p != nil {
 					devOnce.skills = append(devOnce.skills, devText{p.Name, p.Frontmatter.Description, p.Body})
 				}
 			}
@@ -214,7 +214,7 @@ func BenchmarkMatch(b *testing.B) {
 					q := queries[i%len(queries)]
 					i++
 					t0 := time.Now()
-					if _, err := ix.Match(context.Background(), match.Request{Task: q}); err != nil {
+					if _, err := ix.Match(context.Background(), skill.MatchRequest{Task: q}, nil); err != nil {
 						b.Fatal(err)
 					}
 					times = append(times, time.Since(t0))

@@ -24,7 +24,7 @@ func ExampleIndex_Match() {
 		fmt.Println(err)
 		return
 	}
-	res, err := ix.Match(context.Background(), match.Request{Task: "Please fill this PDF form", Mode: skill.ModeKeyword})
+	res, err := ix.Match(context.Background(), skill.MatchRequest{Task: "Please fill this PDF form", Options: skill.MatchOptions{Mode: skill.ModeKeyword}}, nil)
 	if err != nil {
 		fmt.Println(err)
 		return
@@ -32,7 +32,7 @@ func ExampleIndex_Match() {
 	for _, c := range res.Candidates {
 		fmt.Printf("%s: %s\n", c.Skill.Name, c.Reason)
 	}
-	res, _ = ix.Match(context.Background(), match.Request{Task: "What is the capital of Peru?", Mode: skill.ModeKeyword})
+	res, _ = ix.Match(context.Background(), skill.MatchRequest{Task: "What is the capital of Peru?", Options: skill.MatchOptions{Mode: skill.ModeKeyword}}, nil)
 	fmt.Println(res.Abstained, res.AbstainReason)
 	// Output:
 	// pdf-forms: bm25 #1 (6.24); trigger "fill pdf form"; names the skill; boost +0.300
@@ -45,7 +45,7 @@ func TestBuildLeavesNoGoroutines(t *testing.T) {
 	before := runtime.NumGoroutine()
 	for range 20 {
 		ix := build(t, catalog(), match.DefaultConfig(), nil, nil)
-		mustMatch(t, ix, match.Request{Task: "fill pdf form"})
+		mustMatch(t, ix, skill.MatchRequest{Task: "fill pdf form"})
 	}
 	deadline := time.Now().Add(2 * time.Second)
 	for runtime.NumGoroutine() > before+2 && time.Now().Before(deadline) {

@@ -42,7 +42,7 @@ func TestHostileTasks(t *testing.T) {
 	for i, task := range hostileTasks() {
 		for _, mode := range []skill.MatchMode{skill.ModeHybrid, skill.ModeKeyword} {
 			start := time.Now()
-			res, err := ix.Match(context.Background(), match.Request{Task: task, Mode: mode, TopK: match.DefaultMaxTopK})
+			res, err := ix.Match(context.Background(), skill.MatchRequest{Task: task, TopK: match.DefaultMaxTopK, Options: skill.MatchOptions{Mode: mode}}, nil)
 			if d := time.Since(start); d > 2*time.Second {
 				t.Errorf("task %d (%d bytes) took %s", i, len(task), d)
 			}
@@ -106,18 +106,13 @@ func FuzzMatch(f *testing.F) {
 	modes := []skill.MatchMode{"", skill.ModeHybrid, skill.ModeDense, skill.ModeKeyword, "bogus"}
 	fusions := []skill.Fusion{"", skill.FusionTiebreak, skill.FusionRRF, skill.FusionConvex, skill.FusionAdaptive}
 	f.Fuzz(func(t *testing.T, task string, topK int, sel uint8) {
-		req := match.Request{
-			Task: task, TopK: topK,
-			Mode:          modes[int(sel)%len(modes)],
-			Fusion:        fusions[int(sel/8)%len(fusions)],
-			IncludeHidden: sel&0x80 != 0,
-		}
+		req := skill.MatchRequest{Task: task, TopK: topK, Options: skill.MatchOptions{Mode: modes[int(sel)%len(modes)], Fusion: fusions[int(sel/8)%len(fusions)], IncludeHidden: sel&0x80 != 0}}
 		start := time.Now()
-		res, err := ix.Match(context.Background(), req)
+		res, err := ix.Match(context.Background(), req, nil)
 		if d := time.Since(start); d > 2*time.Second {
 			t.Fatalf("took %s", d)
 		}
-		if err != nil && req.Mode == "bogus" {
+		if err != nil && req.Options.Mode == "bogus" {
 			return
 		}
 		if err == nil && (topK < 0 || topK > match.DefaultMaxTopK) {

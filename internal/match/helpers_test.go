@@ -98,9 +98,9 @@ func names(cs []skill.Candidate) []string {
 	return out
 }
 
-func mustMatch(t testing.TB, ix *match.Index, req match.Request) skill.MatchResult {
+func mustMatch(t testing.TB, ix *match.Index, req skill.MatchRequest) skill.MatchResult {
 	t.Helper()
-	res, err := ix.Match(context.Background(), req)
+	res, err := ix.Match(context.Background(), req, nil)
 	if err != nil {
 		t.Fatalf("Match(%q): %v", req.Task, err)
 	}

@@ -12,8 +12,7 @@ import (
 	"github.com/mcpsag/router/internal/skill"
 )
 
-// QueryEmbedder embeds a task for dense matching. The daemon adapts the
-// embedding manager to it.
+// QueryEmbedder embeds a task for dense matching; embed.Manager is one.
 type QueryEmbedder interface {
 	// EmbedQuery returns the task's vector. Any error (model unavailable,
 	// timeout) makes the request keyword-only: Match answers from BM25

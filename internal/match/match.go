@@ -39,12 +39,13 @@ type Ranking struct {
 	Rule string
 }
 
-// Match ranks the visible skills for the task and decides whether any
-// fits. Invalid requests get a *skill.Error with CodeInvalidArgument and the
-// field at fault; when ctx ends it returns ctx.Err(). A failing embedder is
-// not an error: the result is keyword-only and Degraded.
-func (ix *Index) Match(ctx context.Context, req Request) (skill.MatchResult, error) {
-	r, err := ix.Rank(ctx, req)
+// Match ranks the skills visible says the caller sees (nil: see Visibility)
+// for the task and decides whether any fits. Invalid requests get a
+// *skill.Error with CodeInvalidArgument and the field at fault; when ctx ends
+// it returns ctx.Err(). A failing embedder is not an error: the result is
+// keyword-only and Degraded.
+func (ix *Index) Match(ctx context.Context, req skill.MatchRequest, visible Visibility) (skill.MatchResult, error) {
+	r, err := ix.Rank(ctx, req, visible)
 	if err != nil {
 		return skill.MatchResult{}, err
 	}
@@ -77,8 +78,8 @@ type scratch struct {
 // Rank is Match with its evidence: the candidates before the cut-off rules,
 // the abstention features and the rule that decided. Evaluations use it so
 // they measure exactly what Match does.
-func (ix *Index) Rank(ctx context.Context, req Request) (*Ranking, error) {
-	r, err := resolve(req, ix.cfg)
+func (ix *Index) Rank(ctx context.Context, req skill.MatchRequest, visible Visibility) (*Ranking, error) {
+	r, err := resolve(req, visible, ix.cfg)
 	if err != nil {
 		return nil, err
 	}
@@ -139,7 +140,7 @@ func (ix *Index) Rank(ctx context.Context, req Request) (*Ranking, error) {
 
 	// Visibility is asked lazily, only for skills that could rank.
 	seen := map[int32]bool{}
-	visible := func(d int32) bool {
+	isVisible := func(d int32) bool {
 		v, ok := seen[d]
 		if !ok {
 			v = (r.hidden || !ix.hidden[d]) && r.visible(ix.docs[d])
@@ -150,11 +151,11 @@ func (ix *Index) Rank(ctx context.Context, req Request) (*Ranking, error) {
 	pool := max(ix.cfg.Fusion.Pool, r.topK, RankDepth)
 	var denseList, bm25List []entry
 	if useDense {
-		denseList = visibleTop(pool, visible, func(k int) []entry { return topDense(sc.cos, ix.dense.has, k) })
+		denseList = isVisibleTop(pool, isVisible, func(k int) []entry { return topDense(sc.cos, ix.dense.has, k) })
 	}
-	bm25List = visibleTop(pool, visible, func(k int) []entry { return topSparse(sc.acc, sc.touched, k) })
+	bm25List = isVisibleTop(pool, isVisible, func(k int) []entry { return topSparse(sc.acc, sc.touched, k) })
 
-	// Candidates: both lists and every visible skill a phrase fired for.
+	// Candidates: both lists and every isVisible skill a phrase fired for.
 	byDoc := map[int32]*candidate{}
 	get := func(d int32) *candidate {
 		c := byDoc[d]
@@ -174,7 +175,7 @@ func (ix *Index) Rank(ctx context.Context, req Request) (*Ranking, error) {
 		get(e.doc).brank = i + 1
 	}
 	for d, f := range fired {
-		if visible(d) {
+		if isVisible(d) {
 			get(d).fire = f
 		}
 	}
@@ -198,7 +199,7 @@ func (ix *Index) Rank(ctx context.Context, req Request) (*Ranking, error) {
 		rk.Ranked = append(rk.Ranked, ix.explain(c, mode))
 	}
 
-	ix.decide(rk, &res, r, mode, cands, denseList, bm25List, visible)
+	ix.decide(rk, &res, r, mode, cands, denseList, bm25List, isVisible)
 	if !res.Abstained {
 		res.Candidates = cutOff(rk.Ranked, r.topK, scale, ix.cfg.Abstain)
 	}
@@ -206,16 +207,16 @@ func (ix *Index) Rank(ctx context.Context, req Request) (*Ranking, error) {
 	return rk, nil
 }
 
-// visibleTop returns the best k visible entries. pick(k') returns the best k'
-// entries regardless of visibility; when too many of them are invisible it
+// isVisibleTop returns the best k isVisible entries. pick(k') returns the best k'
+// entries regardless of visibility; when too many of them are inisVisible it
 // is asked again for more.
-func visibleTop(k int, visible func(int32) bool, pick func(int) []entry) []entry {
+func isVisibleTop(k int, isVisible func(int32) bool, pick func(int) []entry) []entry {
 	want := k
 	for {
 		es := pick(want)
 		out := make([]entry, 0, min(k, len(es)))
 		for _, e := range es {
-			if visible(e.doc) {
+			if isVisible(e.doc) {
 				out = append(out, e)
 				if len(out) == k {
 					return out

@@ -17,26 +17,26 @@ func TestRequestValidation(t *testing.T) {
 	ix := build(t, catalog(), match.DefaultConfig(), nil, nil)
 	tests := []struct {
 		name   string
-		req    match.Request
+		req    skill.MatchRequest
 		field  string
 		reason string
 	}{
-		{"empty", match.Request{Task: ""}, match.FieldTask, match.ReasonTaskEmpty},
-		{"whitespace", match.Request{Task: " \t\n "}, match.FieldTask, match.ReasonTaskEmpty},
-		{"control characters only", match.Request{Task: "\x00\x01\x7f"}, match.FieldTask, match.ReasonTaskEmpty},
-		{"one MiB", match.Request{Task: strings.Repeat("pdf ", 1<<18)}, match.FieldTask, match.ReasonTaskTooLarge},
-		{"one byte over", match.Request{Task: strings.Repeat("a", match.DefaultMaxTaskBytes+1)}, match.FieldTask, match.ReasonTaskTooLarge},
-		{"invalid UTF-8", match.Request{Task: "fill \xff\xfe form"}, match.FieldTask, match.ReasonTaskEncoding},
-		{"negative top_k", match.Request{Task: "pdf", TopK: -1}, match.FieldTopK, match.ReasonTopKRange},
-		{"top_k over max", match.Request{Task: "pdf", TopK: match.DefaultMaxTopK + 1}, match.FieldTopK, match.ReasonTopKRange},
-		{"top_k 10^9", match.Request{Task: "pdf", TopK: 1_000_000_000}, match.FieldTopK, match.ReasonTopKRange},
-		{"unknown mode", match.Request{Task: "pdf", Mode: "magic"}, match.FieldMode, ""},
-		{"unknown fusion", match.Request{Task: "pdf", Fusion: "average"}, match.FieldFusion, ""},
-		{"NaN threshold", match.Request{Task: "pdf", Threshold: ptr(math.NaN())}, match.FieldThreshold, ""},
+		{"empty", skill.MatchRequest{Task: ""}, skill.FieldTask, skill.ReasonTaskEmpty},
+		{"whitespace", skill.MatchRequest{Task: " \t\n "}, skill.FieldTask, skill.ReasonTaskEmpty},
+		{"control characters only", skill.MatchRequest{Task: "\x00\x01\x7f"}, skill.FieldTask, skill.ReasonTaskEmpty},
+		{"one MiB", skill.MatchRequest{Task: strings.Repeat("pdf ", 1<<18)}, skill.FieldTask, skill.ReasonTaskTooLarge},
+		{"one byte over", skill.MatchRequest{Task: strings.Repeat("a", match.DefaultMaxTaskBytes+1)}, skill.FieldTask, skill.ReasonTaskTooLarge},
+		{"invalid UTF-8", skill.MatchRequest{Task: "fill \xff\xfe form"}, skill.FieldTask, skill.ReasonTaskEncoding},
+		{"negative top_k", skill.MatchRequest{Task: "pdf", TopK: -1}, skill.FieldTopK, skill.ReasonTopKRange},
+		{"top_k over max", skill.MatchRequest{Task: "pdf", TopK: match.DefaultMaxTopK + 1}, skill.FieldTopK, skill.ReasonTopKRange},
+		{"top_k 10^9", skill.MatchRequest{Task: "pdf", TopK: 1_000_000_000}, skill.FieldTopK, skill.ReasonTopKRange},
+		{"unknown mode", skill.MatchRequest{Task: "pdf", Options: skill.MatchOptions{Mode: "magic"}}, skill.FieldMode, ""},
+		{"unknown fusion", skill.MatchRequest{Task: "pdf", Options: skill.MatchOptions{Fusion: "average"}}, skill.FieldFusion, ""},
+		{"NaN threshold", skill.MatchRequest{Task: "pdf", Options: skill.MatchOptions{Threshold: ptr(math.NaN())}}, skill.FieldThreshold, ""},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := ix.Match(context.Background(), tc.req)
+			_, err := ix.Match(context.Background(), tc.req, nil)
 			var e *skill.Error
 			if !errors.As(err, &e) {
 				t.Fatalf("got error %v, want a *skill.Error", err)
@@ -53,7 +53,7 @@ func TestTopKDefaultsAndBounds(t *testing.T) {
 	cfg.Abstain.Relative = 0 // keep every candidate
 	ix := build(t, catalog(), cfg, nil, nil)
 	for _, tc := range []struct{ topK, want int }{{0, match.DefaultTopK}, {1, 1}, {50, 4}} {
-		res := mustMatch(t, ix, match.Request{Task: "pdf files, sql queries and images", TopK: tc.topK})
+		res := mustMatch(t, ix, skill.MatchRequest{Task: "pdf files, sql queries and images", TopK: tc.topK})
 		if len(res.Candidates) != tc.want {
 			t.Errorf("top_k %d: got %d candidates %v, want %d", tc.topK, len(res.Candidates), names(res.Candidates), tc.want)
 		}
@@ -74,16 +74,17 @@ func TestExclusions(t *testing.T) {
 	}
 	task := "fill in pdf forms"
 	tests := []struct {
-		name string
-		req  match.Request
-		want []string
+		name    string
+		req     skill.MatchRequest
+		visible match.Visibility
+		want    []string
 	}{
-		{"global caller", match.Request{Task: task, TopK: 10}, []string{"pdf-forms"}},
-		{"hidden on request", match.Request{Task: task, TopK: 10, IncludeHidden: true}, []string{"pdf-forms", "pdf-secret"}},
-		{"agent sees its own", match.Request{Task: task, TopK: 10, Agent: "reviewer"}, []string{"pdf-forms", "pdf-reviewer"}},
-		{"unknown agent sees global only", match.Request{Task: task, TopK: 10, Agent: "nobody"}, []string{"pdf-forms"}},
-		{"caller's Visible rule", match.Request{Task: task, TopK: 10, IncludeHidden: true,
-			Visible: func(s *skill.Skill) bool { return s.Name != "pdf-forms" }}, []string{"pdf-reviewer", "pdf-secret"}},
+		{"global caller", skill.MatchRequest{Task: task, TopK: 10}, nil, []string{"pdf-forms"}},
+		{"hidden on request", skill.MatchRequest{Task: task, TopK: 10, Options: skill.MatchOptions{IncludeHidden: true}}, nil, []string{"pdf-forms", "pdf-secret"}},
+		{"agent sees its own", skill.MatchRequest{Task: task, TopK: 10, Agent: "reviewer"}, nil, []string{"pdf-forms", "pdf-reviewer"}},
+		{"unknown agent sees global only", skill.MatchRequest{Task: task, TopK: 10, Agent: "nobody"}, nil, []string{"pdf-forms"}},
+		{"caller's visibility rule", skill.MatchRequest{Task: task, TopK: 10, Options: skill.MatchOptions{IncludeHidden: true}},
+			func(s *skill.Skill) bool { return s.Name != "pdf-forms" }, []string{"pdf-reviewer", "pdf-secret"}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -93,7 +94,11 @@ func TestExclusions(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			got := names(mustMatch(t, ix, tc.req).Candidates)
+			res, err := ix.Match(context.Background(), tc.req, tc.visible)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := names(res.Candidates)
 			slices.Sort(got)
 			if !slices.Equal(got, tc.want) {
 				t.Errorf("got %v, want %v", got, tc.want)
@@ -104,11 +109,14 @@ func TestExclusions(t *testing.T) {
 
 func TestNoSkillsAndNoMatch(t *testing.T) {
 	ix := build(t, catalog(), match.DefaultConfig(), nil, nil)
-	res := mustMatch(t, ix, match.Request{Task: "fill pdf form", Visible: func(*skill.Skill) bool { return false }})
+	res, err := ix.Match(context.Background(), skill.MatchRequest{Task: "fill pdf form"}, func(*skill.Skill) bool { return false })
+	if err != nil {
+		t.Fatal(err)
+	}
 	if !res.Abstained || res.AbstainReason != skill.AbstainNoSkills || len(res.Candidates) != 0 {
 		t.Errorf("nothing visible: got %+v, want abstained no_skills", res)
 	}
-	res = mustMatch(t, ix, match.Request{Task: "zebra quokka"})
+	res = mustMatch(t, ix, skill.MatchRequest{Task: "zebra quokka"})
 	if !res.Abstained || res.AbstainReason != skill.AbstainNoMatch {
 		t.Errorf("unknown words: got %+v, want abstained no_match", res)
 	}
@@ -147,7 +155,7 @@ func TestDegradedWhenEmbeddingsFail(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			ix := build(t, skills, match.DefaultConfig(), tc.vecs, tc.emb)
-			res := mustMatch(t, ix, match.Request{Task: "fill a pdf form", Mode: tc.mode})
+			res := mustMatch(t, ix, skill.MatchRequest{Task: "fill a pdf form", Options: skill.MatchOptions{Mode: tc.mode}})
 			if res.Degraded != tc.want {
 				t.Errorf("degraded %v, want %v", res.Degraded, tc.want)
 			}
@@ -167,7 +175,7 @@ func TestCanceledContext(t *testing.T) {
 	}})
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	if _, err := ix.Match(ctx, match.Request{Task: "pdf"}); !errors.Is(err, context.Canceled) {
+	if _, err := ix.Match(ctx, skill.MatchRequest{Task: "pdf"}, nil); !errors.Is(err, context.Canceled) {
 		t.Errorf("got %v, want context.Canceled", err)
 	}
 }
@@ -196,7 +204,7 @@ func TestAdaptiveFusion(t *testing.T) {
 		{"slow sql grobbles wizzle frumps", skill.FusionConvex, 0.4, "sql-tuning"}, // fixed share 0.1
 	}
 	for _, tc := range tests {
-		rk, err := ix.Rank(context.Background(), match.Request{Task: tc.task, Fusion: tc.fusion, TopK: 5})
+		rk, err := ix.Rank(context.Background(), skill.MatchRequest{Task: tc.task, TopK: 5, Options: skill.MatchOptions{Fusion: tc.fusion}}, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -233,7 +241,7 @@ func TestFusionRules(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(string(tc.mode)+"/"+string(tc.fusion), func(t *testing.T) {
-			res := mustMatch(t, ix, match.Request{Task: task, Mode: tc.mode, Fusion: tc.fusion, TopK: 5})
+			res := mustMatch(t, ix, skill.MatchRequest{Task: task, TopK: 5, Options: skill.MatchOptions{Mode: tc.mode, Fusion: tc.fusion}})
 			if got := res.Candidates[0].Skill.Name; got != tc.first {
 				t.Errorf("first %s, want %s (all %v)", got, tc.first, names(res.Candidates))
 			}
@@ -245,7 +253,7 @@ func TestFusionRules(t *testing.T) {
 	// Outside the epsilon, tiebreak follows the cosine.
 	q[4] = 0.5
 	ix = build(t, skills, cfg, vectors(len(skills)), constEmbedder(q))
-	res := mustMatch(t, ix, match.Request{Task: task, Fusion: skill.FusionTiebreak})
+	res := mustMatch(t, ix, skill.MatchRequest{Task: task, Options: skill.MatchOptions{Fusion: skill.FusionTiebreak}})
 	if got := res.Candidates[0].Skill.Name; got != "image-resize" {
 		t.Errorf("tiebreak with a clear cosine winner: first %s, want image-resize", got)
 	}
@@ -254,7 +262,7 @@ func TestFusionRules(t *testing.T) {
 func TestExplanations(t *testing.T) {
 	skills := catalog()
 	ix := build(t, skills, match.DefaultConfig(), vectors(len(skills)), constEmbedder(onehot(len(skills), 0)))
-	res := mustMatch(t, ix, match.Request{Task: "please fill pdf form for me", TopK: 3})
+	res := mustMatch(t, ix, skill.MatchRequest{Task: "please fill pdf form for me", TopK: 3})
 	c := res.Candidates[0]
 	if c.Skill.Name != "pdf-forms" || c.DenseRank != 1 || c.BM25Rank != 1 || c.Cosine < 0.99 || c.BM25 <= 0 {
 		t.Errorf("first candidate %+v: want pdf-forms ranked first in both lists", c)
@@ -278,10 +286,10 @@ func TestThresholdAndClassifier(t *testing.T) {
 	cfg := match.DefaultConfig()
 	cfg.Abstain.Threshold = 0.8
 	ix := build(t, skills, cfg, vectors(len(skills)), constEmbedder(q))
-	if res := mustMatch(t, ix, match.Request{Task: "slow sql"}); res.Abstained {
+	if res := mustMatch(t, ix, skill.MatchRequest{Task: "slow sql"}); res.Abstained {
 		t.Errorf("cosine 1 over threshold 0.8 abstained: %+v", res)
 	}
-	res := mustMatch(t, ix, match.Request{Task: "slow sql", Threshold: ptr(1.5)})
+	res := mustMatch(t, ix, skill.MatchRequest{Task: "slow sql", Options: skill.MatchOptions{Threshold: ptr(1.5)}})
 	if !res.Abstained || res.AbstainReason != skill.AbstainBelowThreshold || len(res.Candidates) != 0 {
 		t.Errorf("request threshold 1.5: got %+v, want below_threshold", res)
 	}
@@ -297,7 +305,7 @@ func TestThresholdAndClassifier(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rk, err := ix.Rank(context.Background(), match.Request{Task: "slow sql"})
+	rk, err := ix.Rank(context.Background(), skill.MatchRequest{Task: "slow sql"}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -308,7 +316,7 @@ func TestThresholdAndClassifier(t *testing.T) {
 		t.Error("Ranking lost the ranked candidates of an abstained match")
 	}
 	// The request's threshold replaces the classifier.
-	if res := mustMatch(t, ix, match.Request{Task: "slow sql", Threshold: ptr(0.5)}); res.Abstained {
+	if res := mustMatch(t, ix, skill.MatchRequest{Task: "slow sql", Options: skill.MatchOptions{Threshold: ptr(0.5)}}); res.Abstained {
 		t.Errorf("request threshold did not replace the classifier: %+v", res)
 	}
 	// A classifier fitted with another model is not used.
@@ -317,7 +325,7 @@ func TestThresholdAndClassifier(t *testing.T) {
 	if ix, err = ix.WithConfig(cfg); err != nil {
 		t.Fatal(err)
 	}
-	if res := mustMatch(t, ix, match.Request{Task: "slow sql"}); res.Abstained {
+	if res := mustMatch(t, ix, skill.MatchRequest{Task: "slow sql"}); res.Abstained {
 		t.Errorf("classifier of another model was used: %+v", res)
 	}
 	// Keyword-only matching uses the keyword threshold.
@@ -325,7 +333,7 @@ func TestThresholdAndClassifier(t *testing.T) {
 	if ix, err = ix.WithConfig(cfg); err != nil {
 		t.Fatal(err)
 	}
-	res = mustMatch(t, ix, match.Request{Task: "slow sql", Mode: skill.ModeKeyword})
+	res = mustMatch(t, ix, skill.MatchRequest{Task: "slow sql", Options: skill.MatchOptions{Mode: skill.ModeKeyword}})
 	if !res.Abstained || res.AbstainReason != skill.AbstainBelowThreshold {
 		t.Errorf("keyword threshold: got %+v", res)
 	}
@@ -352,7 +360,7 @@ func TestCommonWordTriggerCannotLiftOverThreshold(t *testing.T) {
 	cfg.Triggers.WordBoost = 1 // even the largest one-word boost
 	ix := build(t, skills, cfg, vecs, constEmbedder(q))
 	for _, task := range []string{"send me the file", "which data do you have", "file data file data"} {
-		rk, err := ix.Rank(context.Background(), match.Request{Task: task})
+		rk, err := ix.Rank(context.Background(), skill.MatchRequest{Task: task}, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -360,7 +368,7 @@ func TestCommonWordTriggerCannotLiftOverThreshold(t *testing.T) {
 			t.Errorf("%q: a one-word trigger lifted %v over the threshold (rule %s)", task, names(rk.Result.Candidates), rk.Rule)
 		}
 	}
-	res := mustMatch(t, ix, match.Request{Task: "please sync CRM contacts tonight"})
+	res := mustMatch(t, ix, skill.MatchRequest{Task: "please sync CRM contacts tonight"})
 	if res.Abstained || res.Candidates[0].Skill.Name != "crm-sync" {
 		t.Errorf("explicit phrase: got %+v, want crm-sync", res)
 	}
@@ -369,7 +377,7 @@ func TestCommonWordTriggerCannotLiftOverThreshold(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if res := mustMatch(t, ix, match.Request{Task: "please sync CRM contacts tonight"}); !res.Abstained {
+	if res := mustMatch(t, ix, skill.MatchRequest{Task: "please sync CRM contacts tonight"}); !res.Abstained {
 		t.Errorf("with explicit off the phrase still overrode the threshold: %+v", res)
 	}
 }
@@ -388,7 +396,7 @@ func TestPhraseOfCommonWordsIsWeak(t *testing.T) {
 	q := []float32{0, 0, 0, 0, 1}
 	vecs := [][]float32{{1, 0, 0, 0, 0}, {0, 1, 0, 0, 0}, {0, 0, 1, 0, 0}, {0, 0, 0, 1, 0}}
 	ix := build(t, skills, cfg, vecs, constEmbedder(q))
-	rk, err := ix.Rank(context.Background(), match.Request{Task: "data file"})
+	rk, err := ix.Rank(context.Background(), skill.MatchRequest{Task: "data file"}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -405,7 +413,7 @@ func TestCutOffRules(t *testing.T) {
 	cfg := match.DefaultConfig()
 	cfg.Abstain.Relative = 0
 	ix := build(t, skills, cfg, nil, nil)
-	all := mustMatch(t, ix, match.Request{Task: "pdf forms and sql queries and images", TopK: 10}).Candidates
+	all := mustMatch(t, ix, skill.MatchRequest{Task: "pdf forms and sql queries and images", TopK: 10}).Candidates
 	if len(all) < 3 {
 		t.Fatalf("want at least 3 candidates, got %v", names(all))
 	}
@@ -414,7 +422,7 @@ func TestCutOffRules(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	got := mustMatch(t, rel, match.Request{Task: "pdf forms and sql queries and images", TopK: 10}).Candidates
+	got := mustMatch(t, rel, skill.MatchRequest{Task: "pdf forms and sql queries and images", TopK: 10}).Candidates
 	for _, c := range got {
 		if c.Fused < 0.999*got[0].Fused {
 			t.Errorf("relative rule kept %s at %.3f of %.3f", c.Skill.Name, c.Fused, got[0].Fused)
@@ -426,7 +434,7 @@ func TestCutOffRules(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	got = mustMatch(t, mar, match.Request{Task: "fill pdf form please", TopK: 10}).Candidates
+	got = mustMatch(t, mar, skill.MatchRequest{Task: "fill pdf form please", TopK: 10}).Candidates
 	if len(got) != 1 {
 		t.Errorf("margin rule with a clear winner returned %v", names(got))
 	}
@@ -435,12 +443,12 @@ func TestCutOffRules(t *testing.T) {
 func TestMatchIsDeterministicAndConcurrent(t *testing.T) {
 	skills := catalog()
 	ix := build(t, skills, match.DefaultConfig(), vectors(len(skills)), constEmbedder(onehot(len(skills), 2)))
-	want := mustMatch(t, ix, match.Request{Task: "deploy pdf sql images", TopK: 5})
+	want := mustMatch(t, ix, skill.MatchRequest{Task: "deploy pdf sql images", TopK: 5})
 	var wg sync.WaitGroup
 	for range 8 {
 		wg.Go(func() {
 			for range 50 {
-				got, err := ix.Match(context.Background(), match.Request{Task: "deploy pdf sql images", TopK: 5})
+				got, err := ix.Match(context.Background(), skill.MatchRequest{Task: "deploy pdf sql images", TopK: 5}, nil)
 				if err != nil || !slices.Equal(names(got.Candidates), names(want.Candidates)) {
 					t.Errorf("concurrent match: %v %v, want %v", err, names(got.Candidates), names(want.Candidates))
 					return
@@ -453,7 +461,7 @@ func TestMatchIsDeterministicAndConcurrent(t *testing.T) {
 
 func TestEmptyIndex(t *testing.T) {
 	ix := build(t, nil, match.DefaultConfig(), nil, nil)
-	res := mustMatch(t, ix, match.Request{Task: "anything"})
+	res := mustMatch(t, ix, skill.MatchRequest{Task: "anything"})
 	if !res.Abstained || res.AbstainReason != skill.AbstainNoSkills {
 		t.Errorf("empty index: got %+v, want no_skills", res)
 	}
@@ -474,7 +482,7 @@ func TestBodyIsIndexed(t *testing.T) {
 	if ix.Stats().BodyErrors != 1 {
 		t.Errorf("body errors %d, want 1", ix.Stats().BodyErrors)
 	}
-	res := mustMatch(t, ix, match.Request{Task: "xylophone inventories"})
+	res := mustMatch(t, ix, skill.MatchRequest{Task: "xylophone inventories"})
 	if res.Abstained || res.Candidates[0].Skill.Name != "beta" {
 		t.Errorf("body words did not match: %+v", res)
 	}
@@ -484,7 +492,7 @@ func TestBodyIsIndexed(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if res := mustMatch(t, ix, match.Request{Task: "xylophone inventories"}); !res.Abstained {
+	if res := mustMatch(t, ix, skill.MatchRequest{Task: "xylophone inventories"}); !res.Abstained {
 		t.Errorf("body indexed although body_chars is 0: %+v", res)
 	}
 }

@@ -1,13 +1,12 @@
 package server
 
 import (
+	"cmp"
+
 	"google.golang.org/protobuf/types/known/durationpb"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	routerv1 "github.com/mcpsag/router/api/proto/mcpsag/router/v1"
-	"github.com/mcpsag/router/internal/engine"
-	"github.com/mcpsag/router/internal/loader"
-	"github.com/mcpsag/router/internal/match"
 	"github.com/mcpsag/router/internal/skill"
 )
 
@@ -86,7 +85,7 @@ func resourcesPB(rs []skill.Resource) []*routerv1.Resource {
 	return out
 }
 
-func detailPB(ent *loader.Entry) *routerv1.SkillDetail {
+func detailPB(ent *skill.Entry) *routerv1.SkillDetail {
 	s := ent.Skill
 	d := &routerv1.SkillDetail{
 		Name:               s.Name,
@@ -99,7 +98,7 @@ func detailPB(ent *loader.Entry) *routerv1.SkillDetail {
 		ResourcesTruncated: s.ResourcesTruncated,
 		Problems:           problemsPB(s.Problems),
 		Enabled:            s.Enabled(),
-		DisabledReason:     loader.DisabledReason(s),
+		DisabledReason:     s.DisabledReason(),
 		Owner:              s.Registry.Owner,
 		Trust:              trustPB(s),
 		SizeBytes:          s.Size,
@@ -116,7 +115,7 @@ func detailPB(ent *loader.Entry) *routerv1.SkillDetail {
 	return d
 }
 
-func shadowsPB(shadows []loader.Shadow) []*routerv1.ShadowedSkill {
+func shadowsPB(shadows []skill.Shadow) []*routerv1.ShadowedSkill {
 	out := make([]*routerv1.ShadowedSkill, 0, len(shadows))
 	for _, s := range shadows {
 		out = append(out, &routerv1.ShadowedSkill{
@@ -126,7 +125,7 @@ func shadowsPB(shadows []loader.Shadow) []*routerv1.ShadowedSkill {
 	return out
 }
 
-func catalogPB(c *engine.RenderedCatalog) *routerv1.RenderedCatalog {
+func catalogPB(c *skill.RenderedCatalog) *routerv1.RenderedCatalog {
 	if c == nil {
 		return nil
 	}
@@ -136,7 +135,7 @@ func catalogPB(c *engine.RenderedCatalog) *routerv1.RenderedCatalog {
 	}
 }
 
-func statsPB(st loader.Stats) *routerv1.ReindexStats {
+func statsPB(st skill.ReindexStats) *routerv1.ReindexStats {
 	out := &routerv1.ReindexStats{
 		Scanned: int32(st.Scanned), Added: int32(st.Added), Changed: int32(st.Changed),
 		Removed: int32(st.Removed), Unchanged: int32(st.Unchanged), Invalid: int32(st.Invalid),
@@ -148,7 +147,7 @@ func statsPB(st loader.Stats) *routerv1.ReindexStats {
 	return out
 }
 
-func statusPB(st engine.Status) *routerv1.StatusResponse {
+func statusPB(st *skill.Status) *routerv1.StatusResponse {
 	byCode := make(map[string]int32, len(st.ProblemsByCode))
 	for k, v := range st.ProblemsByCode {
 		byCode[k] = int32(v)
@@ -182,15 +181,15 @@ func statusPB(st engine.Status) *routerv1.StatusResponse {
 	out.Degraded, out.DegradedReason = st.Degraded, st.DegradedReason
 	if m := st.Model; m != nil {
 		out.Model = &routerv1.ModelStatus{
-			Name: m.Identity.Name, Dimension: int32(m.Identity.Dimension), Fingerprint: m.Identity.Fingerprint,
-			Path: m.Identity.Path, LoadDuration: durationpb.New(m.Load.LoadDuration), QueryLatency: durationpb.New(m.Load.QueryLatency),
-			EmbeddingsComputed: m.EmbeddingsComputed, CacheEntries: int64(st.VectorsCached), MatchThreshold: m.MatchThreshold,
+			Name: m.Name, Dimension: int32(m.Dimension), Fingerprint: m.Fingerprint,
+			Path: m.Path, LoadDuration: durationpb.New(m.LoadDuration), QueryLatency: durationpb.New(m.QueryLatency),
+			EmbeddingsComputed: m.EmbeddingsComputed, CacheEntries: int64(m.VectorsCached), MatchThreshold: m.MatchThreshold,
 		}
 	}
 	return out
 }
 
-func loadPB(r *engine.LoadResult) *routerv1.LoadResponse {
+func loadPB(r *skill.LoadResult) *routerv1.LoadResponse {
 	s := r.Skill
 	out := &routerv1.LoadResponse{
 		Name:          s.Name,
@@ -215,16 +214,16 @@ func loadPB(r *engine.LoadResult) *routerv1.LoadResponse {
 	return out
 }
 
-var denyReasons = map[engine.DenyReason]routerv1.ExecDenyReason{
-	engine.DenyExecDisabled:   routerv1.ExecDenyReason_EXEC_DENY_REASON_EXEC_DISABLED,
-	engine.DenyNotAllowlisted: routerv1.ExecDenyReason_EXEC_DENY_REASON_NOT_ALLOWLISTED,
-	engine.DenyHashMismatch:   routerv1.ExecDenyReason_EXEC_DENY_REASON_HASH_MISMATCH,
-	engine.DenyPathEscape:     routerv1.ExecDenyReason_EXEC_DENY_REASON_PATH_ESCAPE,
-	engine.DenyNotFound:       routerv1.ExecDenyReason_EXEC_DENY_REASON_NOT_FOUND,
-	engine.DenySkillDisabled:  routerv1.ExecDenyReason_EXEC_DENY_REASON_SKILL_DISABLED,
+var denyReasons = map[skill.DenyReason]routerv1.ExecDenyReason{
+	skill.DenyExecDisabled:   routerv1.ExecDenyReason_EXEC_DENY_REASON_EXEC_DISABLED,
+	skill.DenyNotAllowlisted: routerv1.ExecDenyReason_EXEC_DENY_REASON_NOT_ALLOWLISTED,
+	skill.DenyHashMismatch:   routerv1.ExecDenyReason_EXEC_DENY_REASON_HASH_MISMATCH,
+	skill.DenyPathEscape:     routerv1.ExecDenyReason_EXEC_DENY_REASON_PATH_ESCAPE,
+	skill.DenyNotFound:       routerv1.ExecDenyReason_EXEC_DENY_REASON_NOT_FOUND,
+	skill.DenySkillDisabled:  routerv1.ExecDenyReason_EXEC_DENY_REASON_SKILL_DISABLED,
 }
 
-func execDecisionPB(d *engine.ExecDecision) *routerv1.AuthorizeExecResponse {
+func execDecisionPB(d *skill.ExecDecision) *routerv1.AuthorizeExecResponse {
 	out := &routerv1.AuthorizeExecResponse{
 		Decision:     routerv1.ExecDecision_EXEC_DECISION_DENY,
 		DenyReason:   denyReasons[d.Reason],
@@ -251,31 +250,25 @@ var modesFromPB = map[routerv1.MatchMode]skill.MatchMode{
 	routerv1.MatchMode_MATCH_MODE_BM25:   skill.ModeKeyword,
 }
 
-func matchRequest(req *routerv1.MatchRequest) (match.Request, error) {
+// matchRequest converts a MatchRequest; enum values this server does not
+// know pass through by name so the domain's validation reports them.
+func matchRequest(req *routerv1.MatchRequest) skill.MatchRequest {
 	o := req.GetOptions()
-	mr := match.Request{
+	mr := skill.MatchRequest{
 		Task: req.GetTask(), TopK: int(req.GetTopK()), Agent: req.GetAgent(),
-		IncludeHidden: o.GetIncludeHidden(),
+		Options: skill.MatchOptions{IncludeHidden: o.GetIncludeHidden()},
 	}
-	if o.GetFusion() != routerv1.Fusion_FUSION_UNSPECIFIED {
-		f, ok := fusionsFromPB[o.GetFusion()]
-		if !ok {
-			return mr, skill.InvalidArgument("options.fusion", "%d is not a fusion rule; want TIEBREAK, RRF, CONVEX or ADAPTIVE", o.GetFusion())
-		}
-		mr.Fusion = f
+	if f := o.GetFusion(); f != routerv1.Fusion_FUSION_UNSPECIFIED {
+		mr.Options.Fusion = cmp.Or(fusionsFromPB[f], skill.Fusion(f.String()))
 	}
-	if o.GetMode() != routerv1.MatchMode_MATCH_MODE_UNSPECIFIED {
-		m, ok := modesFromPB[o.GetMode()]
-		if !ok {
-			return mr, skill.InvalidArgument("options.mode", "%d is not a match mode; want HYBRID, DENSE or BM25", o.GetMode())
-		}
-		mr.Mode = m
+	if m := o.GetMode(); m != routerv1.MatchMode_MATCH_MODE_UNSPECIFIED {
+		mr.Options.Mode = cmp.Or(modesFromPB[m], skill.MatchMode(m.String()))
 	}
 	if o != nil && o.Threshold != nil {
 		t := o.GetThreshold()
-		mr.Threshold = &t
+		mr.Options.Threshold = &t
 	}
-	return mr, nil
+	return mr
 }
 
 var abstainReasons = map[skill.AbstainReason]routerv1.AbstainReason{

@@ -2,9 +2,13 @@ package server
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
+	"log/slog"
 
 	"google.golang.org/genproto/googleapis/rpc/errdetails"
+	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/protoadapt"
@@ -27,11 +31,23 @@ var grpcCodes = map[skill.Code]codes.Code{
 	skill.CodeInternal:           codes.Internal,
 }
 
-// toStatus converts a domain error to a gRPC status error. Invalid arguments
+// status converts a domain error to a gRPC status error. Invalid arguments
 // carry a BadRequest field violation; errors with a reason carry ErrorInfo.
-// Context errors keep their meaning (deadline, cancellation). Errors that are
-// not *skill.Error are internal and their text is not sent to the client.
-func toStatus(err error) error {
+// Context errors keep their meaning (deadline, cancellation). Internal errors
+// (not *skill.Error, or CodeInternal) are logged once with a new request id,
+// and the client gets only that id: their text may name host paths.
+func (s *Service) status(ctx context.Context, err error) error {
+	return toStatus(err, func(err error) string {
+		method, _ := grpc.Method(ctx)
+		id := newRequestID()
+		logger(s.Logger).ErrorContext(ctx, "internal error", "request_id", id, "method", method, "err", err)
+		return id
+	})
+}
+
+// toStatus converts err; logInternal logs an internal error and returns the
+// request id to quote.
+func toStatus(err error, logInternal func(error) string) error {
 	if err == nil {
 		return nil
 	}
@@ -42,8 +58,8 @@ func toStatus(err error) error {
 		return status.Error(codes.Canceled, "the call was cancelled")
 	}
 	var de *skill.Error
-	if !errors.As(err, &de) {
-		return status.Error(codes.Internal, "internal error; the router logged the details")
+	if !errors.As(err, &de) || de.Code == skill.CodeInternal {
+		return internalError(logInternal(err))
 	}
 	code, ok := grpcCodes[de.Code]
 	if !ok {
@@ -65,4 +81,24 @@ func toStatus(err error) error {
 		}
 	}
 	return st.Err()
+}
+
+// internalError is the answer to an internal error: the request id under
+// which the router logged the details, nothing else.
+func internalError(requestID string) error {
+	return status.Errorf(codes.Internal, "internal error (request id %s); the router logged the details", requestID)
+}
+
+// newRequestID returns a random id that names one internal error in the log.
+func newRequestID() string {
+	var b [8]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+func logger(l *slog.Logger) *slog.Logger {
+	if l == nil {
+		return slog.New(slog.DiscardHandler)
+	}
+	return l
 }

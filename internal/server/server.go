@@ -1,5 +1,5 @@
-// Package server exposes the engine over gRPC. It is a thin translator: proto
-// in, engine call, proto out, with one table mapping domain error codes to gRPC
+// Package server exposes a skill.Router over gRPC. It is a thin translator:
+// proto in, domain call, proto out, with one table mapping domain error codes to gRPC
 // status codes. New builds a grpc.Server with everything production needs:
 // panic recovery, call logging, per-method deadlines, message and stream
 // limits, keepalive, the standard health service and server reflection.
@@ -50,9 +50,6 @@ type Options struct {
 	DefaultTimeout time.Duration
 }
 
-// ServiceName is the health service name of the router API.
-const ServiceName = "mcpsag.router.v1.SkillRouter"
-
 // Server is a configured gRPC server with its health service.
 type Server struct {
 	GRPC   *grpc.Server
@@ -88,7 +85,7 @@ func New(svc routerv1.SkillRouterServer, opts Options) *Server {
 		// end (it records them as "_OTHER").
 		grpc.UnknownServiceHandler(func(_ any, stream grpc.ServerStream) error {
 			method, _ := grpc.MethodFromServerStream(stream)
-			return status.Errorf(codes.Unimplemented, "unknown method %s; this router serves %s", method, ServiceName)
+			return status.Errorf(codes.Unimplemented, "unknown method %s; this router serves %s", method, routerv1.SkillRouter_ServiceDesc.ServiceName)
 		}),
 	}
 	if opts.StatsHandler != nil {
@@ -100,7 +97,7 @@ func New(svc routerv1.SkillRouterServer, opts Options) *Server {
 	routerv1.RegisterSkillRouterServer(gs, svc)
 	hs := health.NewServer()
 	hs.SetServingStatus("", healthpb.HealthCheckResponse_NOT_SERVING)
-	hs.SetServingStatus(ServiceName, healthpb.HealthCheckResponse_NOT_SERVING)
+	hs.SetServingStatus(routerv1.SkillRouter_ServiceDesc.ServiceName, healthpb.HealthCheckResponse_NOT_SERVING)
 	healthpb.RegisterHealthServer(gs, hs)
 	reflection.Register(gs)
 	return &Server{GRPC: gs, Health: hs}
@@ -113,7 +110,7 @@ func (s *Server) SetServing(ok bool) {
 		st = healthpb.HealthCheckResponse_SERVING
 	}
 	s.Health.SetServingStatus("", st)
-	s.Health.SetServingStatus(ServiceName, st)
+	s.Health.SetServingStatus(routerv1.SkillRouter_ServiceDesc.ServiceName, st)
 }
 
 // recoverUnary turns a handler panic into an Internal error, logs it with its
@@ -122,8 +119,9 @@ func recoverUnary(log *slog.Logger) grpc.UnaryServerInterceptor {
 	return func(ctx context.Context, req any, info *grpc.UnaryServerInfo, h grpc.UnaryHandler) (resp any, err error) {
 		defer func() {
 			if r := recover(); r != nil {
-				log.Error("handler panicked", "method", info.FullMethod, "panic", fmt.Sprint(r), "stack", string(debug.Stack()))
-				resp, err = nil, status.Error(codes.Internal, "internal error; the router logged the details")
+				id := newRequestID()
+				log.Error("handler panicked", "request_id", id, "method", info.FullMethod, "panic", fmt.Sprint(r), "stack", string(debug.Stack()))
+				resp, err = nil, internalError(id)
 			}
 		}()
 		return h(ctx, req)
@@ -134,8 +132,9 @@ func recoverStream(log *slog.Logger) grpc.StreamServerInterceptor {
 	return func(srv any, ss grpc.ServerStream, info *grpc.StreamServerInfo, h grpc.StreamHandler) (err error) {
 		defer func() {
 			if r := recover(); r != nil {
-				log.Error("stream handler panicked", "method", info.FullMethod, "panic", fmt.Sprint(r), "stack", string(debug.Stack()))
-				err = status.Error(codes.Internal, "internal error; the router logged the details")
+				id := newRequestID()
+				log.Error("stream handler panicked", "request_id", id, "method", info.FullMethod, "panic", fmt.Sprint(r), "stack", string(debug.Stack()))
+				err = internalError(id)
 			}
 		}()
 		return h(srv, ss)

@@ -30,14 +30,15 @@ func TestToStatus(t *testing.T) {
 		{skill.Errorf(skill.CodePermissionDenied, "out").WithReason("PATH_ESCAPE"), codes.PermissionDenied, "", "PATH_ESCAPE"},
 		{fmt.Errorf("wrapped: %w", skill.Errorf(skill.CodeUnavailable, "loading")), codes.Unavailable, "", ""},
 		{errors.New("secret internal detail /etc/x"), codes.Internal, "", ""},
+		{skill.Errorf(skill.CodeInternal, "bm25: secret /etc/x"), codes.Internal, "", ""},
 		{context.DeadlineExceeded, codes.DeadlineExceeded, "", ""},
 	}
 	for _, tc := range tests {
-		st := status.Convert(toStatus(tc.err))
+		st := status.Convert(toStatus(tc.err, func(error) string { return "id-1" }))
 		if st.Code() != tc.code {
 			t.Errorf("%v -> %v, want %v", tc.err, st.Code(), tc.code)
 		}
-		if tc.code == codes.Internal && st.Message() != "internal error; the router logged the details" {
+		if tc.code == codes.Internal && st.Message() != "internal error (request id id-1); the router logged the details" {
 			t.Errorf("internal error text leaked: %q", st.Message())
 		}
 		var field, reason string
@@ -80,7 +81,7 @@ func TestNotServingUntilReadyAndPanicsRecovered(t *testing.T) {
 	defer conn.Close()
 	h := healthpb.NewHealthClient(conn)
 	check := func() healthpb.HealthCheckResponse_ServingStatus {
-		res, err := h.Check(context.Background(), &healthpb.HealthCheckRequest{Service: ServiceName})
+		res, err := h.Check(context.Background(), &healthpb.HealthCheckRequest{Service: routerv1.SkillRouter_ServiceDesc.ServiceName})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -2,22 +2,38 @@ package server
 
 import (
 	"context"
+	"log/slog"
 
 	routerv1 "github.com/mcpsag/router/api/proto/mcpsag/router/v1"
 	"github.com/mcpsag/router/internal/auth"
-	"github.com/mcpsag/router/internal/engine"
 	"github.com/mcpsag/router/internal/skill"
 )
 
-// Service implements the SkillRouter API over an engine.
+// Service implements the SkillRouter API over a skill.Router.
 type Service struct {
 	routerv1.UnimplementedSkillRouterServer
-	Engine *engine.Engine
+	Router skill.Router
+	// Logger receives internal errors, each once with its request id.
+	Logger *slog.Logger
+}
+
+// origin attaches the caller's identity for audit records and telemetry.
+func origin(ctx context.Context) context.Context {
+	return skill.WithOrigin(ctx, skill.Origin{Transport: "grpc", Principal: auth.PrincipalFrom(ctx).ID, Peer: auth.PeerAddr(ctx)})
+}
+
+// Match ranks skills for a task, or abstains.
+func (s *Service) Match(ctx context.Context, req *routerv1.MatchRequest) (*routerv1.MatchResponse, error) {
+	res, err := s.Router.Match(origin(ctx), matchRequest(req))
+	if err != nil {
+		return nil, s.status(ctx, err)
+	}
+	return matchPB(res), nil
 }
 
 // ListSkills returns level-1 summaries and, on request, a rendered catalog.
-func (s *Service) ListSkills(_ context.Context, req *routerv1.ListSkillsRequest) (*routerv1.ListSkillsResponse, error) {
-	res, err := s.Engine.ListSkills(engine.ListRequest{
+func (s *Service) ListSkills(ctx context.Context, req *routerv1.ListSkillsRequest) (*routerv1.ListSkillsResponse, error) {
+	res, err := s.Router.List(origin(ctx), skill.ListRequest{
 		Agent:           req.GetAgent(),
 		PageSize:        int(req.GetPageSize()),
 		PageToken:       req.GetPageToken(),
@@ -26,7 +42,7 @@ func (s *Service) ListSkills(_ context.Context, req *routerv1.ListSkillsRequest)
 		CatalogBudget:   int(req.GetCatalogCharBudget()),
 	})
 	if err != nil {
-		return nil, toStatus(err)
+		return nil, s.status(ctx, err)
 	}
 	out := &routerv1.ListSkillsResponse{
 		NextPageToken:   res.NextPageToken,
@@ -42,17 +58,17 @@ func (s *Service) ListSkills(_ context.Context, req *routerv1.ListSkillsRequest)
 }
 
 // GetSkill returns one skill in full.
-func (s *Service) GetSkill(_ context.Context, req *routerv1.GetSkillRequest) (*routerv1.GetSkillResponse, error) {
-	ent, gen, err := s.Engine.GetSkill(req.GetName(), req.GetAgent())
+func (s *Service) GetSkill(ctx context.Context, req *routerv1.GetSkillRequest) (*routerv1.GetSkillResponse, error) {
+	res, err := s.Router.Get(origin(ctx), skill.GetRequest{Name: req.GetName(), Agent: req.GetAgent()})
 	if err != nil {
-		return nil, toStatus(err)
+		return nil, s.status(ctx, err)
 	}
-	return &routerv1.GetSkillResponse{Skill: detailPB(ent), IndexGeneration: gen}, nil
+	return &routerv1.GetSkillResponse{Skill: detailPB(res.Entry), IndexGeneration: res.Generation}, nil
 }
 
 // Load serves a skill at a disclosure level.
 func (s *Service) Load(ctx context.Context, req *routerv1.LoadRequest) (*routerv1.LoadResponse, error) {
-	res, err := s.Engine.Load(ctx, engine.LoadRequest{
+	res, err := s.Router.Load(origin(ctx), skill.LoadRequest{
 		Name:         req.GetName(),
 		Agent:        req.GetAgent(),
 		Level:        skill.LoadLevel(req.GetLevel()),
@@ -61,59 +77,48 @@ func (s *Service) Load(ctx context.Context, req *routerv1.LoadRequest) (*routerv
 		Raw:          req.GetRaw(),
 	})
 	if err != nil {
-		return nil, toStatus(err)
+		return nil, s.status(ctx, err)
 	}
 	return loadPB(res), nil
 }
 
 // Reindex rescans the skill roots now.
 func (s *Service) Reindex(ctx context.Context, req *routerv1.ReindexRequest) (*routerv1.ReindexResponse, error) {
-	st, err := s.Engine.Reindex(ctx, req.GetFull())
+	st, err := s.Router.Reindex(origin(ctx), skill.ReindexRequest{Full: req.GetFull()})
 	if err != nil {
-		return nil, toStatus(err)
+		return nil, s.status(ctx, err)
 	}
-	return &routerv1.ReindexResponse{Stats: statsPB(st)}, nil
+	return &routerv1.ReindexResponse{Stats: statsPB(*st)}, nil
 }
 
 // Status reports the router's state.
-func (s *Service) Status(context.Context, *routerv1.StatusRequest) (*routerv1.StatusResponse, error) {
-	return statusPB(s.Engine.Status()), nil
-}
-
-// Match ranks skills for a task, or abstains.
-func (s *Service) Match(ctx context.Context, req *routerv1.MatchRequest) (*routerv1.MatchResponse, error) {
-	mr, err := matchRequest(req)
+func (s *Service) Status(ctx context.Context, _ *routerv1.StatusRequest) (*routerv1.StatusResponse, error) {
+	st, err := s.Router.Status(origin(ctx))
 	if err != nil {
-		return nil, toStatus(err)
+		return nil, s.status(ctx, err)
 	}
-	res, err := s.Engine.Match(ctx, mr)
-	if err != nil {
-		return nil, toStatus(err)
-	}
-	return matchPB(res), nil
+	return statusPB(st), nil
 }
 
 // AuthorizeExec decides whether a script may run.
 func (s *Service) AuthorizeExec(ctx context.Context, req *routerv1.AuthorizeExecRequest) (*routerv1.AuthorizeExecResponse, error) {
-	d, err := s.Engine.AuthorizeExec(ctx, engine.ExecRequest{
+	d, err := s.Router.AuthorizeExec(origin(ctx), skill.ExecRequest{
 		Skill: req.GetSkill(), Script: req.GetScript(), Caller: req.GetCaller(), Agent: req.GetAgent(),
-		Principal: auth.PrincipalFrom(ctx).ID, Peer: auth.PeerAddr(ctx),
 	})
 	if err != nil {
-		return nil, toStatus(err)
+		return nil, s.status(ctx, err)
 	}
 	return execDecisionPB(d), nil
 }
 
 // ReportExecResult records a run's outcome.
 func (s *Service) ReportExecResult(ctx context.Context, req *routerv1.ReportExecResultRequest) (*routerv1.ReportExecResultResponse, error) {
-	err := s.Engine.ReportExecResult(ctx, engine.ExecReport{
+	_, err := s.Router.ReportExecResult(origin(ctx), skill.ExecReport{
 		DecisionID: req.GetDecisionId(), Skill: req.GetSkill(), Script: req.GetScript(), Caller: req.GetCaller(),
-		Principal: auth.PrincipalFrom(ctx).ID, ExitCode: int(req.GetExitCode()),
-		Duration: req.GetDuration().AsDuration(), Error: req.GetError(),
+		ExitCode: int(req.GetExitCode()), Duration: req.GetDuration().AsDuration(), Error: req.GetError(),
 	})
 	if err != nil {
-		return nil, toStatus(err)
+		return nil, s.status(ctx, err)
 	}
 	return &routerv1.ReportExecResultResponse{Recorded: true}, nil
 }

@@ -71,3 +71,34 @@ func BodyStart(s string, n int) string {
 	}
 	return cut
 }
+
+// TruncateBody cuts body to at most budget estimated tokens (see
+// EstimateTokens). It prefers to cut at a line break, then at a space, in
+// the last fifth of the allowance, so a reader never gets half a word when it
+// can be avoided. It returns the text, its estimated tokens, and whether it was
+// cut.
+func TruncateBody(body string, budget int) (string, int, bool) {
+	if budget <= 0 {
+		return "", 0, body != ""
+	}
+	if EstimateTokens(body) <= budget {
+		return body, EstimateTokens(body), false
+	}
+	maxRunes := budget * CharsPerToken
+	cut := 0
+	for i := range body {
+		if maxRunes == 0 {
+			cut = i
+			break
+		}
+		maxRunes--
+	}
+	text := body[:cut]
+	floor := len(text) * 4 / 5
+	if i := strings.LastIndexByte(text, '\n'); i >= floor && i > 0 {
+		text = text[:i+1]
+	} else if i := strings.LastIndexByte(text, ' '); i >= floor && i > 0 {
+		text = text[:i]
+	}
+	return text, EstimateTokens(text), true
+}

@@ -2,9 +2,9 @@ package skill
 
 import (
 	"math"
-	"time"
 	"regexp"
 	"strings"
+	"time"
 	"unicode/utf8"
 )
 

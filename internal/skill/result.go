@@ -180,6 +180,16 @@ const (
 	DenyHashMismatch   DenyReason = "hash_mismatch"   // the content differs from the pinned sha256
 )
 
+// Decision is the outcome of an access decision, in audit records.
+type Decision string
+
+// Decisions.
+const (
+	DecisionAllow       Decision = "allow"
+	DecisionDeny        Decision = "deny"
+	DecisionRateLimited Decision = "rate_limited"
+)
+
 // ExecDecision answers an ExecRequest.
 type ExecDecision struct {
 	Allowed bool

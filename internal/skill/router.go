@@ -57,11 +57,12 @@ type Router interface {
 	// Errors: CodeInvalidArgument (skill, script, agent), CodeUnavailable.
 	AuthorizeExec(ctx context.Context, req ExecRequest) (*ExecDecision, error)
 
-	// ReportExecResult records the outcome of a run AuthorizeExec allowed.
+	// ReportExecResult accepts the outcome of a run AuthorizeExec allowed
+	// and returns it as recorded, with the decision's skill and script.
 	// Errors: CodeInvalidArgument (decision_id, or a skill or script that
 	// differs from the decision's), CodeNotFound (no pending allow
 	// decision with that id).
-	ReportExecResult(ctx context.Context, req ExecReport) error
+	ReportExecResult(ctx context.Context, req ExecReport) (*ExecReport, error)
 }
 
 // GenerationWatcher is implemented by routers that can tell when a new index

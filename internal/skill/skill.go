@@ -9,6 +9,7 @@ package skill
 
 import (
 	"fmt"
+	"sort"
 	"time"
 )
 
@@ -206,4 +207,21 @@ func HasErrors(ps []Problem) bool {
 		}
 	}
 	return false
+}
+
+// SortProblems orders problems by file, line, code and message, for stable
+// output.
+func SortProblems(ps []Problem) {
+	sort.SliceStable(ps, func(i, j int) bool {
+		if ps[i].File != ps[j].File {
+			return ps[i].File < ps[j].File
+		}
+		if ps[i].Line != ps[j].Line {
+			return ps[i].Line < ps[j].Line
+		}
+		if ps[i].Code != ps[j].Code {
+			return ps[i].Code < ps[j].Code
+		}
+		return ps[i].Message < ps[j].Message
+	})
 }

@@ -9,47 +9,77 @@ import (
 	"github.com/mcpsag/router/internal/skill"
 )
 
+// recordFormat is the version of the record encoding below (recordJSON and
+// the structs it holds). Bump it with any change to them.
+const recordFormat = 1
+
+// checkRecordsVersion drops the file records and bodies when they were written
+// by another record format or parser version than want, and records want. It
+// returns why it dropped them, or "".
+func (d *DB) checkRecordsVersion(parserVersion int) (reason string, err error) {
+	want := fmt.Sprintf("%d.%d", recordFormat, parserVersion)
+	err = d.bolt.Update(func(tx *bolt.Tx) error {
+		meta := tx.Bucket(bucketMeta)
+		got := string(meta.Get(keyRecordsVersion))
+		if got == want {
+			return nil
+		}
+		if tx.Bucket(bucketFiles).Stats().KeyN > 0 {
+			reason = fmt.Sprintf("records version %q, this router writes %q", got, want)
+		}
+		for _, name := range [][]byte{bucketFiles, bucketBodies} {
+			if err := tx.DeleteBucket(name); err != nil {
+				return fmt.Errorf("drop bucket %s: %w", name, err)
+			}
+			if _, err := tx.CreateBucket(name); err != nil {
+				return fmt.Errorf("create bucket %s: %w", name, err)
+			}
+		}
+		return meta.Put(keyRecordsVersion, []byte(want))
+	})
+	return reason, err
+}
+
 // FileRecord is what the cache knows about one SKILL.md. It describes the file
 // as last seen on disk (stat, hash, problems) and, separately, the last version
 // that parsed: a bad edit keeps serving that good version.
 type FileRecord struct {
-	Path        string          `json:"path"`
-	ModTimeNano int64           `json:"mtime_ns"`
-	Size        int64           `json:"size"`
-	ContentHash string          `json:"sha256"`
-	Problems    []skill.Problem `json:"problems,omitempty"`
+	Path        string
+	ModTimeNano int64
+	Size        int64
+	ContentHash string
+	Problems    []skill.Problem
 	// Good is the last version that parsed, nil when none ever did.
-	Good *Version `json:"good,omitempty"`
+	Good *Version
 }
 
 // Version is one successfully parsed SKILL.md. Its body is stored separately,
 // under ContentHash in the bodies bucket.
 type Version struct {
-	Name            string            `json:"name"`
-	Frontmatter     skill.Frontmatter `json:"frontmatter"`
-	BodyLine        int               `json:"body_line"`
-	BodyTokens      int               `json:"body_tokens"`
-	ContentHash     string            `json:"sha256"`
-	FrontmatterHash string            `json:"frontmatter_sha256"`
-	Size            int64             `json:"size"`
-	ModTimeNano     int64             `json:"mtime_ns"`
+	Name            string
+	Frontmatter     skill.Frontmatter
+	BodyLine        int
+	BodyTokens      int
+	ContentHash     string
+	FrontmatterHash string
+	Size            int64
+	ModTimeNano     int64
 	// Problems are the warnings the version was loaded with.
-	Problems []skill.Problem `json:"problems,omitempty"`
+	Problems []skill.Problem
 }
 
-// Files returns every file record, keyed by path.
+// Files returns every file record, keyed by path. A record this code cannot
+// decode is left out, so its file is parsed again.
 func (d *DB) Files() (map[string]*FileRecord, error) {
 	out := make(map[string]*FileRecord)
 	err := d.bolt.View(func(tx *bolt.Tx) error {
 		return tx.Bucket(bucketFiles).ForEach(func(k, v []byte) error {
-			var r FileRecord
-			if err := json.Unmarshal(v, &r); err != nil {
-				// A record this code cannot read is dropped; the file
-				// will be parsed again.
+			r, err := decodeRecord(v)
+			if err != nil {
 				return nil
 			}
 			r.Path = string(k)
-			out[r.Path] = &r
+			out[r.Path] = r
 			return nil
 		})
 	})
@@ -74,7 +104,7 @@ type FileChanges struct {
 func (d *DB) ApplyFiles(c FileChanges) error {
 	encoded := make([][]byte, len(c.Put))
 	for i, r := range c.Put {
-		b, err := json.Marshal(r)
+		b, err := encodeRecord(r)
 		if err != nil {
 			return fmt.Errorf("encode record %s: %w", r.Path, err)
 		}
@@ -100,22 +130,8 @@ func (d *DB) ApplyFiles(c FileChanges) error {
 		if c.KeepBodies == nil {
 			return nil
 		}
-		var stale [][]byte
-		err := bodies.ForEach(func(k, _ []byte) error {
-			if !c.KeepBodies[string(k)] {
-				stale = append(stale, append([]byte(nil), k...))
-			}
-			return nil
-		})
-		if err != nil {
-			return err
-		}
-		for _, k := range stale {
-			if err := bodies.Delete(k); err != nil {
-				return fmt.Errorf("delete body %s: %w", k, err)
-			}
-		}
-		return nil
+		_, err := deleteUnless(bodies, func(k []byte) bool { return c.KeepBodies[string(k)] })
+		return err
 	})
 }
 
@@ -129,4 +145,152 @@ func (d *DB) Body(contentHash string) (body string, ok bool, err error) {
 		return nil
 	})
 	return body, ok, err
+}
+
+// Bodies calls fn with the body of each content hash, in one read
+// transaction. body is only valid during the call: copy what is kept. Hashes
+// without a body are skipped.
+func (d *DB) Bodies(contentHashes []string, fn func(hash string, body []byte)) error {
+	return d.bolt.View(func(tx *bolt.Tx) error {
+		b := tx.Bucket(bucketBodies)
+		for _, h := range contentHashes {
+			if v := b.Get([]byte(h)); v != nil {
+				fn(h, v)
+			}
+		}
+		return nil
+	})
+}
+
+// deleteUnless deletes every key of b for which keep is false, and returns how
+// many it deleted. Keys are collected first: bbolt forbids deleting while
+// iterating.
+func deleteUnless(b *bolt.Bucket, keep func(k []byte) bool) (int, error) {
+	var stale [][]byte
+	err := b.ForEach(func(k, _ []byte) error {
+		if !keep(k) {
+			stale = append(stale, append([]byte(nil), k...))
+		}
+		return nil
+	})
+	if err != nil {
+		return 0, err
+	}
+	for _, k := range stale {
+		if b.Bucket(k) != nil {
+			err = b.DeleteBucket(k)
+		} else {
+			err = b.Delete(k)
+		}
+		if err != nil {
+			return 0, fmt.Errorf("delete %s: %w", k, err)
+		}
+	}
+	return len(stale), nil
+}
+
+// The JSON encoding of a file record. These structs are the on-disk format:
+// their field names are fixed by their tags, independent of the domain types,
+// and any change to them must bump recordFormat.
+type (
+	recordJSON struct {
+		ModTimeNano int64         `json:"mtime_ns"`
+		Size        int64         `json:"size"`
+		ContentHash string        `json:"sha256"`
+		Problems    []problemJSON `json:"problems,omitempty"`
+		Good        *versionJSON  `json:"good,omitempty"`
+	}
+	versionJSON struct {
+		Name            string          `json:"name"`
+		Frontmatter     frontmatterJSON `json:"frontmatter"`
+		BodyLine        int             `json:"body_line"`
+		BodyTokens      int             `json:"body_tokens"`
+		ContentHash     string          `json:"sha256"`
+		FrontmatterHash string          `json:"frontmatter_sha256"`
+		Size            int64           `json:"size"`
+		ModTimeNano     int64           `json:"mtime_ns"`
+		Problems        []problemJSON   `json:"problems,omitempty"`
+	}
+	frontmatterJSON struct {
+		Name                   string            `json:"name"`
+		Description            string            `json:"description"`
+		License                string            `json:"license,omitempty"`
+		Compatibility          string            `json:"compatibility,omitempty"`
+		Metadata               map[string]string `json:"metadata,omitempty"`
+		AllowedTools           []string          `json:"allowed_tools,omitempty"`
+		Triggers               []string          `json:"triggers,omitempty"`
+		Tags                   []string          `json:"tags,omitempty"`
+		Hidden                 bool              `json:"hidden,omitempty"`
+		DisableModelInvocation bool              `json:"disable_model_invocation,omitempty"`
+		UserInvocable          *bool             `json:"user_invocable,omitempty"`
+		Extra                  map[string]string `json:"extra,omitempty"`
+	}
+	problemJSON struct {
+		Severity int    `json:"severity"`
+		Code     string `json:"code"`
+		Field    string `json:"field,omitempty"`
+		File     string `json:"file,omitempty"`
+		Line     int    `json:"line,omitempty"`
+		Message  string `json:"message"`
+	}
+)
+
+func encodeRecord(r *FileRecord) ([]byte, error) {
+	out := recordJSON{ModTimeNano: r.ModTimeNano, Size: r.Size, ContentHash: r.ContentHash, Problems: problemsJSON(r.Problems)}
+	if g := r.Good; g != nil {
+		f := g.Frontmatter
+		out.Good = &versionJSON{
+			Name: g.Name, BodyLine: g.BodyLine, BodyTokens: g.BodyTokens, ContentHash: g.ContentHash,
+			FrontmatterHash: g.FrontmatterHash, Size: g.Size, ModTimeNano: g.ModTimeNano, Problems: problemsJSON(g.Problems),
+			Frontmatter: frontmatterJSON{
+				Name: f.Name, Description: f.Description, License: f.License, Compatibility: f.Compatibility,
+				Metadata: f.Metadata, AllowedTools: f.AllowedTools, Triggers: f.Triggers, Tags: f.Tags,
+				Hidden: f.Hidden, DisableModelInvocation: f.DisableModelInvocation, UserInvocable: f.UserInvocable, Extra: f.Extra,
+			},
+		}
+	}
+	return json.Marshal(out)
+}
+
+func decodeRecord(b []byte) (*FileRecord, error) {
+	var in recordJSON
+	if err := json.Unmarshal(b, &in); err != nil {
+		return nil, err
+	}
+	r := &FileRecord{ModTimeNano: in.ModTimeNano, Size: in.Size, ContentHash: in.ContentHash, Problems: problemsOf(in.Problems)}
+	if g := in.Good; g != nil {
+		f := g.Frontmatter
+		r.Good = &Version{
+			Name: g.Name, BodyLine: g.BodyLine, BodyTokens: g.BodyTokens, ContentHash: g.ContentHash,
+			FrontmatterHash: g.FrontmatterHash, Size: g.Size, ModTimeNano: g.ModTimeNano, Problems: problemsOf(g.Problems),
+			Frontmatter: skill.Frontmatter{
+				Name: f.Name, Description: f.Description, License: f.License, Compatibility: f.Compatibility,
+				Metadata: f.Metadata, AllowedTools: f.AllowedTools, Triggers: f.Triggers, Tags: f.Tags,
+				Hidden: f.Hidden, DisableModelInvocation: f.DisableModelInvocation, UserInvocable: f.UserInvocable, Extra: f.Extra,
+			},
+		}
+	}
+	return r, nil
+}
+
+func problemsJSON(ps []skill.Problem) []problemJSON {
+	if len(ps) == 0 {
+		return nil
+	}
+	out := make([]problemJSON, len(ps))
+	for i, p := range ps {
+		out[i] = problemJSON{Severity: int(p.Severity), Code: p.Code, Field: p.Field, File: p.File, Line: p.Line, Message: p.Message}
+	}
+	return out
+}
+
+func problemsOf(ps []problemJSON) []skill.Problem {
+	if len(ps) == 0 {
+		return nil
+	}
+	out := make([]skill.Problem, len(ps))
+	for i, p := range ps {
+		out[i] = skill.Problem{Severity: skill.Severity(p.Severity), Code: p.Code, Field: p.Field, File: p.File, Line: p.Line, Message: p.Message}
+	}
+	return out
 }

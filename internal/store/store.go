@@ -9,6 +9,7 @@
 //	    generation         -> uint64, big-endian: the last published index generation
 //	    model_fingerprint  -> hex sha256 of the embedding model in use
 //	    model_name         -> the model's display name
+//	    records_version    -> "<record format>.<parser version>" of files/ and bodies/
 //	files/
 //	    <absolute SKILL.md path> -> JSON FileRecord (stat, hashes, parsed metadata, problems)
 //	bodies/
@@ -54,6 +55,7 @@ var (
 	keyGeneration       = []byte("generation")
 	keyModelFingerprint = []byte("model_fingerprint")
 	keyModelName        = []byte("model_name")
+	keyRecordsVersion   = []byte("records_version")
 
 	allBuckets = [][]byte{bucketMeta, bucketFiles, bucketBodies, bucketVectors}
 )
@@ -75,6 +77,11 @@ type Options struct {
 	// Holder describes this process (pid, address) for ErrLocked messages.
 	Holder string
 	Logger *slog.Logger
+	// ParserVersion identifies the parser whose output the file records
+	// hold (skillmd.Version). Records written under another version, or
+	// another record format, are dropped at open, so every skill is parsed
+	// again.
+	ParserVersion int
 }
 
 // DB is an open cache file.
@@ -84,6 +91,9 @@ type DB struct {
 	dir  string
 	// Recovered says why the previous file was moved aside at open, or "".
 	Recovered string
+	// Reparse says why the file records were dropped at open (another
+	// parser or record format), or "".
+	Reparse string
 }
 
 // Open opens (or creates) the cache in dir. A file that fails its integrity
@@ -122,6 +132,13 @@ func Open(dir string, opts Options) (*DB, error) {
 		return nil, fmt.Errorf("open cache %s: %w", path, err)
 	}
 	d := &DB{bolt: db, path: path, dir: dir, Recovered: recovered}
+	if d.Reparse, err = d.checkRecordsVersion(opts.ParserVersion); err != nil {
+		closeQuietly(db)
+		return nil, fmt.Errorf("open cache %s: %w", path, err)
+	}
+	if d.Reparse != "" {
+		log.Info("cached skill records are from another parser or format; every skill will be parsed again", "reason", d.Reparse)
+	}
 	if opts.Holder != "" {
 		// Best effort: the lock is what matters, the file only names it.
 		_ = os.WriteFile(filepath.Join(dir, holderFile), []byte(opts.Holder+"\n"), 0o640)
@@ -264,22 +281,7 @@ func (d *DB) SetModel(fingerprint, name string) error {
 		if err := m.Put(keyModelName, []byte(name)); err != nil {
 			return err
 		}
-		vb := tx.Bucket(bucketVectors)
-		var stale [][]byte
-		err := vb.ForEachBucket(func(k []byte) error {
-			if string(k) != fingerprint {
-				stale = append(stale, append([]byte(nil), k...))
-			}
-			return nil
-		})
-		if err != nil {
-			return err
-		}
-		for _, k := range stale {
-			if err := vb.DeleteBucket(k); err != nil {
-				return fmt.Errorf("drop vectors of model %s: %w", k, err)
-			}
-		}
-		return nil
+		_, err := deleteUnless(tx.Bucket(bucketVectors), func(k []byte) bool { return string(k) == fingerprint })
+		return err
 	})
 }

@@ -73,22 +73,9 @@ func (d *DB) PruneVectors(fingerprint string, keep map[string]bool) (int, error)
 		if b == nil {
 			return nil
 		}
-		var stale [][]byte
-		if err := b.ForEach(func(k, _ []byte) error {
-			if !keep[string(k)] {
-				stale = append(stale, append([]byte(nil), k...))
-			}
-			return nil
-		}); err != nil {
-			return err
-		}
-		for _, k := range stale {
-			if err := b.Delete(k); err != nil {
-				return err
-			}
-		}
-		removed = len(stale)
-		return nil
+		var err error
+		removed, err = deleteUnless(b, func(k []byte) bool { return keep[string(k)] })
+		return err
 	})
 	return removed, err
 }

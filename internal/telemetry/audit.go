@@ -4,19 +4,12 @@ import (
 	"context"
 	"time"
 
+	"github.com/mcpsag/router/internal/auth"
+	"github.com/mcpsag/router/internal/skill"
+
 	"go.opentelemetry.io/otel/attribute"
 	otellog "go.opentelemetry.io/otel/log"
 	"go.opentelemetry.io/otel/metric"
-)
-
-// Decision is the outcome of an access decision in an audit record.
-type Decision string
-
-// Decisions.
-const (
-	DecisionAllow       Decision = "allow"
-	DecisionDeny        Decision = "deny"
-	DecisionRateLimited Decision = "rate_limited"
 )
 
 // ReasonNotFound is the deny reason for a skill or script that does not
@@ -40,7 +33,7 @@ type ExecAttempt struct {
 	// authenticated (a token id or certificate identity, never the token).
 	Caller, Principal string
 	Agent             string
-	Decision          Decision
+	Decision          skill.Decision
 	// Reason is the deny reason code (exec_disabled, not_allowlisted,
 	// hash_mismatch, path_escape, not_found, skill_disabled); empty when
 	// allowed.
@@ -126,25 +119,10 @@ func (r *Recorder) ExecReported(ctx context.Context, e ExecResult) {
 	})
 }
 
-// AdminCall describes one call to an admin method (Reindex, config
-// changes, ...) and the access decision on it, for AdminCalled.
-type AdminCall struct {
-	// Method is the full gRPC method, /mcpsag.router.v1.SkillRouter/Reindex.
-	Method string
-	// Principal is a token id or certificate identity, never the token.
-	Principal string
-	Decision  Decision
-	Reason    string // why it was denied or limited; empty when allowed
-	Peer      string // client address
-	// Code is the call's result (skill.Code.String() or a gRPC code name),
-	// empty when the call was not run.
-	Code string
-}
-
 // AdminCalled records an admin call: audit event admin_call and the admin
 // calls counter (by method and decision). Call it once per admin call,
 // denied calls included.
-func (r *Recorder) AdminCalled(ctx context.Context, a AdminCall) {
+func (r *Recorder) AdminCalled(ctx context.Context, a auth.AdminCall) {
 	if r == nil {
 		return
 	}

@@ -24,6 +24,7 @@ import (
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/types/known/wrapperspb"
 
+	"github.com/mcpsag/router/internal/auth"
 	"github.com/mcpsag/router/internal/skill"
 	"github.com/mcpsag/router/internal/telemetry"
 )
@@ -195,7 +196,7 @@ func recordAll(t *testing.T, tel *telemetry.Telemetry) context.Context {
 	})
 	rec.ExecAttempted(ctx, telemetry.ExecAttempt{
 		DecisionID: "dec-1", Skill: "pdf-tools", Script: "scripts/fill_form.py", Caller: "flow-runner",
-		Principal: "token:ci-bot", Agent: "codex", Decision: telemetry.DecisionDeny, Reason: "not_allowlisted",
+		Principal: "token:ci-bot", Agent: "codex", Decision: skill.DecisionDeny, Reason: "not_allowlisted",
 		Peer: "127.0.0.1:5555",
 	})
 	rec.ExecReported(ctx, telemetry.ExecResult{
@@ -208,8 +209,8 @@ func recordAll(t *testing.T, tel *telemetry.Telemetry) context.Context {
 	rec.EmbeddingCache(ctx, telemetry.CacheDocument, 10, 4)
 	rec.Reindexed(ctx, telemetry.Reindex{Full: true, Duration: 250 * time.Millisecond, Scanned: 14, Added: 14,
 		Parsed: 14, Embedded: 11, Invalid: 3, Generation: 4})
-	rec.AdminCalled(ctx, telemetry.AdminCall{Method: "/mcpsag.router.v1.SkillRouter/Reindex",
-		Principal: "token:ops", Decision: telemetry.DecisionAllow, Peer: "127.0.0.1:5556", Code: "OK"})
+	rec.AdminCalled(ctx, auth.AdminCall{Method: "/mcpsag.router.v1.SkillRouter/Reindex",
+		Principal: "token:ops", Decision: skill.DecisionAllow, Peer: "127.0.0.1:5556", Code: "OK"})
 	return ctx
 }
 

@@ -67,6 +67,7 @@ const (
 	keyDegraded      = "degraded"
 	keyMethod        = "method"
 	keyLogType       = "log.type"
+	keyTransport     = "transport"
 	keyDurationMS    = "duration_ms"
 	keyTaskHash      = "task.hash"
 	keyTaskChars     = "task.chars"

@@ -13,6 +13,8 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/mcpsag/router/internal/skill"
+
 	"go.opentelemetry.io/otel/attribute"
 	otellog "go.opentelemetry.io/otel/log"
 	"go.opentelemetry.io/otel/metric"
@@ -188,6 +190,9 @@ func (r *Recorder) observeIndex(_ context.Context, o metric.Int64Observer) error
 func (r *Recorder) emit(ctx context.Context, lg otellog.Logger, name string, sev otellog.Severity, audit bool, attrs []attribute.KeyValue) {
 	if audit {
 		attrs = append(attrs, attribute.String(keyLogType, "audit"))
+	}
+	if tr := skill.OriginFrom(ctx).Transport; tr != "" {
+		attrs = append(attrs, attribute.String(keyTransport, tr))
 	}
 	if lg.Enabled(ctx, otellog.EnabledParameters{Severity: sev, EventName: name}) {
 		var rec otellog.Record

@@ -10,6 +10,7 @@ import (
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/mcpsag/router/internal/auth"
 	"github.com/mcpsag/router/internal/skill"
 	"github.com/mcpsag/router/internal/telemetry"
 )
@@ -215,7 +216,7 @@ func TestMetrics(t *testing.T) {
 func TestUnknownSkillNotALabel(t *testing.T) {
 	m := setupMem(t, telemetry.Config{})
 	m.Recorder().ExecAttempted(context.Background(), telemetry.ExecAttempt{
-		Skill: "made-up-123", Script: "x.sh", Decision: telemetry.DecisionDeny, Reason: telemetry.ReasonNotFound})
+		Skill: "made-up-123", Script: "x.sh", Decision: skill.DecisionDeny, Reason: telemetry.ReasonNotFound})
 	var rm metricdata.ResourceMetrics
 	if err := m.reader.Collect(context.Background(), &rm); err != nil {
 		t.Fatal(err)
@@ -254,7 +255,7 @@ func TestNilSafe(t *testing.T) {
 	r.EmbeddingCache(ctx, telemetry.CacheQuery, 1, 1)
 	r.RegisterEmbeddingCache(telemetry.CacheQuery, func() (int64, int64) { return 0, 0 })
 	r.Reindexed(ctx, telemetry.Reindex{})
-	r.AdminCalled(ctx, telemetry.AdminCall{})
+	r.AdminCalled(ctx, auth.AdminCall{})
 	r.RegisterIndexGauge(func() telemetry.IndexSize { return telemetry.IndexSize{} })
 
 	var tel *telemetry.Telemetry

@@ -10,7 +10,7 @@ import (
 	"sort"
 	"time"
 
-	"github.com/mcpsag/router/internal/loader"
+	"github.com/mcpsag/router/internal/skillmd"
 )
 
 // EvalSet is a skill-routing eval set in the format of ../shared/eval: a
@@ -44,7 +44,7 @@ func loadEvalSet(dir string) (*EvalSet, error) {
 		if err != nil {
 			continue
 		}
-		p, _ := loader.Parse(data, dirName, loader.DefaultLimits)
+		p, _ := skillmd.Parse(data, dirName, skillmd.DefaultLimits)
 		if p == nil {
 			continue
 		}

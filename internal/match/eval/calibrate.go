@@ -158,7 +158,7 @@ func Calibrate(ctx context.Context, ix *match.Index, qs []Query, opt CalibrateOp
 	samples := make([]match.Sample, len(qs))
 	scores := make([]float64, len(qs))
 	for i, q := range qs {
-		rk, err := ix.Rank(ctx, match.Request{Task: q.Query, Mode: opt.Mode})
+		rk, err := ix.Rank(ctx, skill.MatchRequest{Task: q.Query, Options: skill.MatchOptions{Mode: opt.Mode}}, nil)
 		if err != nil {
 			return nil, fmt.Errorf("query %s: %w", q.ID, err)
 		}

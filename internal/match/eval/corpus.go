@@ -10,10 +10,13 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/mcpsag/router/internal/catalog"
 	"github.com/mcpsag/router/internal/embed"
-	"github.com/mcpsag/router/internal/loader"
+	"github.com/mcpsag/router/internal/generation"
 	"github.com/mcpsag/router/internal/match"
 	"github.com/mcpsag/router/internal/skill"
+	"github.com/mcpsag/router/internal/skillfs"
+	"github.com/mcpsag/router/internal/skillmd"
 	"github.com/mcpsag/router/internal/store"
 )
 
@@ -29,41 +32,40 @@ type Options struct {
 	// Embed configures the model beyond its folder (prefixes, body
 	// characters); Dir is taken from ModelDir.
 	Embed embed.Config
-	// Config configures matching; the zero value means
-	// match.DefaultConfig().
+	// Config configures matching; nil means match.DefaultConfig().
 	Config *match.Config
-	// StateDir holds the temporary store; empty means a new temporary
-	// folder, removed by Close.
+	// StateDir holds the store; empty means a new temporary folder,
+	// removed by Close.
 	StateDir string
 	Logger   *slog.Logger
 }
 
-// Corpus is an indexed skill folder ready for evaluation.
+// Corpus is an indexed skill folder ready for evaluation: one generation,
+// built by the same generation.Builder the router uses.
 type Corpus struct {
 	Index   *match.Index
-	Catalog *loader.Catalog
-	// Model is the embedding model's identity, zero when dense matching
-	// is unavailable; DenseErr says why it is.
+	Catalog *catalog.Catalog
+	// Model is the identity of the model that embedded the skills, zero
+	// when dense matching is unavailable; DenseErr says why it is.
 	Model    embed.Identity
 	DenseErr error
-	// Times spent loading skills, embedding them, and building the index.
-	LoadTime, EmbedTime, IndexTime time.Duration
+	// BuildTime is what the build took (scan, parse, embed, index);
+	// IndexTime the match index's share of it.
+	BuildTime, IndexTime time.Duration
 
+	gen     *generation.Generation
+	builder *generation.Builder
 	db      *store.DB
 	tmp     string
 	manager *embed.Manager
-	body    func(*skill.Skill) (string, error)
-	vectors [][]float32
-	winners []*skill.Skill
 }
 
 // ErrNoModel is DenseErr when no model folder was given or it does not
 // exist.
 var ErrNoModel = errors.New("no embedding model folder")
 
-// Open loads, embeds and indexes opt.Skills. It fails when the folder
-// cannot be read or holds no valid skill; a missing or broken model only
-// sets DenseErr.
+// Open builds a generation of opt.Skills. It fails when the folder cannot be
+// read or holds no valid skill; a missing or broken model only sets DenseErr.
 func Open(ctx context.Context, opt Options) (*Corpus, error) {
 	log := opt.Logger
 	if log == nil {
@@ -92,65 +94,46 @@ func Open(ctx context.Context, opt Options) (*Corpus, error) {
 			_ = c.Close()
 		}
 	}()
-	if c.db, err = store.Open(state, store.Options{Logger: log}); err != nil {
+	if c.db, err = store.Open(state, store.Options{Logger: log, ParserVersion: skillmd.Version}); err != nil {
 		return nil, err
 	}
-
-	start := time.Now()
-	lcfg := loader.Config{Workspace: abs, Roots: []loader.RootSpec{{Path: abs, Kind: skill.KindProject}}}
+	c.manager, c.DenseErr = openModel(ctx, opt, log)
+	roots := []skillfs.RootSpec{{Path: abs, Kind: skill.KindProject}}
 	for _, sub := range []string{"skills", "agents"} {
 		if fi, err := os.Stat(filepath.Join(abs, sub)); err == nil && fi.IsDir() {
-			lcfg.Roots = loader.DefaultRoots()
+			roots = skillfs.DefaultRoots()
 			break
 		}
 	}
-	ix, err := loader.NewIndexer(lcfg, c.db, log)
-	if err != nil {
+	if c.builder, err = generation.NewBuilder(generation.Config{
+		Workspace: abs, Roots: roots, Embedder: c.manager, Logger: log,
+	}, c.db); err != nil {
 		return nil, err
 	}
-	cat, _, _, err := ix.Reindex(ctx, false)
-	if err != nil {
-		return nil, fmt.Errorf("load skills from %s: %w", abs, err)
-	}
-	c.Catalog = cat
-	c.winners = cat.Winners()
-	if len(c.winners) == 0 {
-		return nil, fmt.Errorf("no valid skill under %s", abs)
-	}
-	c.body = func(s *skill.Skill) (string, error) {
-		b, found, err := c.db.Body(s.ContentHash)
-		if err != nil {
-			return "", err
-		}
-		if !found {
-			return "", fmt.Errorf("no body stored for %s", s.Name)
-		}
-		return b, nil
-	}
-	c.LoadTime = time.Since(start)
-
-	start = time.Now()
-	c.vectors, c.DenseErr = c.embed(ctx, opt, log)
-	if err := ctx.Err(); err != nil {
-		return nil, err
-	}
-	c.EmbedTime = time.Since(start)
-
 	cfg := match.DefaultConfig()
 	if opt.Config != nil {
 		cfg = *opt.Config
 	}
-	if c.Index, err = c.Build(ctx, cfg); err != nil {
-		return nil, err
+	start := time.Now()
+	g, _, err := c.builder.Build(ctx, nil, false, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("index %s: %w", abs, err)
 	}
-	c.IndexTime = c.Index.Stats().Duration
+	c.BuildTime = time.Since(start)
+	if len(g.Catalog.Winners()) == 0 {
+		return nil, fmt.Errorf("no valid skill under %s", abs)
+	}
+	if c.DenseErr == nil && g.Model.Fingerprint == "" {
+		c.DenseErr = errors.New("embedding the skills failed")
+	}
+	c.use(g)
 	ok = true
 	return c, nil
 }
 
-// embed loads the model and embeds every winner; it returns the reason when
-// dense matching is unavailable.
-func (c *Corpus) embed(ctx context.Context, opt Options, log *slog.Logger) ([][]float32, error) {
+// openModel loads the embedding model of opt, or says why dense matching is
+// unavailable.
+func openModel(ctx context.Context, opt Options, log *slog.Logger) (*embed.Manager, error) {
 	if opt.ModelDir == "" {
 		return nil, ErrNoModel
 	}
@@ -159,43 +142,27 @@ func (c *Corpus) embed(ctx context.Context, opt Options, log *slog.Logger) ([][]
 	}
 	ecfg := opt.Embed
 	ecfg.Dir = opt.ModelDir
-	c.manager = embed.NewManager(ecfg, log, nil)
-	if err := c.manager.Reload(ctx, ecfg); err != nil {
+	m := embed.NewManager(ecfg, log, nil)
+	if err := m.Reload(ctx, ecfg); err != nil {
+		m.Close()
 		return nil, fmt.Errorf("load model %s: %w", opt.ModelDir, err)
 	}
-	c.Model = c.manager.Identity()
-	bodyChars := c.manager.Config().BodyChars
-	texts := make([]string, len(c.winners))
-	for i, s := range c.winners {
-		body := ""
-		if bodyChars > 0 {
-			body, _ = c.body(s)
-		}
-		texts[i] = embed.DocumentText(s.Name, s.Description(), body, bodyChars)
-	}
-	vecs, _, err := embed.EmbedDocuments(ctx, c.manager, c.db, texts, 0)
-	if err != nil {
-		c.Model = embed.Identity{}
-		return nil, fmt.Errorf("embed skills: %w", err)
-	}
-	return vecs, nil
+	return m, nil
 }
 
-// Build builds another Index over the same skills and vectors with cfg.
+func (c *Corpus) use(g *generation.Generation) {
+	c.gen, c.Index, c.Catalog, c.Model = g, g.Index, g.Catalog, g.Model
+	c.IndexTime = g.Index.Stats().Duration
+}
+
+// Build returns another Index over the same skills and vectors with cfg, as
+// the router does on a configuration reload.
 func (c *Corpus) Build(ctx context.Context, cfg match.Config) (*match.Index, error) {
-	in := match.BuildInput{
-		Skills:     c.winners,
-		Vectors:    c.vectors,
-		Body:       c.body,
-		Generation: c.Catalog.Generation,
-		Config:     cfg,
+	g, err := c.builder.WithMatchConfig(ctx, c.gen, cfg)
+	if err != nil {
+		return nil, err
 	}
-	if c.DenseErr == nil && c.manager != nil {
-		in.Embedder = c.manager
-		in.Model = c.Model.Fingerprint
-		in.Config = cfg.WithModelThreshold(c.manager.Status().MatchThreshold)
-	}
-	return match.Build(ctx, in)
+	return g.Index, nil
 }
 
 // Close releases the model and the store and removes a temporary state

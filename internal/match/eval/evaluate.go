@@ -124,9 +124,9 @@ func Run(ctx context.Context, ix *match.Index, qs []Query, opt RunOptions) (*Rep
 	var rank Ranking
 	e2e := 0.0
 	for i, q := range qs {
-		req := match.Request{Task: q.Query, TopK: opt.TopK, Mode: opt.Mode, Fusion: opt.Fusion, IncludeHidden: opt.IncludeHidden}
+		req := skill.MatchRequest{Task: q.Query, TopK: opt.TopK, Options: skill.MatchOptions{Mode: opt.Mode, Fusion: opt.Fusion, IncludeHidden: opt.IncludeHidden}}
 		start := time.Now()
-		rk, err := ix.Rank(ctx, req)
+		rk, err := ix.Rank(ctx, req, nil)
 		times = append(times, time.Since(start))
 		if err != nil {
 			return nil, fmt.Errorf("query %s: %w", q.ID, err)

@@ -1,4 +1,9 @@
-package loader
+// Package skillmd parses SKILL.md files: it splits the YAML frontmatter from
+// the markdown body, decodes the frontmatter leniently (as the Agent Skills
+// client guide asks), validates it against the spec, and folds names for
+// collision checks. It is pure: it reads no files and holds no state, so it is
+// safe on any input and easy to fuzz.
+package skillmd
 
 import (
 	"bytes"
@@ -7,7 +12,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"regexp"
-	"sort"
 	"strconv"
 	"strings"
 	"unicode"
@@ -27,6 +31,12 @@ type Limits struct {
 	// MaxFrontmatterBytes caps the YAML header.
 	MaxFrontmatterBytes int
 }
+
+// Version identifies this parser's output. The store records it with every
+// cached record; a cache written by another version is parsed again, so a
+// change to what Parse returns never leaves stale records behind. Bump it with
+// any change to Parse's results or to skill.Frontmatter.
+const Version = 1
 
 // DefaultLimits are the caps the router uses unless configured otherwise.
 var DefaultLimits = Limits{MaxFileBytes: 1 << 20, MaxFrontmatterBytes: 64 << 10}
@@ -651,21 +661,4 @@ func (p *parser) checkDescription(d string) bool {
 // case-folded, so "PDF" and "pdf", or "ſkill" and "skill", name one skill.
 func FoldName(name string) string {
 	return strings.ToLower(norm.NFKC.String(strings.TrimSpace(name)))
-}
-
-// sortProblems orders problems by file, line, code and message, for stable
-// output.
-func sortProblems(ps []skill.Problem) {
-	sort.SliceStable(ps, func(i, j int) bool {
-		if ps[i].File != ps[j].File {
-			return ps[i].File < ps[j].File
-		}
-		if ps[i].Line != ps[j].Line {
-			return ps[i].Line < ps[j].Line
-		}
-		if ps[i].Code != ps[j].Code {
-			return ps[i].Code < ps[j].Code
-		}
-		return ps[i].Message < ps[j].Message
-	})
 }

@@ -1,4 +1,4 @@
-package loader
+package generation
 
 import (
 	"context"
@@ -10,14 +10,18 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mcpsag/router/internal/catalog"
+	"github.com/mcpsag/router/internal/match"
 	"github.com/mcpsag/router/internal/skill"
+	"github.com/mcpsag/router/internal/skillfs"
+	"github.com/mcpsag/router/internal/skillmd"
 	"github.com/mcpsag/router/internal/store"
 )
 
 // writeSkill writes root/dir/SKILL.md with the given name and description.
 func writeSkill(t *testing.T, root, dir, name, desc string) string {
 	t.Helper()
-	return writeFile(t, filepath.Join(root, dir, SkillFile), fmt.Sprintf("---\nname: %s\ndescription: %s\n---\n# %s\n\nBody of %s.\n", name, desc, name, name))
+	return writeFile(t, filepath.Join(root, dir, skillfs.SkillFile), fmt.Sprintf("---\nname: %s\ndescription: %s\n---\n# %s\n\nBody of %s.\n", name, desc, name, name))
 }
 
 func writeFile(t *testing.T, p, content string) string {
@@ -36,32 +40,35 @@ type testIndex struct {
 	workspace string
 	stateDir  string
 	cfg       Config
+	parser    int // the parser version the store is opened with
 	db        *store.DB
-	ix        *Indexer
+	b         *Builder
+	prev      *Generation
 }
 
 func newTestIndex(t *testing.T, workspace string, cfg Config) *testIndex {
 	t.Helper()
 	cfg.Workspace = workspace
-	ti := &testIndex{t: t, workspace: workspace, stateDir: t.TempDir(), cfg: cfg}
+	ti := &testIndex{t: t, workspace: workspace, stateDir: t.TempDir(), cfg: cfg, parser: skillmd.Version}
 	ti.open()
 	t.Cleanup(func() { ti.db.Close() })
 	return ti
 }
 
 func (ti *testIndex) open() {
-	db, err := store.Open(ti.stateDir, store.Options{LockTimeout: time.Second})
+	db, err := store.Open(ti.stateDir, store.Options{LockTimeout: time.Second, ParserVersion: ti.parser})
 	if err != nil {
 		ti.t.Fatal(err)
 	}
-	ix, err := NewIndexer(ti.cfg, db, nil)
+	b, err := NewBuilder(ti.cfg, db)
 	if err != nil {
 		ti.t.Fatal(err)
 	}
-	ti.db, ti.ix = db, ix
+	ti.db, ti.b, ti.prev = db, b, nil
 }
 
-// restart closes and reopens the store and the indexer, like a router restart.
+// restart closes and reopens the store and the builder, like a router
+// restart.
 func (ti *testIndex) restart() {
 	if err := ti.db.Close(); err != nil {
 		ti.t.Fatal(err)
@@ -69,13 +76,15 @@ func (ti *testIndex) restart() {
 	ti.open()
 }
 
-func (ti *testIndex) reindex(full bool) (*Catalog, Stats) {
+// reindex builds a generation over the previous one, as the router does.
+func (ti *testIndex) reindex(full bool) (*catalog.Catalog, skill.ReindexStats) {
 	ti.t.Helper()
-	cat, st, _, err := ti.ix.Reindex(context.Background(), full)
+	g, pass, err := ti.b.Build(context.Background(), ti.prev, full, match.DefaultConfig())
 	if err != nil {
-		ti.t.Fatalf("Reindex: %v", err)
+		ti.t.Fatalf("Build: %v", err)
 	}
-	return cat, st
+	ti.prev = g
+	return g.Catalog, pass.Stats
 }
 
 func names(skills []*skill.Skill) string {
@@ -100,8 +109,8 @@ func TestWarmRestartParsesNothing(t *testing.T) {
 
 	ti.restart()
 	cat2, st := ti.reindex(false)
-	if st.Parsed != 0 || ti.ix.ParsedTotal() != 0 {
-		t.Errorf("warm restart parsed %d files (total %d), want 0", st.Parsed, ti.ix.ParsedTotal())
+	if st.Parsed != 0 || ti.b.ParsedTotal() != 0 {
+		t.Errorf("warm restart parsed %d files (total %d), want 0", st.Parsed, ti.b.ParsedTotal())
 	}
 	if st.Unchanged != 20 || st.Added != 0 || st.Changed != 0 {
 		t.Errorf("warm restart stats %+v, want 20 unchanged", st)
@@ -141,7 +150,7 @@ func TestReindexTracksChanges(t *testing.T) {
 	}
 	writeSkill(t, root, "d", "d", "delta")
 	cat, st := ti.reindex(false)
-	want := Stats{Scanned: 3, Added: 1, Changed: 1, Removed: 1, Unchanged: 1, Parsed: 2}
+	want := skill.ReindexStats{Scanned: 3, Added: 1, Changed: 1, Removed: 1, Unchanged: 1, Parsed: 2}
 	if st.Scanned != want.Scanned || st.Added != want.Added || st.Changed != want.Changed ||
 		st.Removed != want.Removed || st.Unchanged != want.Unchanged || st.Parsed != want.Parsed || !st.Published {
 		t.Errorf("stats = %+v, want %+v", st, want)
@@ -171,7 +180,7 @@ func bump(t *testing.T, p string) {
 	}
 }
 
-func mustLookup(t *testing.T, cat *Catalog, name string) *skill.Skill {
+func mustLookup(t *testing.T, cat *catalog.Catalog, name string) *skill.Skill {
 	t.Helper()
 	e, ok := cat.Lookup(name, "")
 	if !ok {
@@ -196,7 +205,7 @@ func TestBadEditKeepsLastGoodVersion(t *testing.T) {
 	if s.Description() != "Fill PDF forms" {
 		t.Errorf("served description %q, want the last good one", s.Description())
 	}
-	if !hasCode(s.Problems, "serving-last-good") || !hasCode(s.Problems, CodeYAMLSyntax) {
+	if !hasCode(s.Problems, "serving-last-good") || !hasCode(s.Problems, skillmd.CodeYAMLSyntax) {
 		t.Errorf("problems %v should explain the stale version", codes(s.Problems))
 	}
 
@@ -208,90 +217,13 @@ func TestBadEditKeepsLastGoodVersion(t *testing.T) {
 	}
 
 	// A new file that never parsed is not served but reported.
-	writeFile(t, filepath.Join(ws, "skills", "bad", SkillFile), "no frontmatter")
+	writeFile(t, filepath.Join(ws, "skills", "bad", skillfs.SkillFile), "no frontmatter")
 	cat, _ = ti.reindex(false)
 	if _, ok := cat.Lookup("bad", ""); ok {
 		t.Error("a skill that never parsed is served")
 	}
 	if cat.Invalid != 1 {
 		t.Errorf("catalog invalid = %d, want 1", cat.Invalid)
-	}
-}
-
-func TestScanRules(t *testing.T) {
-	ws := t.TempDir()
-	root := filepath.Join(ws, "skills")
-	outside := t.TempDir()
-	writeSkill(t, root, "plain", "plain", "d")
-	writeSkill(t, root, "category/nested", "nested", "d")
-	writeSkill(t, root, "_draft", "draft", "d")
-	writeSkill(t, root, ".hidden", "hidden-dir", "d")
-	writeSkill(t, root, "node_modules/dep", "dep", "d")
-	writeSkill(t, root, "parent", "parent", "d")
-	writeSkill(t, root, "parent/examples/child", "child", "d") // inside a skill: a resource, not a skill
-	writeSkill(t, outside, "evil", "evil", "d")
-	writeSkill(t, root, "target", "target", "d")
-	must(t, os.Symlink(filepath.Join(outside, "evil"), filepath.Join(root, "escape")))
-	must(t, os.Symlink(filepath.Join(root, "target"), filepath.Join(root, "category", "alias")))
-	must(t, os.MkdirAll(filepath.Join(root, "loose"), 0o755))
-	must(t, os.Symlink(filepath.Join(outside, "evil", SkillFile), filepath.Join(root, "loose", SkillFile)))
-	must(t, os.Symlink(filepath.Join(root, "loop"), filepath.Join(root, "loop"))) // dangling self-loop
-
-	roots, err := ExpandRoots(ws, DefaultRoots())
-	if err != nil {
-		t.Fatal(err)
-	}
-	res := Scan(roots, DefaultScanLimits)
-	var got []string
-	for _, f := range res.Files {
-		got = append(got, f.RelPath)
-	}
-	want := "category/nested/SKILL.md,parent/SKILL.md,plain/SKILL.md,target/SKILL.md"
-	if strings.Join(got, ",") != want {
-		t.Errorf("found %v, want %s", got, want)
-	}
-	if !problemsHave(res.Problems, "symlink-escape", "escape") || !problemsHave(res.Problems, "symlink-escape", "loose") {
-		t.Errorf("escaping symlinks not reported: %v", res.Problems)
-	}
-	for _, f := range res.Files {
-		if f.RelPath == "parent/SKILL.md" {
-			if len(f.Resources) != 1 || f.Resources[0].Path != "examples/child/SKILL.md" {
-				t.Errorf("parent resources = %v, want the nested SKILL.md as a resource", f.Resources)
-			}
-		}
-	}
-}
-
-func problemsHave(ps []skill.Problem, code, fileSubstr string) bool {
-	for _, p := range ps {
-		if p.Code == code && strings.Contains(p.File, fileSubstr) {
-			return true
-		}
-	}
-	return false
-}
-
-func must(t *testing.T, err error) {
-	t.Helper()
-	if err != nil {
-		t.Fatal(err)
-	}
-}
-
-func TestScanSurvivesUnreadableFolder(t *testing.T) {
-	if os.Geteuid() == 0 {
-		t.Skip("running as root: permission bits do not stop reads")
-	}
-	ws := t.TempDir()
-	root := filepath.Join(ws, "skills")
-	writeSkill(t, root, "ok", "ok", "d")
-	writeSkill(t, root, "locked/inner", "inner", "d")
-	must(t, os.Chmod(filepath.Join(root, "locked"), 0))
-	t.Cleanup(func() { os.Chmod(filepath.Join(root, "locked"), 0o755) })
-	roots, _ := ExpandRoots(ws, DefaultRoots())
-	res := Scan(roots, DefaultScanLimits)
-	if len(res.Files) != 1 || !problemsHave(res.Problems, "dir-unreadable", "locked") {
-		t.Errorf("files %v problems %v; want ok found and locked reported", res.Files, res.Problems)
 	}
 }
 
@@ -305,7 +237,7 @@ func TestPrecedenceAndAgentScope(t *testing.T) {
 	writeSkill(t, filepath.Join(ws, "agents", "coder", "skills"), "pdf", "pdf", "coder pdf")
 	writeSkill(t, filepath.Join(ws, "agents", "_template", "skills"), "tpl", "tpl", "ignored")
 
-	specs := append(DefaultRoots(), RootSpec{Path: user, Kind: skill.KindUser})
+	specs := append(skillfs.DefaultRoots(), skillfs.RootSpec{Path: user, Kind: skill.KindUser})
 	t.Run("project first (default)", func(t *testing.T) {
 		ti := newTestIndex(t, ws, Config{Roots: specs})
 		cat, _ := ti.reindex(false)
@@ -354,20 +286,20 @@ func TestRegistryGovernance(t *testing.T) {
 	root := filepath.Join(ws, "skills")
 	writeSkill(t, root, "legacy", "legacy", "old exporter")
 	writeSkill(t, root, "pdf", "pdf", "pdf forms")
-	reg := filepath.Join(root, RegistryFile)
+	reg := filepath.Join(root, skillfs.RegistryFile)
 	writeFile(t, reg, `{"skills": {"legacy": {"enabled": false, "owner": "ops"}, "pdf": {"owner": "docs", "tags": ["documents"]}, "ghost": {}}}`)
 	ti := newTestIndex(t, ws, Config{})
 	cat, _ := ti.reindex(false)
 
 	legacy := mustLookup(t, cat, "legacy")
-	if legacy.Enabled() || !strings.Contains(DisabledReason(legacy), "enabled: false") {
-		t.Errorf("legacy enabled=%v reason=%q", legacy.Enabled(), DisabledReason(legacy))
+	if legacy.Enabled() || !strings.Contains(legacy.DisabledReason(), "enabled: false") {
+		t.Errorf("legacy enabled=%v reason=%q", legacy.Enabled(), legacy.DisabledReason())
 	}
 	pdf := mustLookup(t, cat, "pdf")
 	if !pdf.Enabled() || pdf.Registry.Owner != "docs" || strings.Join(pdf.Tags(), ",") != "documents" {
 		t.Errorf("pdf registry = %+v", pdf.Registry)
 	}
-	if !problemsHave(cat.Problems, "registry-unknown-skill", RegistryFile) {
+	if !problemsHave(cat.Problems, "registry-unknown-skill", skillfs.RegistryFile) {
 		t.Errorf("unknown registry entry not reported: %v", cat.Problems)
 	}
 
@@ -377,20 +309,68 @@ func TestRegistryGovernance(t *testing.T) {
 	if mustLookup(t, cat, "legacy").Enabled() {
 		t.Error("broken registry re-enabled a disabled skill")
 	}
-	if !problemsHave(cat.Problems, "registry-invalid", RegistryFile) {
+	if !problemsHave(cat.Problems, "registry-invalid", skillfs.RegistryFile) {
 		t.Errorf("broken registry not reported: %v", cat.Problems)
 	}
 }
 
-func TestExpandRootsErrors(t *testing.T) {
-	for _, spec := range []RootSpec{
-		{Path: ""},
-		{Path: "a/*/b/*", Kind: skill.KindProject},
-		{Path: "agents/x*/skills", Kind: skill.KindProject},
-		{Path: "agents/skills", Kind: skill.KindProject, Agent: "*"},
-	} {
-		if _, err := ExpandRoots(t.TempDir(), []RootSpec{spec}); err == nil {
-			t.Errorf("ExpandRoots(%+v) = nil error", spec)
+func problemsHave(ps []skill.Problem, code, fileSubstr string) bool {
+	for _, p := range ps {
+		if p.Code == code && strings.Contains(p.File, fileSubstr) {
+			return true
 		}
+	}
+	return false
+}
+
+func hasCode(ps []skill.Problem, code string) bool {
+	for _, p := range ps {
+		if p.Code == code {
+			return true
+		}
+	}
+	return false
+}
+
+func codes(ps []skill.Problem) []string {
+	var out []string
+	for _, p := range ps {
+		out = append(out, p.Code)
+	}
+	return out
+}
+
+// TestParserVersionBumpReparsesEveryFile: a cache written by another parser
+// version is not trusted: every file is parsed again after the bump, and not
+// again after that.
+func TestParserVersionBumpReparsesEveryFile(t *testing.T) {
+	ws := t.TempDir()
+	for i := range 12 {
+		writeSkill(t, filepath.Join(ws, "skills"), fmt.Sprintf("s%02d", i), fmt.Sprintf("s%02d", i), "does things")
+	}
+	ti := newTestIndex(t, ws, Config{})
+	if _, st := ti.reindex(false); st.Parsed != 12 {
+		t.Fatalf("cold build parsed %d, want 12", st.Parsed)
+	}
+	ti.restart()
+	if _, st := ti.reindex(false); st.Parsed != 0 {
+		t.Fatalf("warm restart parsed %d, want 0", st.Parsed)
+	}
+
+	ti.parser++
+	ti.restart()
+	if ti.db.Reparse == "" {
+		t.Error("store did not say why it dropped its records")
+	}
+	cat, st := ti.reindex(false)
+	if st.Parsed != 12 || ti.b.ParsedTotal() != 12 {
+		t.Fatalf("after a parser version bump parsed %d (total %d), want every file: 12", st.Parsed, ti.b.ParsedTotal())
+	}
+	if len(cat.Visible("")) != 12 {
+		t.Errorf("%d skills served after the bump, want 12", len(cat.Visible("")))
+	}
+	ti.restart()
+	if _, st := ti.reindex(false); st.Parsed != 0 || ti.db.Reparse != "" {
+		t.Errorf("second restart at the new version parsed %d (reparse %q), want 0", st.Parsed, ti.db.Reparse)
 	}
 }

@@ -1,4 +1,4 @@
-package engine
+package skillfs
 
 import (
 	"os"
@@ -31,6 +31,21 @@ func watchAnchors(workspace, spec string) []string {
 		}
 	}
 	return out
+}
+
+// WatchDirs returns the folders a watcher should cover so that every change
+// under the roots is seen: the workspace, every folder a scan visited, and
+// the anchors of each configured root (so that new roots and agent folders
+// are noticed), keeping only folders that exist.
+func WatchDirs(workspace string, specs []RootSpec, scanned []string) []string {
+	dirs := append([]string{workspace}, scanned...)
+	if len(specs) == 0 {
+		specs = DefaultRoots()
+	}
+	for _, spec := range specs {
+		dirs = append(dirs, watchAnchors(workspace, spec.Path)...)
+	}
+	return existing(dirs)
 }
 
 // existing keeps the folders that exist, without duplicates.

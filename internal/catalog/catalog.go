@@ -1,4 +1,8 @@
-package loader
+// Package catalog resolves a set of parsed skills into what callers see:
+// precedence between roots, agent scope, shadowing of same-named skills, and
+// a prompt-ready rendering within a character budget. It is pure: it reads
+// no files, and a Catalog never changes once built.
+package catalog
 
 import (
 	"fmt"
@@ -7,6 +11,7 @@ import (
 	"time"
 
 	"github.com/mcpsag/router/internal/skill"
+	"github.com/mcpsag/router/internal/skillmd"
 )
 
 // Catalog is an immutable snapshot of the skills on disk, resolved for
@@ -22,39 +27,16 @@ type Catalog struct {
 	// Problems lists every problem of every file and registry, sorted.
 	Problems []skill.Problem
 
-	entries []*Entry
-	keys    map[*skill.Skill]string      // each skill's folded name, computed once
-	global  map[string]*Entry            // folded name -> winner among global roots
-	scoped  map[string]map[string]*Entry // agent -> folded name -> winner among its roots
-	shadows []Shadow
+	entries []*skill.Entry
+	keys    map[*skill.Skill]string            // each skill's folded name, computed once
+	global  map[string]*skill.Entry            // folded name -> winner among global roots
+	scoped  map[string]map[string]*skill.Entry // agent -> folded name -> winner among its roots
+	shadows []skill.Shadow
 	agents  []string
 }
 
-// Entry is one valid copy of a skill and its place in the precedence order.
-type Entry struct {
-	Skill *skill.Skill
-	// Rank is the 1-based position of the skill's root in the precedence
-	// order (1 wins).
-	Rank int
-	// ShadowedBy is the copy that hides this one in its own scope.
-	ShadowedBy *Entry
-	// Shadows lists the copies this one hides.
-	Shadows []*Entry
-}
-
-// Shadow records a name collision.
-type Shadow struct {
-	Name   string
-	Winner *skill.Skill
-	Loser  *skill.Skill
-	Reason string
-	// Agent is set when the collision only exists for that agent (an
-	// agent-scoped skill hiding a global one).
-	Agent string
-}
-
-// CatalogInput is what NewCatalog builds from.
-type CatalogInput struct {
+// Input is what New builds from.
+type Input struct {
 	Generation uint64
 	Precedence []skill.SourceKind
 	Skills     []*skill.Skill
@@ -63,13 +45,13 @@ type CatalogInput struct {
 	Problems   []skill.Problem
 }
 
-// NewCatalog resolves precedence. Within one scope (global, or one agent's
+// New resolves precedence. Within one scope (global, or one agent's
 // roots) the copy from the root whose kind ranks first in Precedence wins;
 // between roots of one kind the earlier configured root wins; within one root
 // the lexically first path wins. For an agent, its own skills then hide global
 // ones of the same name. Names collide when equal after FoldName. A disabled
 // skill still wins its name: disabling a copy never surfaces another one.
-func NewCatalog(in CatalogInput) *Catalog {
+func New(in Input) *Catalog {
 	prec := in.Precedence
 	if len(prec) == 0 {
 		prec = skill.DefaultPrecedence
@@ -82,10 +64,10 @@ func NewCatalog(in CatalogInput) *Catalog {
 		Invalid:    in.Invalid,
 		Problems:   append([]skill.Problem(nil), in.Problems...),
 		keys:       make(map[*skill.Skill]string, len(in.Skills)),
-		global:     make(map[string]*Entry),
-		scoped:     make(map[string]map[string]*Entry),
+		global:     make(map[string]*skill.Entry),
+		scoped:     make(map[string]map[string]*skill.Entry),
 	}
-	sortProblems(c.Problems)
+	skill.SortProblems(c.Problems)
 
 	kindRank := func(k skill.SourceKind) int {
 		if i := slices.Index(prec, k); i >= 0 {
@@ -94,8 +76,8 @@ func NewCatalog(in CatalogInput) *Catalog {
 		return len(prec)
 	}
 	for _, s := range in.Skills {
-		c.entries = append(c.entries, &Entry{Skill: s})
-		c.keys[s] = FoldName(s.Name)
+		c.entries = append(c.entries, &skill.Entry{Skill: s})
+		c.keys[s] = skillmd.FoldName(s.Name)
 	}
 	sort.SliceStable(c.entries, func(i, j int) bool {
 		a, b := c.entries[i].Skill, c.entries[j].Skill
@@ -122,14 +104,14 @@ func NewCatalog(in CatalogInput) *Catalog {
 		scope := c.global
 		if a := e.Skill.Root.Agent; a != "" {
 			if c.scoped[a] == nil {
-				c.scoped[a] = make(map[string]*Entry)
+				c.scoped[a] = make(map[string]*skill.Entry)
 			}
 			scope = c.scoped[a]
 		}
 		if w, ok := scope[key]; ok {
 			e.ShadowedBy = w
 			w.Shadows = append(w.Shadows, e)
-			c.shadows = append(c.shadows, Shadow{
+			c.shadows = append(c.shadows, skill.Shadow{
 				Name: e.Skill.Name, Winner: w.Skill, Loser: e.Skill, Agent: e.Skill.Root.Agent,
 				Reason: shadowReason(w.Skill, e.Skill, kindRank),
 			})
@@ -141,7 +123,7 @@ func NewCatalog(in CatalogInput) *Catalog {
 		c.agents = append(c.agents, agent)
 		for key, e := range skills {
 			if g, ok := c.global[key]; ok {
-				c.shadows = append(c.shadows, Shadow{
+				c.shadows = append(c.shadows, skill.Shadow{
 					Name: e.Skill.Name, Winner: e.Skill, Loser: g.Skill, Agent: agent,
 					Reason: fmt.Sprintf("agent %s's own skill overrides the global one for that agent", agent),
 				})
@@ -172,11 +154,11 @@ func shadowReason(w, l *skill.Skill, kindRank func(skill.SourceKind) int) string
 // Lookup finds the copy of a skill that agent sees: the agent's own skill
 // when it has one, else the global winner. The name is matched after
 // FoldName.
-func (c *Catalog) Lookup(name, agent string) (*Entry, bool) {
-	return c.lookupKey(FoldName(name), agent)
+func (c *Catalog) Lookup(name, agent string) (*skill.Entry, bool) {
+	return c.lookupKey(skillmd.FoldName(name), agent)
 }
 
-func (c *Catalog) lookupKey(key, agent string) (*Entry, bool) {
+func (c *Catalog) lookupKey(key, agent string) (*skill.Entry, bool) {
 	if agent != "" {
 		if e, ok := c.scoped[agent][key]; ok {
 			return e, true
@@ -229,8 +211,8 @@ func (c *Catalog) Winners() []*skill.Skill {
 
 // Shadowed returns the collisions agent is affected by: every global one, and
 // the agent's own ("" means global only). With agent "*" it returns all.
-func (c *Catalog) Shadowed(agent string) []Shadow {
-	var out []Shadow
+func (c *Catalog) Shadowed(agent string) []skill.Shadow {
+	var out []skill.Shadow
 	for _, s := range c.shadows {
 		if s.Agent == "" || agent == "*" || s.Agent == agent {
 			out = append(out, s)
@@ -249,12 +231,4 @@ func (c *Catalog) KnownAgent(agent string) bool {
 }
 
 // Entries returns every valid copy in precedence order.
-func (c *Catalog) Entries() []*Entry { return c.entries }
-
-// DisabledReason says why s is not listed or matched, or "" when it is.
-func DisabledReason(s *skill.Skill) string {
-	if s.Enabled() {
-		return ""
-	}
-	return fmt.Sprintf("disabled by %s (enabled: false)", s.Registry.Source)
-}
+func (c *Catalog) Entries() []*skill.Entry { return c.entries }

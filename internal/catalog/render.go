@@ -1,4 +1,4 @@
-package engine
+package catalog
 
 import (
 	"strings"
@@ -6,16 +6,6 @@ import (
 
 	"github.com/mcpsag/router/internal/skill"
 )
-
-// RenderedCatalog is a prompt-ready skill list that fits a character budget.
-type RenderedCatalog struct {
-	Text   string
-	Chars  int
-	Budget int
-	// Included, Shortened and Cut name skills: listed, listed with a
-	// shortened description (or none), and left out.
-	Included, Shortened, Cut []string
-}
 
 // Catalog frame. Skill names and descriptions come from files the router does
 // not control; the frame tells the reading model they are data.
@@ -28,13 +18,13 @@ const (
 	ellipsis       = "…"
 )
 
-// RenderCatalog lists skills as "- name: description" lines inside a frame of
+// Render lists skills as "- name: description" lines inside a frame of
 // at most budget characters. When the full list is too long it first shortens
 // every description to a common length (not below 40 characters), then drops
 // descriptions from the last skills, then leaves out the last skills
 // entirely, and reports which skills each step touched. Text is XML-escaped,
 // so a description cannot close the frame.
-func RenderCatalog(skills []*skill.Skill, budget int) *RenderedCatalog {
+func Render(skills []*skill.Skill, budget int) *skill.RenderedCatalog {
 	descs := make([][]rune, len(skills))
 	longest := 0
 	for i, s := range skills {
@@ -102,7 +92,7 @@ func RenderCatalog(skills []*skill.Skill, budget int) *RenderedCatalog {
 		bare = max(bare, 0)
 	}
 
-	out := &RenderedCatalog{Budget: budget}
+	out := &skill.RenderedCatalog{Budget: budget}
 	if frame > budget {
 		out.Cut = names(skills)
 		return out

@@ -1,4 +1,4 @@
-package loader
+package skillfs
 
 import (
 	"bytes"
@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 
 	"github.com/mcpsag/router/internal/skill"
+	"github.com/mcpsag/router/internal/skillmd"
 )
 
 // maxRegistryBytes caps a registry.json.
@@ -74,7 +75,7 @@ func ReadRegistry(root string) (entries map[string]skill.RegistryEntry, ok bool,
 	}
 	out := make(map[string]skill.RegistryEntry, len(reg.Skills))
 	for name, e := range reg.Skills {
-		out[FoldName(name)] = skill.RegistryEntry{Owner: e.Owner, Tags: e.Tags, Enabled: e.Enabled, Source: p}
+		out[skillmd.FoldName(name)] = skill.RegistryEntry{Owner: e.Owner, Tags: e.Tags, Enabled: e.Enabled, Source: p}
 	}
 	return out, true, nil
 }

@@ -1,0 +1,58 @@
+package generation
+
+import (
+	"github.com/mcpsag/router/internal/catalog"
+	"github.com/mcpsag/router/internal/skill"
+	"github.com/mcpsag/router/internal/skillfs"
+	"github.com/mcpsag/router/internal/skillmd"
+)
+
+// Report is the result of validating skill folders offline.
+type Report struct {
+	// Files is the number of SKILL.md files checked; Valid how many parse,
+	// and Served how many of those would be listed and matched (valid,
+	// not shadowed, not disabled in a registry).
+	Files, Valid, Served int
+	Problems             []skill.Problem
+	// Shadows are name collisions the router would resolve by precedence.
+	Shadows []skill.Shadow
+}
+
+// Validate checks every SKILL.md and registry.json under roots the way a
+// build reads them, without a store, and reports every problem with its file
+// and line plus the name collisions precedence would resolve.
+func Validate(roots []skill.Root, lim skillmd.Limits, scanLim skillfs.ScanLimits) *Report {
+	scan := skillfs.Scan(roots, scanLim)
+	rep := &Report{Files: len(scan.Files)}
+	rep.Problems = append(rep.Problems, scan.Problems...)
+	registries := make(map[string]map[string]skill.RegistryEntry, len(roots))
+	for _, root := range roots {
+		entries, _, problems := skillfs.ReadRegistry(root.Path)
+		registries[root.Path] = entries
+		rep.Problems = append(rep.Problems, problems...)
+	}
+	var skills []*skill.Skill
+	for _, f := range scan.Files {
+		r := parseFound(f, lim)
+		rep.Problems = append(rep.Problems, r.record.Problems...)
+		if !r.ok {
+			continue
+		}
+		rep.Valid++
+		g := r.record.Good
+		s := &skill.Skill{Name: g.Name, Dir: f.Dir, RelPath: f.RelPath, Root: f.Root, Frontmatter: g.Frontmatter}
+		if e, ok := registries[f.Root.Path][skillmd.FoldName(s.Name)]; ok {
+			s.Registry = e
+		}
+		skills = append(skills, s)
+	}
+	cat := catalog.New(catalog.Input{Skills: skills})
+	for _, s := range cat.Winners() {
+		if s.Enabled() {
+			rep.Served++
+		}
+	}
+	rep.Shadows = cat.Shadowed("*")
+	skill.SortProblems(rep.Problems)
+	return rep
+}

@@ -1,0 +1,95 @@
+package router
+
+import (
+	"cmp"
+	"context"
+	"encoding/base64"
+	"slices"
+	"strings"
+
+	"github.com/mcpsag/router/internal/catalog"
+	"github.com/mcpsag/router/internal/generation"
+	"github.com/mcpsag/router/internal/skill"
+)
+
+// List returns the skills agent sees, sorted by name, paged. Disabled and
+// hidden skills are left out unless asked for. The page token is opaque: it
+// encodes the last name returned, so pages stay consistent across
+// generations.
+func (r *Router) List(_ context.Context, req skill.ListRequest) (*skill.ListResult, error) {
+	if err := req.Validate(); err != nil {
+		return nil, err
+	}
+	size := cmp.Or(req.PageSize, skill.DefaultPageSize)
+	after := ""
+	if req.PageToken != "" {
+		b, err := base64.RawURLEncoding.DecodeString(req.PageToken)
+		if err != nil || !strings.HasPrefix(string(b), "after:") {
+			return nil, skill.InvalidArgument(skill.FieldPageToken, "not a token this server issued; pass next_page_token from the previous reply")
+		}
+		after = strings.TrimPrefix(string(b), "after:")
+	}
+	g, err := r.generation()
+	if err != nil {
+		return nil, err
+	}
+	var all []*skill.Skill
+	for _, s := range g.Catalog.Visible(req.Agent) {
+		if (!req.IncludeDisabled && !s.Enabled()) || (!req.IncludeHidden && s.Frontmatter.Hidden) {
+			continue
+		}
+		all = append(all, s)
+	}
+	res := &skill.ListResult{Total: len(all), Shadowed: g.Catalog.Shadowed(req.Agent), Generation: g.ID}
+	start, _ := slices.BinarySearchFunc(all, after, func(s *skill.Skill, name string) int { return strings.Compare(s.Name, name) })
+	if after != "" && start < len(all) && all[start].Name == after {
+		start++
+	}
+	end := min(start+size, len(all))
+	res.Skills = all[start:end]
+	if end < len(all) {
+		res.NextPageToken = base64.RawURLEncoding.EncodeToString([]byte("after:" + all[end-1].Name))
+	}
+	if req.CatalogBudget > 0 {
+		res.Catalog = catalog.Render(all, req.CatalogBudget)
+	}
+	return res, nil
+}
+
+// Get returns the copy of a skill agent sees, with its precedence entry.
+func (r *Router) Get(_ context.Context, req skill.GetRequest) (*skill.GetResult, error) {
+	if err := req.Validate(); err != nil {
+		return nil, err
+	}
+	g, ent, err := r.lookup(req.Name, req.Agent)
+	if err != nil {
+		return nil, err
+	}
+	return &skill.GetResult{Entry: ent, Generation: g.ID}, nil
+}
+
+// lookup finds the skill agent sees under name in the served generation.
+func (r *Router) lookup(name, agent string) (*generation.Generation, *skill.Entry, error) {
+	g, err := r.generation()
+	if err != nil {
+		return nil, nil, err
+	}
+	ent, ok := g.Catalog.Lookup(name, agent)
+	if !ok {
+		return nil, nil, r.notFound(g.Catalog, name)
+	}
+	return g, ent, nil
+}
+
+// notFound explains a missing skill, naming a file that failed to parse under
+// that name when there is one.
+func (r *Router) notFound(cat *catalog.Catalog, name string) error {
+	for _, p := range cat.Problems {
+		if p.Severity == skill.SeverityError && strings.Contains(p.File, "/"+name+"/") {
+			return skill.Errorf(skill.CodeNotFound, "no skill named %q is served: %s was skipped (%s); validate the file and fix it",
+				name, r.displayPath(p.File), p.Message).WithReason(skill.ReasonSkillNotFound)
+		}
+	}
+	return skill.Errorf(skill.CodeNotFound, "no skill named %q; list the skills to see the available names", skill.Clip(name, 40)).
+		WithReason(skill.ReasonSkillNotFound)
+}

@@ -1,0 +1,147 @@
+package router
+
+import (
+	"cmp"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/mcpsag/router/internal/skill"
+	"github.com/mcpsag/router/internal/skillfs"
+)
+
+// Load serves a skill at level 1 (summary), 2 (body under a token budget) or
+// 3 (one resource file). Hidden skills and skills excluded from model
+// invocation load by name; disabled skills do not.
+func (r *Router) Load(_ context.Context, req skill.LoadRequest) (*skill.LoadResult, error) {
+	set := r.Settings()
+	if err := req.Validate(set.MaxTokenBudget); err != nil {
+		return nil, err
+	}
+	g, ent, err := r.lookup(req.Name, req.Agent)
+	if err != nil {
+		return nil, err
+	}
+	s := ent.Skill
+	if !s.Enabled() {
+		return nil, skill.Errorf(skill.CodeFailedPrecondition, "skill %q is %s", s.Name, s.DisabledReason()).WithReason(skill.ReasonSkillDisabled)
+	}
+	res := &skill.LoadResult{Skill: s, Level: req.Level, Generation: g.ID, SHA256: s.ContentHash}
+	switch req.Level {
+	case skill.LevelBody:
+		body, ok, err := g.Body(s)
+		if err != nil {
+			return nil, fmt.Errorf("read body of %q from the cache: %w", s.Name, err)
+		}
+		if !ok {
+			return nil, skill.Errorf(skill.CodeUnavailable, "the body of %q is being reindexed; retry", s.Name)
+		}
+		budget := cmp.Or(req.TokenBudget, set.DefaultTokenBudget)
+		text, tokens, truncated := skill.TruncateBody(body, budget)
+		res.Content, res.Tokens, res.Truncated, res.TokenBudget = text, tokens, truncated, budget
+		res.TotalTokens = s.BodyTokens
+		res.MediaType = "text/markdown; charset=utf-8"
+		if !req.Raw {
+			res.Content, res.Framed = frame("skill_content", s, res.SHA256, "", truncated, text), true
+		}
+	case skill.LevelResource:
+		f, err := skillfs.ReadResource(s.Dir, req.ResourcePath, r.cfg.MaxResourceBytes)
+		if err != nil {
+			return nil, err
+		}
+		res.ResourcePath, res.Size, res.MediaType = f.Path, f.Size, f.MediaType
+		res.SHA256 = sha256Hex(f.Data)
+		if !utf8.Valid(f.Data) {
+			res.Data = f.Data
+			break
+		}
+		text := string(f.Data)
+		res.Tokens = skill.EstimateTokens(text)
+		res.TotalTokens = res.Tokens
+		res.Content = text
+		if !req.Raw {
+			res.Content, res.Framed = frame("skill_resource", s, res.SHA256, f.Path, false, text), true
+		}
+	}
+	return res, nil
+}
+
+// frame wraps skill text in delimiters that mark it as data from a skill file,
+// with its provenance: the skill, its source, and the sha256 of the file the
+// text came from. Any closing delimiter inside the text is defused, so the
+// text cannot end the frame early.
+func frame(tag string, s *skill.Skill, sha256, resource string, truncated bool, text string) string {
+	trust := "trusted"
+	if !s.Trusted() {
+		trust = "untrusted"
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "<%s name=%q source=%q root=%q sha256=%q trust=%q", tag, s.Name, s.Root.Kind, s.Root.Display, sha256, trust)
+	if resource != "" {
+		fmt.Fprintf(&b, " path=%q", resource)
+	}
+	if truncated {
+		b.WriteString(` truncated="true"`)
+	}
+	b.WriteString(">\n")
+	b.WriteString(defuse(text, tag))
+	if !strings.HasSuffix(text, "\n") {
+		b.WriteString("\n")
+	}
+	fmt.Fprintf(&b, "</%s>\n", tag)
+	return b.String()
+}
+
+// defuse breaks any "</tag" in text (ASCII case-insensitively) so it cannot
+// close the frame.
+func defuse(text, tag string) string {
+	var b strings.Builder
+	rest := text
+	for {
+		i := strings.Index(rest, "</")
+		if i < 0 {
+			break
+		}
+		j := i + 2
+		if j+len(tag) <= len(rest) && asciiEqualFold(rest[j:j+len(tag)], tag) {
+			b.WriteString(rest[:i])
+			b.WriteString(`<\/`)
+		} else {
+			b.WriteString(rest[:j])
+		}
+		rest = rest[j:]
+	}
+	if b.Len() == 0 {
+		return text
+	}
+	b.WriteString(rest)
+	return b.String()
+}
+
+// asciiEqualFold compares two strings, folding ASCII letters only.
+func asciiEqualFold(a, b string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := 0; i < len(a); i++ {
+		x, y := a[i], b[i]
+		if 'A' <= x && x <= 'Z' {
+			x += 'a' - 'A'
+		}
+		if 'A' <= y && y <= 'Z' {
+			y += 'a' - 'A'
+		}
+		if x != y {
+			return false
+		}
+	}
+	return true
+}
+
+func sha256Hex(b []byte) string {
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:])
+}

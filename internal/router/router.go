@@ -1,0 +1,317 @@
+// Package router implements skill.Router, the service behind every front end.
+// It serves one index generation at a time through an atomic pointer, keeps
+// it in step with the disk (file events and periodic rescans trigger builds
+// through the generation Builder), and answers the domain calls: match, list,
+// get, staged load with untrusted-content framing, exec decisions, reindex
+// and status. Telemetry is not recorded here: the telemetry package wraps a
+// Router in a decorator, and Config.OnPass reports every build.
+package router
+
+import (
+	"context"
+	"log/slog"
+	"path/filepath"
+	"reflect"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/mcpsag/router/internal/allowlist"
+	"github.com/mcpsag/router/internal/embed"
+	"github.com/mcpsag/router/internal/generation"
+	"github.com/mcpsag/router/internal/match"
+	"github.com/mcpsag/router/internal/skill"
+	"github.com/mcpsag/router/internal/skillfs"
+)
+
+// Config configures a Router.
+type Config struct {
+	// Builder builds the generations the router serves.
+	Builder *generation.Builder
+	// Watch turns on file system events.
+	Watch bool
+	// Debounce coalesces bursts of file events.
+	Debounce time.Duration
+	// RescanInterval is the safety-net full scan period; 0 disables it.
+	RescanInterval time.Duration
+	// MaxResourceBytes caps level-3 loads.
+	MaxResourceBytes int64
+	// AllowlistFile is ALLOWLIST.txt, read on each AuthorizeExec when it
+	// changed.
+	AllowlistFile string
+	// Settings are the initial hot-reloadable settings.
+	Settings Settings
+	Version  string
+	// OnPass, when set, is called after every build (requested or in the
+	// background), with its error; telemetry records reindex events here.
+	OnPass func(ctx context.Context, p generation.Pass, err error)
+	Logger *slog.Logger
+}
+
+// Settings are what a config reload may change while the router runs.
+type Settings struct {
+	Flags skill.Flags
+	// DefaultTokenBudget and MaxTokenBudget bound level-2 loads.
+	DefaultTokenBudget, MaxTokenBudget int
+	// Match configures matching; its cosine threshold is replaced by the
+	// embedding model's unless set.
+	Match match.Config
+}
+
+// Router serves the current generation. It implements skill.Router and
+// skill.GenerationWatcher.
+type Router struct {
+	cfg     Config
+	builder *generation.Builder
+	log     *slog.Logger
+	started time.Time
+
+	current  atomic.Pointer[generation.Generation]
+	settings atomic.Pointer[Settings]
+	allow    *allowlist.File
+	execs    decisions
+
+	buildMu sync.Mutex // one build (scan, embed, publish) at a time
+
+	mu          sync.Mutex // guards the fields below
+	lastStats   skill.ReindexStats
+	lastErr     error
+	lastReindex time.Time
+	configState skill.ConfigState
+	published   chan struct{} // closed and replaced when a generation is published
+	watcher     *skillfs.Watcher
+	cancel      context.CancelFunc
+	done        chan struct{}
+}
+
+var (
+	_ skill.Router            = (*Router)(nil)
+	_ skill.GenerationWatcher = (*Router)(nil)
+)
+
+// New creates a router. Call Start to build the first generation.
+func New(cfg Config) *Router {
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	r := &Router{cfg: cfg, builder: cfg.Builder, log: cfg.Logger, started: time.Now(),
+		allow: &allowlist.File{Path: cfg.AllowlistFile}, published: make(chan struct{})}
+	s := cfg.Settings
+	r.settings.Store(&s)
+	return r
+}
+
+// Start builds the first generation, then keeps it fresh in the background
+// (file events and periodic rescans) until Close. It returns the first
+// build's error; the router is then not ready.
+func (r *Router) Start(ctx context.Context) error {
+	// The watcher exists before the first build, so that build's scan also
+	// tells it which folders to watch.
+	if r.cfg.Watch {
+		w, err := skillfs.NewWatcher(r.cfg.Debounce, r.log.With("component", "watch"))
+		if err != nil {
+			r.log.Warn("file watching unavailable; relying on periodic rescans", "err", err)
+		} else {
+			r.mu.Lock()
+			r.watcher = w
+			r.mu.Unlock()
+		}
+	}
+	if _, err := r.reindex(ctx, false); err != nil {
+		if r.watcher != nil {
+			r.watcher.Close()
+		}
+		return err
+	}
+	bg, cancel := context.WithCancel(context.Background())
+	r.mu.Lock()
+	r.cancel, r.done = cancel, make(chan struct{})
+	r.mu.Unlock()
+	go r.refreshLoop(bg)
+	return nil
+}
+
+// refreshLoop rebuilds on file events and on the rescan timer.
+func (r *Router) refreshLoop(ctx context.Context) {
+	defer close(r.done)
+	var changes <-chan struct{}
+	if r.watcher != nil {
+		go r.watcher.Run(ctx)
+		changes = r.watcher.Changes()
+	}
+	var tick <-chan time.Time
+	if r.cfg.RescanInterval > 0 {
+		t := time.NewTicker(r.cfg.RescanInterval)
+		defer t.Stop()
+		tick = t.C
+	}
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-changes:
+		case <-tick:
+		}
+		if _, err := r.reindex(ctx, false); err != nil && ctx.Err() == nil {
+			r.log.Error("background reindex failed; serving the previous generation", "err", err)
+		}
+	}
+}
+
+// Reindex rescans the roots now and publishes a new generation when anything
+// changed.
+func (r *Router) Reindex(ctx context.Context, req skill.ReindexRequest) (*skill.ReindexStats, error) {
+	st, err := r.reindex(ctx, req.Full)
+	if err != nil {
+		return nil, err
+	}
+	return &st, nil
+}
+
+// reindex runs one build and publishes its generation.
+func (r *Router) reindex(ctx context.Context, full bool) (skill.ReindexStats, error) {
+	r.buildMu.Lock()
+	defer r.buildMu.Unlock()
+	prev := r.current.Load()
+	g, pass, err := r.builder.Build(ctx, prev, full, r.Settings().Match)
+	if err == nil && g != prev {
+		r.publish(g)
+	}
+	if r.cfg.OnPass != nil {
+		r.cfg.OnPass(ctx, pass, err)
+	}
+	st := pass.Stats
+	r.mu.Lock()
+	r.lastReindex, r.lastErr = time.Now(), err
+	if err == nil && st.Published {
+		r.lastStats = st
+	}
+	w := r.watcher
+	r.mu.Unlock()
+	if err != nil {
+		return st, err
+	}
+	if st.Published {
+		r.log.Info("index generation published", "generation", st.Generation, "skills", len(g.Catalog.Winners()),
+			"scanned", st.Scanned, "added", st.Added, "changed", st.Changed, "removed", st.Removed,
+			"invalid", st.Invalid, "parsed", st.Parsed, "embedded", st.Embedded, "duration", st.Duration.String())
+	}
+	if w != nil {
+		bc := r.builder.Config()
+		w.Sync(skillfs.WatchDirs(bc.Workspace, bc.Roots, pass.Dirs))
+	}
+	return st, nil
+}
+
+// publish makes g the served generation and wakes WaitGeneration callers.
+func (r *Router) publish(g *generation.Generation) {
+	r.current.Store(g)
+	r.mu.Lock()
+	close(r.published)
+	r.published = make(chan struct{})
+	r.mu.Unlock()
+}
+
+// WaitGeneration blocks until the generation served differs from after.
+func (r *Router) WaitGeneration(ctx context.Context, after uint64) (uint64, error) {
+	for {
+		r.mu.Lock()
+		ch := r.published
+		r.mu.Unlock()
+		if g := r.current.Load(); g != nil && g.ID != after {
+			return g.ID, nil
+		}
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return 0, ctx.Err()
+		}
+	}
+}
+
+// generation returns the generation served, or an Unavailable error before
+// the first one is built.
+func (r *Router) generation() (*generation.Generation, error) {
+	g := r.current.Load()
+	if g == nil {
+		return nil, skill.Errorf(skill.CodeUnavailable, "the skill index is still loading; retry shortly")
+	}
+	return g, nil
+}
+
+// Ready reports whether a generation is served.
+func (r *Router) Ready() bool { return r.current.Load() != nil }
+
+// Settings returns the settings in force.
+func (r *Router) Settings() Settings { return *r.settings.Load() }
+
+// SetSettings replaces the hot-reloadable settings (config reload). Calls in
+// flight finish with the settings they started with. A changed match
+// configuration is applied to the served generation: over its index data
+// when only query-time settings changed, else by rebuilding its index.
+func (r *Router) SetSettings(ctx context.Context, s Settings) error {
+	old := r.settings.Swap(&s)
+	if reflect.DeepEqual(old.Match, s.Match) {
+		return nil
+	}
+	r.buildMu.Lock()
+	defer r.buildMu.Unlock()
+	g := r.current.Load()
+	if g == nil {
+		return nil
+	}
+	next, err := r.builder.WithMatchConfig(ctx, g, s.Match)
+	if err != nil {
+		return err
+	}
+	r.current.Store(next)
+	return nil
+}
+
+// SetEmbedConfig switches the embedding configuration (config reload): the
+// model is reloaded and, when it changed, every skill is embedded again by a
+// reindex. A model that fails to load leaves matching keyword-only.
+func (r *Router) SetEmbedConfig(ctx context.Context, cfg embed.Config) error {
+	m := r.builder.Config().Embedder
+	if m == nil {
+		return nil
+	}
+	if err := m.Reload(ctx, cfg); err != nil {
+		r.log.Warn("embedding model did not load; matching uses keywords only", "err", err)
+	}
+	_, err := r.reindex(ctx, false)
+	return err
+}
+
+// SetConfigState records the state of the configuration file for Status.
+func (r *Router) SetConfigState(c skill.ConfigState) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.configState = c
+}
+
+// Close stops background work. It closes neither the store nor the model.
+func (r *Router) Close() error {
+	r.mu.Lock()
+	cancel, done, w := r.cancel, r.done, r.watcher
+	r.cancel = nil
+	r.mu.Unlock()
+	if cancel == nil {
+		return nil
+	}
+	cancel()
+	<-done
+	if w != nil {
+		return w.Close()
+	}
+	return nil
+}
+
+// displayPath shows a path relative to the workspace when it lies inside it,
+// so replies do not reveal the host's layout.
+func (r *Router) displayPath(p string) string {
+	if rel, err := filepath.Rel(r.builder.Config().Workspace, p); err == nil && filepath.IsLocal(rel) {
+		return filepath.ToSlash(rel)
+	}
+	return filepath.Base(p)
+}

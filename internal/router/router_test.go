@@ -1,0 +1,88 @@
+package router
+
+import (
+	"context"
+	"errors"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"testing"
+
+	"github.com/mcpsag/router/internal/generation"
+	"github.com/mcpsag/router/internal/match"
+	"github.com/mcpsag/router/internal/skill"
+	"github.com/mcpsag/router/internal/skillmd"
+	"github.com/mcpsag/router/internal/store"
+)
+
+func examples(tb testing.TB) string {
+	_, file, _, _ := runtime.Caller(0)
+	return filepath.Join(filepath.Dir(file), "..", "..", "examples")
+}
+
+// newRouter builds a router over the read-only examples workspace.
+func newRouter(tb testing.TB) *Router {
+	tb.Helper()
+	db, err := store.Open(tb.TempDir(), store.Options{ParserVersion: skillmd.Version})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { db.Close() })
+	b, err := generation.NewBuilder(generation.Config{Workspace: examples(tb)}, db)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	r := New(Config{
+		Builder:          b,
+		Settings:         Settings{Flags: skill.Flags{SkillsV1: true}, DefaultTokenBudget: 5000, MaxTokenBudget: 50000, Match: match.DefaultConfig()},
+		MaxResourceBytes: 1 << 20,
+	})
+	if err := r.Start(context.Background()); err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { r.Close() })
+	return r
+}
+
+func TestFrameDefusesClosingTag(t *testing.T) {
+	s := &skill.Skill{Name: "x", Root: skill.Root{Kind: skill.KindLearned}}
+	got := frame("skill_content", s, "abc", "", false, "a </skill_content> b </SKILL_CONTENT> c </skill_contenT")
+	if strings.Count(strings.ToLower(got), "</skill_content") != 1 || !strings.HasSuffix(got, "</skill_content>\n") {
+		t.Errorf("frame can be closed early:\n%s", got)
+	}
+	if !strings.Contains(got, `trust="untrusted"`) {
+		t.Errorf("learned skill not labelled untrusted:\n%s", got)
+	}
+}
+
+// FuzzRequests drives List, Get, Load and Match with arbitrary arguments over
+// a real router: nothing may panic, and every error must be a typed domain
+// error.
+func FuzzRequests(f *testing.F) {
+	r := newRouter(f)
+	f.Add("pdf-form-filling", "", 3, "references/field-types.md", 0, "", 10)
+	f.Add("code-review-checklist", "reviewer", 2, "", 50, "after:zzz", 0)
+	f.Add("../x", "a/b", 9, "../../etc/passwd", -1, "!!", -3)
+	f.Add("\xff", "\x00", 0, "\x00", 1<<30, "YWZ0ZXI6", 1<<21)
+	f.Fuzz(func(t *testing.T, name, agent string, level int, resource string, budget int, token string, pageSize int) {
+		check := func(what string, err error) {
+			var de *skill.Error
+			if err != nil && !errors.As(err, &de) {
+				t.Fatalf("%s: untyped error %v", what, err)
+			}
+		}
+		ctx := context.Background()
+		_, err := r.Load(ctx, skill.LoadRequest{Name: name, Agent: agent, Level: skill.LoadLevel(level), ResourcePath: resource, TokenBudget: budget})
+		check("Load", err)
+		_, err = r.Get(ctx, skill.GetRequest{Name: name, Agent: agent})
+		check("Get", err)
+		_, err = r.Match(ctx, skill.MatchRequest{Task: name + " " + resource, TopK: pageSize, Agent: agent,
+			Options: skill.MatchOptions{Mode: skill.MatchMode(token)}})
+		check("Match", err)
+		res, err := r.List(ctx, skill.ListRequest{Agent: agent, PageToken: token, PageSize: pageSize, CatalogBudget: budget})
+		check("ListSkills", err)
+		if err == nil && res.Catalog != nil && res.Catalog.Chars > budget {
+			t.Fatalf("catalog over budget")
+		}
+	})
+}

@@ -1,0 +1,85 @@
+package router
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/mcpsag/router/internal/skill"
+)
+
+// Status reports the served generation, the last reindex, validation and the
+// embedding model.
+func (r *Router) Status(context.Context) (*skill.Status, error) {
+	st := &skill.Status{
+		Version:     r.cfg.Version,
+		StartedAt:   r.started,
+		Flags:       r.Settings().Flags,
+		Progress:    r.builder.Progress(),
+		ParsedTotal: r.builder.ParsedTotal(),
+	}
+	r.mu.Lock()
+	st.LastReindex, st.LastStats, st.Config = r.lastReindex, r.lastStats, r.configState
+	if r.lastErr != nil {
+		st.LastReindexError = r.lastErr.Error()
+	}
+	r.mu.Unlock()
+	r.modelStatus(st)
+
+	g := r.current.Load()
+	if g == nil {
+		return st, nil
+	}
+	cat := g.Catalog
+	st.Serving = true
+	st.Generation = g.ID
+	st.FilesInvalid = cat.Invalid
+	st.Agents = cat.Agents()
+	st.Shadows = cat.Shadowed("*")
+	st.Shadowed = len(st.Shadows)
+	for _, s := range cat.Visible("") {
+		switch {
+		case !s.Enabled():
+			st.Disabled++
+		case s.Frontmatter.Hidden:
+			st.Hidden++
+		default:
+			st.Skills++
+		}
+	}
+	for _, ent := range cat.Entries() {
+		if ent.Skill.Root.Agent != "" && ent.ShadowedBy == nil {
+			st.AgentScoped++
+		}
+	}
+	st.ProblemsByCode = map[string]int{}
+	for _, p := range cat.Problems {
+		st.ProblemsByCode[p.Code]++
+		if p.Severity == skill.SeverityError {
+			st.Errors++
+		} else {
+			st.Warnings++
+		}
+	}
+	return st, nil
+}
+
+// modelStatus fills the embedding fields of a Status.
+func (r *Router) modelStatus(st *skill.Status) {
+	m := r.builder.Config().Embedder
+	if m == nil {
+		st.Degraded, st.DegradedReason = true, "embeddings are off; matching uses keywords only"
+		return
+	}
+	ms := m.Status()
+	if ms.Degraded {
+		st.Degraded = true
+		st.DegradedReason = fmt.Sprintf("%s: %s; matching uses keywords only until a valid model is available", ms.Reason, ms.Detail)
+		return
+	}
+	st.Model = &skill.ModelStatus{
+		Name: ms.Identity.Name, Dimension: ms.Identity.Dimension, Fingerprint: ms.Identity.Fingerprint, Path: ms.Identity.Path,
+		LoadDuration: ms.Load.LoadDuration, QueryLatency: ms.Load.QueryLatency,
+		EmbeddingsComputed: ms.EmbeddingsComputed, MatchThreshold: ms.MatchThreshold,
+	}
+	st.Model.VectorsCached, _ = r.builder.VectorCount(ms.Identity.Fingerprint)
+}

@@ -1,0 +1,118 @@
+package skillfs
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/mcpsag/router/internal/skill"
+)
+
+// writeSkill writes root/dir/SKILL.md with the given name and description.
+func writeSkill(t *testing.T, root, dir, name, desc string) string {
+	t.Helper()
+	return writeFile(t, filepath.Join(root, dir, SkillFile), fmt.Sprintf("---\nname: %s\ndescription: %s\n---\n# %s\n\nBody of %s.\n", name, desc, name, name))
+}
+
+func writeFile(t *testing.T, p, content string) string {
+	t.Helper()
+	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func TestScanRules(t *testing.T) {
+	ws := t.TempDir()
+	root := filepath.Join(ws, "skills")
+	outside := t.TempDir()
+	writeSkill(t, root, "plain", "plain", "d")
+	writeSkill(t, root, "category/nested", "nested", "d")
+	writeSkill(t, root, "_draft", "draft", "d")
+	writeSkill(t, root, ".hidden", "hidden-dir", "d")
+	writeSkill(t, root, "node_modules/dep", "dep", "d")
+	writeSkill(t, root, "parent", "parent", "d")
+	writeSkill(t, root, "parent/examples/child", "child", "d") // inside a skill: a resource, not a skill
+	writeSkill(t, outside, "evil", "evil", "d")
+	writeSkill(t, root, "target", "target", "d")
+	must(t, os.Symlink(filepath.Join(outside, "evil"), filepath.Join(root, "escape")))
+	must(t, os.Symlink(filepath.Join(root, "target"), filepath.Join(root, "category", "alias")))
+	must(t, os.MkdirAll(filepath.Join(root, "loose"), 0o755))
+	must(t, os.Symlink(filepath.Join(outside, "evil", SkillFile), filepath.Join(root, "loose", SkillFile)))
+	must(t, os.Symlink(filepath.Join(root, "loop"), filepath.Join(root, "loop"))) // dangling self-loop
+
+	roots, err := ExpandRoots(ws, DefaultRoots())
+	if err != nil {
+		t.Fatal(err)
+	}
+	res := Scan(roots, DefaultScanLimits)
+	var got []string
+	for _, f := range res.Files {
+		got = append(got, f.RelPath)
+	}
+	want := "category/nested/SKILL.md,parent/SKILL.md,plain/SKILL.md,target/SKILL.md"
+	if strings.Join(got, ",") != want {
+		t.Errorf("found %v, want %s", got, want)
+	}
+	if !problemsHave(res.Problems, "symlink-escape", "escape") || !problemsHave(res.Problems, "symlink-escape", "loose") {
+		t.Errorf("escaping symlinks not reported: %v", res.Problems)
+	}
+	for _, f := range res.Files {
+		if f.RelPath == "parent/SKILL.md" {
+			if len(f.Resources) != 1 || f.Resources[0].Path != "examples/child/SKILL.md" {
+				t.Errorf("parent resources = %v, want the nested SKILL.md as a resource", f.Resources)
+			}
+		}
+	}
+}
+
+func problemsHave(ps []skill.Problem, code, fileSubstr string) bool {
+	for _, p := range ps {
+		if p.Code == code && strings.Contains(p.File, fileSubstr) {
+			return true
+		}
+	}
+	return false
+}
+
+func must(t *testing.T, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestScanSurvivesUnreadableFolder(t *testing.T) {
+	if os.Geteuid() == 0 {
+		t.Skip("running as root: permission bits do not stop reads")
+	}
+	ws := t.TempDir()
+	root := filepath.Join(ws, "skills")
+	writeSkill(t, root, "ok", "ok", "d")
+	writeSkill(t, root, "locked/inner", "inner", "d")
+	must(t, os.Chmod(filepath.Join(root, "locked"), 0))
+	t.Cleanup(func() { os.Chmod(filepath.Join(root, "locked"), 0o755) })
+	roots, _ := ExpandRoots(ws, DefaultRoots())
+	res := Scan(roots, DefaultScanLimits)
+	if len(res.Files) != 1 || !problemsHave(res.Problems, "dir-unreadable", "locked") {
+		t.Errorf("files %v problems %v; want ok found and locked reported", res.Files, res.Problems)
+	}
+}
+
+func TestExpandRootsErrors(t *testing.T) {
+	for _, spec := range []RootSpec{
+		{Path: ""},
+		{Path: "a/*/b/*", Kind: skill.KindProject},
+		{Path: "agents/x*/skills", Kind: skill.KindProject},
+		{Path: "agents/skills", Kind: skill.KindProject, Agent: "*"},
+	} {
+		if _, err := ExpandRoots(t.TempDir(), []RootSpec{spec}); err == nil {
+			t.Errorf("ExpandRoots(%+v) = nil error", spec)
+		}
+	}
+}

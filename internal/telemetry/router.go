@@ -1,0 +1,151 @@
+package telemetry
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"time"
+
+	"github.com/mcpsag/router/internal/skill"
+)
+
+// Router wraps a skill.Router and records the skill events of every call
+// (skill_selected, skill_loaded, skill_resource_requested,
+// skill_exec_attempt, skill_exec_result) exactly once, whichever front made
+// it. Events carry the call's transport (skill.OriginFrom). It is a
+// skill.GenerationWatcher when Next is one.
+type Router struct {
+	Next skill.Router
+	Rec  *Recorder
+}
+
+var (
+	_ skill.Router            = (*Router)(nil)
+	_ skill.GenerationWatcher = (*Router)(nil)
+)
+
+// Match records skill_selected for every answer, abstentions included.
+func (t *Router) Match(ctx context.Context, req skill.MatchRequest) (*skill.MatchResult, error) {
+	start := time.Now()
+	res, err := t.Next.Match(ctx, req)
+	if err == nil {
+		t.Rec.SkillSelected(ctx, Selection{Task: req.Task, Agent: req.Agent, TopK: req.TopK, Result: *res, Latency: time.Since(start)})
+	}
+	return res, err
+}
+
+// List records nothing.
+func (t *Router) List(ctx context.Context, req skill.ListRequest) (*skill.ListResult, error) {
+	return t.Next.List(ctx, req)
+}
+
+// Get records nothing.
+func (t *Router) Get(ctx context.Context, req skill.GetRequest) (*skill.GetResult, error) {
+	return t.Next.Get(ctx, req)
+}
+
+// Load records skill_loaded for every load served, and
+// skill_resource_requested for every level-3 request, allowed or not.
+func (t *Router) Load(ctx context.Context, req skill.LoadRequest) (*skill.LoadResult, error) {
+	start := time.Now()
+	res, err := t.Next.Load(ctx, req)
+	latency := time.Since(start)
+	if req.Level == skill.LevelResource {
+		q := ResourceRequest{Agent: req.Agent, Resource: req.ResourcePath, Allowed: err == nil}
+		if res != nil {
+			q.Skill, q.Bytes = res.Skill.Name, res.Size
+		} else {
+			q.Skill = t.resolvedName(ctx, req.Name, req.Agent)
+			q.DenyReason = denyReason(err)
+		}
+		t.Rec.ResourceRequested(ctx, q)
+	}
+	if err != nil {
+		return nil, err
+	}
+	path := res.Skill.RelPath
+	if res.Level == skill.LevelResource {
+		path = res.ResourcePath
+	}
+	t.Rec.SkillLoaded(ctx, Load{
+		Skill: res.Skill.Name, Source: res.Skill.Root.Kind, Agent: req.Agent, Level: res.Level, Path: path,
+		Tokens: res.Tokens, TotalTokens: res.TotalTokens, Budget: res.TokenBudget, Truncated: res.Truncated, Latency: latency,
+	})
+	return res, nil
+}
+
+// resolvedName returns the name of the skill agent sees under name, or ""
+// when there is none: only real skill names become metric labels.
+func (t *Router) resolvedName(ctx context.Context, name, agent string) string {
+	if g, err := t.Next.Get(ctx, skill.GetRequest{Name: name, Agent: agent}); err == nil {
+		return g.Entry.Skill.Name
+	}
+	return ""
+}
+
+// denyReason turns an error into a stable lower-case code.
+func denyReason(err error) string {
+	var de *skill.Error
+	if errors.As(err, &de) && de.Reason != "" {
+		return strings.ToLower(de.Reason)
+	}
+	return skill.ErrorCode(err).String()
+}
+
+// Reindex records nothing: the router reports every build, requested or
+// not, through its OnPass hook (see Recorder.Reindexed).
+func (t *Router) Reindex(ctx context.Context, req skill.ReindexRequest) (*skill.ReindexStats, error) {
+	return t.Next.Reindex(ctx, req)
+}
+
+// Status records nothing.
+func (t *Router) Status(ctx context.Context) (*skill.Status, error) { return t.Next.Status(ctx) }
+
+// AuthorizeExec records skill_exec_attempt, the audit record of every
+// decision.
+func (t *Router) AuthorizeExec(ctx context.Context, req skill.ExecRequest) (*skill.ExecDecision, error) {
+	d, err := t.Next.AuthorizeExec(ctx, req)
+	if err != nil {
+		return nil, err
+	}
+	o := skill.OriginFrom(ctx)
+	decision := skill.DecisionAllow
+	if !d.Allowed {
+		decision = skill.DecisionDeny
+	}
+	t.Rec.ExecAttempted(ctx, ExecAttempt{
+		DecisionID: d.DecisionID, Skill: req.Skill, Script: req.Script, Caller: req.Caller, Principal: o.Principal,
+		Agent: req.Agent, Decision: decision, Reason: string(d.Reason), ScriptSHA256: d.ScriptSHA256, Peer: o.Peer,
+	})
+	return d, nil
+}
+
+// ReportExecResult records skill_exec_result for every report accepted.
+func (t *Router) ReportExecResult(ctx context.Context, rep skill.ExecReport) (*skill.ExecReport, error) {
+	got, err := t.Next.ReportExecResult(ctx, rep)
+	if err != nil {
+		return nil, err
+	}
+	errClass := ""
+	switch {
+	case got.Error != "":
+		errClass = "error"
+	case got.ExitCode != 0:
+		errClass = "nonzero_exit"
+	}
+	t.Rec.ExecReported(ctx, ExecResult{
+		DecisionID: got.DecisionID, Skill: got.Skill, Script: got.Script, Caller: got.Caller,
+		Principal: skill.OriginFrom(ctx).Principal, ExitCode: got.ExitCode, Duration: got.Duration, ErrorClass: errClass,
+	})
+	return got, nil
+}
+
+// WaitGeneration forwards to Next when it is a skill.GenerationWatcher, and
+// otherwise waits for ctx to end.
+func (t *Router) WaitGeneration(ctx context.Context, after uint64) (uint64, error) {
+	if w, ok := t.Next.(skill.GenerationWatcher); ok {
+		return w.WaitGeneration(ctx, after)
+	}
+	<-ctx.Done()
+	return 0, ctx.Err()
+}
