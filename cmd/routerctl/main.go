@@ -1,8 +1,11 @@
-// Command routerctl operates a running router (list, show, load, reindex,
-// status) and checks skill folders offline (validate). See routerctl --help.
+// Command routerctl operates a running router (match, list, show, load,
+// reindex, status, authorize-exec, model) and works offline on skill folders
+// and labelled queries (validate, eval, calibrate, model verify, token). See
+// routerctl --help.
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"flag"
@@ -22,6 +25,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	routerv1 "github.com/mcpsag/router/api/proto/mcpsag/router/v1"
+	"github.com/mcpsag/router/internal/tlsconfig"
 )
 
 // Exit codes.
@@ -38,7 +42,7 @@ type env struct {
 	json    bool
 	timeout time.Duration
 	token   string
-	tls     tlsFlags
+	tls     tlsconfig.Client
 	stdout  io.Writer
 	stderr  io.Writer
 	getenv  func(string) string
@@ -102,14 +106,14 @@ func run(args []string, stdout, stderr io.Writer, getenv func(string) string) in
 	e := &env{stdout: stdout, stderr: stderr, getenv: getenv}
 	fs := flag.NewFlagSet("routerctl", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	fs.StringVar(&e.addr, "addr", firstNonEmpty(getenv("MCPSAG_ADDR"), "127.0.0.1:7443"), "router address")
+	fs.StringVar(&e.addr, "addr", cmp.Or(getenv("MCPSAG_ADDR"), "127.0.0.1:7443"), "router address")
 	fs.BoolVar(&e.json, "json", false, "JSON output")
 	fs.DurationVar(&e.timeout, "timeout", 30*time.Second, "per-call timeout")
 	fs.StringVar(&e.token, "token", getenv("MCPSAG_TOKEN"), "bearer token")
-	fs.StringVar(&e.tls.ca, "tls-ca", "", "CA certificate file")
-	fs.StringVar(&e.tls.cert, "tls-cert", "", "client certificate file")
-	fs.StringVar(&e.tls.key, "tls-key", "", "client key file")
-	fs.StringVar(&e.tls.serverName, "tls-server-name", "", "expected server name")
+	fs.StringVar(&e.tls.CA, "tls-ca", "", "CA certificate file")
+	fs.StringVar(&e.tls.Cert, "tls-cert", "", "client certificate file")
+	fs.StringVar(&e.tls.Key, "tls-key", "", "client key file")
+	fs.StringVar(&e.tls.ServerName, "tls-server-name", "", "expected server name")
 	fs.Usage = func() { fmt.Fprintf(stderr, globalUsage, commandList()) }
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -190,10 +194,13 @@ func report(e *env, err error) int {
 func (e *env) client() (routerv1.SkillRouterClient, error) {
 	if e.conn == nil {
 		creds := insecure.NewCredentials()
-		if e.tls.enabled() {
-			tc, err := e.tls.config()
+		if e.tls.Enabled() {
+			if (e.tls.Cert == "") != (e.tls.Key == "") {
+				return nil, usageError{"--tls-cert and --tls-key go together"}
+			}
+			tc, err := e.tls.Config()
 			if err != nil {
-				return nil, err
+				return nil, fmt.Errorf("tls: %w", err)
 			}
 			creds = credentials.NewTLS(tc)
 		}
@@ -255,15 +262,6 @@ func (e *env) printProto(m proto.Message) error {
 	}
 	_, err = fmt.Fprintln(e.stdout, string(b))
 	return err
-}
-
-func firstNonEmpty(vals ...string) string {
-	for _, v := range vals {
-		if v != "" {
-			return v
-		}
-	}
-	return ""
 }
 
 func sortedKeys[V any](m map[string]V) []string {

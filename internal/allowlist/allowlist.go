@@ -30,7 +30,8 @@ import (
 	"path"
 	"strings"
 	"sync"
-	"time"
+
+	"github.com/mcpsag/router/internal/filestamp"
 )
 
 // maxFileBytes caps ALLOWLIST.txt.
@@ -142,11 +143,10 @@ func (l *List) Len() int { return len(l.entries) }
 type File struct {
 	Path string
 
-	mu      sync.Mutex
-	size    int64
-	modTime time.Time
-	list    *List
-	err     error
+	mu    sync.Mutex
+	files *filestamp.Watch
+	list  *List
+	err   error
 }
 
 // Load returns the current list. A file that cannot be read yields an error;
@@ -154,24 +154,24 @@ type File struct {
 func (f *File) Load() (*List, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	fi, err := os.Stat(f.Path)
-	if errors.Is(err, os.ErrNotExist) {
-		f.list, f.err, f.size, f.modTime = &List{entries: map[string]Entry{}}, nil, -1, time.Time{}
-		return f.list, nil
+	if f.files == nil {
+		f.files = &filestamp.Watch{Paths: []string{f.Path}}
 	}
-	if err != nil {
-		return nil, fmt.Errorf("allowlist %s: %w", f.Path, err)
-	}
-	if f.list != nil && fi.Size() == f.size && fi.ModTime().Equal(f.modTime) {
+	if f.list != nil && !f.files.Changed() {
 		return f.list, f.err
 	}
-	f.size, f.modTime = fi.Size(), fi.ModTime()
+	if f.list == nil {
+		f.files.Mark() // the file as this read sees it
+	}
 	f.list, f.err = readFile(f.Path)
 	return f.list, f.err
 }
 
 func readFile(p string) (*List, error) {
 	data, err := os.ReadFile(p)
+	if errors.Is(err, os.ErrNotExist) {
+		return &List{entries: map[string]Entry{}}, nil
+	}
 	if err != nil {
 		return nil, fmt.Errorf("allowlist %s: %w", p, err)
 	}

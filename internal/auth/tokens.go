@@ -34,6 +34,8 @@ import (
 
 	"go.yaml.in/yaml/v3"
 	"golang.org/x/time/rate"
+
+	"github.com/mcpsag/router/internal/filestamp"
 )
 
 // Group is a set of methods a token may call.
@@ -167,14 +169,12 @@ func parseTokens(data []byte) ([]*token, error) {
 // file changes (checked at most once a second). A broken edit keeps the
 // previous tokens in force and is logged.
 type Tokens struct {
-	path string
-	log  *slog.Logger
+	path  string
+	log   *slog.Logger
+	files filestamp.Watch
 
-	mu        sync.Mutex
-	tokens    []*token
-	size      int64
-	modTime   time.Time
-	checkedAt time.Time
+	mu     sync.Mutex
+	tokens []*token
 }
 
 // LoadTokens reads a tokens file. Unlike later reloads, a broken file here is
@@ -184,18 +184,18 @@ func LoadTokens(path string, log *slog.Logger) (*Tokens, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	t := &Tokens{path: path, log: log}
-	fi, err := os.Stat(path)
-	if err != nil {
+	t := &Tokens{path: path, log: log, files: filestamp.Watch{Paths: []string{path}, Interval: time.Second}}
+	t.files.Mark()
+	if _, err := os.Stat(path); err != nil {
 		return nil, fmt.Errorf("tokens file: %w", err)
 	}
-	if err := t.read(fi); err != nil {
+	if err := t.read(); err != nil {
 		return nil, fmt.Errorf("tokens file %s: %w", path, err)
 	}
 	return t, nil
 }
 
-func (t *Tokens) read(fi os.FileInfo) error {
+func (t *Tokens) read() error {
 	data, err := os.ReadFile(t.path)
 	if err != nil {
 		return err
@@ -212,27 +212,18 @@ func (t *Tokens) read(fi os.FileInfo) error {
 			}
 		}
 	}
-	t.tokens, t.size, t.modTime = toks, fi.Size(), fi.ModTime()
+	t.tokens = toks
 	return nil
 }
 
-// refresh re-reads the file when it changed.
+// refresh re-reads the file when it changed (checked at most once a
+// second). A rejected edit is logged once.
 func (t *Tokens) refresh() {
-	if time.Since(t.checkedAt) < time.Second {
+	if !t.files.Changed() {
 		return
 	}
-	t.checkedAt = time.Now()
-	fi, err := os.Stat(t.path)
-	if err != nil {
-		t.log.Error("tokens file unreadable; the previous tokens stay in force", "path", t.path, "err", err)
-		return
-	}
-	if fi.Size() == t.size && fi.ModTime().Equal(t.modTime) {
-		return
-	}
-	if err := t.read(fi); err != nil {
+	if err := t.read(); err != nil {
 		t.log.Error("tokens file edit rejected; the previous tokens stay in force", "path", t.path, "err", err)
-		t.size, t.modTime = fi.Size(), fi.ModTime() // report once per edit
 		return
 	}
 	t.log.Info("tokens file reloaded", "path", t.path, "tokens", len(t.tokens))

@@ -1,10 +1,12 @@
 package auth
 
 import (
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 func TestParseTokensErrors(t *testing.T) {
@@ -64,5 +66,57 @@ func TestTokensExample(t *testing.T) {
 	toks, err := parseTokens(data)
 	if err != nil || len(toks) != 3 {
 		t.Fatalf("example tokens file: %d tokens, %v", len(toks), err)
+	}
+}
+
+// TestTokensReload: edits apply after the once-a-second check, a broken edit
+// keeps the previous tokens and is logged once, and a fixed edit applies.
+func TestTokensReload(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "tokens.yaml")
+	line := func(id, tok string) string {
+		return "tokens:\n  - {id: " + id + ", sha256: " + HashToken(tok) + ", groups: [read]}\n"
+	}
+	if err := os.WriteFile(p, []byte(line("one", "t1")), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var logs strings.Builder
+	toks, err := LoadTokens(p, slog.New(slog.NewTextHandler(&logs, nil)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now() // the clock LoadTokens read
+	toks.files.Now = func() time.Time { return now }
+	auth := func(tok string) bool { _, ok := toks.Authenticate(tok); return ok }
+
+	if err := os.WriteFile(p, []byte(line("two", "t2")), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if !auth("t1") || auth("t2") {
+		t.Error("an edit applied before the next check")
+	}
+	now = now.Add(1100 * time.Millisecond)
+	if auth("t1") || !auth("t2") {
+		t.Error("an edit did not apply after the check interval")
+	}
+
+	if err := os.WriteFile(p, []byte("tokens: [oops"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for range 3 {
+		now = now.Add(2 * time.Second)
+		if !auth("t2") {
+			t.Fatal("a broken edit dropped the tokens in force")
+		}
+	}
+	if n := strings.Count(logs.String(), "tokens file edit rejected"); n != 1 {
+		t.Errorf("the broken edit was logged %d times, want once:\n%s", n, logs.String())
+	}
+
+	if err := os.WriteFile(p, []byte(line("three", "t3")), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	now = now.Add(2 * time.Second)
+	if !auth("t3") || auth("t2") {
+		t.Error("the fixed edit did not apply")
 	}
 }

@@ -6,6 +6,7 @@ package config
 
 import (
 	"bytes"
+	"cmp"
 	"errors"
 	"fmt"
 	"io"
@@ -238,8 +239,8 @@ func Resolve(flags Overrides, getenv func(string) string) (Config, error) {
 	env := envOverrides(getenv)
 	cfg := Default()
 
-	workspace := first(flags.Workspace, env.Workspace)
-	file := first(flags.ConfigFile, env.ConfigFile)
+	workspace := cmp.Or(flags.Workspace, env.Workspace)
+	file := cmp.Or(flags.ConfigFile, env.ConfigFile)
 	named := file != ""
 	if !named {
 		ws := workspace
@@ -257,12 +258,12 @@ func Resolve(flags Overrides, getenv func(string) string) (Config, error) {
 	}
 
 	for _, o := range []Overrides{env, flags} {
-		cfg.Addr = first(o.Addr, cfg.Addr)
-		cfg.Workspace = first(o.Workspace, cfg.Workspace)
-		cfg.StateDir = first(o.StateDir, cfg.StateDir)
-		cfg.AdminAddr = first(o.AdminAddr, cfg.AdminAddr)
-		cfg.Model.Dir = first(o.ModelDir, cfg.Model.Dir)
-		cfg.LogLevel = first(o.LogLevel, cfg.LogLevel)
+		cfg.Addr = cmp.Or(o.Addr, cfg.Addr)
+		cfg.Workspace = cmp.Or(o.Workspace, cfg.Workspace)
+		cfg.StateDir = cmp.Or(o.StateDir, cfg.StateDir)
+		cfg.AdminAddr = cmp.Or(o.AdminAddr, cfg.AdminAddr)
+		cfg.Model.Dir = cmp.Or(o.ModelDir, cfg.Model.Dir)
+		cfg.LogLevel = cmp.Or(o.LogLevel, cfg.LogLevel)
 	}
 	if err := cfg.finish(); err != nil {
 		if cfg.File != "" {
@@ -443,13 +444,4 @@ func isLoopback(addr string) bool {
 	}
 	ip := net.ParseIP(host)
 	return ip != nil && ip.IsLoopback()
-}
-
-func first(vals ...string) string {
-	for _, v := range vals {
-		if v != "" {
-			return v
-		}
-	}
-	return ""
 }

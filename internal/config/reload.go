@@ -1,15 +1,16 @@
 package config
 
 import (
+	"cmp"
 	"context"
-	"fmt"
-	"os"
 	"path/filepath"
 	"reflect"
 	"strings"
 	"time"
 
 	"github.com/fsnotify/fsnotify"
+
+	"github.com/mcpsag/router/internal/filestamp"
 )
 
 // Reloader watches the config file and re-resolves the configuration (file,
@@ -30,7 +31,7 @@ type Reloader struct {
 	OnError      func(error)
 
 	current Config
-	stamp   string
+	file    filestamp.Watch
 }
 
 // ReloadPath returns the file a Reloader should watch for cfg.
@@ -38,7 +39,7 @@ func ReloadPath(cfg Config, flags Overrides, getenv func(string) string) string 
 	if cfg.File != "" {
 		return cfg.File
 	}
-	if p := first(flags.ConfigFile, getenv("MCPSAG_CONFIG")); p != "" {
+	if p := cmp.Or(flags.ConfigFile, getenv("MCPSAG_CONFIG")); p != "" {
 		return p
 	}
 	return filepath.Join(cfg.Workspace, DefaultFile)
@@ -47,7 +48,8 @@ func ReloadPath(cfg Config, flags Overrides, getenv func(string) string) string 
 // Run watches until ctx ends. current is the configuration in force.
 func (r *Reloader) Run(ctx context.Context, current Config) {
 	r.current = current
-	r.stamp = stampOf(r.Path)
+	r.file = filestamp.Watch{Paths: []string{r.Path}}
+	r.file.Mark()
 	if r.Debounce <= 0 {
 		r.Debounce = 100 * time.Millisecond
 	}
@@ -77,7 +79,7 @@ func (r *Reloader) Run(ctx context.Context, current Config) {
 				fire = time.After(r.Debounce)
 			}
 		case <-poll.C:
-			if stampOf(r.Path) != r.stamp {
+			if r.file.Changed() {
 				fire = time.After(r.Debounce)
 			}
 		case <-fire:
@@ -88,7 +90,7 @@ func (r *Reloader) Run(ctx context.Context, current Config) {
 }
 
 func (r *Reloader) reload() {
-	r.stamp = stampOf(r.Path)
+	r.file.Mark()
 	cfg, err := Resolve(r.Flags, r.Getenv)
 	if err != nil {
 		r.OnError(err)
@@ -100,14 +102,6 @@ func (r *Reloader) reload() {
 	}
 	r.current = cfg
 	r.OnChange(cfg)
-}
-
-func stampOf(p string) string {
-	fi, err := os.Stat(p)
-	if err != nil {
-		return "absent"
-	}
-	return fmt.Sprintf("%d-%d", fi.Size(), fi.ModTime().UnixNano())
 }
 
 // RestartNeeded lists the settings that differ between two configurations but

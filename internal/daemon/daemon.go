@@ -33,6 +33,7 @@ import (
 	"github.com/mcpsag/router/internal/skillmd"
 	"github.com/mcpsag/router/internal/store"
 	"github.com/mcpsag/router/internal/telemetry"
+	"github.com/mcpsag/router/internal/tlsconfig"
 	"github.com/mcpsag/router/models"
 )
 
@@ -159,7 +160,7 @@ func (m *Main) Run(ctx context.Context) (err error) {
 		}
 	}
 	if cfg.TLS.Enabled() {
-		tc, err := serverTLS(cfg.TLS)
+		tc, err := tlsconfig.Server(cfg.TLS.CertFile, cfg.TLS.KeyFile, cfg.TLS.ClientCAFile)
 		if err != nil {
 			return err
 		}
@@ -225,7 +226,7 @@ func (m *Main) Run(ctx context.Context) (err error) {
 		return telemetry.IndexSize{Served: int64(st.Skills), Disabled: int64(st.Disabled), Shadowed: int64(st.Shadowed),
 			AgentScoped: int64(st.AgentScoped), Invalid: int64(st.FilesInvalid)}
 	})
-	served := &telemetry.Router{Next: m.router, Rec: rec}
+	served := &telemetry.Router{Next: m.router, Rec: rec, Tracer: tel.Tracer()}
 	stats := tel.GRPCServerHandler()
 	m.srv = server.New(&server.Service{Router: served, Logger: m.log.With("component", "grpc")}, server.Options{
 		Logger:             m.log.With("component", "grpc"),

@@ -379,16 +379,6 @@ func TestReindexAndHotReload(t *testing.T) {
 	c := r.Client
 	skills := filepath.Join(ws, "skills")
 
-	waitFor := func(what string, cond func() bool) {
-		t.Helper()
-		deadline := time.Now().Add(15 * time.Second)
-		for !cond() {
-			if time.Now().After(deadline) {
-				t.Fatalf("timed out waiting for %s", what)
-			}
-			time.Sleep(50 * time.Millisecond)
-		}
-	}
 	desc := func(name string) string {
 		res, err := c.GetSkill(ctx(t), &routerv1.GetSkillRequest{Name: name})
 		if err != nil {
@@ -417,7 +407,7 @@ func TestReindexAndHotReload(t *testing.T) {
 
 	t.Run("new skill appears", func(t *testing.T) {
 		writeSkillFile(t, filepath.Join(skills, "terraform-plan", "SKILL.md"), "terraform-plan", "Review terraform plans.")
-		waitFor("terraform-plan", func() bool { return desc("terraform-plan") == "Review terraform plans." })
+		daemontest.Eventually(t, 15*time.Second, "terraform-plan", func() bool { return desc("terraform-plan") == "Review terraform plans." })
 	})
 
 	t.Run("editor rename-save", func(t *testing.T) {
@@ -425,13 +415,13 @@ func TestReindexAndHotReload(t *testing.T) {
 		tmp := filepath.Join(skills, "csv-data-cleaning", ".SKILL.md.swp")
 		writeSkillFile(t, tmp, "csv-data-cleaning", "Clean CSV files (saved by an editor).")
 		must(t, os.Rename(tmp, p))
-		waitFor("rename-save", func() bool { return desc("csv-data-cleaning") == "Clean CSV files (saved by an editor)." })
+		daemontest.Eventually(t, 15*time.Second, "rename-save", func() bool { return desc("csv-data-cleaning") == "Clean CSV files (saved by an editor)." })
 	})
 
 	t.Run("bad edit keeps last good", func(t *testing.T) {
 		p := filepath.Join(skills, "sql-query-review", "SKILL.md")
 		must(t, os.WriteFile(p, []byte("---\nname: sql-query-review\ndescription: [oops\n---\n"), 0o644))
-		waitFor("error reported", func() bool {
+		daemontest.Eventually(t, 15*time.Second, "error reported", func() bool {
 			res, err := c.GetSkill(ctx(t), &routerv1.GetSkillRequest{Name: "sql-query-review"})
 			return err == nil && slices.ContainsFunc(res.Skill.Problems, func(p *routerv1.Problem) bool { return p.Code == "serving-last-good" })
 		})
@@ -442,7 +432,7 @@ func TestReindexAndHotReload(t *testing.T) {
 
 	t.Run("folder deleted", func(t *testing.T) {
 		must(t, os.RemoveAll(filepath.Join(skills, "incident-postmortem")))
-		waitFor("deletion", func() bool { return desc("incident-postmortem") == "<NotFound>" })
+		daemontest.Eventually(t, 15*time.Second, "deletion", func() bool { return desc("incident-postmortem") == "<NotFound>" })
 	})
 
 	t.Run("checkout of hundreds of files", func(t *testing.T) {
@@ -452,12 +442,12 @@ func TestReindexAndHotReload(t *testing.T) {
 			name := fmt.Sprintf("bulk-%03d", i)
 			writeSkillFile(t, filepath.Join(skills, "bulk", name, "SKILL.md"), name, fmt.Sprintf("Bulk skill %d.", i))
 		}
-		waitFor("300 bulk skills", func() bool {
+		daemontest.Eventually(t, 15*time.Second, "300 bulk skills", func() bool {
 			st, err := c.Status(ctx(t), &routerv1.StatusRequest{})
 			return err == nil && st.Skills == 7+300
 		})
 		must(t, os.RemoveAll(filepath.Join(skills, "bulk")))
-		waitFor("bulk removal", func() bool {
+		daemontest.Eventually(t, 15*time.Second, "bulk removal", func() bool {
 			st, err := c.Status(ctx(t), &routerv1.StatusRequest{})
 			return err == nil && st.Skills == 7
 		})
@@ -465,7 +455,7 @@ func TestReindexAndHotReload(t *testing.T) {
 
 	t.Run("agent folder appears", func(t *testing.T) {
 		writeSkillFile(t, filepath.Join(ws, "agents", "writer", "skills", "style-guide", "SKILL.md"), "style-guide", "House style.")
-		waitFor("agent skill", func() bool {
+		daemontest.Eventually(t, 15*time.Second, "agent skill", func() bool {
 			res, err := c.GetSkill(ctx(t), &routerv1.GetSkillRequest{Name: "style-guide", Agent: "writer"})
 			return err == nil && res.Skill.Source.Agent == "writer"
 		})

@@ -11,6 +11,7 @@ import (
 	"github.com/mcpsag/router/internal/config"
 	"github.com/mcpsag/router/internal/daemon/daemontest"
 	"github.com/mcpsag/router/internal/embed/embedtest"
+	"github.com/mcpsag/router/internal/testlog"
 )
 
 func routerStatus(t *testing.T, r *daemontest.Router) *routerv1.StatusResponse {
@@ -86,7 +87,7 @@ func TestEmbeddingCounters(t *testing.T) {
 	}
 	before := routerStatus(t, r).Model.Fingerprint
 	setConfig(t, ws, "model: {dir: "+modelB+"}\n")
-	waitUntil(t, 30*time.Second, "model B in use", func() bool {
+	daemontest.Eventually(t, 30*time.Second, "model B in use", func() bool {
 		st := routerStatus(t, r)
 		return st.Model.GetDimension() == 48 && st.Model.CacheEntries == exampleWinners
 	})
@@ -106,7 +107,7 @@ func TestEmbeddingFallbackAndRecovery(t *testing.T) {
 	if err := embedtest.WriteCorruptModel(model); err != nil {
 		t.Fatal(err)
 	}
-	logs := &syncBuffer{}
+	logs := &testlog.Buffer{}
 	r := daemontest.Start(t, ws, daemontest.Options{Logs: logs, Configure: func(c *config.Config) {
 		c.Model.Dir = model
 	}})

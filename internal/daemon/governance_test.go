@@ -1,7 +1,6 @@
 package daemon_test
 
 import (
-	"bytes"
 	"context"
 	"crypto/ecdsa"
 	"crypto/elliptic"
@@ -16,7 +15,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -35,25 +33,8 @@ import (
 	"github.com/mcpsag/router/internal/auth"
 	"github.com/mcpsag/router/internal/config"
 	"github.com/mcpsag/router/internal/daemon/daemontest"
+	"github.com/mcpsag/router/internal/testlog"
 )
-
-// syncBuffer is a log sink safe for the router's goroutines.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
 
 func writeFileT(t *testing.T, p, content string) {
 	t.Helper()
@@ -100,7 +81,7 @@ auto-pinned       fix.sh  sha256:%s
 	roots := fmt.Sprintf("roots:\n  - {path: skills, kind: project}\n  - {path: \"agents/*/skills\", kind: project, agent: \"*\"}\n  - {path: %s, kind: learned}\n", learned)
 	setConfig(t, ws, roots+"flags: {skills_v1: true, skills_exec: false}\n")
 
-	logs := &syncBuffer{}
+	logs := &testlog.Buffer{}
 	r := daemontest.Start(t, ws, daemontest.Options{Logs: logs})
 	c := r.Client
 	authorize := func(skill, script string) *routerv1.AuthorizeExecResponse {
@@ -118,7 +99,7 @@ auto-pinned       fix.sh  sha256:%s
 
 	// Turning skills_exec on by editing the config applies without a restart.
 	setConfig(t, ws, roots+"flags: {skills_v1: true, skills_exec: true}\n")
-	waitUntil(t, 5*time.Second, "skills_exec on", func() bool {
+	daemontest.Eventually(t, 5*time.Second, "skills_exec on", func() bool {
 		return authorize("pdf-form-filling", "scripts/fill_form.py").Decision == routerv1.ExecDecision_EXEC_DECISION_ALLOW
 	})
 
@@ -198,21 +179,9 @@ auto-pinned       fix.sh  sha256:%s
 
 	// Turning skills_exec off denies again.
 	setConfig(t, ws, roots+"flags: {skills_v1: true, skills_exec: false}\n")
-	waitUntil(t, 5*time.Second, "skills_exec off", func() bool {
+	daemontest.Eventually(t, 5*time.Second, "skills_exec off", func() bool {
 		return authorize("csv-data-cleaning", "scripts/profile_csv.py").DenyReason == routerv1.ExecDenyReason_EXEC_DENY_REASON_EXEC_DISABLED
 	})
-}
-
-func waitUntil(t *testing.T, limit time.Duration, what string, cond func() bool) time.Duration {
-	t.Helper()
-	start := time.Now()
-	for !cond() {
-		if time.Since(start) > limit {
-			t.Fatalf("not %s after %v", what, limit)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	return time.Since(start)
 }
 
 func TestConfigHotReload(t *testing.T) {
@@ -229,7 +198,7 @@ func TestConfigHotReload(t *testing.T) {
 	}
 
 	setConfig(t, ws, "flags: {skills_v1: false}\nload: {default_token_budget: 100, max_token_budget: 50000}\n")
-	if d := waitUntil(t, 5*time.Second, "Match disabled", disabled); d > time.Second {
+	if d := daemontest.Eventually(t, 5*time.Second, "Match disabled", disabled); d > time.Second {
 		t.Errorf("skills_v1 off took %v to apply, want within a second of saving", d)
 	}
 	res, err := c.Load(ctx(t), &routerv1.LoadRequest{Name: "kubernetes-debugging", Level: routerv1.LoadLevel_LOAD_LEVEL_BODY})
@@ -240,7 +209,7 @@ func TestConfigHotReload(t *testing.T) {
 	// A broken edit does not take effect and is reported; fixing it clears
 	// the report.
 	setConfig(t, ws, "flags: {skills_v1: true\nload: [\n")
-	waitUntil(t, 5*time.Second, "error reported", func() bool {
+	daemontest.Eventually(t, 5*time.Second, "error reported", func() bool {
 		st, err := c.Status(ctx(t), &routerv1.StatusRequest{})
 		return err == nil && st.Config.Error != ""
 	})
@@ -252,14 +221,14 @@ func TestConfigHotReload(t *testing.T) {
 		t.Errorf("status after broken edit: flags %v error %q", st.Flags, st.Config.Error)
 	}
 	setConfig(t, ws, "flags: {skills_v1: true}\n")
-	waitUntil(t, 5*time.Second, "fixed config applied", func() bool {
+	daemontest.Eventually(t, 5*time.Second, "fixed config applied", func() bool {
 		st, err := c.Status(ctx(t), &routerv1.StatusRequest{})
 		return err == nil && st.Config.Error == "" && st.Flags.SkillsV1
 	})
 
 	// An edit that is valid YAML but an invalid setting is rejected too.
 	setConfig(t, ws, "flags: {skills_v1: false}\nload: {default_token_budget: -4}\n")
-	waitUntil(t, 5*time.Second, "invalid value reported", func() bool {
+	daemontest.Eventually(t, 5*time.Second, "invalid value reported", func() bool {
 		st, err := c.Status(ctx(t), &routerv1.StatusRequest{})
 		return err == nil && strings.Contains(st.Config.Error, "default_token_budget")
 	})
@@ -282,7 +251,7 @@ func TestAccessControl(t *testing.T) {
   - {id: ops, sha256: %s, groups: ["*"]}
   - {id: slow, sha256: %s, groups: [read], rate: 0.5, burst: 2}
 `, auth.HashToken(readerToken), auth.HashToken(adminToken), auth.HashToken(limitedToken)))
-	logs := &syncBuffer{}
+	logs := &testlog.Buffer{}
 	r := daemontest.Start(t, ws, daemontest.Options{Logs: logs, Configure: func(c *config.Config) {
 		c.Auth = config.Auth{Enabled: true, TokensFile: tokens}
 	}})
@@ -378,19 +347,6 @@ func TestAccessControl(t *testing.T) {
 			if strings.Contains(out, tok) {
 				t.Errorf("token %s appears in the log", tok)
 			}
-		}
-	})
-
-	t.Run("a broken tokens edit keeps the old tokens", func(t *testing.T) {
-		writeFileT(t, tokens, "tokens: [oops")
-		later := time.Now().Add(2 * time.Second)
-		must(t, os.Chtimes(tokens, later, later))
-		time.Sleep(1100 * time.Millisecond) // tokens are re-checked at most once a second
-		if _, err := c.Status(with(adminToken), &routerv1.StatusRequest{}); err != nil {
-			t.Errorf("admin token after a broken edit: %v", err)
-		}
-		if !strings.Contains(logs.String(), "tokens file edit rejected") {
-			t.Error("the rejected tokens edit is not logged")
 		}
 	})
 }

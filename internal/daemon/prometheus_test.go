@@ -31,6 +31,7 @@ import (
 	"github.com/mcpsag/router/internal/daemon/daemontest"
 	"github.com/mcpsag/router/internal/embed/embedtest"
 	"github.com/mcpsag/router/internal/telemetry/dashboard"
+	"github.com/mcpsag/router/internal/testlog"
 )
 
 const (
@@ -80,14 +81,14 @@ func TestPrometheusDashboard(t *testing.T) {
 	baseConfig := fmt.Sprintf("admin_addr: 127.0.0.1:0\nflags: {skills_v1: true, skills_exec: true}\nauth: {enabled: true, tokens_file: %s}\n", tokens)
 	setConfig(t, ws, baseConfig)
 
-	logs := &syncBuffer{}
+	logs := &testlog.Buffer{}
 	r := daemontest.Start(t, ws, daemontest.Options{Logs: logs})
 	target := r.Main.AdminAddr()
 	if target == "" {
 		t.Fatal("router has no admin address; /metrics is off")
 	}
 	prom := startPrometheus(t, bin, target)
-	waitFor(t, 20*time.Second, "Prometheus scraping the router", func() error {
+	daemontest.EventuallyNil(t, 20*time.Second, "Prometheus scraping the router", func() error {
 		return prom.scrapedAfter(time.Time{})
 	})
 
@@ -95,7 +96,7 @@ func TestPrometheusDashboard(t *testing.T) {
 	for round := range 2 {
 		d.drive()
 		end := time.Now()
-		waitFor(t, 20*time.Second, fmt.Sprintf("a scrape after round %d of traffic", round+1), func() error {
+		daemontest.EventuallyNil(t, 20*time.Second, fmt.Sprintf("a scrape after round %d of traffic", round+1), func() error {
 			return prom.scrapedAfter(end)
 		})
 	}
@@ -310,9 +311,9 @@ func (d *driver) drive() {
 	// A switch to keyword-only matching and back: point the model at a
 	// corrupt one, then back at the bundled one.
 	setConfig(t, d.ws, d.base+"model: {dir: "+d.corrupt+"}\n")
-	waitFor(t, 20*time.Second, "the router degraded to keywords", func() error { return d.degraded(true) })
+	daemontest.EventuallyNil(t, 20*time.Second, "the router degraded to keywords", func() error { return d.degraded(true) })
 	setConfig(t, d.ws, d.base)
-	waitFor(t, 20*time.Second, "the router back on the bundled model", func() error { return d.degraded(false) })
+	daemontest.EventuallyNil(t, 20*time.Second, "the router back on the bundled model", func() error { return d.degraded(false) })
 }
 
 func (d *driver) degraded(want bool) error {
@@ -333,23 +334,6 @@ type rawCodec struct{}
 func (rawCodec) Marshal(v any) ([]byte, error) { return v.([]byte), nil }
 func (rawCodec) Unmarshal([]byte, any) error   { return errors.New("rawCodec: no reply expected") }
 func (rawCodec) Name() string                  { return "proto" }
-
-// waitFor retries cond until it returns nil, failing the test with its last
-// error after limit.
-func waitFor(t *testing.T, limit time.Duration, what string, cond func() error) {
-	t.Helper()
-	deadline := time.Now().Add(limit)
-	for {
-		err := cond()
-		if err == nil {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("waiting for %s: %v (after %v)", what, err, limit)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-}
 
 // grafanaRegex formats a value as Grafana does for a multi-value variable
 // used in =~: regex metacharacters escaped, backslashes doubled for PromQL.
@@ -381,7 +365,7 @@ func prometheusBinary(t *testing.T) string {
 // promServer is a Prometheus process started by a test.
 type promServer struct {
 	url  string
-	logs *syncBuffer
+	logs *testlog.Buffer
 	cmd  *exec.Cmd
 	done chan struct{} // closed when the process has exited
 	err  error         // from Wait, once done is closed
@@ -400,7 +384,7 @@ func startPrometheus(t *testing.T, bin, target string) *promServer {
 	var lastErr error
 	for try := range 3 {
 		addr := freePort(t)
-		p := &promServer{url: "http://" + addr, logs: &syncBuffer{}, done: make(chan struct{})}
+		p := &promServer{url: "http://" + addr, logs: &testlog.Buffer{}, done: make(chan struct{})}
 		p.cmd = exec.Command(bin,
 			"--config.file="+cfg,
 			"--storage.tsdb.path="+filepath.Join(dir, fmt.Sprintf("data-%d", try)),

@@ -13,6 +13,8 @@ import (
 	"time"
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/mcpsag/router/internal/skill"
 )
 
 // Pooling selects how token vectors become one text vector.
@@ -363,5 +365,5 @@ func settingsHash(c Config) string {
 	var b bytes.Buffer
 	fmt.Fprintf(&b, "query_prefix=%q\ndocument_prefix=%q\npooling=%q\noutput=%q\nmax_tokens=%d\n",
 		c.QueryPrefix, c.DocumentPrefix, c.Pooling, c.OutputName, c.MaxTokens)
-	return sha256Hex(b.Bytes())
+	return skill.Hash(b.Bytes())
 }

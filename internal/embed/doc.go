@@ -2,8 +2,8 @@
 // sentence-embedding model, run by hugot's pure-Go backend (no cgo, no shared
 // libraries).
 //
-// How it fits: the catalog calls EmbedDocuments when it (re)indexes skills,
-// with a VectorCache backed by the store, so unchanged skills are never
+// How it fits: the generation builder calls EmbedDocuments when it builds a
+// generation, with a VectorCache backed by the store, so unchanged skills are never
 // embedded twice; the matcher embeds each task as a Query (with a bounded
 // LRU cache) and ranks by cosine next to BM25. Manager owns the current
 // model: when the model folder is missing or broken, or a model run fails or

@@ -18,6 +18,8 @@ import (
 	"github.com/knights-analytics/hugot/pipelines"
 	"github.com/sugarme/tokenizer"
 	"github.com/sugarme/tokenizer/pretrained"
+
+	"github.com/mcpsag/router/internal/filestamp"
 )
 
 // modelFiles are the files a model folder contributes, with their stamps.
@@ -25,7 +27,7 @@ type modelFiles struct {
 	dir       string
 	onnx      string
 	tokenizer string
-	stamp     string // sizes and modification times of every file read
+	stamp     filestamp.Stamp // every file read, as read
 }
 
 // Open loads the model folder cfg.Dir, resolves cfg against its
@@ -138,31 +140,11 @@ func findFiles(dir string) (modelFiles, error) {
 	} else if err != nil {
 		return f, withReason(ReasonUnreadable, err)
 	}
-	f.stamp = stampFiles(f.onnx, f.tokenizer,
+	f.stamp = filestamp.Of(f.onnx, f.tokenizer,
 		filepath.Join(dir, ManifestFile),
 		filepath.Join(dir, "config.json"),
 		filepath.Join(dir, "1_Pooling", "config.json"))
 	return f, nil
-}
-
-// stampFiles summarises the size and modification time of files (absent
-// ones included), so a reload can tell whether anything changed.
-func stampFiles(paths ...string) string {
-	var b []byte
-	for _, p := range paths {
-		b = append(b, p...)
-		if st, err := os.Stat(p); err == nil {
-			b = fmt.Appendf(b, " %d %d\n", st.Size(), st.ModTime().UnixNano())
-		} else {
-			b = append(b, " -\n"...)
-		}
-	}
-	return sha256Hex(b)
-}
-
-func sha256Hex(b []byte) string {
-	s := sha256.Sum256(b)
-	return hex.EncodeToString(s[:])
 }
 
 // inputs hugot's Go backend knows how to fill.

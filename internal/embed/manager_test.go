@@ -1,7 +1,6 @@
 package embed_test
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"log/slog"
@@ -13,6 +12,7 @@ import (
 
 	"github.com/mcpsag/router/internal/embed"
 	"github.com/mcpsag/router/internal/embed/embedtest"
+	"github.com/mcpsag/router/internal/testlog"
 )
 
 // fallbackRecorder is a FallbackReporter that records the reasons it gets.
@@ -33,28 +33,10 @@ func (r *fallbackRecorder) got() []string {
 	return append([]string(nil), r.reasons...)
 }
 
-// syncBuffer is a bytes.Buffer safe for the logger's concurrent writes.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) count(substr string) int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return strings.Count(s.b.String(), substr)
-}
-
-func newManager(t *testing.T, cfg embed.Config) (*embed.Manager, *fallbackRecorder, *syncBuffer) {
+func newManager(t *testing.T, cfg embed.Config) (*embed.Manager, *fallbackRecorder, *testlog.Buffer) {
 	t.Helper()
 	rec := &fallbackRecorder{}
-	logs := &syncBuffer{}
+	logs := &testlog.Buffer{}
 	m := embed.NewManager(cfg, slog.New(slog.NewJSONHandler(logs, nil)), rec)
 	t.Cleanup(func() { m.Close() })
 	return m, rec, logs
@@ -105,10 +87,10 @@ func TestManagerFallbackAndRecovery(t *testing.T) {
 	if got := rec.got(); len(got) != 1 || got[0] != string(embed.ReasonModelInvalid) {
 		t.Errorf("fallback events = %v, want [model_invalid]", got)
 	}
-	if n := logs.count("embeddings unavailable"); n != 1 {
+	if n := strings.Count(logs.String(), "embeddings unavailable"); n != 1 {
 		t.Errorf("logged the fallback %d times, want once", n)
 	}
-	if n := logs.count(`"component":"embed"`); n < 1 {
+	if n := strings.Count(logs.String(), `"component":"embed"`); n < 1 {
 		t.Errorf("log lines lack component=embed: %d", n)
 	}
 
@@ -138,7 +120,7 @@ func TestManagerFallbackAndRecovery(t *testing.T) {
 	if got := rec.got(); len(got) != 2 || got[1] != string(embed.ReasonModelMissing) {
 		t.Errorf("fallback events = %v, want [model_invalid model_missing]", got)
 	}
-	if n := logs.count("embedding model recovered"); n != 1 {
+	if n := strings.Count(logs.String(), "embedding model recovered"); n != 1 {
 		t.Errorf("logged recovery %d times, want once", n)
 	}
 

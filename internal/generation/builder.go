@@ -334,8 +334,7 @@ func parseFound(f skillfs.Found, lim skillmd.Limits) parseResult {
 		rec.Problems = []skill.Problem{{Severity: skill.SeverityError, Code: "file-unreadable", File: f.Path, Message: err.Error()}}
 		return parseResult{record: rec}
 	}
-	sum := sha256.Sum256(data)
-	rec.ContentHash = hex.EncodeToString(sum[:])
+	rec.ContentHash = skill.Hash(data)
 	p, problems := skillmd.Parse(data, filepath.Base(f.Dir), lim)
 	for i := range problems {
 		problems[i].File = f.Path

@@ -111,7 +111,7 @@ func (r *Router) decideExec(g *generation.Generation, req skill.ExecRequest) *sk
 		}
 		return deny(skill.DenyNotFound, "cannot read the script")
 	}
-	sum := sha256Hex(res.Data)
+	sum := skill.Hash(res.Data)
 	list, err := r.allow.Load()
 	if err != nil {
 		r.log.Warn("allowlist unreadable; denying every script", "err", err)

@@ -3,8 +3,6 @@ package router
 import (
 	"cmp"
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"fmt"
 	"strings"
 	"unicode/utf8"
@@ -53,7 +51,7 @@ func (r *Router) Load(_ context.Context, req skill.LoadRequest) (*skill.LoadResu
 			return nil, err
 		}
 		res.ResourcePath, res.Size, res.MediaType = f.Path, f.Size, f.MediaType
-		res.SHA256 = sha256Hex(f.Data)
+		res.SHA256 = skill.Hash(f.Data)
 		if !utf8.Valid(f.Data) {
 			res.Data = f.Data
 			break
@@ -139,9 +137,4 @@ func asciiEqualFold(a, b string) bool {
 		}
 	}
 	return true
-}
-
-func sha256Hex(b []byte) string {
-	sum := sha256.Sum256(b)
-	return hex.EncodeToString(sum[:])
 }

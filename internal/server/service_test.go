@@ -1,14 +1,11 @@
 package server
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"log/slog"
 	"net"
 	"strings"
-	"sync"
 	"testing"
 
 	"google.golang.org/genproto/googleapis/rpc/errdetails"
@@ -19,6 +16,7 @@ import (
 
 	routerv1 "github.com/mcpsag/router/api/proto/mcpsag/router/v1"
 	"github.com/mcpsag/router/internal/skill"
+	"github.com/mcpsag/router/internal/testlog"
 )
 
 // fakeRouter is a skill.Router whose methods are function fields; a nil
@@ -98,41 +96,12 @@ func serve(t *testing.T, r skill.Router, log *slog.Logger) routerv1.SkillRouterC
 	return routerv1.NewSkillRouterClient(conn)
 }
 
-// logBuffer collects JSON log records.
-type logBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *logBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *logBuffer) records(t *testing.T) []map[string]any {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	var out []map[string]any
-	for _, line := range strings.Split(strings.TrimSpace(b.buf.String()), "\n") {
-		if line == "" {
-			continue
-		}
-		var m map[string]any
-		if err := json.Unmarshal([]byte(line), &m); err != nil {
-			t.Fatalf("log line %q: %v", line, err)
-		}
-		out = append(out, m)
-	}
-	return out
-}
-
 // TestInternalErrorLoggedOnceWithItsID: an internal error is logged exactly
 // once, under the request id the client sees, and its text never reaches the
 // client.
 func TestInternalErrorLoggedOnceWithItsID(t *testing.T) {
 	const secret = "bm25: posting list of /srv/skills/secret is corrupt"
-	var logs logBuffer
+	var logs testlog.Buffer
 	log := slog.New(slog.NewJSONHandler(&logs, nil))
 	for name, err := range map[string]error{
 		"plain error":         errors.New(secret),
@@ -140,9 +109,7 @@ func TestInternalErrorLoggedOnceWithItsID(t *testing.T) {
 		"wrapped plain error": errors.Join(errors.New("build"), errors.New(secret)),
 	} {
 		t.Run(name, func(t *testing.T) {
-			logs.mu.Lock()
-			logs.buf.Reset()
-			logs.mu.Unlock()
+			logs.Reset()
 			c := serve(t, &fakeRouter{match: func(context.Context, skill.MatchRequest) (*skill.MatchResult, error) { return nil, err }}, log)
 			_, got := c.Match(context.Background(), &routerv1.MatchRequest{Task: "x"})
 			st := status.Convert(got)
@@ -153,7 +120,11 @@ func TestInternalErrorLoggedOnceWithItsID(t *testing.T) {
 				t.Fatalf("internal text reached the client: %q", st.Message())
 			}
 			var withID []map[string]any
-			for _, r := range logs.records(t) {
+			records, err := logs.Records()
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, r := range records {
 				if id, ok := r["request_id"].(string); ok {
 					withID = append(withID, r)
 					if !strings.Contains(st.Message(), id) {
@@ -168,7 +139,7 @@ func TestInternalErrorLoggedOnceWithItsID(t *testing.T) {
 				}
 			}
 			if len(withID) != 1 {
-				t.Fatalf("internal error logged %d times, want once: %v", len(withID), logs.records(t))
+				t.Fatalf("internal error logged %d times, want once:\n%s", len(withID), logs.String())
 			}
 		})
 	}

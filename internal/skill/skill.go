@@ -8,6 +8,8 @@
 package skill
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"sort"
 	"time"
@@ -224,4 +226,11 @@ func SortProblems(ps []Problem) {
 		}
 		return ps[i].Message < ps[j].Message
 	})
+}
+
+// Hash returns the hex sha256 of b: the form of ContentHash,
+// FrontmatterHash and the hashes of resource files.
+func Hash(b []byte) string {
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:])
 }

@@ -7,8 +7,6 @@ package skillmd
 
 import (
 	"bytes"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"regexp"
@@ -113,18 +111,16 @@ func Parse(data []byte, dirName string, lim Limits) (*Parsed, []skill.Problem) {
 		p.errorf(CodeFileTooLarge, "", 0, "file is %d bytes, over the %d-byte limit; shorten it or raise the limit", len(data), lim.MaxFileBytes)
 		return nil, p.problems
 	}
-	sum := sha256.Sum256(data)
-	contentHash := hex.EncodeToString(sum[:])
+	contentHash := skill.Hash(data)
 
 	text := normaliseNewlines(bytes.TrimPrefix(data, []byte("\xef\xbb\xbf")))
 	fm, body, bodyLine, ok := splitFrontmatter(text, lim.MaxFrontmatterBytes, p)
 	if !ok {
 		return nil, p.problems
 	}
-	fmSum := sha256.Sum256(fm)
 	out := &Parsed{
 		ContentHash:     contentHash,
-		FrontmatterHash: hex.EncodeToString(fmSum[:]),
+		FrontmatterHash: skill.Hash(fm),
 		BodyLine:        bodyLine,
 	}
 

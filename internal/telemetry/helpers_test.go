@@ -1,7 +1,6 @@
 package telemetry_test
 
 import (
-	"bytes"
 	"context"
 	"log/slog"
 	"net"
@@ -27,6 +26,7 @@ import (
 	"github.com/mcpsag/router/internal/auth"
 	"github.com/mcpsag/router/internal/skill"
 	"github.com/mcpsag/router/internal/telemetry"
+	"github.com/mcpsag/router/internal/testlog"
 )
 
 // otelEnv lists the variables that would make a test export somewhere
@@ -82,31 +82,13 @@ func (m *memLogs) byEvent(name string) []sdklog.Record {
 	return out
 }
 
-// lockedBuffer is a goroutine-safe bytes.Buffer for captured slog output.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
-
 // memTelemetry is a Telemetry whose every signal goes to memory.
 type memTelemetry struct {
 	*telemetry.Telemetry
 	spans  *tracetest.InMemoryExporter
 	reader *sdkmetric.ManualReader
 	logs   *memLogs
-	stderr *lockedBuffer
+	stderr *testlog.Buffer
 }
 
 // setupMem builds a Telemetry with in-memory exporters for every signal and
@@ -119,7 +101,7 @@ func setupMem(t *testing.T, cfg telemetry.Config) *memTelemetry {
 		spans:  tracetest.NewInMemoryExporter(),
 		reader: sdkmetric.NewManualReader(),
 		logs:   &memLogs{},
-		stderr: &lockedBuffer{},
+		stderr: &testlog.Buffer{},
 	}
 	cfg.ServiceVersion = "v0.0.0-test"
 	cfg.Logger = slog.New(slog.NewJSONHandler(m.stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))

@@ -25,6 +25,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/mcpsag/router/internal/telemetry"
+	"github.com/mcpsag/router/internal/testlog"
 )
 
 // otlpSink is an in-process OTLP receiver: the three collector services
@@ -214,7 +215,7 @@ func TestOTLPExport(t *testing.T) {
 			t.Setenv("OTEL_RESOURCE_ATTRIBUTES", "deployment.environment.name=test")
 
 			ctx := context.Background()
-			stderr := &lockedBuffer{}
+			stderr := &testlog.Buffer{}
 			tel, err := telemetry.Setup(ctx, telemetry.Config{ServiceVersion: "1.2.3",
 				Logger: slog.New(slog.NewJSONHandler(stderr, nil))})
 			if err != nil {

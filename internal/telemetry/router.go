@@ -6,17 +6,47 @@ import (
 	"strings"
 	"time"
 
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/trace"
+	tracenoop "go.opentelemetry.io/otel/trace/noop"
+
 	"github.com/mcpsag/router/internal/skill"
 )
 
 // Router wraps a skill.Router and records the skill events of every call
 // (skill_selected, skill_loaded, skill_resource_requested,
 // skill_exec_attempt, skill_exec_result) exactly once, whichever front made
-// it. Events carry the call's transport (skill.OriginFrom). It is a
-// skill.GenerationWatcher when Next is one.
+// it, in a span of its own (skill.match, skill.load, skill.reindex,
+// skill.authorize_exec). Events carry the call's transport
+// (skill.OriginFrom). It is a skill.GenerationWatcher when Next is one.
 type Router struct {
 	Next skill.Router
 	Rec  *Recorder
+	// Tracer makes the spans; nil makes none (Telemetry.Tracer gives the
+	// router's).
+	Tracer trace.Tracer
+}
+
+// span starts a span named name under ctx's, with the call's transport.
+func (t *Router) span(ctx context.Context, name string, attrs ...attribute.KeyValue) (context.Context, trace.Span) {
+	tr := t.Tracer
+	if tr == nil {
+		tr = tracenoop.NewTracerProvider().Tracer(ScopeName)
+	}
+	if o := skill.OriginFrom(ctx); o.Transport != "" {
+		attrs = append(attrs, attribute.String(keyTransport, o.Transport))
+	}
+	return tr.Start(ctx, name, trace.WithAttributes(attrs...))
+}
+
+// end ends a span, marking it failed with err's code when err is not nil.
+func end(span trace.Span, err error) {
+	if err != nil {
+		span.SetStatus(codes.Error, skill.ErrorCode(err).String())
+		span.SetAttributes(attribute.String(keyErrorType, skill.ErrorCode(err).String()))
+	}
+	span.End()
 }
 
 var (
@@ -26,11 +56,15 @@ var (
 
 // Match records skill_selected for every answer, abstentions included.
 func (t *Router) Match(ctx context.Context, req skill.MatchRequest) (*skill.MatchResult, error) {
+	ctx, span := t.span(ctx, "skill.match", attribute.Int("top_k", req.TopK))
 	start := time.Now()
 	res, err := t.Next.Match(ctx, req)
 	if err == nil {
+		span.SetAttributes(attribute.Bool("abstained", res.Abstained), attribute.Int("candidates", len(res.Candidates)),
+			attribute.String(keyMode, string(res.Mode)), attribute.Bool(keyDegraded, res.Degraded))
 		t.Rec.SkillSelected(ctx, Selection{Task: req.Task, Agent: req.Agent, TopK: req.TopK, Result: *res, Latency: time.Since(start)})
 	}
+	end(span, err)
 	return res, err
 }
 
@@ -46,9 +80,11 @@ func (t *Router) Get(ctx context.Context, req skill.GetRequest) (*skill.GetResul
 
 // Load records skill_loaded for every load served, and
 // skill_resource_requested for every level-3 request, allowed or not.
-func (t *Router) Load(ctx context.Context, req skill.LoadRequest) (*skill.LoadResult, error) {
+func (t *Router) Load(ctx context.Context, req skill.LoadRequest) (res *skill.LoadResult, err error) {
+	ctx, span := t.span(ctx, "skill.load", attribute.Int("load.level", int(req.Level)))
+	defer func() { end(span, err) }()
 	start := time.Now()
-	res, err := t.Next.Load(ctx, req)
+	res, err = t.Next.Load(ctx, req)
 	latency := time.Since(start)
 	if req.Level == skill.LevelResource {
 		q := ResourceRequest{Agent: req.Agent, Resource: req.ResourcePath, Allowed: err == nil}
@@ -92,10 +128,17 @@ func denyReason(err error) string {
 	return skill.ErrorCode(err).String()
 }
 
-// Reindex records nothing: the router reports every build, requested or
+// Reindex records a span only: the router reports every build, requested or
 // not, through its OnPass hook (see Recorder.Reindexed).
 func (t *Router) Reindex(ctx context.Context, req skill.ReindexRequest) (*skill.ReindexStats, error) {
-	return t.Next.Reindex(ctx, req)
+	ctx, span := t.span(ctx, "skill.reindex", attribute.Bool(keyFull, req.Full))
+	st, err := t.Next.Reindex(ctx, req)
+	if err == nil {
+		span.SetAttributes(attribute.Int64("index.generation", int64(st.Generation)), attribute.Int("parsed", st.Parsed),
+			attribute.Int("embedded", st.Embedded))
+	}
+	end(span, err)
+	return st, err
 }
 
 // Status records nothing.
@@ -103,8 +146,10 @@ func (t *Router) Status(ctx context.Context) (*skill.Status, error) { return t.N
 
 // AuthorizeExec records skill_exec_attempt, the audit record of every
 // decision.
-func (t *Router) AuthorizeExec(ctx context.Context, req skill.ExecRequest) (*skill.ExecDecision, error) {
-	d, err := t.Next.AuthorizeExec(ctx, req)
+func (t *Router) AuthorizeExec(ctx context.Context, req skill.ExecRequest) (d *skill.ExecDecision, err error) {
+	ctx, span := t.span(ctx, "skill.authorize_exec")
+	defer func() { end(span, err) }()
+	d, err = t.Next.AuthorizeExec(ctx, req)
 	if err != nil {
 		return nil, err
 	}

@@ -9,9 +9,7 @@ import (
 	"os"
 	"sync"
 
-	"go.opentelemetry.io/otel"
 	otellog "go.opentelemetry.io/otel/log"
-	logglobal "go.opentelemetry.io/otel/log/global"
 	lognoop "go.opentelemetry.io/otel/log/noop"
 	"go.opentelemetry.io/otel/metric"
 	metricnoop "go.opentelemetry.io/otel/metric/noop"
@@ -59,11 +57,6 @@ type Config struct {
 	// LogLevel is the minimum level Logger() sends to OTLP, and the level
 	// of the default stderr logger. Nil means slog.LevelInfo.
 	LogLevel slog.Leveler
-
-	// Global installs the providers, the propagator and an error handler
-	// as the OTel globals, for libraries that only use those. The daemon
-	// sets it; tests leave it off.
-	Global bool
 
 	// Extra destinations, used in addition to the OTEL_* ones. Tests and
 	// embedders pass in-memory exporters here.
@@ -217,16 +210,6 @@ func Setup(ctx context.Context, cfg Config) (*Telemetry, error) {
 		t.shutdown = append(t.shutdown, t.admin.shutdown)
 	}
 
-	if cfg.Global {
-		otel.SetTracerProvider(t.tp)
-		otel.SetMeterProvider(t.mp)
-		logglobal.SetLoggerProvider(t.lp)
-		otel.SetTextMapPropagator(t.prop)
-		otel.SetErrorHandler(otel.ErrorHandlerFunc(func(err error) {
-			t.base.Warn("opentelemetry error", "err", err)
-		}))
-	}
-
 	t.base.Debug("telemetry ready",
 		"otlp_traces", exp.spansOn, "otlp_metrics", exp.metricsOn, "otlp_logs", exp.logsOn,
 		"admin_addr", t.AdminAddr())
@@ -279,8 +262,8 @@ func (t *Telemetry) Logger() *slog.Logger {
 	return t.logger
 }
 
-// Tracer returns the router's tracer, for spans around match, load and
-// reindex.
+// Tracer returns the router's tracer; the Router decorator makes its spans
+// (match, load, reindex, authorize_exec) with it.
 func (t *Telemetry) Tracer() trace.Tracer { return t.tp.Tracer(ScopeName) }
 
 // MetricsHandler returns the Prometheus /metrics handler, or nil when

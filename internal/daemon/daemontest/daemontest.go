@@ -5,6 +5,7 @@ package daemontest
 
 import (
 	"context"
+	"errors"
 	"io"
 	"io/fs"
 	"os"
@@ -128,4 +129,33 @@ func CopyExamples(t testing.TB) string {
 		t.Fatalf("copy examples: %v", err)
 	}
 	return dst
+}
+
+// Eventually polls cond until it returns true, and returns how long that
+// took. It fails the test with what after limit.
+func Eventually(t testing.TB, limit time.Duration, what string, cond func() bool) time.Duration {
+	t.Helper()
+	return EventuallyNil(t, limit, what, func() error {
+		if cond() {
+			return nil
+		}
+		return errors.New("condition still false")
+	})
+}
+
+// EventuallyNil polls cond until it returns nil, and returns how long that
+// took. It fails the test with what and cond's last error after limit.
+func EventuallyNil(t testing.TB, limit time.Duration, what string, cond func() error) time.Duration {
+	t.Helper()
+	start := time.Now()
+	for {
+		err := cond()
+		if err == nil {
+			return time.Since(start)
+		}
+		if time.Since(start) > limit {
+			t.Fatalf("waiting for %s: %v (after %v)", what, err, limit)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
 }

@@ -40,8 +40,10 @@ const (
 //
 // For semantics around ctx use and closing/ending streaming RPCs, please refer to https://pkg.go.dev/google.golang.org/grpc/?tab=doc#ClientConn.NewStream.
 //
-// SkillRouter is the router's public API. Methods that belong to a feature
-// that is not built yet answer UNIMPLEMENTED with a message naming it.
+// SkillRouter is the router's public API. Errors carry a google.rpc.Status
+// with BadRequest field violations for INVALID_ARGUMENT and an ErrorInfo
+// reason where one applies; INTERNAL errors name a request id that the
+// router's log explains.
 type SkillRouterClient interface {
 	// Match ranks the skills visible to the caller against a task and returns
 	// the top candidates, or abstains when no skill fits.
@@ -158,8 +160,10 @@ func (c *skillRouterClient) ReportExecResult(ctx context.Context, in *ReportExec
 // All implementations must embed UnimplementedSkillRouterServer
 // for forward compatibility.
 //
-// SkillRouter is the router's public API. Methods that belong to a feature
-// that is not built yet answer UNIMPLEMENTED with a message naming it.
+// SkillRouter is the router's public API. Errors carry a google.rpc.Status
+// with BadRequest field violations for INVALID_ARGUMENT and an ErrorInfo
+// reason where one applies; INTERNAL errors name a request id that the
+// router's log explains.
 type SkillRouterServer interface {
 	// Match ranks the skills visible to the caller against a task and returns
 	// the top candidates, or abstains when no skill fits.
