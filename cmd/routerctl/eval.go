@@ -11,7 +11,7 @@ import (
 
 	"github.com/mcpsag/router/internal/config"
 	"github.com/mcpsag/router/internal/embed"
-	"github.com/mcpsag/router/internal/match/eval"
+	"github.com/mcpsag/router/internal/eval"
 	"github.com/mcpsag/router/internal/skill"
 	"github.com/mcpsag/router/models"
 )

@@ -9,13 +9,13 @@ import (
 	routerv1 "github.com/mcpsag/router/api/proto/mcpsag/router/v1"
 	"github.com/mcpsag/router/internal/config"
 	"github.com/mcpsag/router/internal/daemon/daemontest"
-	"github.com/mcpsag/router/internal/match/eval"
+	"github.com/mcpsag/router/internal/eval"
 	"github.com/mcpsag/router/internal/skill"
 	"github.com/mcpsag/router/models"
 )
 
 // TestEvaluationMeasuresWhatIsServed indexes one labelled tree twice, through
-// the daemon (over gRPC) and through match/eval, with the same model and
+// the daemon (over gRPC) and through package eval, with the same model and
 // settings, and requires the same ranking and the same scores for every
 // query: evaluation figures then describe the router as it runs.
 func TestEvaluationMeasuresWhatIsServed(t *testing.T) {

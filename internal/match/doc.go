@@ -24,7 +24,7 @@
 //
 // Query embeddings come through the small QueryEmbedder interface; when it
 // fails, Match answers from BM25 alone and marks the result Degraded.
-// Package match/eval runs whole evaluations, and its Calibrate fits the
-// abstention classifier, the threshold and the fusion weights on labelled
-// queries.
+// Package eval runs whole evaluations over a generation built like the
+// router's, and its Calibrate fits the abstention classifier, the threshold
+// and the fusion weights on labelled queries.
 package match

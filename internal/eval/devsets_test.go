@@ -6,15 +6,15 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/mcpsag/router/internal/match/eval"
+	"github.com/mcpsag/router/internal/eval"
 	"github.com/mcpsag/router/internal/skill"
 )
 
 // Dev sets and the default model, beside the checkout; MCPSAG_EVAL_DIR and
 // MCPSAG_MODEL_DIR override the locations.
 var (
-	devEvalDir  = envOr("MCPSAG_EVAL_DIR", filepath.Join("..", "..", "..", "..", "shared", "eval"))
-	devModelDir = envOr("MCPSAG_MODEL_DIR", filepath.Join("..", "..", "..", "models", "mcpsag-static-v1"))
+	devEvalDir  = envOr("MCPSAG_EVAL_DIR", filepath.Join("..", "..", "..", "shared", "eval"))
+	devModelDir = envOr("MCPSAG_MODEL_DIR", filepath.Join("..", "..", "models", "mcpsag-static-v1"))
 )
 
 func envOr(key, def string) string {

@@ -9,7 +9,7 @@ import (
 	"testing"
 
 	"github.com/mcpsag/router/internal/match"
-	"github.com/mcpsag/router/internal/match/eval"
+	"github.com/mcpsag/router/internal/eval"
 	"github.com/mcpsag/router/internal/skill"
 )
 

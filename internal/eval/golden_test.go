@@ -11,14 +11,14 @@ import (
 
 	"github.com/mcpsag/router/internal/embed/embedtest"
 	"github.com/mcpsag/router/internal/match"
-	"github.com/mcpsag/router/internal/match/eval"
+	"github.com/mcpsag/router/internal/eval"
 	"github.com/mcpsag/router/internal/skill"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files under testdata/routing/golden")
 
 // routingDir is the fixed skill tree of the routing-quality golden test.
-var routingDir = filepath.Join("..", "..", "..", "testdata", "routing")
+var routingDir = filepath.Join("..", "..", "testdata", "routing")
 
 // tinyModelDir writes the embed package's tiny test model into a temporary
 // folder.
