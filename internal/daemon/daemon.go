@@ -18,6 +18,8 @@ import (
 	"reflect"
 	"time"
 
+	"github.com/mcpsag/router/internal/buildinfo"
+
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials"
 
@@ -36,9 +38,6 @@ import (
 	"github.com/mcpsag/router/internal/tlsconfig"
 	"github.com/mcpsag/router/models"
 )
-
-// Version is set at build time with -ldflags "-X github.com/mcpsag/router/internal/daemon.Version=...".
-var Version = "dev"
 
 // Main is one router process.
 type Main struct {
@@ -108,7 +107,7 @@ func (m *Main) ParseFlags(args []string, getenv func(string) string) error {
 		return fmt.Errorf("unexpected argument %q; router takes flags only (see router --help)", fs.Arg(0))
 	}
 	if *version {
-		fmt.Fprintln(m.Stderr, "router", Version)
+		fmt.Fprintln(m.Stderr, "router", buildinfo.Read())
 		return flag.ErrHelp
 	}
 	cfg, err := config.Resolve(o, getenv)
@@ -139,7 +138,7 @@ func (m *Main) Run(ctx context.Context) (err error) {
 	var level slog.Level
 	_ = level.UnmarshalText([]byte(cfg.LogLevel)) // validated by config.Resolve
 	tel, err := telemetry.Setup(ctx, telemetry.Config{
-		ServiceVersion: Version,
+		ServiceVersion: buildinfo.Read().String(),
 		AdminAddr:      cfg.AdminAddr,
 		RecordTaskText: cfg.Telemetry.RecordTaskText,
 		Logger:         slog.New(slog.NewJSONHandler(m.Stderr, &slog.HandlerOptions{Level: level})),
@@ -217,7 +216,7 @@ func (m *Main) Run(ctx context.Context) (err error) {
 		MaxResourceBytes: cfg.Limits.MaxResourceBytes,
 		AllowlistFile:    cfg.Exec.AllowlistFile,
 		Settings:         settingsOf(cfg),
-		Version:          Version,
+		Version:          buildinfo.Read().String(),
 		OnPass:           recordPass(rec),
 		Logger:           m.log.With("component", "router"),
 	})
@@ -242,7 +241,7 @@ func (m *Main) Run(ctx context.Context) (err error) {
 	undo = append(undo, func() { m.srv.GRPC.Stop(); m.srv = nil })
 	m.log.Info("router listening", "addr", lis.Addr().String(), "admin_addr", tel.AdminAddr(),
 		"tls", cfg.TLS.Enabled(), "mtls", cfg.TLS.ClientCAFile != "", "auth", cfg.Auth.Enabled,
-		"workspace", cfg.Workspace, "state_dir", cfg.StateDir, "version", Version)
+		"workspace", cfg.Workspace, "state_dir", cfg.StateDir, "version", buildinfo.Read().String())
 
 	if err := m.router.Start(ctx); err != nil {
 		return fmt.Errorf("first index: %w", err)
