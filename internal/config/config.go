@@ -1,7 +1,9 @@
 // Package config reads the router's settings from, in increasing precedence,
 // built-in defaults, a YAML file, MCPSAG_* environment variables and command
 // line flags. The file is by default .mcp/.mcp-config.yaml under the
-// workspace. Relative paths in it are relative to the workspace.
+// workspace. Relative paths in it are relative to the workspace; relative
+// paths given as flags or environment variables are relative to the working
+// directory, as with any command.
 package config
 
 import (
@@ -260,9 +262,9 @@ func Resolve(flags Overrides, getenv func(string) string) (Config, error) {
 	for _, o := range []Overrides{env, flags} {
 		cfg.Addr = cmp.Or(o.Addr, cfg.Addr)
 		cfg.Workspace = cmp.Or(o.Workspace, cfg.Workspace)
-		cfg.StateDir = cmp.Or(o.StateDir, cfg.StateDir)
+		cfg.StateDir = cmp.Or(fromWorkingDir(o.StateDir), cfg.StateDir)
 		cfg.AdminAddr = cmp.Or(o.AdminAddr, cfg.AdminAddr)
-		cfg.Model.Dir = cmp.Or(o.ModelDir, cfg.Model.Dir)
+		cfg.Model.Dir = cmp.Or(fromWorkingDir(o.ModelDir), cfg.Model.Dir)
 		cfg.LogLevel = cmp.Or(o.LogLevel, cfg.LogLevel)
 	}
 	if err := cfg.finish(); err != nil {
@@ -289,6 +291,11 @@ func readFile(path string, cfg *Config) error {
 	if len(data) > maxFileBytes {
 		return fmt.Errorf("config %s is over %d bytes", path, maxFileBytes)
 	}
+	return decodeFile(data, path, cfg)
+}
+
+// decodeFile decodes a config file's content into cfg.
+func decodeFile(data []byte, path string, cfg *Config) error {
 	if len(bytes.TrimSpace(data)) == 0 {
 		return nil
 	}
@@ -444,4 +451,17 @@ func isLoopback(addr string) bool {
 	}
 	ip := net.ParseIP(host)
 	return ip != nil && ip.IsLoopback()
+}
+
+// fromWorkingDir makes a path given on the command line or in the
+// environment absolute against the working directory; finish resolves the
+// config file's relative paths against the workspace instead.
+func fromWorkingDir(p string) string {
+	if p == "" || filepath.IsAbs(p) {
+		return p
+	}
+	if abs, err := filepath.Abs(p); err == nil {
+		return abs
+	}
+	return p
 }
