@@ -64,9 +64,29 @@ type Config struct {
 	Exec      Exec         `yaml:"exec"`
 	Auth      Auth         `yaml:"auth"`
 	TLS       TLS          `yaml:"tls"`
+	// MCP configures the Model Context Protocol front over Streamable
+	// HTTP (the stdio front, router mcp, needs no settings of its own).
+	MCP MCP `yaml:"mcp"`
 
 	// File is the config file that was read, empty when none.
 	File string `yaml:"-"`
+	// Sources says where each setting that is not a default came from,
+	// keyed by its dotted YAML path ("addr", "match.fusion.rule").
+	Sources map[string]Source `yaml:"-"`
+}
+
+// MCP configures the Streamable HTTP front.
+type MCP struct {
+	// Addr serves MCP at http(s)://Addr/mcp; empty turns it off. It uses
+	// the tls settings, and auth's tokens when auth is enabled.
+	Addr string `yaml:"addr"`
+	// AllowedOrigins are browser origins (scheme://host[:port]) accepted
+	// besides the router's own; a request with another Origin gets 403.
+	AllowedOrigins []string `yaml:"allowed_origins"`
+	// SessionTimeout closes sessions idle for this long.
+	SessionTimeout time.Duration `yaml:"session_timeout"`
+	// MaxBodyBytes caps one request body.
+	MaxBodyBytes int64 `yaml:"max_body_bytes"`
 }
 
 // Root is one configured skill root.
@@ -209,12 +229,13 @@ func builtin() Config {
 		Flags:    Flags{SkillsV1: true, SkillsExec: false},
 		Shutdown: Shutdown{Drain: 0, Grace: 10 * time.Second},
 		Match:    match.DefaultConfig(),
+		MCP:      MCP{SessionTimeout: 30 * time.Minute, MaxBodyBytes: 2 << 20},
 	}
 }
 
 // Overrides are settings given on the command line. Empty fields are unset.
 type Overrides struct {
-	Addr, Workspace, StateDir, ConfigFile, AdminAddr, ModelDir, LogLevel string
+	Addr, Workspace, StateDir, ConfigFile, AdminAddr, ModelDir, LogLevel, MCPAddr string
 }
 
 // envOverrides reads MCPSAG_* variables through getenv.
@@ -227,11 +248,12 @@ func envOverrides(getenv func(string) string) Overrides {
 		AdminAddr:  getenv("MCPSAG_ADMIN_ADDR"),
 		ModelDir:   getenv("MCPSAG_MODEL_DIR"),
 		LogLevel:   getenv("MCPSAG_LOG_LEVEL"),
+		MCPAddr:    getenv("MCPSAG_MCP_ADDR"),
 	}
 }
 
 // EnvNames lists the environment variables Resolve reads, for help texts.
-var EnvNames = []string{"MCPSAG_ADDR", "MCPSAG_WORKSPACE", "MCPSAG_STATE_DIR", "MCPSAG_CONFIG", "MCPSAG_ADMIN_ADDR", "MCPSAG_MODEL_DIR", "MCPSAG_LOG_LEVEL"}
+var EnvNames = []string{"MCPSAG_ADDR", "MCPSAG_WORKSPACE", "MCPSAG_STATE_DIR", "MCPSAG_CONFIG", "MCPSAG_ADMIN_ADDR", "MCPSAG_MODEL_DIR", "MCPSAG_LOG_LEVEL", "MCPSAG_MCP_ADDR"}
 
 // Resolve builds the configuration: defaults, then the config file, then the
 // environment, then flags. The config file is flags.ConfigFile, else
@@ -251,47 +273,58 @@ func Resolve(flags Overrides, getenv func(string) string) (Config, error) {
 		}
 		file = filepath.Join(ws, DefaultFile)
 	}
-	if err := readFile(file, &cfg); err != nil {
+	cfg.Sources = map[string]Source{}
+	keys, err := readFile(file, &cfg)
+	if err != nil {
 		if named || !errors.Is(err, os.ErrNotExist) {
 			return Config{}, err
 		}
 	} else {
 		cfg.File = file
+		for _, k := range keys {
+			cfg.Sources[k] = Source{Kind: SourceFile, Name: file}
+		}
 	}
 
-	for _, o := range []Overrides{env, flags} {
-		cfg.Addr = cmp.Or(o.Addr, cfg.Addr)
-		cfg.Workspace = cmp.Or(o.Workspace, cfg.Workspace)
-		cfg.StateDir = cmp.Or(fromWorkingDir(o.StateDir), cfg.StateDir)
-		cfg.AdminAddr = cmp.Or(o.AdminAddr, cfg.AdminAddr)
-		cfg.Model.Dir = cmp.Or(fromWorkingDir(o.ModelDir), cfg.Model.Dir)
-		cfg.LogLevel = cmp.Or(o.LogLevel, cfg.LogLevel)
+	for _, o := range []struct {
+		set  Overrides
+		kind SourceKind
+	}{{env, SourceEnv}, {flags, SourceFlag}} {
+		cfg.Addr = cmp.Or(o.set.Addr, cfg.Addr)
+		cfg.Workspace = cmp.Or(o.set.Workspace, cfg.Workspace)
+		cfg.StateDir = cmp.Or(fromWorkingDir(o.set.StateDir), cfg.StateDir)
+		cfg.AdminAddr = cmp.Or(o.set.AdminAddr, cfg.AdminAddr)
+		cfg.Model.Dir = cmp.Or(fromWorkingDir(o.set.ModelDir), cfg.Model.Dir)
+		cfg.LogLevel = cmp.Or(o.set.LogLevel, cfg.LogLevel)
+		cfg.MCP.Addr = cmp.Or(o.set.MCPAddr, cfg.MCP.Addr)
+		cfg.noteOverrides(o.set, o.kind)
 	}
-	if err := cfg.finish(); err != nil {
-		if cfg.File != "" {
-			return Config{}, fmt.Errorf("%s: %w", cfg.File, err)
-		}
-		return Config{}, err
+	if problems := cfg.finish(); len(problems) > 0 {
+		return Config{}, cfg.blame(problems)
 	}
 	return cfg, nil
 }
 
 // readFile decodes a YAML config file into cfg, rejecting unknown keys so a
-// typo is an error rather than a silently ignored setting.
-func readFile(path string, cfg *Config) error {
+// typo is an error rather than a silently ignored setting. It returns the
+// dotted paths of the settings the file sets.
+func readFile(path string, cfg *Config) ([]string, error) {
 	f, err := os.Open(path)
 	if err != nil {
-		return fmt.Errorf("config file: %w", err)
+		return nil, fmt.Errorf("config file: %w", err)
 	}
 	defer f.Close()
 	data, err := io.ReadAll(io.LimitReader(f, maxFileBytes+1))
 	if err != nil {
-		return fmt.Errorf("read config %s: %w", path, err)
+		return nil, fmt.Errorf("read config %s: %w", path, err)
 	}
 	if len(data) > maxFileBytes {
-		return fmt.Errorf("config %s is over %d bytes", path, maxFileBytes)
+		return nil, fmt.Errorf("config %s is over %d bytes", path, maxFileBytes)
 	}
-	return decodeFile(data, path, cfg)
+	if err := decodeFile(data, path, cfg); err != nil {
+		return nil, err
+	}
+	return settingPaths(data), nil
 }
 
 // decodeFile decodes a config file's content into cfg.
@@ -307,14 +340,15 @@ func decodeFile(data []byte, path string, cfg *Config) error {
 	return nil
 }
 
-// finish makes paths absolute and validates.
-func (c *Config) finish() error {
+// finish makes paths absolute and validates. Each problem it returns starts
+// with the key at fault (blame names where that key's value came from).
+func (c *Config) finish() []error {
 	if c.Workspace == "" {
 		c.Workspace = "."
 	}
 	ws, err := filepath.Abs(c.Workspace)
 	if err != nil {
-		return fmt.Errorf("workspace: %w", err)
+		return []error{fmt.Errorf("workspace: %w", err)}
 	}
 	c.Workspace = ws
 	if c.StateDir == "" {
@@ -374,12 +408,23 @@ func (c *Config) finish() error {
 	if c.Auth.Enabled && !c.TLS.Enabled() && !isLoopback(c.Addr) {
 		errs = append(errs, fmt.Errorf("auth: tokens would cross the network in clear text on %s; configure tls or listen on a loopback address", c.Addr))
 	}
+	if c.MCP.Addr != "" {
+		if _, _, err := net.SplitHostPort(c.MCP.Addr); err != nil {
+			errs = append(errs, fmt.Errorf("mcp.addr %q: want host:port such as 127.0.0.1:7444", c.MCP.Addr))
+		}
+		if c.Auth.Enabled && !c.TLS.Enabled() && !isLoopback(c.MCP.Addr) {
+			errs = append(errs, fmt.Errorf("mcp.addr: tokens would cross the network in clear text on %s; configure tls or listen on a loopback address", c.MCP.Addr))
+		}
+	}
+	if c.MCP.SessionTimeout <= 0 || c.MCP.MaxBodyBytes <= 0 {
+		errs = append(errs, errors.New("mcp: session_timeout and max_body_bytes must be positive"))
+	}
 	switch c.LogLevel {
 	case "debug", "info", "warn", "error":
 	default:
 		errs = append(errs, fmt.Errorf("log_level %q: want debug, info, warn or error", c.LogLevel))
 	}
-	return errors.Join(errs...)
+	return errs
 }
 
 func (c *Config) abs(p string) string {
