@@ -152,6 +152,12 @@ func newCatalog() *catalog {
 	return c
 }
 
+// newSkill returns a global project skill for a catalog change.
+func newSkill(name, description string) *skill.Skill {
+	return &skill.Skill{Name: name, Root: skill.Root{Kind: skill.KindProject}, RelPath: name + "/SKILL.md",
+		Frontmatter: skill.Frontmatter{Description: description}}
+}
+
 // publish applies change and serves a new generation.
 func (c *catalog) publish(change func(c *catalog)) {
 	c.mu.Lock()

@@ -63,7 +63,7 @@ func (s *syncBuffer) String() string {
 // harness is a Front over a catalog fake, with a Go SDK client connected
 // over in-memory transports.
 type harness struct {
-	t       *testing.T
+	t       testing.TB
 	cat     *catalog
 	fake    *fakeRouter
 	front   *Front
@@ -75,13 +75,13 @@ type harness struct {
 
 type harnessOpt func(*Options, *View)
 
-func newHarness(t *testing.T, opts ...harnessOpt) *harness {
+func newHarness(t testing.TB, opts ...harnessOpt) *harness {
 	t.Helper()
 	cat := newCatalog()
 	return newHarnessOver(t, cat, cat.router(), opts...)
 }
 
-func newHarnessOver(t *testing.T, cat *catalog, fake *fakeRouter, opts ...harnessOpt) *harness {
+func newHarnessOver(t testing.TB, cat *catalog, fake *fakeRouter, opts ...harnessOpt) *harness {
 	t.Helper()
 	h := &harness{t: t, cat: cat, fake: fake, logs: &syncBuffer{}, audit: &auditLog{}, changed: make(chan string, 64)}
 	o := Options{
@@ -171,7 +171,7 @@ func (h *harness) toolErr(name string, args any) string {
 
 // checkStructured asserts that the first text block holds the structured
 // content as JSON.
-func checkStructured(t *testing.T, res *mcpsdk.CallToolResult) {
+func checkStructured(t testing.TB, res *mcpsdk.CallToolResult) {
 	t.Helper()
 	if res.StructuredContent == nil {
 		t.Fatal("no structured content")

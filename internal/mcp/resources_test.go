@@ -235,8 +235,7 @@ func TestListChangedAfterGeneration(t *testing.T) {
 	ctx := context.Background()
 	h.cat.publish(func(c *catalog) {
 		c.skills = slices.DeleteFunc(c.skills, func(s *skill.Skill) bool { return s.Name == "kubernetes-debugging" })
-		c.skills = append(c.skills, &skill.Skill{Name: "csv-cleanup", Root: skill.Root{Kind: skill.KindProject},
-			Frontmatter: skill.Frontmatter{Description: "Clean CSV files"}})
+		c.skills = append(c.skills, newSkill("csv-cleanup", "Clean CSV files"))
 		c.bodies[key("csv-cleanup", "")] = "Trim cells.\n"
 	})
 	h.waitChanged("prompts", "resources")
