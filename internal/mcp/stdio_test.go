@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"log/slog"
 	"os"
@@ -31,18 +32,21 @@ func TestMain(m *testing.M) {
 	os.Exit(m.Run())
 }
 
-// serveHelper serves the catalog fake on stdio; logs go to stderr. It
-// publishes a new generation (a new skill) 300ms after start when asked,
-// so clients can see list_changed.
+// serveHelper serves the catalog fake on stdio; logs go to stderr. When
+// asked, it publishes a new generation every 500ms, each adding a skill
+// csv-cleanup-N, so clients see list_changed whenever they connect.
 func serveHelper() int {
 	cat := newCatalog()
 	if os.Getenv(helperEnv+"_RELOAD") != "" {
 		go func() {
-			time.Sleep(300 * time.Millisecond)
-			cat.publish(func(c *catalog) {
-				c.skills = append(c.skills, newSkill("csv-cleanup", "Clean CSV files"))
-				c.bodies[key("csv-cleanup", "")] = "Trim cells.\n"
-			})
+			for n := 1; ; n++ {
+				time.Sleep(500 * time.Millisecond)
+				name := fmt.Sprintf("csv-cleanup-%d", n)
+				cat.publish(func(c *catalog) {
+					c.skills = append(c.skills, newSkill(name, "Clean CSV files"))
+					c.bodies[key(name, "")] = "Trim cells.\n"
+				})
+			}
 		}()
 	}
 	log := slog.New(slog.NewTextHandler(os.Stderr, nil))
@@ -143,7 +147,7 @@ func TestStdioSubprocess(t *testing.T) {
 	case <-time.After(5 * time.Second):
 		t.Fatal("no prompts/list_changed from the subprocess after its reload")
 	}
-	got, err := cs.GetPrompt(context.Background(), &mcpsdk.GetPromptParams{Name: "csv-cleanup"})
+	got, err := cs.GetPrompt(context.Background(), &mcpsdk.GetPromptParams{Name: "csv-cleanup-1"})
 	if err != nil || !strings.Contains(got.Messages[0].Content.(*mcpsdk.TextContent).Text, "Trim cells.") {
 		t.Errorf("the reloaded skill's prompt: %v %v", got, err)
 	}

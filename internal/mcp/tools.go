@@ -239,10 +239,19 @@ func (f *Front) authorizeExec(ctx context.Context, vw *view, req *mcpsdk.CallToo
 		ScriptSHA256: d.ScriptSHA256, DecisionID: d.DecisionID}, nil
 }
 
-// withText returns the JSON text block of a structured output.
+// withText returns the JSON text block of a structured output, encoded as
+// the SDK encodes structuredContent (object keys sorted), so that the two are
+// the same text.
 func withText(out any) ([]mcpsdk.Content, error) {
 	b, err := json.Marshal(out)
 	if err != nil {
+		return nil, fmt.Errorf("encode tool output: %w", err)
+	}
+	var v any
+	if err := json.Unmarshal(b, &v); err != nil {
+		return nil, fmt.Errorf("encode tool output: %w", err)
+	}
+	if b, err = json.Marshal(v); err != nil {
 		return nil, fmt.Errorf("encode tool output: %w", err)
 	}
 	return []mcpsdk.Content{&mcpsdk.TextContent{Text: string(b)}}, nil
