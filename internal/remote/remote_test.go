@@ -103,7 +103,7 @@ func (s *testServer) ListSkills(_ context.Context, req *routerv1.ListSkillsReque
 	out := &routerv1.ListSkillsResponse{Skills: s.skills, TotalSize: int32(len(s.skills)), IndexGeneration: s.gen,
 		Shadowed: []*routerv1.ShadowedSkill{{Name: "pdf-form-filling", Winner: pdfSummary.Source,
 			Shadowed: &routerv1.SkillSource{Kind: routerv1.SourceKind_SOURCE_KIND_USER, Root: "~/.skills", Path: "pdf-form-filling/SKILL.md"},
-			Reason: "project ranks above user"}}}
+			Reason:   "project ranks above user"}}}
 	if req.GetCatalogCharBudget() > 0 {
 		out.Catalog = &routerv1.RenderedCatalog{Text: "- pdf-form-filling: Fill in PDF forms\n", Chars: 38, Budget: req.GetCatalogCharBudget(),
 			Included: []string{"pdf-form-filling"}, Cut: []string{"learned-trick"}}
@@ -122,7 +122,7 @@ func (s *testServer) GetSkill(_ context.Context, req *routerv1.GetSkillRequest) 
 			DisableModelInvocation: true, UserInvocable: &yes, Triggers: []string{"ftp upload"}, Extra: map[string]string{"x": `"y"`}},
 		Precedence: 2, ContentSha256: "abc", Resources: []*routerv1.Resource{{Path: "scripts/up.sh", SizeBytes: 12}},
 		Problems: []*routerv1.Problem{{Severity: routerv1.Severity_SEVERITY_ERROR, Code: "name-mismatch", Line: 2, Message: "m"}},
-		Enabled: false, DisabledReason: "disabled by skills/registry.json (enabled: false)", Owner: "ops",
+		Enabled:  false, DisabledReason: "disabled by skills/registry.json (enabled: false)", Owner: "ops",
 		Modified: timestamppb.New(time.Unix(1700000000, 0)), BodyTokens: 42,
 		ShadowedBy: &routerv1.SkillSource{Kind: routerv1.SourceKind_SOURCE_KIND_PROJECT, Root: "skills", Path: "legacy-ftp/SKILL.md"},
 	}}, nil
