@@ -53,6 +53,9 @@ func loadTestTokens(t *testing.T) *auth.Tokens {
 type httpHarness struct {
 	*harness
 	srv *httptest.Server
+	// changed receives the HTTP clients' prompts/list_changed, apart from
+	// the in-memory client's.
+	changed chan string
 }
 
 func newHTTPHarness(t *testing.T, ho HTTPOptions, opts ...harnessOpt) *httpHarness {
@@ -60,7 +63,7 @@ func newHTTPHarness(t *testing.T, ho HTTPOptions, opts ...harnessOpt) *httpHarne
 	h := newHarness(t, opts...)
 	srv := httptest.NewServer(h.front.HTTPHandler(ho))
 	t.Cleanup(srv.Close)
-	return &httpHarness{harness: h, srv: srv}
+	return &httpHarness{harness: h, srv: srv, changed: make(chan string, 16)}
 }
 
 // headerTransport adds headers to every request.
@@ -466,7 +469,7 @@ func TestHTTPDisconnectMidCall(t *testing.T) {
 		ended <- ctx.Err()
 		return nil, ctx.Err()
 	}
-	h := &httpHarness{harness: newHarnessOver(t, cat, fake)}
+	h := &httpHarness{harness: newHarnessOver(t, cat, fake), changed: make(chan string, 16)}
 	h.srv = httptest.NewServer(h.front.HTTPHandler(HTTPOptions{}))
 	t.Cleanup(h.srv.Close)
 	cs := h.mustClient(Path, "")
@@ -500,5 +503,50 @@ func TestHTTPTooManyViews(t *testing.T) {
 	resp, body := h.post(Path+"?agent=coder", initializeBody, nil)
 	if resp.StatusCode != http.StatusServiceUnavailable || !strings.Contains(body, "too many") {
 		t.Errorf("one view too many: %d %q", resp.StatusCode, body)
+	}
+}
+
+// TestHTTPBadInputAndReload runs the bad input of the in-memory tests over
+// real HTTP, then a reload.
+func TestHTTPBadInputAndReload(t *testing.T) {
+	h := newHTTPHarness(t, HTTPOptions{Tokens: loadTestTokens(t)})
+	cs := h.mustClient(Path, "secret-full")
+	ctx := context.Background()
+	for _, tc := range []struct {
+		tool string
+		args map[string]any
+		want string
+	}{
+		{toolRead, map[string]any{"name": "pdf-form-filling", "path": "../../etc/passwd"}, "permission_denied: "},
+		{toolRead, map[string]any{"name": "pdf-form-filling", "path": "/etc/passwd"}, "permission_denied: "},
+		{toolRead, map[string]any{"name": "pdf-form-filling", "path": `..\..\x`}, "permission_denied: "},
+		{toolRead, map[string]any{"name": "pdf-form-filling", "path": "a\x00b"}, "permission_denied: "},
+		{toolLoad, map[string]any{"name": "no-such-skill"}, "not_found: "},
+		{toolFind, map[string]any{"task": 7}, `validating "arguments"`},
+		{toolFind, map[string]any{}, `validating "arguments"`},
+		{toolFind, map[string]any{"task": strings.Repeat("x", 20000)}, "invalid_argument: task: "},
+	} {
+		res := callTool(t, cs, tc.tool, tc.args)
+		if !res.IsError || !strings.HasPrefix(text(res), tc.want) {
+			t.Errorf("%s(%v): %s, want isError %q", tc.tool, skill.Clip(fmt.Sprint(tc.args), 80), skill.Clip(text(res), 200), tc.want)
+		}
+	}
+	for _, uri := range []string{"skill://pdf-form-filling/../x", "skill://pdf-form-filling/%2e%2e/%2e%2e/etc/passwd", "skill://pdf-form-filling/a%00b", "skill://nope/SKILL.md"} {
+		if _, err := cs.ReadResource(ctx, &mcpsdk.ReadResourceParams{URI: uri}); err == nil {
+			t.Errorf("%s served", uri)
+		}
+	}
+
+	h.cat.publish(func(c *catalog) {
+		c.skills = append(c.skills, newSkill("csv-cleanup", "Clean CSV files"))
+		c.bodies[key("csv-cleanup", "")] = "Trim cells.\n"
+	})
+	select {
+	case <-h.changed:
+	case <-time.After(5 * time.Second):
+		t.Fatal("no prompts/list_changed over HTTP")
+	}
+	if _, err := cs.GetPrompt(ctx, &mcpsdk.GetPromptParams{Name: "csv-cleanup"}); err != nil {
+		t.Errorf("new prompt over HTTP: %v", err)
 	}
 }
