@@ -71,6 +71,21 @@ func (p *Principal) Allows(g Group) bool { return p == Anonymous || p.groups[g] 
 // view, which only unrestricted tokens may use).
 func (p *Principal) ActsFor(agent string) bool { return p.agents == nil || p.agents[agent] }
 
+// Admit takes one request from the principal's rate limit. It returns 0 when
+// the request may proceed, or how long to wait before a retry can succeed; a
+// refused request takes nothing. Principals without a limit always proceed.
+func (p *Principal) Admit() time.Duration {
+	if p == nil || p.limiter == nil {
+		return 0
+	}
+	r := p.limiter.Reserve()
+	if d := r.Delay(); d > 0 {
+		r.Cancel()
+		return d
+	}
+	return 0
+}
+
 // Groups lists the principal's groups, for messages.
 func (p *Principal) Groups() []string {
 	var out []string

@@ -120,3 +120,33 @@ func TestTokensReload(t *testing.T) {
 		t.Error("the fixed edit did not apply")
 	}
 }
+
+func TestAdmit(t *testing.T) {
+	toks, err := parseTokens([]byte("tokens:\n" +
+		"  - {id: slow, sha256: " + HashToken("a") + ", groups: [match], rate: 1, burst: 2}\n" +
+		"  - {id: free, sha256: " + HashToken("b") + ", groups: [match]}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	slow, free := toks[0].p, toks[1].p
+	for i := range 2 {
+		if d := slow.Admit(); d != 0 {
+			t.Fatalf("request %d within the burst refused for %v", i+1, d)
+		}
+	}
+	d := slow.Admit()
+	if d <= 0 || d > time.Second {
+		t.Fatalf("request over the burst: delay %v, want (0, 1s]", d)
+	}
+	if d2 := slow.Admit(); d2 <= 0 {
+		t.Errorf("a refused request took from the budget: next delay %v", d2)
+	}
+	for range 100 {
+		if d := free.Admit(); d != 0 {
+			t.Fatalf("unlimited token refused for %v", d)
+		}
+	}
+	if Anonymous.Admit() != 0 {
+		t.Error("anonymous principal refused")
+	}
+}

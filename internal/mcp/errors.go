@@ -1,0 +1,121 @@
+package mcp
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	mcpsdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mcpsag/router/internal/skill"
+)
+
+// argNames maps the request fields the router names in errors to the tool
+// arguments that carry them, where the two differ.
+var argNames = map[string]string{
+	skill.FieldResourcePath:      "path",
+	skill.FieldCatalogCharBudget: "budget_chars",
+}
+
+// hints add what to do next to router errors that do not say it.
+var hints = map[skill.Code]string{
+	skill.CodeNotFound:          "list_skills shows the skills and find_skills picks them for a task",
+	skill.CodeUnavailable:       "the router is not ready; retry in a few seconds",
+	skill.CodeResourceExhausted: "retry later",
+}
+
+// toolError turns a router error into the error a tool handler returns; the
+// SDK sends its text as a result marked isError. *skill.Error values keep
+// their message (never their wrapped cause, which may name host paths);
+// internal errors are logged once with the request id and answered with
+// that id only.
+func (f *Front) toolError(ctx context.Context, tool string, err error) error {
+	c := callFrom(ctx)
+	var de *skill.Error
+	switch {
+	case errors.Is(err, context.DeadlineExceeded):
+		c.outcome = "deadline_exceeded"
+		return errors.New("deadline_exceeded: the call ran out of time; retry, or ask for less")
+	case errors.Is(err, context.Canceled):
+		c.outcome = "cancelled"
+		return errors.New("cancelled: the call was cancelled")
+	case errors.As(err, &de) && de.Code != skill.CodeInternal:
+		c.outcome = de.Code.String()
+		return errors.New(describe(de))
+	}
+	c.outcome = "internal"
+	f.log.Error("MCP call failed", "request_id", c.id, "tool", tool, "err", err)
+	return fmt.Errorf("internal error (request id %s): the router logged the details", c.id)
+}
+
+// describe renders a router error for a model: code, argument, message,
+// reason and, where useful, the next step.
+func describe(de *skill.Error) string {
+	var b strings.Builder
+	b.WriteString(de.Code.String())
+	if de.Field != "" {
+		field := de.Field
+		if a, ok := argNames[field]; ok {
+			field = a
+		}
+		b.WriteString(": " + field)
+	}
+	b.WriteString(": " + de.Message)
+	if de.Reason != "" {
+		b.WriteString(" [" + de.Reason + "]")
+	}
+	if h, ok := hints[de.Code]; ok {
+		b.WriteString(" (" + h + ")")
+	}
+	return b.String()
+}
+
+// rpcError turns a router error from a resource read or a prompt into a
+// JSON-RPC error: not found as the spec's resource-not-found, bad requests
+// as invalid params, internal errors with the request id only.
+func (f *Front) rpcError(ctx context.Context, uri string, err error) error {
+	c := callFrom(ctx)
+	var de *skill.Error
+	switch {
+	case errors.Is(err, context.DeadlineExceeded):
+		c.outcome = "deadline_exceeded"
+		return &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "the call ran out of time"}
+	case errors.Is(err, context.Canceled):
+		c.outcome = "cancelled"
+		return &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "the call was cancelled"}
+	case errors.As(err, &de) && de.Code != skill.CodeInternal:
+		c.outcome = de.Code.String()
+		msg := describe(de)
+		switch de.Code {
+		case skill.CodeNotFound:
+			return notFound(uri, msg)
+		case skill.CodeUnavailable, skill.CodeResourceExhausted:
+			return &jsonrpc.Error{Code: codeUnavailable, Message: msg}
+		case skill.CodePermissionDenied:
+			return &jsonrpc.Error{Code: codeForbidden, Message: msg}
+		}
+		return &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: msg}
+	}
+	c.outcome = "internal"
+	f.log.Error("MCP call failed", "request_id", c.id, "uri", skill.Clip(uri, 200), "err", err)
+	return &jsonrpc.Error{Code: jsonrpc.CodeInternalError,
+		Message: fmt.Sprintf("internal error (request id %s): the router logged the details", c.id)}
+}
+
+// notFound is the spec's resource-not-found error (the SDK's code), with a
+// message that says what was missing.
+func notFound(uri, msg string) error {
+	data, _ := json.Marshal(map[string]string{"uri": uri})
+	return &jsonrpc.Error{Code: mcpsdk.CodeResourceNotFound, Message: "Resource not found: " + msg, Data: data}
+}
+
+// badURI refuses a resource URI that is not one this server makes.
+func badURI(ctx context.Context, uri, why string) error {
+	c := callFrom(ctx)
+	c.outcome = skill.CodeInvalidArgument.String()
+	return &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams,
+		Message: fmt.Sprintf("resource URI %q: %s; skill resources look like skill://NAME/SKILL.md or skill://NAME/PATH", skill.Clip(uri, 200), why)}
+}

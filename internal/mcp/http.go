@@ -1,0 +1,256 @@
+package mcp
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"slices"
+	"strings"
+	"time"
+
+	sdkauth "github.com/modelcontextprotocol/go-sdk/auth"
+	mcpsdk "github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/modelcontextprotocol/go-sdk/oauthex"
+
+	"github.com/mcpsag/router/internal/auth"
+	"github.com/mcpsag/router/internal/skill"
+)
+
+// HTTP paths.
+const (
+	// Path is where the Streamable HTTP transport is served.
+	Path = "/mcp"
+	// MetadataPath serves the OAuth 2.0 Protected Resource Metadata
+	// (RFC 9728) when tokens are on; it is also served with Path appended,
+	// as RFC 9728 section 3.1 derives it from the resource URL.
+	MetadataPath = "/.well-known/oauth-protected-resource"
+)
+
+// HTTP defaults.
+const (
+	DefaultMaxBodyBytes   = 1 << 20
+	DefaultSessionTimeout = 30 * time.Minute
+)
+
+// HTTPOptions configure HTTPHandler. The zero value serves without tokens,
+// refuses every request that carries an Origin header, and uses the defaults
+// above.
+type HTTPOptions struct {
+	// Tokens, when set, requires a bearer token from this file on every
+	// request: its groups decide the features offered (FeaturesOf), its
+	// agents the agents a client may act for, its rate limit applies to
+	// every MCP request.
+	Tokens *auth.Tokens
+	// AllowedOrigins lists the exact origins ("https://app.example.com")
+	// browser clients may call from. A request with any other Origin
+	// header gets 403; requests without one (every non-browser client) pass.
+	AllowedOrigins []string
+	// MaxBodyBytes bounds a request body; larger bodies get 413.
+	MaxBodyBytes int64
+	// SessionTimeout closes sessions idle this long.
+	SessionTimeout time.Duration
+	// ResourceURL is the public URL of the /mcp endpoint, named in the
+	// protected resource metadata and in WWW-Authenticate. Empty means it
+	// is derived from each request (scheme and Host).
+	ResourceURL string
+}
+
+// HTTPHandler returns the handler of the Streamable HTTP transport: Path
+// (and, with tokens, MetadataPath). Each request passes, in order: an Origin
+// check (403), the SDK's DNS-rebinding protection on loopback listeners (a
+// Host that is not loopback gets 403), the bearer token (401 with
+// WWW-Authenticate), the choice of agent (?agent=NAME; 400 when malformed,
+// 403 when the token may not act for it), then the MCP session, whose
+// requests each check the token's groups and rate limit.
+func (f *Front) HTTPHandler(o HTTPOptions) http.Handler {
+	if o.MaxBodyBytes <= 0 {
+		o.MaxBodyBytes = DefaultMaxBodyBytes
+	}
+	if o.SessionTimeout <= 0 {
+		o.SessionTimeout = DefaultSessionTimeout
+	}
+	h := &httpFront{f: f, o: o}
+	h.sdk = mcpsdk.NewStreamableHTTPHandler(serverOf, &mcpsdk.StreamableHTTPOptions{
+		Logger:              f.log,
+		SessionTimeout:      o.SessionTimeout,
+		MaxRequestBodyBytes: o.MaxBodyBytes,
+	})
+	mux := http.NewServeMux()
+	mux.Handle(Path, h)
+	if o.Tokens != nil {
+		mux.HandleFunc(MetadataPath, h.metadata)
+		mux.HandleFunc(MetadataPath+Path, h.metadata)
+	}
+	return mux
+}
+
+type httpFront struct {
+	f   *Front
+	o   HTTPOptions
+	sdk *mcpsdk.StreamableHTTPHandler
+}
+
+type serverKey struct{}
+
+// serverOf hands the SDK the server chosen for the request's view.
+func serverOf(r *http.Request) *mcpsdk.Server {
+	s, _ := r.Context().Value(serverKey{}).(*mcpsdk.Server)
+	return s
+}
+
+func (h *httpFront) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	origins := r.Header.Values("Origin")
+	if len(origins) > 0 {
+		if len(origins) > 1 || !slices.Contains(h.o.AllowedOrigins, origins[0]) {
+			h.refuse(r, w, http.StatusForbidden, "origin", principalUnauthenticated,
+				fmt.Sprintf("Origin %q is not allowed to call this MCP server (allowed origins are configured on the router)", skill.Clip(strings.Join(origins, ", "), 200)))
+			return
+		}
+		w.Header().Set("Access-Control-Allow-Origin", origins[0])
+		w.Header().Add("Vary", "Origin")
+		w.Header().Set("Access-Control-Expose-Headers", "Mcp-Session-Id, WWW-Authenticate")
+		if r.Method == http.MethodOptions {
+			w.Header().Set("Access-Control-Allow-Methods", "GET, POST, DELETE")
+			w.Header().Set("Access-Control-Allow-Headers", "Authorization, Content-Type, Accept, Mcp-Session-Id, Mcp-Protocol-Version, Last-Event-ID")
+			w.Header().Set("Access-Control-Max-Age", "600")
+			w.WriteHeader(http.StatusNoContent)
+			return
+		}
+	}
+	r.Header.Del(peerHeader)
+	r.Header.Set(peerHeader, r.RemoteAddr)
+	if h.o.Tokens == nil {
+		h.serveView(w, r, nil)
+		return
+	}
+	if !hasBearer(r) {
+		h.audit(r, principalUnauthenticated, "no_token")
+	}
+	metaURL := h.metadataURL(r)
+	sdkauth.RequireBearerToken(h.verify, &sdkauth.RequireBearerTokenOptions{
+		ResourceMetadataURL:    metaURL,
+		AllowMissingExpiration: true, // tokens in the file do not expire; removing one revokes it
+	})(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		ti := sdkauth.TokenInfoFromContext(r.Context())
+		p, _ := ti.Extra[tokenExtraPrincipal].(*auth.Principal)
+		h.serveView(w, r, p)
+	})).ServeHTTP(w, r)
+}
+
+// hasBearer reports whether r carries an Authorization header the SDK's
+// bearer middleware will read a token from.
+func hasBearer(r *http.Request) bool {
+	fields := strings.Fields(r.Header.Get("Authorization"))
+	return len(fields) == 2 && strings.EqualFold(fields[0], "bearer")
+}
+
+// verify checks a bearer token against the tokens file.
+func (h *httpFront) verify(_ context.Context, tok string, r *http.Request) (*sdkauth.TokenInfo, error) {
+	p, ok := h.o.Tokens.Authenticate(tok)
+	if !ok {
+		h.audit(r, principalUnauthenticated, "bad_token")
+		return nil, fmt.Errorf("%w: it is not one of this router's tokens", sdkauth.ErrInvalidToken)
+	}
+	return &sdkauth.TokenInfo{
+		Scopes: p.Groups(),
+		// Binds each session to the token that opened it: the SDK answers
+		// 403 to another token presenting its session id.
+		UserID: p.ID,
+		Extra:  map[string]any{tokenExtraPrincipal: p},
+	}, nil
+}
+
+// serveView picks the request's view (its agent and the token's features)
+// and hands the request to the SDK with that view's server.
+func (h *httpFront) serveView(w http.ResponseWriter, r *http.Request, p *auth.Principal) {
+	q := r.URL.Query()
+	agents := q["agent"]
+	agent := h.f.opts.Agent
+	if len(agents) > 1 {
+		h.refuse(r, w, http.StatusBadRequest, "agent", principalID(p), "name one agent: the query has agent more than once")
+		return
+	}
+	if len(agents) == 1 {
+		agent = agents[0]
+	}
+	if err := skill.ValidateAgent(agent); err != nil {
+		h.refuse(r, w, http.StatusBadRequest, "agent", principalID(p), err.Error())
+		return
+	}
+	feat := AllFeatures
+	if p != nil {
+		feat = FeaturesOf(p)
+		if feat == 0 {
+			h.refuse(r, w, http.StatusForbidden, "scope", p.ID, fmt.Sprintf(
+				"token %s has none of the groups MCP uses (match, read, load, exec); it has %s", p.ID, groupList(p)))
+			return
+		}
+		if !p.ActsFor(agent) {
+			shown := agent
+			if shown == "" {
+				shown = "none (the global view)"
+			}
+			h.refuse(r, w, http.StatusForbidden, "agent", p.ID, fmt.Sprintf(
+				"token %s may not act for agent %s: add ?agent=NAME to the MCP URL with an agent the token is bound to", p.ID, skill.Clip(shown, 80)))
+			return
+		}
+	}
+	srv, err := h.f.Server(r.Context(), View{Agent: agent, Features: feat})
+	if err != nil {
+		code := http.StatusBadRequest
+		if errors.Is(err, ErrTooManyViews) {
+			code = http.StatusServiceUnavailable
+		}
+		h.refuse(r, w, code, "view", principalID(p), err.Error())
+		return
+	}
+	h.sdk.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), serverKey{}, srv)))
+}
+
+// refuse answers a request refused before MCP, and audits it.
+func (h *httpFront) refuse(r *http.Request, w http.ResponseWriter, code int, reason, principal, msg string) {
+	h.audit(r, principal, reason)
+	http.Error(w, msg, code)
+}
+
+func (h *httpFront) audit(r *http.Request, principal, reason string) {
+	if h.f.opts.Auditor == nil {
+		return
+	}
+	h.f.opts.Auditor.AuditMCP(r.Context(), AuditRecord{
+		Time: time.Now(), RequestID: newRequestID(), SessionID: r.Header.Get("Mcp-Session-Id"), Method: "http",
+		Target: r.Method + " " + r.URL.Path, Principal: principal, Peer: r.RemoteAddr,
+		Decision: DecisionDeny, Reason: reason, Outcome: "refused",
+	})
+}
+
+// resourceURL is the public URL of the MCP endpoint.
+func (h *httpFront) resourceURL(r *http.Request) string {
+	if h.o.ResourceURL != "" {
+		return h.o.ResourceURL
+	}
+	scheme := "http"
+	if r.TLS != nil {
+		scheme = "https"
+	}
+	return scheme + "://" + r.Host + Path
+}
+
+func (h *httpFront) metadataURL(r *http.Request) string {
+	res := h.resourceURL(r)
+	base := strings.TrimSuffix(res, Path)
+	return base + MetadataPath + Path
+}
+
+// metadata serves the protected resource metadata (RFC 9728). Tokens come
+// from the router's tokens file, not from an authorization server, so none
+// is named; the scopes are the token groups.
+func (h *httpFront) metadata(w http.ResponseWriter, r *http.Request) {
+	sdkauth.ProtectedResourceMetadataHandler(&oauthex.ProtectedResourceMetadata{
+		Resource:               h.resourceURL(r),
+		ScopesSupported:        []string{string(auth.GroupMatch), string(auth.GroupRead), string(auth.GroupLoad), string(auth.GroupExec)},
+		BearerMethodsSupported: []string{"header"},
+		ResourceName:           "MCPSAG skill router",
+	}).ServeHTTP(w, r)
+}

@@ -1,0 +1,552 @@
+package mcp
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	mcpsdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mcpsag/router/internal/auth"
+	"github.com/mcpsag/router/internal/skill"
+)
+
+// Tokens of the HTTP tests, by id; each token's secret is "secret-" + id.
+const testTokens = `tokens:
+  - {id: full, sha256: %s, groups: ['*']}
+  - {id: matcher, sha256: %s, groups: [match]}
+  - {id: reviewer, sha256: %s, groups: [match, load], agents: [reviewer]}
+  - {id: slow, sha256: %s, groups: [match, load], rate: 2, burst: 6}
+  - {id: admin, sha256: %s, groups: [admin]}
+`
+
+func loadTestTokens(t *testing.T) *auth.Tokens {
+	t.Helper()
+	var hashes []any
+	for _, id := range []string{"full", "matcher", "reviewer", "slow", "admin"} {
+		hashes = append(hashes, auth.HashToken("secret-"+id))
+	}
+	p := filepath.Join(t.TempDir(), "tokens.yaml")
+	if err := os.WriteFile(p, []byte(fmt.Sprintf(testTokens, hashes...)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	toks, err := auth.LoadTokens(p, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return toks
+}
+
+// httpHarness serves a Front over HTTP on a loopback port.
+type httpHarness struct {
+	*harness
+	srv *httptest.Server
+	// changed receives the HTTP clients' prompts/list_changed, apart from
+	// the in-memory client's.
+	changed chan string
+}
+
+func newHTTPHarness(t *testing.T, ho HTTPOptions, opts ...harnessOpt) *httpHarness {
+	t.Helper()
+	h := newHarness(t, opts...)
+	srv := httptest.NewServer(h.front.HTTPHandler(ho))
+	t.Cleanup(srv.Close)
+	return &httpHarness{harness: h, srv: srv, changed: make(chan string, 16)}
+}
+
+// headerTransport adds headers to every request.
+type headerTransport struct {
+	h    http.Header
+	base http.RoundTripper
+}
+
+func (t headerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	r = r.Clone(r.Context())
+	for k, v := range t.h {
+		r.Header[k] = v
+	}
+	return t.base.RoundTrip(r)
+}
+
+// client connects a Go SDK client to path (with its query) using token.
+func (h *httpHarness) client(path, token string, extra http.Header) (*mcpsdk.ClientSession, error) {
+	hdr := http.Header{}
+	for k, v := range extra {
+		hdr[k] = v
+	}
+	if token != "" {
+		hdr.Set("Authorization", "Bearer "+token)
+	}
+	tr := &mcpsdk.StreamableClientTransport{
+		Endpoint:   h.srv.URL + path,
+		HTTPClient: &http.Client{Transport: headerTransport{h: hdr, base: http.DefaultTransport}},
+	}
+	c := mcpsdk.NewClient(&mcpsdk.Implementation{Name: "http-test", Version: "1"}, &mcpsdk.ClientOptions{
+		PromptListChangedHandler: func(context.Context, *mcpsdk.PromptListChangedRequest) { h.changed <- "prompts" },
+	})
+	cs, err := c.Connect(context.Background(), tr, nil)
+	if err == nil {
+		h.t.Cleanup(func() { cs.Close() })
+	}
+	return cs, err
+}
+
+func (h *httpHarness) mustClient(path, token string) *mcpsdk.ClientSession {
+	h.t.Helper()
+	cs, err := h.client(path, token, nil)
+	if err != nil {
+		h.t.Fatalf("connect %s as %q: %v", path, token, err)
+	}
+	return cs
+}
+
+const initializeBody = `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}`
+
+// post sends one raw request to the MCP endpoint.
+func (h *httpHarness) post(path, body string, hdr map[string]string) (*http.Response, string) {
+	h.t.Helper()
+	req, err := http.NewRequest(http.MethodPost, h.srv.URL+path, strings.NewReader(body))
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	for k, v := range hdr {
+		if k == "Host" {
+			req.Host = v
+			continue
+		}
+		req.Header.Set(k, v)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp, string(b)
+}
+
+func callTool(t *testing.T, cs *mcpsdk.ClientSession, name string, args any) *mcpsdk.CallToolResult {
+	t.Helper()
+	res, err := cs.CallTool(context.Background(), &mcpsdk.CallToolParams{Name: name, Arguments: args})
+	if err != nil {
+		t.Fatalf("%s: %v", name, err)
+	}
+	return res
+}
+
+func toolNames(t *testing.T, cs *mcpsdk.ClientSession) []string {
+	t.Helper()
+	res, err := cs.ListTools(context.Background(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, tool := range res.Tools {
+		out = append(out, tool.Name)
+	}
+	slices.Sort(out)
+	return out
+}
+
+func TestHTTPWithoutTokens(t *testing.T) {
+	h := newHTTPHarness(t, HTTPOptions{})
+	// A client cannot choose the peer address the router records.
+	cs, err := h.client(Path, "", http.Header{peerHeader: {"6.6.6.6:1"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := toolNames(t, cs); !slices.Equal(got, []string{toolFind, toolList, toolLoad, toolRead}) {
+		t.Errorf("tools = %v", got)
+	}
+	res := callTool(t, cs, toolFind, map[string]any{"task": "fill a PDF form"})
+	checkStructured(t, res)
+	if res.IsError || !strings.Contains(text(res), "pdf-form-filling") {
+		t.Fatalf("find_skills = %s", text(res))
+	}
+	rr, err := cs.ReadResource(context.Background(), &mcpsdk.ReadResourceParams{URI: "skill://pdf-form-filling/SKILL.md"})
+	if err != nil || !strings.Contains(rr.Contents[0].Text, "PDF forms") {
+		t.Fatalf("read = %v, %v", rr, err)
+	}
+	h.cat.mu.Lock()
+	last := h.cat.origins[len(h.cat.origins)-1]
+	h.cat.mu.Unlock()
+	if last.Transport != "mcp" || !strings.HasPrefix(last.Peer, "127.0.0.1:") || last.Principal != "" {
+		t.Errorf("origin = %+v, want mcp from the real loopback peer, anonymous", last)
+	}
+	recs := h.audit.find("tools/call", toolFind)
+	if len(recs) == 0 || !strings.HasPrefix(recs[0].Peer, "127.0.0.1:") || recs[0].SessionID == "" {
+		t.Errorf("audit = %+v", recs)
+	}
+	if resp, _ := h.post(MetadataPath, "", nil); resp.StatusCode != http.StatusNotFound {
+		t.Errorf("metadata served without tokens: %d", resp.StatusCode)
+	}
+}
+
+func TestHTTPOrigin(t *testing.T) {
+	h := newHTTPHarness(t, HTTPOptions{AllowedOrigins: []string{"https://app.example.com"}})
+	for _, tc := range []struct {
+		origin string
+		want   int
+	}{
+		{"", http.StatusOK},
+		{"https://app.example.com", http.StatusOK},
+		{"https://evil.example", http.StatusForbidden},
+		{"null", http.StatusForbidden},
+		{"https://app.example.com.evil.example", http.StatusForbidden},
+		{"http://app.example.com", http.StatusForbidden},
+	} {
+		hdr := map[string]string{}
+		if tc.origin != "" {
+			hdr["Origin"] = tc.origin
+		}
+		resp, body := h.post(Path, initializeBody, hdr)
+		if resp.StatusCode != tc.want {
+			t.Errorf("Origin %q: %d %s, want %d", tc.origin, resp.StatusCode, body, tc.want)
+		}
+		if tc.want == http.StatusForbidden && !strings.Contains(body, "is not allowed") {
+			t.Errorf("Origin %q: body %q does not say why", tc.origin, body)
+		}
+		if tc.origin == "https://app.example.com" && resp.Header.Get("Access-Control-Allow-Origin") != tc.origin {
+			t.Errorf("allowed origin without CORS header: %v", resp.Header)
+		}
+	}
+	req, _ := http.NewRequest(http.MethodOptions, h.srv.URL+Path, nil)
+	req.Header.Set("Origin", "https://app.example.com")
+	req.Header.Set("Access-Control-Request-Method", "POST")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusNoContent || !strings.Contains(resp.Header.Get("Access-Control-Allow-Headers"), "Authorization") {
+		t.Errorf("preflight: %d %v", resp.StatusCode, resp.Header)
+	}
+	if n := len(h.audit.find("http", "")); n != 4 {
+		t.Errorf("%d refused requests audited, want 4", n)
+	}
+}
+
+func TestHTTPLoopbackHost(t *testing.T) {
+	h := newHTTPHarness(t, HTTPOptions{})
+	resp, body := h.post(Path, initializeBody, map[string]string{"Host": "evil.example:80"})
+	if resp.StatusCode != http.StatusForbidden || !strings.Contains(body, "Host") {
+		t.Errorf("rebinding Host: %d %q, want 403 naming the Host", resp.StatusCode, body)
+	}
+	resp, _ = h.post(Path, initializeBody, map[string]string{"Host": "localhost"})
+	if resp.StatusCode != http.StatusOK {
+		t.Errorf("Host localhost: %d", resp.StatusCode)
+	}
+}
+
+func TestHTTPTokens(t *testing.T) {
+	h := newHTTPHarness(t, HTTPOptions{Tokens: loadTestTokens(t)})
+	wantMeta := h.srv.URL + MetadataPath + Path
+	for _, tc := range []struct{ name, auth, reason string }{
+		{"missing", "", "no_token"},
+		{"wrong", "Bearer secret-nobody", "bad_token"},
+		{"hash instead of token", "Bearer " + auth.HashToken("secret-full"), "bad_token"},
+		{"basic", "Basic c2VjcmV0LWZ1bGw=", "no_token"},
+		{"empty bearer", "Bearer ", "no_token"},
+	} {
+		hdr := map[string]string{}
+		if tc.auth != "" {
+			hdr["Authorization"] = tc.auth
+		}
+		resp, body := h.post(Path, initializeBody, hdr)
+		if resp.StatusCode != http.StatusUnauthorized {
+			t.Errorf("%s: %d %q, want 401", tc.name, resp.StatusCode, body)
+		}
+		if got := resp.Header.Get("WWW-Authenticate"); got != `Bearer resource_metadata="`+wantMeta+`"` {
+			t.Errorf("%s: WWW-Authenticate %q", tc.name, got)
+		}
+		recs := h.audit.find("http", "")
+		if len(recs) == 0 || recs[len(recs)-1].Reason != tc.reason || recs[len(recs)-1].Decision != DecisionDeny {
+			t.Errorf("%s: audit %+v, want reason %s", tc.name, recs, tc.reason)
+		}
+	}
+
+	for _, p := range []string{MetadataPath, MetadataPath + Path} {
+		resp, err := http.Get(h.srv.URL + p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var meta map[string]any
+		_ = json.NewDecoder(resp.Body).Decode(&meta)
+		resp.Body.Close()
+		if meta["resource"] != h.srv.URL+Path || !strings.Contains(fmt.Sprint(meta["scopes_supported"]), "load") {
+			t.Errorf("%s: metadata %v", p, meta)
+		}
+	}
+
+	resp, body := h.post(Path, initializeBody, map[string]string{"Authorization": "Bearer secret-admin"})
+	if resp.StatusCode != http.StatusForbidden || !strings.Contains(body, "none of the groups") {
+		t.Errorf("admin-only token: %d %q", resp.StatusCode, body)
+	}
+
+	cs := h.mustClient(Path, "secret-full")
+	res := callTool(t, cs, toolFind, map[string]any{"task": "fill a PDF form"})
+	if res.IsError {
+		t.Fatal(text(res))
+	}
+	h.cat.mu.Lock()
+	last := h.cat.origins[len(h.cat.origins)-1]
+	h.cat.mu.Unlock()
+	if last.Principal != "full" {
+		t.Errorf("origin principal %q, want the token id", last.Principal)
+	}
+}
+
+func TestHTTPTokenGroups(t *testing.T) {
+	h := newHTTPHarness(t, HTTPOptions{Tokens: loadTestTokens(t)})
+	cs := h.mustClient(Path, "secret-matcher")
+	if got := toolNames(t, cs); !slices.Equal(got, []string{toolFind, toolList}) {
+		t.Errorf("match-only token sees tools %v", got)
+	}
+	if res := callTool(t, cs, toolFind, map[string]any{"task": "pdf forms"}); res.IsError {
+		t.Errorf("find_skills: %s", text(res))
+	}
+	res := callTool(t, cs, toolLoad, map[string]any{"name": "pdf-form-filling"})
+	if !res.IsError || !strings.HasPrefix(text(res), "permission_denied: token matcher may not call load_skill (it needs group load") {
+		t.Errorf("load_skill without group load: %s", text(res))
+	}
+	_, err := cs.ReadResource(context.Background(), &mcpsdk.ReadResourceParams{URI: "skill://pdf-form-filling/SKILL.md"})
+	var je *jsonrpc.Error
+	if !errors.As(err, &je) || je.Code != codeForbidden {
+		t.Errorf("resources/read without group load: %v", err)
+	}
+	recs := h.audit.find("tools/call", toolLoad)
+	if len(recs) != 1 || recs[0].Decision != DecisionDeny || recs[0].Reason != "scope" || recs[0].Principal != "matcher" {
+		t.Errorf("audit = %+v", recs)
+	}
+}
+
+func TestHTTPAgentScope(t *testing.T) {
+	h := newHTTPHarness(t, HTTPOptions{Tokens: loadTestTokens(t)})
+	resp, body := h.post(Path, initializeBody, map[string]string{"Authorization": "Bearer secret-reviewer"})
+	if resp.StatusCode != http.StatusForbidden || !strings.Contains(body, "?agent=NAME") {
+		t.Errorf("agent-bound token on the global view: %d %q", resp.StatusCode, body)
+	}
+	resp, body = h.post(Path+"?agent=coder", initializeBody, map[string]string{"Authorization": "Bearer secret-reviewer"})
+	if resp.StatusCode != http.StatusForbidden || !strings.Contains(body, "may not act for agent coder") {
+		t.Errorf("token for another agent: %d %q", resp.StatusCode, body)
+	}
+	resp, body = h.post(Path+"?agent=../x", initializeBody, map[string]string{"Authorization": "Bearer secret-full"})
+	if resp.StatusCode != http.StatusBadRequest || !strings.Contains(body, "not a valid agent name") {
+		t.Errorf("malformed agent: %d %q", resp.StatusCode, body)
+	}
+
+	cs := h.mustClient(Path+"?agent=reviewer", "secret-reviewer")
+	prompts, err := cs.ListPrompts(context.Background(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.ContainsFunc(prompts.Prompts, func(p *mcpsdk.Prompt) bool { return p.Name == "reviewer-checklist" }) {
+		t.Errorf("reviewer view prompts = %v", prompts.Prompts)
+	}
+	res := callTool(t, cs, toolFind, map[string]any{"task": "review pull requests"})
+	if res.IsError || !strings.Contains(text(res), "reviewer-checklist") {
+		t.Errorf("find_skills in the reviewer view: %s", text(res))
+	}
+	for _, agent := range []string{"coder", ""} {
+		args := map[string]any{"task": "pdf forms", "agent": agent}
+		if agent == "" {
+			args = map[string]any{"task": "pdf forms"} // defaults to the view's agent: allowed
+			if res := callTool(t, cs, toolFind, args); res.IsError {
+				t.Errorf("default agent: %s", text(res))
+			}
+			continue
+		}
+		res := callTool(t, cs, toolFind, args)
+		if !res.IsError || !strings.Contains(text(res), "may not act for agent coder") {
+			t.Errorf("agent %q: %s", agent, text(res))
+		}
+	}
+}
+
+func TestHTTPRateLimit(t *testing.T) {
+	h := newHTTPHarness(t, HTTPOptions{Tokens: loadTestTokens(t)})
+	cs := h.mustClient(Path, "secret-slow")
+	var refused string
+	for i := 0; i < 20 && refused == ""; i++ {
+		res := callTool(t, cs, toolFind, map[string]any{"task": "pdf forms"})
+		if res.IsError {
+			refused = text(res)
+		}
+	}
+	if !strings.HasPrefix(refused, "resource_exhausted: rate limit of token slow exceeded: retry in ") {
+		t.Fatalf("flood over the rate limit: %q", refused)
+	}
+	recs := h.audit.find("tools/call", toolFind)
+	if recs[len(recs)-1].Decision != DecisionRateLimited {
+		t.Errorf("audit %+v", recs[len(recs)-1])
+	}
+	// Other methods are refused as JSON-RPC errors with the delay.
+	_, err := cs.ReadResource(context.Background(), &mcpsdk.ReadResourceParams{URI: "skill://pdf-form-filling/SKILL.md"})
+	var je *jsonrpc.Error
+	if !errors.As(err, &je) || je.Code != codeRateLimited || !strings.Contains(string(je.Data), "retry_after_ms") {
+		t.Errorf("rate-limited read: %v %s", err, je.Data)
+	}
+	time.Sleep(1100 * time.Millisecond) // 2 per second refills
+	if res := callTool(t, cs, toolFind, map[string]any{"task": "pdf forms"}); res.IsError {
+		t.Errorf("after waiting: %s", text(res))
+	}
+}
+
+func TestHTTPSessionBoundToToken(t *testing.T) {
+	h := newHTTPHarness(t, HTTPOptions{Tokens: loadTestTokens(t)})
+	resp, body := h.post(Path, initializeBody, map[string]string{"Authorization": "Bearer secret-full"})
+	sid := resp.Header.Get("Mcp-Session-Id")
+	if resp.StatusCode != http.StatusOK || sid == "" {
+		t.Fatalf("initialize: %d %q", resp.StatusCode, body)
+	}
+	list := `{"jsonrpc":"2.0","id":2,"method":"tools/list"}`
+	resp, body = h.post(Path, list, map[string]string{"Authorization": "Bearer secret-matcher", "Mcp-Session-Id": sid, "Mcp-Protocol-Version": "2025-11-25"})
+	if resp.StatusCode != http.StatusForbidden {
+		t.Errorf("another token on the session: %d %q", resp.StatusCode, body)
+	}
+}
+
+func TestHTTPBadRequests(t *testing.T) {
+	h := newHTTPHarness(t, HTTPOptions{})
+	resp, body := h.post(Path, initializeBody, nil)
+	sid := resp.Header.Get("Mcp-Session-Id")
+	hdr := map[string]string{"Mcp-Session-Id": sid, "Mcp-Protocol-Version": "2025-11-25"}
+	h.post(Path, `{"jsonrpc":"2.0","method":"notifications/initialized"}`, hdr)
+
+	big := fmt.Sprintf(`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"find_skills","arguments":{"task":%q}}}`, strings.Repeat("a", 1<<20))
+	resp, body = h.post(Path, big, hdr)
+	if resp.StatusCode != http.StatusRequestEntityTooLarge || !strings.Contains(body, "exceeds") {
+		t.Errorf("1 MiB task: %d %q", resp.StatusCode, skill.Clip(body, 200))
+	}
+	resp, body = h.post(Path, `{"jsonrpc":"2.0","id":3,"method":`, hdr)
+	if resp.StatusCode != http.StatusBadRequest {
+		t.Errorf("truncated JSON: %d %q", resp.StatusCode, body)
+	}
+	resp, body = h.post(Path, `{"jsonrpc":"2.0","id":4,"method":"tools/call","params":"x"}`, hdr)
+	if resp.StatusCode != http.StatusOK || !strings.Contains(body, `"code":-32602`) {
+		t.Errorf("params not an object: %d %q", resp.StatusCode, body)
+	}
+	resp, body = h.post(Path, "{\"jsonrpc\":\"2.0\",\"id\":5,\"method\":\"tools/call\",\"params\":{\"name\":\"find_skills\",\"arguments\":{\"task\":\"pdf \xff forms\"}}}", hdr)
+	if resp.StatusCode != http.StatusOK || !strings.Contains(body, "pdf-form-filling") {
+		t.Errorf("invalid UTF-8: %d %q", resp.StatusCode, skill.Clip(body, 300))
+	}
+	resp, body = h.post(Path, `{"jsonrpc":"2.0","id":6,"method":"tools/list"}`, map[string]string{"Mcp-Session-Id": "no-such-session"})
+	if resp.StatusCode != http.StatusNotFound {
+		t.Errorf("unknown session: %d %q", resp.StatusCode, body)
+	}
+	req, _ := http.NewRequest(http.MethodPut, h.srv.URL+Path, bytes.NewReader(nil))
+	if r, err := http.DefaultClient.Do(req); err != nil || r.StatusCode != http.StatusMethodNotAllowed {
+		t.Errorf("PUT: %v %v", r, err)
+	}
+}
+
+func TestHTTPDisconnectMidCall(t *testing.T) {
+	cat := newCatalog()
+	fake := cat.router()
+	started := make(chan struct{}, 1)
+	ended := make(chan error, 1)
+	match := fake.MatchFunc
+	fake.MatchFunc = func(ctx context.Context, req skill.MatchRequest) (*skill.MatchResult, error) {
+		if req.Task != "block" {
+			return match(ctx, req)
+		}
+		started <- struct{}{}
+		<-ctx.Done()
+		ended <- ctx.Err()
+		return nil, ctx.Err()
+	}
+	h := &httpHarness{harness: newHarnessOver(t, cat, fake), changed: make(chan string, 16)}
+	h.srv = httptest.NewServer(h.front.HTTPHandler(HTTPOptions{}))
+	t.Cleanup(h.srv.Close)
+	cs := h.mustClient(Path, "")
+	ctx, cancel := context.WithCancel(context.Background())
+	errc := make(chan error, 1)
+	go func() {
+		_, err := cs.CallTool(ctx, &mcpsdk.CallToolParams{Name: toolFind, Arguments: map[string]any{"task": "block"}})
+		errc <- err
+	}()
+	<-started
+	cancel()
+	<-errc
+	select {
+	case err := <-ended:
+		if !errors.Is(err, context.Canceled) {
+			t.Errorf("router call ended with %v", err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("the router call outlived the client's request")
+	}
+	if res := callTool(t, cs, toolFind, map[string]any{"task": "pdf forms"}); res.IsError {
+		t.Errorf("after a cancelled call: %s", text(res))
+	}
+}
+
+func TestHTTPTooManyViews(t *testing.T) {
+	h := newHTTPHarness(t, HTTPOptions{}, func(o *Options, _ *View) { o.MaxViews = 1 })
+	// The harness's view is the global one, which HTTP clients without an
+	// agent share.
+	h.mustClient(Path, "")
+	resp, body := h.post(Path+"?agent=coder", initializeBody, nil)
+	if resp.StatusCode != http.StatusServiceUnavailable || !strings.Contains(body, "too many") {
+		t.Errorf("one view too many: %d %q", resp.StatusCode, body)
+	}
+}
+
+// TestHTTPBadInputAndReload runs the bad input of the in-memory tests over
+// real HTTP, then a reload.
+func TestHTTPBadInputAndReload(t *testing.T) {
+	h := newHTTPHarness(t, HTTPOptions{Tokens: loadTestTokens(t)})
+	cs := h.mustClient(Path, "secret-full")
+	ctx := context.Background()
+	for _, tc := range []struct {
+		tool string
+		args map[string]any
+		want string
+	}{
+		{toolRead, map[string]any{"name": "pdf-form-filling", "path": "../../etc/passwd"}, "permission_denied: "},
+		{toolRead, map[string]any{"name": "pdf-form-filling", "path": "/etc/passwd"}, "permission_denied: "},
+		{toolRead, map[string]any{"name": "pdf-form-filling", "path": `..\..\x`}, "permission_denied: "},
+		{toolRead, map[string]any{"name": "pdf-form-filling", "path": "a\x00b"}, "permission_denied: "},
+		{toolLoad, map[string]any{"name": "no-such-skill"}, "not_found: "},
+		{toolFind, map[string]any{"task": 7}, `validating "arguments"`},
+		{toolFind, map[string]any{}, `validating "arguments"`},
+		{toolFind, map[string]any{"task": strings.Repeat("x", 20000)}, "invalid_argument: task: "},
+	} {
+		res := callTool(t, cs, tc.tool, tc.args)
+		if !res.IsError || !strings.HasPrefix(text(res), tc.want) {
+			t.Errorf("%s(%v): %s, want isError %q", tc.tool, skill.Clip(fmt.Sprint(tc.args), 80), skill.Clip(text(res), 200), tc.want)
+		}
+	}
+	for _, uri := range []string{"skill://pdf-form-filling/../x", "skill://pdf-form-filling/%2e%2e/%2e%2e/etc/passwd", "skill://pdf-form-filling/a%00b", "skill://nope/SKILL.md"} {
+		if _, err := cs.ReadResource(ctx, &mcpsdk.ReadResourceParams{URI: uri}); err == nil {
+			t.Errorf("%s served", uri)
+		}
+	}
+
+	h.cat.publish(func(c *catalog) {
+		c.skills = append(c.skills, newSkill("csv-cleanup", "Clean CSV files"))
+		c.bodies[key("csv-cleanup", "")] = "Trim cells.\n"
+	})
+	select {
+	case <-h.changed:
+	case <-time.After(5 * time.Second):
+		t.Fatal("no prompts/list_changed over HTTP")
+	}
+	if _, err := cs.GetPrompt(ctx, &mcpsdk.GetPromptParams{Name: "csv-cleanup"}); err != nil {
+		t.Errorf("new prompt over HTTP: %v", err)
+	}
+}

@@ -1,0 +1,164 @@
+package mcp
+
+import (
+	"context"
+	"errors"
+	"net/url"
+	"path"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	mcpsdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mcpsag/router/internal/skill"
+)
+
+const (
+	uriScheme    = "skill://"
+	skillFile    = "SKILL.md"
+	mimeMarkdown = "text/markdown"
+	mimeText     = "text/plain; charset=utf-8"
+	maxURIBytes  = 4096
+)
+
+// skillURI returns the resource URI of a file of a skill: the name and each
+// path segment percent-encoded, so that the URI reads back to the same name
+// and path.
+func skillURI(name, file string) string {
+	segs := strings.Split(file, "/")
+	for i, s := range segs {
+		segs[i] = escape(s)
+	}
+	return uriScheme + escape(name) + "/" + strings.Join(segs, "/")
+}
+
+// escape percent-encodes everything but RFC 3986's unreserved characters.
+func escape(s string) string {
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '-' || c == '.' || c == '_' || c == '~' {
+			b.WriteByte(c)
+			continue
+		}
+		const hex = "0123456789ABCDEF"
+		b.WriteByte('%')
+		b.WriteByte(hex[c>>4])
+		b.WriteByte(hex[c&15])
+	}
+	return b.String()
+}
+
+// parseSkillURI reads a skill name and a path inside its folder from a
+// resource URI. Matching the SDK's URI template is not a security boundary,
+// so every URI is checked here again: one percent-decoding, then a path that
+// is relative, clean and free of "..", backslashes and NUL. The router checks
+// the path once more where it reads the file.
+func parseSkillURI(uri string) (name, file string, err error) {
+	switch {
+	case len(uri) > maxURIBytes:
+		return "", "", errors.New("longer than 4096 bytes")
+	case len(uri) < len(uriScheme) || !strings.EqualFold(uri[:len(uriScheme)], uriScheme):
+		return "", "", errors.New("not a skill:// URI")
+	case strings.ContainsAny(uri, "?#"):
+		return "", "", errors.New("skill URIs have no query or fragment")
+	}
+	rest := uri[len(uriScheme):]
+	rawName, rawPath, ok := strings.Cut(rest, "/")
+	if !ok || rawName == "" || rawPath == "" {
+		return "", "", errors.New("it needs a skill name and a file path")
+	}
+	if name, err = url.PathUnescape(rawName); err != nil {
+		return "", "", errors.New("the skill name has a malformed %-escape")
+	}
+	if file, err = url.PathUnescape(rawPath); err != nil {
+		return "", "", errors.New("the path has a malformed %-escape")
+	}
+	for _, s := range []string{name, file} {
+		switch {
+		case !utf8.ValidString(s):
+			return "", "", errors.New("not valid UTF-8 once decoded")
+		case strings.ContainsRune(s, 0):
+			return "", "", errors.New("it contains a NUL byte")
+		case strings.ContainsRune(s, '\\'):
+			return "", "", errors.New("it contains a backslash; paths use '/'")
+		}
+	}
+	if strings.ContainsRune(name, '/') {
+		return "", "", errors.New("the skill name contains '/'")
+	}
+	switch {
+	case strings.HasPrefix(file, "/"):
+		return "", "", errors.New("the path is absolute; give it relative to the skill folder")
+	case len(file) >= 2 && file[1] == ':':
+		return "", "", errors.New("the path names a drive; give it relative to the skill folder")
+	}
+	for _, seg := range strings.Split(file, "/") {
+		if seg == ".." {
+			return "", "", errors.New("the path leaves the skill folder ('..')")
+		}
+	}
+	if path.Clean(file) != file {
+		return "", "", errors.New("the path is not clean (empty or '.' segments, or a trailing '/')")
+	}
+	return name, file, nil
+}
+
+// addResourceTemplates registers the two skill:// templates. One handler
+// serves both, and the per-skill SKILL.md resources too.
+func (f *Front) addResourceTemplates(vw *view) {
+	h := f.resourceHandler(vw)
+	vw.srv.AddResourceTemplate(&mcpsdk.ResourceTemplate{
+		URITemplate: "skill://{name}/SKILL.md",
+		Name:        "skill",
+		Title:       "A skill's instructions",
+		Description: "The body of a skill's SKILL.md, inside <skill_content> delimiters, cut to the router's default token budget.",
+		MIMEType:    mimeMarkdown,
+	}, h)
+	vw.srv.AddResourceTemplate(&mcpsdk.ResourceTemplate{
+		URITemplate: "skill://{name}/{+path}",
+		Name:        "skill-file",
+		Title:       "A file of a skill",
+		Description: "One file from a skill's folder, by its path relative to the folder; text comes inside <skill_resource> delimiters.",
+	}, h)
+}
+
+// resourceHandler reads skill://NAME/SKILL.md (the body, level 2) and
+// skill://NAME/PATH (one file, level 3) for the view's agent.
+func (f *Front) resourceHandler(vw *view) mcpsdk.ResourceHandler {
+	return func(ctx context.Context, req *mcpsdk.ReadResourceRequest) (*mcpsdk.ReadResourceResult, error) {
+		uri := req.Params.URI
+		name, file, err := parseSkillURI(uri)
+		if err != nil {
+			return nil, badURI(ctx, uri, err.Error())
+		}
+		agent, err := f.actFor(ctx, vw, "")
+		if err != nil {
+			return nil, &jsonrpc.Error{Code: codeForbidden, Message: err.Error()}
+		}
+		callFrom(ctx).skill = name
+		lr := skill.LoadRequest{Name: name, Agent: agent, Level: skill.LevelResource, ResourcePath: file}
+		if file == skillFile {
+			lr = skill.LoadRequest{Name: name, Agent: agent, Level: skill.LevelBody}
+		}
+		res, err := f.router.Load(ctx, lr)
+		if err != nil {
+			return nil, f.rpcError(ctx, uri, err)
+		}
+		rc := &mcpsdk.ResourceContents{URI: uri, MIMEType: res.MediaType}
+		switch {
+		case res.Data != nil:
+			rc.Blob = res.Data
+		case res.Framed && !strings.HasPrefix(res.MediaType, mimeMarkdown):
+			// The frame makes the text no longer a file of its type.
+			rc.Text, rc.MIMEType = res.Content, mimeText
+		default:
+			rc.Text = res.Content
+		}
+		if rc.MIMEType == "" {
+			rc.MIMEType = "application/octet-stream"
+		}
+		return &mcpsdk.ReadResourceResult{Contents: []*mcpsdk.ResourceContents{rc}}, nil
+	}
+}

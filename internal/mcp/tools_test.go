@@ -1,0 +1,247 @@
+package mcp
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	mcpsdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mcpsag/router/internal/skill"
+)
+
+func TestInitialize(t *testing.T) {
+	h := newHarness(t)
+	init := h.cs.InitializeResult()
+	if init.Instructions == "" || !strings.Contains(init.Instructions, "find_skills") {
+		t.Errorf("instructions = %q, want guidance naming find_skills", init.Instructions)
+	}
+	caps := init.Capabilities
+	if caps.Tools == nil || !caps.Tools.ListChanged {
+		t.Errorf("tools capability = %+v, want listChanged", caps.Tools)
+	}
+	if caps.Prompts == nil || !caps.Prompts.ListChanged || caps.Resources == nil || !caps.Resources.ListChanged {
+		t.Errorf("prompts %+v, resources %+v: want both with listChanged", caps.Prompts, caps.Resources)
+	}
+	if caps.Logging != nil {
+		t.Error("logging capability declared; the server sends no log messages")
+	}
+	if init.ServerInfo.Name != "mcpsag-router" {
+		t.Errorf("server name %q", init.ServerInfo.Name)
+	}
+}
+
+func TestToolsList(t *testing.T) {
+	h := newHarness(t)
+	res, err := h.cs.ListTools(context.Background(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, tool := range res.Tools {
+		names = append(names, tool.Name)
+		if tool.OutputSchema == nil {
+			t.Errorf("%s: no outputSchema", tool.Name)
+		}
+		if len(tool.Description) < 80 {
+			t.Errorf("%s: description %q does not say when to call it", tool.Name, tool.Description)
+		}
+		a := tool.Annotations
+		if a == nil || !a.ReadOnlyHint || !a.IdempotentHint || a.OpenWorldHint == nil || *a.OpenWorldHint || a.DestructiveHint == nil || *a.DestructiveHint {
+			t.Errorf("%s: annotations %+v, want readOnly, idempotent, closed world, not destructive", tool.Name, a)
+		}
+	}
+	slices.Sort(names)
+	if want := []string{toolFind, toolList, toolLoad, toolRead}; !slices.Equal(names, want) {
+		t.Errorf("tools = %v, want %v (authorize_exec only while skills_exec is on)", names, want)
+	}
+	for _, tool := range res.Tools {
+		schema, _ := json.Marshal(tool.InputSchema)
+		var s struct {
+			Required []string `json:"required"`
+		}
+		_ = json.Unmarshal(schema, &s)
+		want := map[string][]string{toolFind: {"task"}, toolList: nil, toolLoad: {"name"}, toolRead: {"name", "path"}}[tool.Name]
+		if !slices.Equal(s.Required, want) {
+			t.Errorf("%s: required %v, want %v", tool.Name, s.Required, want)
+		}
+	}
+}
+
+func TestFindSkills(t *testing.T) {
+	h := newHarness(t)
+	var out findOutput
+	h.ok(toolFind, map[string]any{"task": "fill in a PDF form from JSON"}, &out)
+	if out.Abstained || len(out.Candidates) == 0 || out.Candidates[0].Name != "pdf-form-filling" {
+		t.Fatalf("candidates = %+v", out)
+	}
+	c := out.Candidates[0]
+	if c.URI != "skill://pdf-form-filling/SKILL.md" || c.Trust != "trusted" || c.Source.Kind != "project" || c.Why == "" || c.Score <= 0 {
+		t.Errorf("candidate = %+v", c)
+	}
+	if out.Generation != 1 {
+		t.Errorf("generation = %d", out.Generation)
+	}
+
+	h.ok(toolFind, map[string]any{"task": "what is the capital of France"}, &out)
+	if !out.Abstained || out.AbstainReason != "no_match" || len(out.Candidates) != 0 {
+		t.Errorf("abstention = %+v", out)
+	}
+
+	h.ok(toolFind, map[string]any{"task": "review pull requests", "agent": "reviewer", "top_k": 1}, &out)
+	if len(out.Candidates) != 1 || out.Candidates[0].Name != "reviewer-checklist" || out.Candidates[0].Source.Agent != "reviewer" {
+		t.Errorf("agent-scoped match = %+v", out.Candidates)
+	}
+
+	// Every call reaches the router labelled as an MCP call.
+	h.cat.mu.Lock()
+	origins := slices.Clone(h.cat.origins)
+	h.cat.mu.Unlock()
+	if len(origins) == 0 {
+		t.Fatal("no calls recorded")
+	}
+	for _, o := range origins {
+		if o.Transport != "mcp" || o.Principal != "" || o.Peer != "" {
+			t.Errorf("origin = %+v, want transport mcp, anonymous, no peer (in-memory)", o)
+		}
+	}
+}
+
+func TestLoadSkill(t *testing.T) {
+	h := newHarness(t)
+	var out loadOutput
+	res := h.ok(toolLoad, map[string]any{"name": "pdf-form-filling"}, &out)
+	s, _ := h.cat.lookup("pdf-form-filling", "")
+	want := fakeFrame("skill_content", s, "", h.cat.bodies[key(s.Name, "")])
+	if out.Content != want {
+		t.Errorf("content changed on the way:\n got %q\nwant %q", out.Content, want)
+	}
+	if out.Truncated || out.TokenCounting != skill.TokenCounting || out.SHA256 != s.ContentHash || len(out.Files) != 3 {
+		t.Errorf("load = %+v", out)
+	}
+	var links []string
+	for _, c := range res.Content[1:] {
+		l, ok := c.(*mcpsdk.ResourceLink)
+		if !ok {
+			t.Fatalf("content block %T, want resource links after the text", c)
+		}
+		if l.Size == nil || *l.Size <= 0 {
+			t.Errorf("link %s has no size", l.URI)
+		}
+		links = append(links, l.URI)
+	}
+	wantLinks := []string{"skill://pdf-form-filling/assets/logo.png", "skill://pdf-form-filling/references/field-types.md", "skill://pdf-form-filling/scripts/fill.py"}
+	if !slices.Equal(links, wantLinks) {
+		t.Errorf("links = %v, want %v", links, wantLinks)
+	}
+	for _, l := range links {
+		if _, err := h.cs.ReadResource(context.Background(), &mcpsdk.ReadResourceParams{URI: l}); err != nil {
+			t.Errorf("link %s does not read: %v", l, err)
+		}
+	}
+	if strings.Contains(text(res), "secret-host-path") {
+		// The router's frame may name the root; the front adds no paths.
+		// The fake's frame does not, so any host path came from the front.
+		t.Errorf("a host path leaked into the result")
+	}
+
+	h.ok(toolLoad, map[string]any{"name": "kubernetes-debugging", "token_budget": 50}, &out)
+	if !out.Truncated || out.TokenBudget != 50 || out.Tokens > 50 || out.TotalTokens <= 50 {
+		t.Errorf("budgeted load = truncated %v tokens %d/%d budget %d", out.Truncated, out.Tokens, out.TotalTokens, out.TokenBudget)
+	}
+
+	h.ok(toolLoad, map[string]any{"name": "learned-trick"}, &out)
+	if out.Trust != "untrusted" || !strings.Contains(out.Content, `trust="untrusted"`) {
+		t.Errorf("learned skill: trust %q, content %q", out.Trust, out.Content)
+	}
+}
+
+func TestReadSkillFile(t *testing.T) {
+	h := newHarness(t)
+	var out readOutput
+	h.ok(toolRead, map[string]any{"name": "pdf-form-filling", "path": "references/field-types.md"}, &out)
+	if !strings.HasPrefix(out.Content, "<skill_resource ") || !strings.Contains(out.Content, "Text, checkbox, radio.") || out.DataBase64 != "" {
+		t.Errorf("text file = %+v", out)
+	}
+	var bin readOutput
+	h.ok(toolRead, map[string]any{"name": "pdf-form-filling", "path": "assets/logo.png"}, &bin)
+	data, err := base64.StdEncoding.DecodeString(bin.DataBase64)
+	if err != nil || string(data) != string(h.cat.files[key("pdf-form-filling", "")]["assets/logo.png"]) || bin.Content != "" || bin.MediaType != "image/png" {
+		t.Errorf("binary file = %+v (%v)", bin, err)
+	}
+	msg := h.toolErr(toolRead, map[string]any{"name": "pdf-form-filling", "path": "references/missing.md"})
+	if !strings.HasPrefix(msg, "not_found: ") {
+		t.Errorf("missing file: %q", msg)
+	}
+}
+
+func TestListSkills(t *testing.T) {
+	h := newHarness(t)
+	var out listOutput
+	h.ok(toolList, map[string]any{}, &out)
+	var names []string
+	for _, s := range out.Skills {
+		names = append(names, s.Name)
+	}
+	want := []string{"data tools", "internal-lint", "kubernetes-debugging", "learned-trick", "pdf-form-filling", "release-notes"}
+	if !slices.Equal(names, want) || out.Total != len(want) || out.Catalog != nil {
+		t.Errorf("list = %v (total %d, catalog %v), want %v", names, out.Total, out.Catalog, want)
+	}
+	if out.Skills[0].URI != "skill://data%20tools/SKILL.md" {
+		t.Errorf("uri of a name with a space = %q", out.Skills[0].URI)
+	}
+	h.ok(toolList, map[string]any{"budget_chars": 120}, &out)
+	if out.Catalog == nil || out.Catalog.Chars > 120 || len(out.Catalog.Cut) == 0 || out.Catalog.Budget != 120 {
+		t.Errorf("catalog = %+v", out.Catalog)
+	}
+	h.ok(toolList, map[string]any{"agent": "reviewer"}, &out)
+	if !slices.ContainsFunc(out.Skills, func(s summaryOut) bool { return s.Name == "reviewer-checklist" }) {
+		t.Errorf("agent reviewer does not see its skill: %+v", out.Skills)
+	}
+	msg := h.toolErr(toolList, map[string]any{"page_token": "not-a-token"})
+	if !strings.HasPrefix(msg, "invalid_argument: page_token: ") {
+		t.Errorf("bad page token: %q", msg)
+	}
+}
+
+func TestAuthorizeExecFollowsFlag(t *testing.T) {
+	h := newHarness(t)
+	ctx := context.Background()
+	args := map[string]any{"skill": "pdf-form-filling", "script": "scripts/fill.py"}
+	if _, err := h.cs.CallTool(ctx, &mcpsdk.CallToolParams{Name: toolExec, Arguments: args}); err == nil || !strings.Contains(err.Error(), "unknown tool") {
+		t.Fatalf("authorize_exec while skills_exec is off: err %v, want unknown tool", err)
+	}
+
+	// A generation that changes only the flag changes only the tools.
+	h.cat.publish(func(c *catalog) { c.flags.SkillsExec = true })
+	h.waitChanged("tools")
+	var out execOutput
+	h.ok(toolExec, args, &out)
+	if !out.Allowed || out.DecisionID == "" || out.Message != "allowlisted by mcp:test-client" {
+		t.Errorf("decision = %+v", out)
+	}
+	h.ok(toolExec, map[string]any{"skill": "pdf-form-filling", "script": "scripts/other.sh"}, &out)
+	if out.Allowed || out.Reason != string(skill.DenyNotAllowlisted) {
+		t.Errorf("decision = %+v", out)
+	}
+	tools, err := h.cs.ListTools(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tool := range tools.Tools {
+		if tool.Name == toolExec && (tool.Annotations.ReadOnlyHint || *tool.Annotations.DestructiveHint || *tool.Annotations.OpenWorldHint) {
+			t.Errorf("authorize_exec annotations %+v: it records a decision, destroys nothing, reaches nothing outside", tool.Annotations)
+		}
+	}
+
+	h.cat.publish(func(c *catalog) { c.flags.SkillsExec = false })
+	h.waitChanged("tools")
+	h.quiet(100 * time.Millisecond)
+	if _, err := h.cs.CallTool(ctx, &mcpsdk.CallToolParams{Name: toolExec, Arguments: args}); err == nil {
+		t.Error("authorize_exec still callable after skills_exec went off")
+	}
+}
