@@ -10,7 +10,7 @@ import (
 func TestErrorsNameTheirSource(t *testing.T) {
 	ws := t.TempDir()
 	file := writeConfig(t, ws, "match:\n  fusion:\n    rule: rrf\n")
-		for _, tc := range []struct {
+	for _, tc := range []struct {
 		name  string
 		flags Overrides
 		env   map[string]string

@@ -8,8 +8,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/mcpsag/router/internal/match"
 	"github.com/mcpsag/router/internal/eval"
+	"github.com/mcpsag/router/internal/match"
 	"github.com/mcpsag/router/internal/skill"
 )
 
