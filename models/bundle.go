@@ -20,6 +20,12 @@ const DefaultName = "mcpsag-static-v1"
 //go:embed mcpsag-static-v1/model.onnx mcpsag-static-v1/tokenizer.json mcpsag-static-v1/mcpsag-model.json
 var bundled embed.FS
 
+// DefaultManifest is the bundled model's mcpsag-model.json: its name,
+// prefixes, token limit and cosine threshold.
+//
+//go:embed mcpsag-static-v1/mcpsag-model.json
+var DefaultManifest []byte
+
 // Calibration is the bundled model's calibrated abstention, a fragment of the
 // router's config file (match.abstain.classifiers and match.calibrated_on);
 // the router's default configuration includes it. See the file's header for

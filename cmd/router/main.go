@@ -1,46 +1,156 @@
-// Command router is the MCPSAG skill router daemon. See router --help.
+// Command router is the MCPSAG skill router: a daemon that serves skills over
+// gRPC (and MCP over HTTP with --mcp-addr), and an MCP server on stdio for
+// agent hosts (router mcp). See router --help.
 package main
 
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
+	"io"
 	"os"
 	"os/signal"
 	"syscall"
 
+	"github.com/spf13/cobra"
+
+	"github.com/mcpsag/router/internal/config"
 	"github.com/mcpsag/router/internal/daemon"
 )
 
-func main() {
-	m := &daemon.Main{}
-	if err := m.ParseFlags(os.Args[1:], os.Getenv); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			os.Exit(0)
-		}
-		fmt.Fprintln(os.Stderr, "router:", err)
-		os.Exit(2)
-	}
-	if m.PrintConfig {
-		fmt.Print(m.Config.Redacted())
-		return
-	}
+// Exit codes.
+const (
+	exitOK    = 0
+	exitError = 1
+	exitUsage = 2
+)
 
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+func main() {
+	os.Exit(run(os.Args[1:], os.Stdin, os.Stdout, os.Stderr, os.Getenv))
+}
+
+// cli is what every command gets: the streams, the environment and the
+// settings the flags give.
+type cli struct {
+	stdin          io.Reader
+	stdout, stderr io.Writer
+	getenv         func(string) string
+	flags          config.Overrides
+}
+
+// usageError is a mistake on the command line; it exits with code 2.
+type usageError struct{ error }
+
+// run executes the command line and returns the exit code.
+func run(args []string, stdin io.Reader, stdout, stderr io.Writer, getenv func(string) string) int {
+	c := &cli{stdin: stdin, stdout: stdout, stderr: stderr, getenv: getenv}
+	root := c.rootCommand()
+	root.SetArgs(args)
+	root.SetIn(stdin)
+	root.SetOut(stdout)
+	root.SetErr(stderr)
+	err := root.Execute()
+	if err == nil {
+		return exitOK
+	}
+	var ue usageError
+	if errors.As(err, &ue) {
+		fmt.Fprintf(stderr, "router: %v\nsee router --help\n", err)
+		return exitUsage
+	}
+	fmt.Fprintln(stderr, "router:", err)
+	return exitError
+}
+
+const rootLong = `router serves skills to agents: it indexes SKILL.md folders, matches tasks
+to skills (or says none fits) and loads them progressively, over gRPC and,
+with --mcp-addr, over MCP's Streamable HTTP transport. 'router mcp' serves MCP
+on stdio for agent hosts (Claude Code, Codex, Cursor, ...).
+
+Settings come from, in increasing precedence: built-in defaults, the config
+file (--config, else <workspace>/.mcp/.mcp-config.yaml when present), MCPSAG_*
+environment variables, and flags. Relative paths in flags and variables are
+relative to the working directory; in the config file, to the workspace.
+--print-config shows every effective setting and where it came from.`
+
+const rootExample = `  router --workspace examples                  # serve the example skills on 127.0.0.1:7443
+  router --workspace . --mcp-addr 127.0.0.1:7444 # also serve MCP at http://127.0.0.1:7444/mcp
+  router --workspace . --print-config           # what would run, and why
+  router mcp --workspace ~/project              # MCP on stdio, standalone
+  router mcp --connect 127.0.0.1:7443           # MCP on stdio, over a running router`
+
+func (c *cli) rootCommand() *cobra.Command {
+	var printConfig bool
+	root := &cobra.Command{
+		Use:           "router",
+		Short:         "Serve skills to agents over gRPC and MCP",
+		Long:          rootLong,
+		Example:       rootExample,
+		Args:          noArgs,
+		SilenceUsage:  true,
+		SilenceErrors: true,
+		Version:       version(),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			m, err := c.main()
+			if err != nil {
+				return err
+			}
+			if printConfig {
+				out, err := m.ExplainConfig()
+				if err != nil {
+					return err
+				}
+				_, err = fmt.Fprint(c.stdout, out)
+				return err
+			}
+			return serve(cmd.Context(), m)
+		},
+	}
+	root.SetVersionTemplate("router {{.Version}}\n")
+	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
+	pf := root.PersistentFlags()
+	pf.StringVar(&c.flags.Workspace, "workspace", "", "workspace `dir` holding skills/ and agents/*/skills/ (MCPSAG_WORKSPACE; default .)")
+	pf.StringVar(&c.flags.ConfigFile, "config", "", "config `file` (MCPSAG_CONFIG; default <workspace>/.mcp/.mcp-config.yaml)")
+	pf.StringVar(&c.flags.StateDir, "state-dir", "", "`dir` for the cache (MCPSAG_STATE_DIR; default <workspace>/.mcp/state)")
+	pf.StringVar(&c.flags.ModelDir, "model-dir", "", "embedding model `dir`; empty uses the bundled model (MCPSAG_MODEL_DIR)")
+	pf.StringVar(&c.flags.LogLevel, "log-level", "", "debug, info, warn or error (MCPSAG_LOG_LEVEL; default info)")
+	f := root.Flags()
+	f.StringVar(&c.flags.Addr, "addr", "", "gRPC listen `address` (MCPSAG_ADDR; default 127.0.0.1:7443)")
+	f.StringVar(&c.flags.AdminAddr, "admin-addr", "", "`address` for /metrics, /healthz and /readyz; empty disables it (MCPSAG_ADMIN_ADDR)")
+	f.StringVar(&c.flags.MCPAddr, "mcp-addr", "", "serve MCP over Streamable HTTP at this `address`, path /mcp; empty disables it (MCPSAG_MCP_ADDR)")
+	f.BoolVar(&printConfig, "print-config", false, "print the effective configuration, each setting with its source, and exit")
+	root.AddCommand(c.mcpCommand(), c.versionCommand())
+	return root
+}
+
+// main resolves the configuration and returns the process to run.
+func (c *cli) main() (*daemon.Main, error) {
+	cfg, err := config.Resolve(c.flags, c.getenv)
+	if err != nil {
+		return nil, err
+	}
+	return &daemon.Main{Config: cfg, Overrides: c.flags, Getenv: c.getenv, Stderr: c.stderr}, nil
+}
+
+// serve runs the daemon until SIGINT or SIGTERM, then stops it gracefully; a
+// second signal cuts the graceful stop short.
+func serve(ctx context.Context, m *daemon.Main) error {
+	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	if err := m.Run(ctx); err != nil {
-		fmt.Fprintln(os.Stderr, "router:", err)
-		os.Exit(1)
+		return err
 	}
 	<-ctx.Done()
 	stop()
-
-	// The first signal starts a graceful stop; a second one cuts it short.
 	closeCtx, cancel := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer cancel()
-	if err := m.Close(closeCtx); err != nil {
-		fmt.Fprintln(os.Stderr, "router:", err)
-		os.Exit(1)
+	return m.Close(closeCtx)
+}
+
+// noArgs refuses positional arguments as a usage error.
+func noArgs(cmd *cobra.Command, args []string) error {
+	if len(args) > 0 {
+		return usageError{fmt.Errorf("unexpected argument %q; %s takes flags only", args[0], cmd.CommandPath())}
 	}
+	return nil
 }

@@ -3,6 +3,8 @@ package mcp
 import (
 	"context"
 	"time"
+
+	"github.com/mcpsag/router/internal/skill"
 )
 
 // Auditor receives one record for every MCP request (not notifications) and
@@ -12,16 +14,6 @@ import (
 type Auditor interface {
 	AuditMCP(ctx context.Context, rec AuditRecord)
 }
-
-// Decision is what the front decided about a call.
-type Decision string
-
-// Decisions.
-const (
-	DecisionAllow       Decision = "allow"
-	DecisionDeny        Decision = "deny"
-	DecisionRateLimited Decision = "rate_limited"
-)
 
 // AuditRecord describes one call. It never holds a token, a task or skill
 // content.
@@ -42,7 +34,7 @@ type AuditRecord struct {
 	Peer string
 	// Agent is the agent the call acted for; Skill the skill it named.
 	Agent, Skill string
-	Decision     Decision
+	Decision     skill.Decision
 	// Reason says why a call was refused: origin, no_token, bad_token,
 	// scope, agent, rate_limit.
 	Reason string

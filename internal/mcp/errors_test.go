@@ -129,7 +129,7 @@ func TestAuditRecords(t *testing.T) {
 	if len(recs) != 2 {
 		t.Fatalf("records = %+v", recs)
 	}
-	if r := recs[0]; r.Decision != DecisionAllow || r.Outcome != "ok" || r.Skill != "pdf-form-filling" || r.Principal != "anonymous" || r.RequestID == "" || r.Duration <= 0 {
+	if r := recs[0]; r.Decision != skill.DecisionAllow || r.Outcome != "ok" || r.Skill != "pdf-form-filling" || r.Principal != "anonymous" || r.RequestID == "" || r.Duration <= 0 {
 		t.Errorf("record %+v", r)
 	}
 	if r := recs[1]; r.Outcome != "not_found" || r.RequestID == recs[0].RequestID {

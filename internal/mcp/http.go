@@ -221,7 +221,7 @@ func (h *httpFront) audit(r *http.Request, principal, reason string) {
 	h.f.opts.Auditor.AuditMCP(r.Context(), AuditRecord{
 		Time: time.Now(), RequestID: newRequestID(), SessionID: r.Header.Get("Mcp-Session-Id"), Method: "http",
 		Target: r.Method + " " + r.URL.Path, Principal: principal, Peer: r.RemoteAddr,
-		Decision: DecisionDeny, Reason: reason, Outcome: "refused",
+		Decision: skill.DecisionDeny, Reason: reason, Outcome: "refused",
 	})
 }
 

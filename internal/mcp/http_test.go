@@ -274,7 +274,7 @@ func TestHTTPTokens(t *testing.T) {
 			t.Errorf("%s: WWW-Authenticate %q", tc.name, got)
 		}
 		recs := h.audit.find("http", "")
-		if len(recs) == 0 || recs[len(recs)-1].Reason != tc.reason || recs[len(recs)-1].Decision != DecisionDeny {
+		if len(recs) == 0 || recs[len(recs)-1].Reason != tc.reason || recs[len(recs)-1].Decision != skill.DecisionDeny {
 			t.Errorf("%s: audit %+v, want reason %s", tc.name, recs, tc.reason)
 		}
 	}
@@ -329,7 +329,7 @@ func TestHTTPTokenGroups(t *testing.T) {
 		t.Errorf("resources/read without group load: %v", err)
 	}
 	recs := h.audit.find("tools/call", toolLoad)
-	if len(recs) != 1 || recs[0].Decision != DecisionDeny || recs[0].Reason != "scope" || recs[0].Principal != "matcher" {
+	if len(recs) != 1 || recs[0].Decision != skill.DecisionDeny || recs[0].Reason != "scope" || recs[0].Principal != "matcher" {
 		t.Errorf("audit = %+v", recs)
 	}
 }
@@ -391,7 +391,7 @@ func TestHTTPRateLimit(t *testing.T) {
 		t.Fatalf("flood over the rate limit: %q", refused)
 	}
 	recs := h.audit.find("tools/call", toolFind)
-	if recs[len(recs)-1].Decision != DecisionRateLimited {
+	if recs[len(recs)-1].Decision != skill.DecisionRateLimited {
 		t.Errorf("audit %+v", recs[len(recs)-1])
 	}
 	// Other methods are refused as JSON-RPC errors with the delay.

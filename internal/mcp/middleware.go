@@ -28,7 +28,7 @@ type call struct {
 	peer      string
 	// Set by handlers.
 	agent, skill string
-	decision     Decision
+	decision     skill.Decision
 	reason       string
 	outcome      string
 }
@@ -41,7 +41,7 @@ func callFrom(ctx context.Context) *call {
 	if c, ok := ctx.Value(callKey{}).(*call); ok {
 		return c
 	}
-	return &call{id: newRequestID(), decision: DecisionAllow, outcome: "ok"}
+	return &call{id: newRequestID(), decision: skill.DecisionAllow, outcome: "ok"}
 }
 
 func newRequestID() string {
@@ -124,7 +124,7 @@ func (f *Front) middleware(vw *view) mcpsdk.Middleware {
 			if notification {
 				return next(ctx, method, req)
 			}
-			c := &call{id: newRequestID(), principal: p, peer: peer, agent: vw.key.Agent, decision: DecisionAllow, outcome: "ok"}
+			c := &call{id: newRequestID(), principal: p, peer: peer, agent: vw.key.Agent, decision: skill.DecisionAllow, outcome: "ok"}
 			origin := skill.Origin{Transport: "mcp", Peer: peer}
 			if p != nil && p != auth.Anonymous {
 				origin.Principal = p.ID
@@ -173,7 +173,7 @@ func (f *Front) admit(c *call, method, tgt string) (mcpsdk.Result, error) {
 		need = toolFeatures[tgt]
 	}
 	if need != 0 && FeaturesOf(p)&need == 0 {
-		c.decision, c.reason, c.outcome = DecisionDeny, "scope", "permission_denied"
+		c.decision, c.reason, c.outcome = skill.DecisionDeny, "scope", "permission_denied"
 		if method == "tools/call" {
 			return toolRefusal(fmt.Sprintf("permission_denied: token %s may not call %s (it needs group %s; the token has %s)",
 				p.ID, tgt, toolGroups[tgt], groupList(p))), nil
@@ -182,7 +182,7 @@ func (f *Front) admit(c *call, method, tgt string) (mcpsdk.Result, error) {
 			"token %s may not use %s: skill content needs group load (the token has %s)", p.ID, method, groupList(p))}
 	}
 	if d := p.Admit(); d > 0 {
-		c.decision, c.reason, c.outcome = DecisionRateLimited, "rate_limit", "resource_exhausted"
+		c.decision, c.reason, c.outcome = skill.DecisionRateLimited, "rate_limit", "resource_exhausted"
 		wait := d.Round(time.Millisecond) + time.Millisecond
 		msg := fmt.Sprintf("rate limit of token %s exceeded: retry in %v", p.ID, wait)
 		if method == "tools/call" {

@@ -131,7 +131,7 @@ func (f *Front) actFor(ctx context.Context, vw *view, agent string) (string, err
 	}
 	c.agent = agent
 	if p := c.principal; p != nil && !p.ActsFor(agent) {
-		c.decision, c.reason, c.outcome = DecisionDeny, "agent", skill.CodePermissionDenied.String()
+		c.decision, c.reason, c.outcome = skill.DecisionDeny, "agent", skill.CodePermissionDenied.String()
 		shown := agent
 		if shown == "" {
 			shown = "none (the global view)"

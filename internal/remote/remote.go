@@ -45,8 +45,17 @@ var (
 	_ skill.GenerationWatcher = (*Router)(nil)
 )
 
+// maxTaskBytes is the largest task that fits one request to a router (its
+// gRPC servers take messages up to 1 MiB); the router's own limit is far
+// lower, so a larger task is refused here with the router's error.
+const maxTaskBytes = 1<<20 - 4<<10
+
 // Match forwards to SkillRouter.Match.
 func (r *Router) Match(ctx context.Context, req skill.MatchRequest) (*skill.MatchResult, error) {
+	if len(req.Task) > maxTaskBytes {
+		return nil, skill.InvalidArgument(skill.FieldTask, "the task is %d bytes; too large to send to the router", len(req.Task)).
+			WithReason(skill.ReasonTaskTooLarge)
+	}
 	in, err := matchRequestPB(req)
 	if err != nil {
 		return nil, err

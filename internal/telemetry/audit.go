@@ -139,3 +139,53 @@ func (r *Recorder) AdminCalled(ctx context.Context, a auth.AdminCall) {
 		attribute.String("code", clip(a.Code)),
 	})
 }
+
+// MCPCall describes one MCP request, or one HTTP request the MCP front
+// refused before MCP, for MCPCalled. It never holds a token, a task or skill
+// content.
+type MCPCall struct {
+	RequestID, SessionID string
+	// Method is the MCP method (tools/call, resources/read, ...), or "http".
+	Method string
+	// Target is the tool or prompt name, or the resource URI.
+	Target    string
+	Principal string
+	Peer      string
+	Agent     string
+	Skill     string
+	Decision  skill.Decision
+	// Reason says why a call was refused (origin, no_token, bad_token,
+	// scope, agent, rate_limit).
+	Reason string
+	// Outcome is ok, tool_error, protocol_error or a skill.Code name.
+	Outcome  string
+	Duration time.Duration
+}
+
+// MCPCalled records an MCP request: audit event mcp_call and the MCP calls
+// counter (by method, decision and outcome). Call it once per request,
+// refused ones included.
+func (r *Recorder) MCPCalled(ctx context.Context, c MCPCall) {
+	if r == nil {
+		return
+	}
+	method := clip(c.Method)
+	r.mcpCalls.Add(ctx, 1, metric.WithAttributes(
+		attribute.String(keyMethod, method),
+		attribute.String(keyDecision, string(c.Decision)),
+		attribute.String(keyOutcome, clip(c.Outcome))))
+	r.emit(ctx, r.audit, EventMCPCall, otellog.SeverityInfo, true, []attribute.KeyValue{
+		attribute.String("request.id", clip(c.RequestID)),
+		attribute.String("session.id", clip(c.SessionID)),
+		attribute.String(keyMethod, method),
+		attribute.String("target", clip(c.Target)),
+		attribute.String("principal", clip(c.Principal)),
+		attribute.String("client.address", clip(c.Peer)),
+		attribute.String(keyAgent, clip(c.Agent)),
+		attribute.String(keySkill, clip(c.Skill)),
+		attribute.String(keyDecision, string(c.Decision)),
+		attribute.String(keyReason, clip(c.Reason)),
+		attribute.String(keyOutcome, clip(c.Outcome)),
+		attribute.Float64(keyDurationMS, ms(c.Duration)),
+	})
+}

@@ -17,6 +17,7 @@ const (
 	EventEmbeddingFallback = "skill_embedding_fallback"
 	EventReindexed         = "skill_reindexed"
 	EventAdminCall         = "admin_call"
+	EventMCPCall           = "mcp_call"
 )
 
 // Metric names (OTel form). The Prometheus form, as served on /metrics and
@@ -42,6 +43,7 @@ const (
 	MetricIndexSkills       = "skillrouter.index.skills"           // skillrouter_index_skills
 	MetricReindexDuration   = "skillrouter.index.reindex.duration" // skillrouter_index_reindex_duration_seconds_{bucket,sum,count}
 	MetricAdminCalls        = "skillrouter.admin.calls"            // skillrouter_admin_calls_total
+	MetricMCPCalls          = "skillrouter.mcp.calls"              // skillrouter_mcp_calls_total
 	MetricRPCServerDuration = "rpc.server.call.duration"           // rpc_server_call_duration_seconds_{bucket,sum,count} (otelgrpc)
 )
 

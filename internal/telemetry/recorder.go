@@ -52,6 +52,7 @@ type Recorder struct {
 	cacheMisses     metric.Int64ObservableCounter
 	reindexDuration metric.Float64Histogram
 	adminCalls      metric.Int64Counter
+	mcpCalls        metric.Int64Counter
 
 	indexFn atomic.Pointer[func() IndexSize]
 
@@ -129,6 +130,7 @@ func newRecorder(mp metric.MeterProvider, lp otellog.LoggerProvider, log *slog.L
 	}
 	r.reindexDuration = f64h(MetricReindexDuration, "s", "Time to reindex, by outcome and full.", longBuckets)
 	r.adminCalls = i64c(MetricAdminCalls, "{call}", "Admin calls, by method and decision.")
+	r.mcpCalls = i64c(MetricMCPCalls, "{call}", "MCP requests, by method, decision and outcome.")
 
 	_, err = m.Int64ObservableGauge(MetricIndexSkills, metric.WithUnit("{skill}"),
 		metric.WithDescription("Skills in the index, by state (served, disabled, shadowed, agent_scoped, invalid)."),

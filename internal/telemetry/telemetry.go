@@ -262,6 +262,10 @@ func (t *Telemetry) Logger() *slog.Logger {
 	return t.logger
 }
 
+// TracerProvider returns the router's tracer provider, for components that
+// name their own instrumentation scope (the MCP front).
+func (t *Telemetry) TracerProvider() trace.TracerProvider { return t.tp }
+
 // Tracer returns the router's tracer; the Router decorator makes its spans
 // (match, load, reindex, authorize_exec) with it.
 func (t *Telemetry) Tracer() trace.Tracer { return t.tp.Tracer(ScopeName) }

@@ -1,0 +1,125 @@
+package daemon
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"sync"
+	"time"
+
+	"github.com/mcpsag/router/internal/buildinfo"
+	"github.com/mcpsag/router/internal/mcp"
+	"github.com/mcpsag/router/internal/telemetry"
+)
+
+// mcpServer is the MCP Streamable HTTP front of a running daemon.
+type mcpServer struct {
+	http   *http.Server
+	lis    net.Listener
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+}
+
+// mcpOptions are the front's options in this process.
+func (m *Main) mcpOptions(agent string) mcp.Options {
+	return mcp.Options{
+		Name: "mcpsag-router", Version: buildinfo.Read().String(), Agent: agent,
+		Logger:         m.log.With("component", "mcp"),
+		TracerProvider: m.tel.TracerProvider(),
+		Auditor:        mcpAuditor{m.tel.Recorder()},
+	}
+}
+
+// startMCPHTTP serves MCP over Streamable HTTP at mcp.addr, with the gRPC
+// listener's TLS configuration (nil: plain HTTP) and, with auth on, the same
+// tokens.
+func (m *Main) startMCPHTTP(tlsConfig *tls.Config) (*mcpServer, error) {
+	cfg := m.Config
+	lis, err := net.Listen("tcp", cfg.MCP.Addr)
+	if err != nil {
+		return nil, fmt.Errorf("listen on %s for MCP: %w (pick another --mcp-addr)", cfg.MCP.Addr, err)
+	}
+	if tlsConfig != nil {
+		lis = tls.NewListener(lis, tlsConfig)
+	}
+	front := mcp.New(m.served, m.mcpOptions(""))
+	ctx, cancel := context.WithCancel(context.Background())
+	s := &mcpServer{lis: lis, cancel: cancel}
+	s.http = &http.Server{
+		Handler: front.HTTPHandler(mcp.HTTPOptions{
+			Tokens:         m.guard.Tokens,
+			AllowedOrigins: cfg.MCP.AllowedOrigins,
+			MaxBodyBytes:   cfg.MCP.MaxBodyBytes,
+			SessionTimeout: cfg.MCP.SessionTimeout,
+		}),
+		ReadHeaderTimeout: 10 * time.Second,
+		IdleTimeout:       2 * time.Minute,
+		MaxHeaderBytes:    64 << 10,
+		// No WriteTimeout: it would cut the server-sent event streams.
+		ErrorLog: nil,
+	}
+	s.wg.Go(func() { _ = front.Run(ctx) })
+	s.wg.Go(func() {
+		if err := s.http.Serve(lis); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			m.log.Error("MCP server stopped", "err", err)
+		}
+	})
+	return s, nil
+}
+
+// stop closes the listener and waits for requests in flight until ctx ends,
+// then closes the rest.
+func (s *mcpServer) stop(ctx context.Context) {
+	if err := s.http.Shutdown(ctx); err != nil {
+		_ = s.http.Close()
+	}
+	s.cancel()
+	s.wg.Wait()
+}
+
+// MCPAddr returns the address MCP over HTTP is served on, "" when off.
+func (m *Main) MCPAddr() string {
+	if m.mcp == nil {
+		return ""
+	}
+	return m.mcp.lis.Addr().String()
+}
+
+// ServeMCP runs the router standalone for one MCP session over in and out (a
+// host's stdin and stdout), for agent: it builds its own index of the
+// workspace and serves until the client closes in or ctx ends. Nothing but
+// MCP messages is written to out; logs go to Stderr. When a daemon holds the
+// state directory, it indexes into a private temporary one.
+func (m *Main) ServeMCP(ctx context.Context, agent string, in io.Reader, out io.Writer) (err error) {
+	if err := m.startTelemetry(ctx); err != nil {
+		return err
+	}
+	defer func() { err = errors.Join(err, m.closeTelemetry()) }()
+	holder := fmt.Sprintf("router mcp (stdio) pid %d", os.Getpid())
+	if err := m.openCore(ctx, holder, true); err != nil {
+		return err
+	}
+	defer func() { err = errors.Join(err, m.closeCore()) }()
+	if err := m.router.Start(ctx); err != nil {
+		return fmt.Errorf("first index: %w", err)
+	}
+	m.watchConfig(m.router)
+	m.log.Info("serving MCP on stdio", "workspace", m.Config.Workspace, "agent", agent, "version", buildinfo.Read().String())
+	return mcp.Serve(ctx, m.served, in, out, m.mcpOptions(agent))
+}
+
+// mcpAuditor records the MCP front's audit records as telemetry.
+type mcpAuditor struct{ rec *telemetry.Recorder }
+
+func (a mcpAuditor) AuditMCP(ctx context.Context, r mcp.AuditRecord) {
+	a.rec.MCPCalled(ctx, telemetry.MCPCall{
+		RequestID: r.RequestID, SessionID: r.SessionID, Method: r.Method, Target: r.Target,
+		Principal: r.Principal, Peer: r.Peer, Agent: r.Agent, Skill: r.Skill,
+		Decision: r.Decision, Reason: r.Reason, Outcome: r.Outcome, Duration: r.Duration,
+	})
+}

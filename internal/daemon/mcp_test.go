@@ -1,0 +1,369 @@
+package daemon_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	mcpsdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mcpsag/router/internal/auth"
+	"github.com/mcpsag/router/internal/config"
+	"github.com/mcpsag/router/internal/daemon/daemontest"
+)
+
+// mcpClient is a Go SDK client session with the list_changed notifications it
+// received.
+type mcpClient struct {
+	t       *testing.T
+	cs      *mcpsdk.ClientSession
+	changed chan string
+}
+
+func connectMCP(t *testing.T, tr mcpsdk.Transport) *mcpClient {
+	t.Helper()
+	c := &mcpClient{t: t, changed: make(chan string, 64)}
+	notify := func(what string) {
+		select {
+		case c.changed <- what:
+		default:
+		}
+	}
+	client := mcpsdk.NewClient(&mcpsdk.Implementation{Name: "router-e2e", Version: "1"}, &mcpsdk.ClientOptions{
+		PromptListChangedHandler:   func(context.Context, *mcpsdk.PromptListChangedRequest) { notify("prompts") },
+		ResourceListChangedHandler: func(context.Context, *mcpsdk.ResourceListChangedRequest) { notify("resources") },
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	cs, err := client.Connect(ctx, tr, nil)
+	if err != nil {
+		t.Fatalf("MCP connect: %v", err)
+	}
+	t.Cleanup(func() { cs.Close() })
+	c.cs = cs
+	return c
+}
+
+// call calls a tool and decodes its structured content into out; it fails
+// the test on a protocol error, and returns the result.
+func (c *mcpClient) call(name string, args map[string]any, out any) *mcpsdk.CallToolResult {
+	c.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	res, err := c.cs.CallTool(ctx, &mcpsdk.CallToolParams{Name: name, Arguments: args})
+	if err != nil {
+		c.t.Fatalf("%s: %v", name, err)
+	}
+	if out != nil && !res.IsError {
+		b, _ := json.Marshal(res.StructuredContent)
+		if err := json.Unmarshal(b, out); err != nil {
+			c.t.Fatalf("%s structured content: %v", name, err)
+		}
+	}
+	return res
+}
+
+// text returns the first text content of a result.
+func text(res *mcpsdk.CallToolResult) string {
+	for _, c := range res.Content {
+		if t, ok := c.(*mcpsdk.TextContent); ok {
+			return t.Text
+		}
+	}
+	return ""
+}
+
+// exerciseRouter runs the whole surface against a router serving a copy of
+// examples/ at ws: every tool, a resource, a prompt, bad input, and a
+// list_changed after a new skill appears on disk.
+func exerciseRouter(t *testing.T, c *mcpClient, ws string) {
+	t.Helper()
+	ctx := context.Background()
+	tools, err := c.cs.ListTools(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, tool := range tools.Tools {
+		names = append(names, tool.Name)
+		if tool.OutputSchema == nil || tool.Annotations == nil || !tool.Annotations.ReadOnlyHint {
+			t.Errorf("tool %s lacks an output schema or read-only annotations", tool.Name)
+		}
+	}
+	if strings.Join(names, ",") != "find_skills,list_skills,load_skill,read_skill_file" {
+		t.Errorf("tools %v (authorize_exec must be absent while skills_exec is off)", names)
+	}
+
+	var found struct {
+		Candidates []struct{ Name, Why string }
+		Abstained  bool
+	}
+	c.call("find_skills", map[string]any{"task": "fill in a PDF form from a JSON file"}, &found)
+	if found.Abstained || len(found.Candidates) == 0 || found.Candidates[0].Name != "pdf-form-filling" || found.Candidates[0].Why == "" {
+		t.Errorf("find_skills: %+v", found)
+	}
+	c.call("find_skills", map[string]any{"task": "what is the capital of France"}, &found)
+	if !found.Abstained {
+		t.Errorf("find_skills on a task no skill serves did not abstain: %+v", found)
+	}
+
+	var loaded struct {
+		Content, SHA256 string
+		Files           []struct{ Path string }
+	}
+	res := c.call("load_skill", map[string]any{"name": "pdf-form-filling"}, &loaded)
+	links := 0
+	for _, ct := range res.Content {
+		if _, ok := ct.(*mcpsdk.ResourceLink); ok {
+			links++
+		}
+	}
+	if !strings.HasPrefix(loaded.Content, "<skill_content name=\"pdf-form-filling\"") || loaded.SHA256 == "" || links == 0 || links != len(loaded.Files) {
+		t.Errorf("load_skill: content %.80q, %d files, %d resource links", loaded.Content, len(loaded.Files), links)
+	}
+
+	var file struct{ Content, SHA256 string }
+	c.call("read_skill_file", map[string]any{"name": "pdf-form-filling", "path": "references/field-types.md"}, &file)
+	if !strings.Contains(file.Content, `path="references/field-types.md"`) || !strings.Contains(file.Content, `sha256="`+file.SHA256+`"`) {
+		t.Errorf("read_skill_file: the frame must name the file and its own hash: %.200q (sha256 %s)", file.Content, file.SHA256)
+	}
+
+	var listed struct {
+		Skills  []struct{ Name string }
+		Catalog *struct{ Text string }
+	}
+	c.call("list_skills", map[string]any{"budget_chars": 600}, &listed)
+	if len(listed.Skills) < 7 || listed.Catalog == nil || len([]rune(listed.Catalog.Text)) > 600 {
+		t.Errorf("list_skills: %d skills, catalog %+v", len(listed.Skills), listed.Catalog)
+	}
+
+	for _, bad := range []map[string]any{
+		{"name": "pdf-form-filling", "path": "../../../etc/passwd"},
+		{"name": "pdf-form-filling", "path": "/etc/passwd"},
+		{"name": "pdf-form-filling", "path": "references\\..\\..\\x"},
+		{"name": "pdf-form-filling", "path": "%2e%2e/x"},
+		{"name": "pdf-form-filling", "path": "references/\x00"},
+		{"name": "no-such-skill", "path": "SKILL.md"},
+	} {
+		res := c.call("read_skill_file", bad, nil)
+		if !res.IsError || strings.Contains(text(res), ws) || strings.Contains(text(res), "root:") {
+			t.Errorf("read_skill_file %q: isError %v, %q", bad["path"], res.IsError, text(res))
+		}
+	}
+	if res := c.call("find_skills", map[string]any{"task": strings.Repeat("x", 1<<20)}, nil); !res.IsError || !strings.Contains(text(res), "task") {
+		t.Errorf("a 1 MiB task: isError %v, %q", res.IsError, text(res))
+	}
+
+	rr, err := c.cs.ReadResource(ctx, &mcpsdk.ReadResourceParams{URI: "skill://pdf-form-filling/references/field-types.md"})
+	if err != nil || len(rr.Contents) != 1 || !strings.Contains(rr.Contents[0].Text, "skill_resource") {
+		t.Errorf("resource read: %v %+v", err, rr)
+	}
+	if _, err := c.cs.ReadResource(ctx, &mcpsdk.ReadResourceParams{URI: "skill://pdf-form-filling/%2e%2e/%2e%2e/etc/passwd"}); err == nil {
+		t.Error("a traversing resource URI was served")
+	}
+	pr, err := c.cs.GetPrompt(ctx, &mcpsdk.GetPromptParams{Name: "pdf-form-filling"})
+	if err != nil || len(pr.Messages) == 0 {
+		t.Errorf("prompt: %v %+v", err, pr)
+	}
+
+	// A new skill on disk reaches the client as a list change.
+	dir := filepath.Join(ws, "skills", "terraform-plan-review")
+	must(t, os.MkdirAll(dir, 0o755))
+	must(t, os.WriteFile(filepath.Join(dir, "SKILL.md"), []byte("---\nname: terraform-plan-review\ndescription: Review terraform plans before apply.\n---\nRead the plan.\n"), 0o644))
+	select {
+	case <-c.changed:
+	case <-time.After(30 * time.Second):
+		t.Fatal("no list_changed notification after a new skill appeared")
+	}
+	daemontest.Eventually(t, 10*time.Second, "the new skill as a prompt", func() bool {
+		_, err := c.cs.GetPrompt(ctx, &mcpsdk.GetPromptParams{Name: "terraform-plan-review"})
+		return err == nil
+	})
+}
+
+func fastWatch(c *config.Config) {
+	c.Watch.Debounce = 100 * time.Millisecond
+	c.Watch.RescanInterval = 2 * time.Second
+}
+
+func TestMCPOverHTTP(t *testing.T) {
+	ws := daemontest.CopyExamples(t)
+	r := daemontest.Start(t, ws, daemontest.Options{Configure: func(c *config.Config) {
+		c.MCP.Addr = "127.0.0.1:0"
+		fastWatch(c)
+	}})
+	url := "http://" + r.Main.MCPAddr() + "/mcp"
+	c := connectMCP(t, &mcpsdk.StreamableClientTransport{Endpoint: url})
+	exerciseRouter(t, c, ws)
+
+	t.Run("a bad Origin is refused", func(t *testing.T) {
+		req, _ := http.NewRequest(http.MethodPost, url, strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"ping"}`))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		req.Header.Set("Origin", "https://evil.example")
+		res, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		res.Body.Close()
+		if res.StatusCode != http.StatusForbidden {
+			t.Errorf("status %d, want 403", res.StatusCode)
+		}
+	})
+}
+
+func TestMCPOverHTTPWithTokens(t *testing.T) {
+	ws := daemontest.CopyExamples(t)
+	tokens := filepath.Join(t.TempDir(), "tokens.yaml")
+	must(t, os.WriteFile(tokens, []byte("tokens:\n"+
+		"  - {id: agent, sha256: "+auth.HashToken("agent-secret")+", groups: [match, load], agents: [reviewer]}\n"), 0o600))
+	r := daemontest.Start(t, ws, daemontest.Options{Configure: func(c *config.Config) {
+		c.MCP.Addr = "127.0.0.1:0"
+		c.Auth.Enabled, c.Auth.TokensFile = true, tokens
+	}})
+	url := "http://" + r.Main.MCPAddr() + "/mcp"
+	res, err := http.Post(url, "application/json", strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"ping"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	res.Body.Close()
+	if res.StatusCode != http.StatusUnauthorized || !strings.Contains(res.Header.Get("WWW-Authenticate"), "Bearer") {
+		t.Errorf("no token: %d %q, want 401 with WWW-Authenticate", res.StatusCode, res.Header.Get("WWW-Authenticate"))
+	}
+	withToken := &http.Client{Transport: bearer{"agent-secret"}}
+	c := connectMCP(t, &mcpsdk.StreamableClientTransport{Endpoint: url + "?agent=reviewer", HTTPClient: withToken})
+	var found struct{ Candidates []struct{ Name string } }
+	c.call("find_skills", map[string]any{"task": "review this pull request's code"}, &found)
+	if len(found.Candidates) == 0 || found.Candidates[0].Name != "code-review-checklist" {
+		t.Errorf("the reviewer's own skill: %+v", found)
+	}
+	if res := c.call("find_skills", map[string]any{"task": "x", "agent": "someone-else"}, nil); !res.IsError {
+		t.Error("a token bound to reviewer acted for another agent")
+	}
+}
+
+type bearer struct{ tok string }
+
+func (b bearer) RoundTrip(r *http.Request) (*http.Response, error) {
+	r = r.Clone(r.Context())
+	r.Header.Set("Authorization", "Bearer "+b.tok)
+	return http.DefaultTransport.RoundTrip(r)
+}
+
+// routerBinary builds cmd/router once for the tests that run it as a
+// subprocess.
+var routerBinary = sync.OnceValues(func() (string, error) {
+	_, file, _, _ := runtime.Caller(0)
+	dir, err := os.MkdirTemp("", "mcpsag-router-bin-")
+	if err != nil {
+		return "", err
+	}
+	exe := filepath.Join(dir, "router")
+	out, err := exec.Command("go", "build", "-o", exe, filepath.Join(filepath.Dir(file), "..", "..", "cmd", "router")).CombinedOutput()
+	if err != nil {
+		return "", fmt.Errorf("go build: %v\n%s", err, out)
+	}
+	return exe, nil
+})
+
+func router(t *testing.T) string {
+	t.Helper()
+	exe, err := routerBinary()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return exe
+}
+
+// TestMCPOverStdio runs `router mcp` standalone as a host would: a
+// subprocess speaking MCP on its stdin and stdout.
+func TestMCPOverStdio(t *testing.T) {
+	ws := daemontest.CopyExamples(t)
+	must(t, os.WriteFile(filepath.Join(ws, ".mcp", ".mcp-config.yaml"),
+		append(mustRead(t, filepath.Join(ws, ".mcp", ".mcp-config.yaml")), []byte("\nwatch: {debounce: 100ms, rescan_interval: 2s}\n")...), 0o644))
+	var stderr bytes.Buffer
+	cmd := exec.Command(router(t), "mcp", "--workspace", ws, "--state-dir", t.TempDir())
+	cmd.Stderr = &stderr
+	c := connectMCP(t, &mcpsdk.CommandTransport{Command: cmd})
+	exerciseRouter(t, c, ws)
+	if !strings.Contains(stderr.String(), "serving MCP on stdio") {
+		t.Errorf("the log did not go to stderr:\n%s", stderr.String())
+	}
+}
+
+// TestMCPAttached runs `router mcp --connect` against a daemon: the session
+// shares the daemon's index, and its list changes are relayed.
+func TestMCPAttached(t *testing.T) {
+	ws := daemontest.CopyExamples(t)
+	r := daemontest.Start(t, ws, daemontest.Options{Configure: fastWatch})
+	cmd := exec.Command(router(t), "mcp", "--connect", r.Addr)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	c := connectMCP(t, &mcpsdk.CommandTransport{Command: cmd})
+	exerciseRouter(t, c, ws)
+	if st, err := r.Main.Router().Status(context.Background()); err != nil || st.LastStats.Scanned == 0 {
+		t.Errorf("daemon status %v %+v", err, st)
+	}
+}
+
+// TestTypeScriptClient drives the real router over both transports with the
+// official TypeScript SDK: a client no one here wrote.
+func TestTypeScriptClient(t *testing.T) {
+	node, err := exec.LookPath("node")
+	if err != nil {
+		t.Skip("node is not installed: the TypeScript SDK client test needs Node 18 or later")
+	}
+	_, file, _, _ := runtime.Caller(0)
+	dir := filepath.Join(filepath.Dir(file), "..", "..", "testdata", "mcp-ts-client")
+	if _, err := os.Stat(filepath.Join(dir, "node_modules", "@modelcontextprotocol", "sdk", "package.json")); err != nil {
+		t.Skipf("the TypeScript SDK is not installed: run 'npm ci' in %s (.ci/run does)", dir)
+	}
+	ws := daemontest.CopyExamples(t)
+	r := daemontest.Start(t, ws, daemontest.Options{Configure: func(c *config.Config) { c.MCP.Addr = "127.0.0.1:0" }})
+	for name, args := range map[string][]string{
+		"http":  {"--url", "http://" + r.Main.MCPAddr() + "/mcp"},
+		"stdio": {"--stdio", "--", router(t), "mcp", "--workspace", ws, "--state-dir", t.TempDir()},
+	} {
+		t.Run(name, func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+			defer cancel()
+			cmd := exec.CommandContext(ctx, node, append([]string{"client.mjs"}, args...)...)
+			cmd.Dir = dir
+			var stdout, stderr bytes.Buffer
+			cmd.Stdout, cmd.Stderr = &stdout, &stderr
+			if err := cmd.Run(); err != nil {
+				t.Fatalf("TypeScript client: %v\n%s", err, stderr.String())
+			}
+			var s struct {
+				Transport string
+				Tools     []string
+				Found     []string
+			}
+			if err := json.Unmarshal(stdout.Bytes(), &s); err != nil {
+				t.Fatalf("summary %q: %v", stdout.String(), err)
+			}
+			if s.Transport != name || len(s.Tools) != 4 || len(s.Found) == 0 || s.Found[0] != "pdf-form-filling" {
+				t.Errorf("summary %+v", s)
+			}
+		})
+	}
+}
+
+func mustRead(t *testing.T, p string) []byte {
+	t.Helper()
+	b, err := os.ReadFile(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
