@@ -149,6 +149,7 @@ func (r *report) add(ev event) {
 			}
 			sort.Slice(open, func(i, j int) bool { return open[i].test < open[j].test })
 			for _, bk := range open {
+				r.failed++
 				r.flush(bk)
 			}
 			r.failedPkgs = append(r.failedPkgs, ev.Package)

@@ -41,6 +41,9 @@ func goTestJSON(t *testing.T) []byte {
 		"go.mod":         "module example.com/sample\n\ngo 1.22\n",
 		"sample_test.go": sampleTests,
 		"other/doc.go":   "// Package other has no tests.\npackage other\n",
+		// A test that outlives -timeout: the binary panics, and the test
+		// never reports an end.
+		"slow/slow_test.go": "package slow\n\nimport (\n\t\"testing\"\n\t\"time\"\n)\n\nfunc TestSlow(t *testing.T) { t.Log(\"started\"); time.Sleep(time.Minute) }\n",
 	}
 	for name, content := range files {
 		p := filepath.Join(dir, name)
@@ -51,7 +54,7 @@ func goTestJSON(t *testing.T) []byte {
 			t.Fatal(err)
 		}
 	}
-	cmd := exec.Command(gobin, "test", "-json", "./...")
+	cmd := exec.Command(gobin, "test", "-json", "-timeout", "3s", "./...")
 	cmd.Dir = dir
 	cmd.Env = append(os.Environ(), "GOFLAGS=-mod=mod", "GOWORK=off")
 	out, err := cmd.Output()
@@ -85,7 +88,10 @@ func TestReport(t *testing.T) {
 		"example.com/sample TestNeedsData: sample_test.go:11: no data under /data\n      allowed in CI: the data is not shipped",
 		"example.com/sample TestParent/root: sample_test.go:15: running as root\n      allowed in CI: CI runs as root",
 		"note: allowed skip on line 4 (example.com/sample TestGone) did not happen",
-		"\n3 passed, 1 failed, 3 skipped\n",
+		"panic: test timed out after 3s",
+		"slow_test.go:8: started",
+		"FAIL\texample.com/sample/slow",
+		"\n3 passed, 2 failed, 3 skipped\n",
 	} {
 		if !strings.Contains(text, want) {
 			t.Errorf("output lacks %q", want)
@@ -96,7 +102,7 @@ func TestReport(t *testing.T) {
 			t.Errorf("output has %q, which go test without -v does not print", unwanted)
 		}
 	}
-	if err == nil || !strings.Contains(err.Error(), "1 tests failed") ||
+	if err == nil || !strings.Contains(err.Error(), "2 tests failed") ||
 		!strings.Contains(err.Error(), "1 tests skipped that CI must run: example.com/sample TestNeedsTool") {
 		t.Errorf("error = %v", err)
 	}
