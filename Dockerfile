@@ -48,8 +48,8 @@ COPY --from=build --chown=65532:65532 /out/state /var/lib/mcpsag
 # place the router writes, so the root file system can be read-only.
 ENV MCPSAG_WORKSPACE=/workspace \
     MCPSAG_STATE_DIR=/var/lib/mcpsag \
-    MCPSAG_ADDR=0.0.0.0:7443 \
-    MCPSAG_ADMIN_ADDR=0.0.0.0:9464
+    MCPSAG_ADDR=:7443 \
+    MCPSAG_ADMIN_ADDR=:9464
 VOLUME ["/var/lib/mcpsag"]
 EXPOSE 7443 9464
 USER 65532:65532
