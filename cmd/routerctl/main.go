@@ -64,6 +64,7 @@ func commands() []command {
 		{"load", "load a skill at level 1, 2 or 3", runLoad},
 		{"reindex", "rescan the skill folders now", runReindex},
 		{"status", "show the router's state", runStatus},
+		{"health", "check the gRPC health service; exit 0 only when serving", runHealth},
 		{"match", "ask which skills fit a task", runMatch},
 		{"authorize-exec", "ask whether a skill script may run", runAuthorizeExec},
 		{"model", "show the embedding model, or verify a model folder offline", runModel},
