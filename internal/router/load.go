@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"fmt"
+	"path/filepath"
 	"strings"
 	"unicode/utf8"
 
@@ -77,7 +78,7 @@ func frame(tag string, s *skill.Skill, sha256, resource string, truncated bool, 
 		trust = "untrusted"
 	}
 	var b strings.Builder
-	fmt.Fprintf(&b, "<%s name=%q source=%q root=%q sha256=%q trust=%q", tag, s.Name, s.Root.Kind, s.Root.Display, sha256, trust)
+	fmt.Fprintf(&b, "<%s name=%q source=%q root=%q sha256=%q trust=%q", tag, s.Name, s.Root.Kind, rootLabel(s.Root), sha256, trust)
 	if resource != "" {
 		fmt.Fprintf(&b, " path=%q", resource)
 	}
@@ -91,6 +92,16 @@ func frame(tag string, s *skill.Skill, sha256, resource string, truncated bool, 
 	}
 	fmt.Fprintf(&b, "</%s>\n", tag)
 	return b.String()
+}
+
+// rootLabel names a skill's root in a frame without revealing the host's
+// layout: its path relative to the workspace, or only its folder name when
+// it lies outside.
+func rootLabel(r skill.Root) string {
+	if filepath.IsAbs(r.Display) {
+		return filepath.Base(r.Display)
+	}
+	return r.Display
 }
 
 // defuse breaks any "</tag" in text (ASCII case-insensitively) so it cannot

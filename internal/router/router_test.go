@@ -3,6 +3,7 @@ package router
 import (
 	"context"
 	"errors"
+	"os"
 	"path/filepath"
 	"runtime"
 	"strings"
@@ -85,4 +86,32 @@ func FuzzRequests(f *testing.F) {
 			t.Fatalf("catalog over budget")
 		}
 	})
+}
+
+// TestFramesNameTheirFile: a level-3 frame carries the resource file's own
+// hash, a level-2 frame the SKILL.md's, and neither reveals where the root is.
+func TestFramesNameTheirFile(t *testing.T) {
+	r := newRouter(t)
+	ctx := context.Background()
+	body, err := r.Load(ctx, skill.LoadRequest{Name: "pdf-form-filling", Level: skill.LevelBody})
+	if err != nil {
+		t.Fatal(err)
+	}
+	file, err := r.Load(ctx, skill.LoadRequest{Name: "pdf-form-filling", Level: skill.LevelResource, ResourcePath: "references/field-types.md"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, err := os.ReadFile(filepath.Join(examples(t), "skills", "pdf-form-filling", "references", "field-types.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if file.SHA256 != skill.Hash(data) || !strings.Contains(file.Content, `sha256="`+skill.Hash(data)+`"`) {
+		t.Errorf("level 3: provenance %s, frame %.160q; want the file's own hash %s", file.SHA256, file.Content, skill.Hash(data))
+	}
+	if file.SHA256 == body.SHA256 || !strings.Contains(body.Content, `sha256="`+body.Skill.ContentHash+`"`) {
+		t.Errorf("level 2 frame %.160q does not name the SKILL.md hash %s", body.Content, body.Skill.ContentHash)
+	}
+	if got := rootLabel(skill.Root{Display: "/srv/private/skills"}); got != "skills" {
+		t.Errorf("a root outside the workspace is labelled %q", got)
+	}
 }

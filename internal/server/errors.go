@@ -65,7 +65,11 @@ func toStatus(err error, logInternal func(error) string) error {
 	if !ok {
 		code = codes.Unknown
 	}
-	st := status.New(code, de.Error())
+	msg := de.Message // never the wrapped cause: it may name host paths
+	if de.Field != "" {
+		msg = de.Field + ": " + msg
+	}
+	st := status.New(code, msg)
 	var details []protoadapt.MessageV1
 	if de.Code == skill.CodeInvalidArgument && de.Field != "" {
 		details = append(details, &errdetails.BadRequest{FieldViolations: []*errdetails.BadRequest_FieldViolation{
