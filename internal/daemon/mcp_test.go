@@ -276,7 +276,7 @@ var routerBinary = sync.OnceValues(func() (string, error) {
 	return exe, nil
 })
 
-func router(t *testing.T) string {
+func router(t testing.TB) string {
 	t.Helper()
 	exe, err := routerBinary()
 	if err != nil {
