@@ -2,6 +2,7 @@ package kubernetes_test
 
 import (
 	"context"
+	"net/http"
 	"os"
 	"path/filepath"
 	"slices"
@@ -114,7 +115,7 @@ func TestConfigMapSkillsServed(t *testing.T) {
 	}
 	slices.Sort(want)
 
-	r := daemontest.Start(t, ws, daemontest.Options{})
+	r := daemontest.Start(t, ws, daemontest.Options{Configure: func(c *config.Config) { c.AdminAddr = "127.0.0.1:0" }})
 	if got := listNames(t, r); !slices.Equal(got, want) {
 		t.Errorf("served %v, want the ConfigMap's skills %v", got, want)
 	}
@@ -133,7 +134,16 @@ func TestConfigMapSkillsServed(t *testing.T) {
 
 	// What the probes ask, answered by the real health service.
 	hc := healthpb.NewHealthClient(r.Conn)
-	for name, p := range map[string]*corev1.Probe{"startup": router.StartupProbe, "readiness": router.ReadinessProbe, "liveness": router.LivenessProbe} {
+	if p := router.LivenessProbe.HTTPGet; p != nil {
+		res, err := http.Get("http://" + r.Main.AdminAddr() + p.Path)
+		if err != nil || res.StatusCode != http.StatusOK {
+			t.Errorf("liveness probe GET %s: %v %v", p.Path, err, res)
+		}
+		if res != nil {
+			res.Body.Close()
+		}
+	}
+	for name, p := range map[string]*corev1.Probe{"startup": router.StartupProbe, "readiness": router.ReadinessProbe} {
 		var service string
 		if p.GRPC.Service != nil {
 			service = *p.GRPC.Service

@@ -159,7 +159,7 @@ func TestKustomizations(t *testing.T) {
 			})
 
 			t.Run("probes", func(t *testing.T) {
-				for name, p := range map[string]*corev1.Probe{"startup": router.StartupProbe, "readiness": router.ReadinessProbe, "liveness": router.LivenessProbe} {
+				for name, p := range map[string]*corev1.Probe{"startup": router.StartupProbe, "readiness": router.ReadinessProbe} {
 					if p == nil || p.GRPC == nil {
 						t.Errorf("%s probe %+v: want a gRPC health probe", name, p)
 						continue
@@ -167,6 +167,11 @@ func TestKustomizations(t *testing.T) {
 					if p.GRPC.Port != grpcPort {
 						t.Errorf("%s probe checks port %d, the router serves on %d", name, p.GRPC.Port, grpcPort)
 					}
+				}
+				// Liveness must hold while the router drains (gRPC health is
+				// NOT_SERVING then): the admin listener's /healthz.
+				if p := router.LivenessProbe; p == nil || p.HTTPGet == nil || p.HTTPGet.Path != "/healthz" || p.HTTPGet.Port.IntValue() != int(metricsPort) {
+					t.Errorf("liveness probe %+v: want GET /healthz on the admin port %d", p, metricsPort)
 				}
 				if p := router.ReadinessProbe; p != nil && p.GRPC != nil && p.GRPC.Service == nil {
 					t.Error("the readiness probe checks no service: name the router's API, which turns NOT_SERVING while draining")

@@ -35,6 +35,12 @@ var methodGroups = map[string]Group{
 
 func open(method string) bool { return strings.HasPrefix(method, "/grpc.health.v1.Health/") }
 
+// reflection reports whether method belongs to server reflection.
+func reflection(method string) bool {
+	return strings.HasPrefix(method, "/grpc.reflection.v1.ServerReflection/") ||
+		strings.HasPrefix(method, "/grpc.reflection.v1alpha.ServerReflection/")
+}
+
 type principalKey struct{}
 
 // PrincipalFrom returns the caller the interceptor authenticated.
@@ -119,14 +125,14 @@ func (g *Guard) check(ctx context.Context, method string, req any) (*Principal, 
 		return p, skill.DecisionDeny, "agent", status.Errorf(codes.PermissionDenied,
 			"token %s may not act for agent %s; set agent to one the token is bound to", p.ID, agent)
 	}
-	if p.limiter != nil {
-		r := p.limiter.Reserve()
-		if d := r.Delay(); d > 0 {
-			r.Cancel()
-			st, _ := status.New(codes.ResourceExhausted, "rate limit of token "+p.ID+" exceeded; retry after the delay in RetryInfo").
-				WithDetails(&errdetails.RetryInfo{RetryDelay: durationpb.New(d.Round(time.Millisecond) + time.Millisecond)})
-			return p, skill.DecisionRateLimited, "rate_limit", st.Err()
-		}
+	if reflection(method) {
+		// Discovering the API (grpcurl) does not spend the token's budget.
+		return p, skill.DecisionAllow, "", nil
+	}
+	if d := p.Admit(); d > 0 {
+		st, _ := status.New(codes.ResourceExhausted, "rate limit of token "+p.ID+" exceeded; retry after the delay in RetryInfo").
+			WithDetails(&errdetails.RetryInfo{RetryDelay: durationpb.New(d.Round(time.Millisecond) + time.Millisecond)})
+		return p, skill.DecisionRateLimited, "rate_limit", st.Err()
 	}
 	return p, skill.DecisionAllow, "", nil
 }

@@ -14,6 +14,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"sync/atomic"
 	"time"
 
 	"github.com/mcpsag/router/internal/buildinfo"
@@ -59,6 +60,9 @@ type Main struct {
 	lis    net.Listener
 	done   chan error // the gRPC server's Serve result
 	mcp    *mcpServer
+	// serving is set once the first index is served, and cleared when a
+	// shutdown begins; /readyz reports it.
+	serving atomic.Bool
 	// bundledModel is where the bundled model was unpacked.
 	bundledModel string
 	// stopReload ends the config watcher.
@@ -141,6 +145,7 @@ func (m *Main) Run(ctx context.Context) (err error) {
 		return fmt.Errorf("first index: %w", err)
 	}
 	m.srv.SetServing(true)
+	m.serving.Store(true)
 	m.watchConfig(m.router)
 	return nil
 }
@@ -156,8 +161,14 @@ func (m *Main) startTelemetry(ctx context.Context) error {
 		ServiceVersion: buildinfo.Read().String(),
 		AdminAddr:      m.Config.AdminAddr,
 		RecordTaskText: m.Config.Telemetry.RecordTaskText,
-		Logger:         slog.New(slog.NewJSONHandler(m.Stderr, &slog.HandlerOptions{Level: level})),
-		LogLevel:       level,
+		Ready: func() (bool, string) {
+			if m.serving.Load() {
+				return true, "ready"
+			}
+			return false, "not serving: the first index is being built, or the router is stopping"
+		},
+		Logger:   slog.New(slog.NewJSONHandler(m.Stderr, &slog.HandlerOptions{Level: level})),
+		LogLevel: level,
 	})
 	if err != nil {
 		return fmt.Errorf("telemetry: %w", err)
@@ -268,6 +279,7 @@ func (m *Main) Router() *router.Router { return m.router }
 // get the grace period to finish before the servers stop hard. Resources
 // close in reverse order of opening. Cancelling ctx skips the waiting.
 func (m *Main) Close(ctx context.Context) error {
+	m.serving.Store(false)
 	if m.srv != nil {
 		m.srv.Health.Shutdown()
 		if d := m.Config.Shutdown.Drain; d > 0 {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/http"
 	"os"
 	"path/filepath"
 	"slices"
@@ -505,4 +506,43 @@ func TestUnknownMethod(t *testing.T) {
 	if status.Code(err) != codes.Unimplemented || !strings.Contains(status.Convert(err).Message(), "Frobnicate") {
 		t.Errorf("unknown method: %v", err)
 	}
+}
+
+// TestAdminHealthEndpoints: /healthz answers while the process runs, /readyz
+// only while the router serves and is not draining.
+func TestAdminHealthEndpoints(t *testing.T) {
+	r := daemontest.Start(t, daemontest.CopyExamples(t), daemontest.Options{Configure: func(c *config.Config) {
+		c.AdminAddr = "127.0.0.1:0"
+		c.Shutdown.Drain = 2 * time.Second
+	}})
+	base := "http://" + r.Main.AdminAddr()
+	get := func(path string) (int, string) {
+		res, err := http.Get(base + path)
+		if err != nil {
+			return 0, err.Error()
+		}
+		defer res.Body.Close()
+		b, _ := io.ReadAll(res.Body)
+		return res.StatusCode, strings.TrimSpace(string(b))
+	}
+	if code, body := get("/healthz"); code != http.StatusOK {
+		t.Errorf("/healthz: %d %q", code, body)
+	}
+	if code, body := get("/readyz"); code != http.StatusOK || body != "ready" {
+		t.Errorf("/readyz while serving: %d %q", code, body)
+	}
+	m := r.Main
+	done := make(chan error, 1)
+	go func() { done <- m.Close(context.Background()) }()
+	daemontest.Eventually(t, 2*time.Second, "/readyz to turn 503 while draining", func() bool {
+		code, _ := get("/readyz")
+		return code == http.StatusServiceUnavailable
+	})
+	if code, _ := get("/healthz"); code != http.StatusOK {
+		t.Errorf("/healthz while draining: %d, want 200 (the process is alive)", code)
+	}
+	if err := <-done; err != nil {
+		t.Errorf("Close: %v", err)
+	}
+	r.Main = nil
 }

@@ -315,10 +315,28 @@ func TestAccessControl(t *testing.T) {
 	})
 
 	t.Run("rate limit", func(t *testing.T) {
-		var last error
-		for range 3 {
-			_, last = c.Status(with(limitedToken), &routerv1.StatusRequest{})
+		// Reflection (grpcurl's discovery) does not spend the budget.
+		for i := range 5 {
+			stream, err := reflectionpb.NewServerReflectionClient(r.Conn).ServerReflectionInfo(with(limitedToken))
+			if err == nil {
+				err = stream.Send(&reflectionpb.ServerReflectionRequest{MessageRequest: &reflectionpb.ServerReflectionRequest_ListServices{}})
+			}
+			if err == nil {
+				_, err = stream.Recv()
+			}
+			if err != nil {
+				t.Fatalf("reflection call %d with a limited token: %v", i+1, err)
+			}
 		}
+		var errs []error
+		for range 3 {
+			_, err := c.Status(with(limitedToken), &routerv1.StatusRequest{})
+			errs = append(errs, err)
+		}
+		if errs[0] != nil || errs[1] != nil {
+			t.Fatalf("calls within the burst of 2 failed: %v", errs[:2])
+		}
+		last := errs[2]
 		st := status.Convert(last)
 		if st.Code() != codes.ResourceExhausted {
 			t.Fatalf("third call in a burst of 2: %v", st.Code())

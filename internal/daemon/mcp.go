@@ -108,6 +108,7 @@ func (m *Main) ServeMCP(ctx context.Context, agent string, in io.Reader, out io.
 	if err := m.router.Start(ctx); err != nil {
 		return fmt.Errorf("first index: %w", err)
 	}
+	m.serving.Store(true)
 	m.watchConfig(m.router)
 	m.log.Info("serving MCP on stdio", "workspace", m.Config.Workspace, "agent", agent, "version", buildinfo.Read().String())
 	return mcp.Serve(ctx, m.served, in, out, m.mcpOptions(agent))

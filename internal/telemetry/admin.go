@@ -51,19 +51,37 @@ func newPrometheus() (sdkmetric.Reader, http.Handler, error) {
 	return reader, handler, nil
 }
 
-// adminServer serves /metrics on its own listener, never on the gRPC port.
+// adminServer serves /metrics, /healthz and /readyz on its own listener,
+// never on the gRPC port.
 type adminServer struct {
 	ln  net.Listener
 	srv *http.Server
 }
 
-func startAdmin(addr string, metrics http.Handler, log *slog.Logger) (*adminServer, error) {
+func startAdmin(addr string, metrics http.Handler, ready func() (bool, string), log *slog.Logger) (*adminServer, error) {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return nil, fmt.Errorf("telemetry: admin listener %s: %w", addr, err)
 	}
 	mux := http.NewServeMux()
 	mux.Handle("GET /metrics", metrics)
+	// /healthz answers while the process runs (liveness); /readyz only
+	// while it serves an index and is not draining (readiness).
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		fmt.Fprintln(w, "ok")
+	})
+	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		ok, why := true, "ready"
+		if ready != nil {
+			ok, why = ready()
+		}
+		if !ok {
+			w.WriteHeader(http.StatusServiceUnavailable)
+		}
+		fmt.Fprintln(w, why)
+	})
 	a := &adminServer{
 		ln: ln,
 		srv: &http.Server{

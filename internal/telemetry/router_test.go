@@ -115,3 +115,19 @@ func TestRouterDecoratorRecordsEachEventOnce(t *testing.T) {
 		t.Errorf("spans %v, want 2 match, 3 load, 1 authorize_exec", spans)
 	}
 }
+
+func TestMCPCalledIsAnAuditRecord(t *testing.T) {
+	m := setupMem(t, telemetry.Config{})
+	ctx := skill.WithOrigin(context.Background(), skill.Origin{Transport: "mcp"})
+	m.Recorder().MCPCalled(ctx, telemetry.MCPCall{RequestID: "r1", Method: "tools/call", Target: "find_skills",
+		Principal: "agent", Decision: skill.DecisionDeny, Reason: "scope", Outcome: "permission_denied"})
+	recs := m.logs.byEvent(telemetry.EventMCPCall)
+	if len(recs) != 1 {
+		t.Fatalf("%d mcp_call records, want 1", len(recs))
+	}
+	for key, want := range map[string]string{"log.type": "audit", "transport": "mcp", "decision": "deny", "reason": "scope", "target": "find_skills"} {
+		if got := attr(recs[0], key); got != want {
+			t.Errorf("%s = %q, want %q", key, got, want)
+		}
+	}
+}

@@ -39,10 +39,13 @@ type Config struct {
 	ServiceName    string
 	ServiceVersion string
 
-	// AdminAddr is where to serve Prometheus /metrics, for example
-	// 127.0.0.1:9464; "" serves nothing. Port 0 picks a free port (see
-	// Telemetry.AdminAddr).
+	// AdminAddr is where to serve Prometheus /metrics, /healthz and
+	// /readyz, for example 127.0.0.1:9464; "" serves nothing. Port 0 picks
+	// a free port (see Telemetry.AdminAddr).
 	AdminAddr string
+	// Ready answers /readyz: whether the process serves, and a word on
+	// why not. Nil means always ready.
+	Ready func() (ok bool, why string)
 
 	// RecordTaskText puts task text into skill_selected events. Off by
 	// default: events carry a keyed hash of the task only.
@@ -203,7 +206,7 @@ func Setup(ctx context.Context, cfg Config) (*Telemetry, error) {
 	}
 
 	if cfg.AdminAddr != "" {
-		t.admin, err = startAdmin(cfg.AdminAddr, t.metrics, t.base)
+		t.admin, err = startAdmin(cfg.AdminAddr, t.metrics, cfg.Ready, t.base)
 		if err != nil {
 			return nil, err
 		}
