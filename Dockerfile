@@ -15,6 +15,7 @@
 ARG GO_IMAGE=golang:1.26.8-bookworm
 
 FROM ${GO_IMAGE} AS build
+ARG VERSION=dev
 WORKDIR /src
 # Modules first, so source edits reuse the download layer.
 COPY go.mod go.sum ./
@@ -23,7 +24,8 @@ COPY . .
 # CGO_ENABLED=0 gives fully static binaries (the embedding model runs in pure
 # Go); -trimpath keeps build paths out of them.
 RUN --mount=type=cache,target=/go/pkg/mod --mount=type=cache,target=/root/.cache/go-build \
-    CGO_ENABLED=0 go build -trimpath -ldflags="-s -w" -o /out/bin/ ./cmd/router ./cmd/routerctl
+    CGO_ENABLED=0 go build -trimpath -ldflags="-s -w -X github.com/mcpsag/router/internal/buildinfo.version=${VERSION}" \
+    -o /out/bin/ ./cmd/router ./cmd/routerctl
 # The runtime file tree: an unprivileged user (uid/gid 65532), an empty
 # workspace for the skills mount, and the state directory owned by that user.
 RUN mkdir -p /out/rootfs/etc/ssl/certs /out/rootfs/workspace /out/state \

@@ -14,8 +14,8 @@ import (
 )
 
 // fakeRouter is a skill.Router made of function fields: the router is the
-// edge of this package, and the lead's end-to-end tests run it against the
-// real one. Fields left nil answer CodeUnimplemented.
+// edge of this package (internal/daemon's end-to-end tests run the front
+// against the real one). Fields left nil answer CodeUnimplemented.
 type fakeRouter struct {
 	MatchFunc            func(context.Context, skill.MatchRequest) (*skill.MatchResult, error)
 	ListFunc             func(context.Context, skill.ListRequest) (*skill.ListResult, error)
