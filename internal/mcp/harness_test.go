@@ -11,6 +11,8 @@ import (
 	"time"
 
 	mcpsdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mcpsag/router/internal/testlog"
 )
 
 // auditLog collects audit records.
@@ -42,24 +44,6 @@ func (a *auditLog) find(method, target string) []AuditRecord {
 	return out
 }
 
-// syncBuffer is a log sink safe for concurrent writes.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 // harness is a Front over a catalog fake, with a Go SDK client connected
 // over in-memory transports.
 type harness struct {
@@ -68,7 +52,7 @@ type harness struct {
 	fake    *fakeRouter
 	front   *Front
 	cs      *mcpsdk.ClientSession
-	logs    *syncBuffer
+	logs    *testlog.Buffer
 	audit   *auditLog
 	changed chan string
 }
@@ -83,7 +67,7 @@ func newHarness(t testing.TB, opts ...harnessOpt) *harness {
 
 func newHarnessOver(t testing.TB, cat *catalog, fake *fakeRouter, opts ...harnessOpt) *harness {
 	t.Helper()
-	h := &harness{t: t, cat: cat, fake: fake, logs: &syncBuffer{}, audit: &auditLog{}, changed: make(chan string, 64)}
+	h := &harness{t: t, cat: cat, fake: fake, logs: &testlog.Buffer{}, audit: &auditLog{}, changed: make(chan string, 64)}
 	o := Options{
 		Logger:  slog.New(slog.NewJSONHandler(h.logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
 		Auditor: h.audit,

@@ -19,6 +19,8 @@ import (
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	"go.opentelemetry.io/otel/trace"
+
+	"github.com/mcpsag/router/internal/testlog"
 )
 
 // helperEnv makes the test binary an MCP server on stdio over the catalog
@@ -76,7 +78,7 @@ func TestServeStdio(t *testing.T) {
 	inR, inW := io.Pipe()
 	outR, outW := io.Pipe()
 	out := &recorder{w: outW}
-	logs := &syncBuffer{}
+	logs := &testlog.Buffer{}
 	served := make(chan error, 1)
 	go func() {
 		err := Serve(context.Background(), cat.router(), inR, out, Options{Agent: "reviewer", Logger: slog.New(slog.NewTextHandler(logs, nil))})
@@ -127,7 +129,7 @@ func TestServeStdio(t *testing.T) {
 func TestStdioSubprocess(t *testing.T) {
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
 	cmd.Env = append(os.Environ(), helperEnv+"=stdio", helperEnv+"_RELOAD=1")
-	var stderr syncBuffer
+	var stderr testlog.Buffer
 	cmd.Stderr = &stderr
 	changed := make(chan struct{}, 4)
 	c := mcpsdk.NewClient(&mcpsdk.Implementation{Name: "subprocess-test", Version: "1"}, &mcpsdk.ClientOptions{
