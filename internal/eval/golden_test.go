@@ -10,8 +10,8 @@ import (
 	"testing"
 
 	"github.com/mcpsag/router/internal/embed/embedtest"
-	"github.com/mcpsag/router/internal/match"
 	"github.com/mcpsag/router/internal/eval"
+	"github.com/mcpsag/router/internal/match"
 	"github.com/mcpsag/router/internal/skill"
 )
 
