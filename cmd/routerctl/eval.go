@@ -161,7 +161,7 @@ func (e *env) evalProgress() eval.Progress {
 	}
 	return func(phase string, done, total int) {
 		if total > 0 {
-			e.progress.Show("%s: %d/%d", phase, done, total)
+			e.progress.Show("%s: %d/%d (%d%%)", phase, done, total, 100*done/total)
 		} else {
 			e.progress.Show("%s...", phase)
 		}

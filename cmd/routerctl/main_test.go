@@ -335,6 +335,8 @@ func TestUsageErrors(t *testing.T) {
 		{[]string{"help", "frob"}, `no help for "frob"`, "routerctl help"},
 		{[]string{"--bogus", "status"}, "unknown flag: --bogus", "routerctl"},
 		{[]string{"list", "--bogus"}, "unknown flag: --bogus", "routerctl list"},
+		{[]string{"list", "-json"}, "did you mean --json?", "routerctl list"},
+		{[]string{"validate", "-strict", "x"}, "did you mean --strict?", "routerctl validate"},
 		{[]string{"status", "extra"}, "status takes no arguments", "routerctl status"},
 		{[]string{"show"}, "show takes one skill NAME, got 0 arguments", "routerctl show"},
 		{[]string{"show", "a", "b"}, "got 2 arguments", "routerctl show"},

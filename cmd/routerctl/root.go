@@ -56,7 +56,7 @@ func newRoot(e *env) *cobra.Command {
 	// them as "routerctl model [command]", not also "routerctl model [flags]".
 	root.SetUsageTemplate(strings.Replace(root.UsageTemplate(),
 		"{{if .Runnable}}", "{{if and .Runnable (not .HasAvailableSubCommands)}}", 1))
-	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err.Error()} })
+	root.SetFlagErrorFunc(flagError)
 
 	pf := root.PersistentFlags()
 	pf.StringVar(&e.addr, "addr", defaultAddr, "router `address` (env MCPSAG_ADDR)")
@@ -112,6 +112,21 @@ func (e *env) setup(cmd *cobra.Command, _ []string) error {
 		return usageError{"--tls-cert and --tls-key go together"}
 	}
 	return nil
+}
+
+// flagError makes a flag parsing error a usage error, and points a user of
+// the single-dash style (-json) to the flag meant.
+func flagError(cmd *cobra.Command, err error) error {
+	msg := err.Error()
+	if _, arg, ok := strings.Cut(msg, "unknown shorthand flag: "); ok {
+		if _, word, ok := strings.Cut(arg, " in -"); ok {
+			name, _, _ := strings.Cut(word, "=")
+			if cmd.Flags().Lookup(name) != nil {
+				msg += "; did you mean --" + word + "?"
+			}
+		}
+	}
+	return usageError{msg}
 }
 
 // unknownCommand rejects arguments to a command that only holds others.
