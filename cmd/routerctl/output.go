@@ -7,7 +7,6 @@ import (
 	"io"
 	"os"
 	"reflect"
-	"sort"
 	"sync"
 	"time"
 
@@ -105,15 +104,6 @@ func fillEmpty(v reflect.Value) {
 			v.Set(reflect.MakeMap(v.Type()))
 		}
 	}
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
 }
 
 // progress draws one transient status line on stderr while a long command

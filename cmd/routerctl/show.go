@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"maps"
+	"slices"
 	"strings"
 	"unicode/utf8"
 
@@ -77,10 +79,10 @@ func writeSkill(w io.Writer, d *routerv1.SkillDetail) error {
 	if fm.GetHidden() {
 		add("hidden", "yes")
 	}
-	for _, k := range sortedKeys(fm.GetMetadata()) {
+	for _, k := range slices.Sorted(maps.Keys(fm.GetMetadata())) {
 		add("metadata."+oneLine(k, 40), "%s", oneLine(fm.Metadata[k], 120))
 	}
-	for _, k := range sortedKeys(fm.GetExtra()) {
+	for _, k := range slices.Sorted(maps.Keys(fm.GetExtra())) {
 		add("extra."+oneLine(k, 40), "%s", oneLine(fm.Extra[k], 120))
 	}
 	add("size", "%d bytes, body about %d tokens", d.SizeBytes, d.BodyTokens)

@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"maps"
+	"slices"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -60,7 +62,7 @@ func writeStatus(w io.Writer, st *routerv1.StatusResponse) error {
 	}
 	if v := st.Validation; v != nil && (v.Errors > 0 || v.Warnings > 0) {
 		fmt.Fprintf(w, "validation: %d errors, %d warnings, by code:\n", v.Errors, v.Warnings)
-		for _, code := range sortedKeys(v.ByCode) {
+		for _, code := range slices.Sorted(maps.Keys(v.ByCode)) {
 			fmt.Fprintf(w, "  %-28s %d\n", code, v.ByCode[code])
 		}
 		fmt.Fprintln(w, "  see each with its file and line: routerctl validate WORKSPACE; one skill's: routerctl show NAME")
