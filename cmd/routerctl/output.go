@@ -58,8 +58,12 @@ func marshalJSON(v any) ([]byte, error) {
 	return b.Bytes(), nil
 }
 
-// protoRaw embeds a proto message in a larger JSON document.
+// protoRaw embeds a proto message in a larger JSON document; an unset one
+// is null.
 func protoRaw(m proto.Message) json.RawMessage {
+	if m == nil || !m.ProtoReflect().IsValid() {
+		return json.RawMessage("null")
+	}
 	b, err := protoJSON.Marshal(m)
 	if err != nil {
 		return json.RawMessage("null")

@@ -2,9 +2,12 @@ package main
 
 import (
 	"bytes"
+	"encoding/json"
 	"strings"
 	"testing"
 	"time"
+
+	routerv1 "github.com/mcpsag/router/api/proto/mcpsag/router/v1"
 )
 
 func TestPrintJSONKeepsZeroValues(t *testing.T) {
@@ -50,6 +53,18 @@ func TestPrintJSONKeepsZeroValues(t *testing.T) {
 	out.Reset()
 	if err := e.printJSON(map[string]string{"html": "<skill_content>&"}); err != nil || !strings.Contains(out.String(), `"<skill_content>&"`) {
 		t.Errorf("HTML escaped or error %v: %s", err, out.String())
+	}
+}
+
+func TestProtoRawOfAnUnsetMessageIsNull(t *testing.T) {
+	var unset *routerv1.ModelStatus
+	if got := string(protoRaw(unset)); got != "null" {
+		t.Errorf("unset message: %s", got)
+	}
+	got := protoRaw(&routerv1.ModelStatus{Name: "m"})
+	var v map[string]any
+	if err := json.Unmarshal(got, &v); err != nil || v["name"] != "m" || v["dimension"] != 0.0 {
+		t.Errorf("set message: %s (%v)", got, err)
 	}
 }
 
