@@ -60,7 +60,7 @@ func TestEvalSample(t *testing.T) {
 		t.Fatalf("%d queries need a skill and %d none: want at least 20 and 5", needSkill, len(queries)-needSkill)
 	}
 
-	res := ctl(t, "x", "--json", "eval", "--skills", sampleSkills, "--queries", sampleQueries)
+	res := ctl(t, "--json", "eval", "--skills", sampleSkills, "--queries", sampleQueries)
 	if res.code != 0 {
 		t.Fatalf("eval: exit %d\n%s", res.code, res.stderr)
 	}

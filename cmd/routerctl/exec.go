@@ -1,58 +1,56 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"strings"
+
+	"github.com/spf13/cobra"
 
 	routerv1 "github.com/mcpsag/router/api/proto/mcpsag/router/v1"
 )
 
-const authorizeExecUsage = `
-Usage: routerctl authorize-exec NAME SCRIPT [--agent A] [--caller WHO]
-
-Asks the router whether SCRIPT (a path relative to the skill folder, such as
+func newAuthorizeExecCmd(e *env) *cobra.Command {
+	var agent, caller string
+	cmd := &cobra.Command{
+		Use:   "authorize-exec NAME SCRIPT",
+		Short: "ask whether a skill script may run",
+		Long: `Asks the router whether SCRIPT (a path relative to the skill folder, such as
 scripts/fill_form.py) of skill NAME may run. The router never runs scripts;
 it decides and records the decision in its audit log. A script may run when
 the feature flag skills_exec is on, the skill is enabled, and ALLOWLIST.txt
 lists the script (with a matching sha256 when pinned; pins are required for
 learned skills).
 
-Exit code 0 when allowed, 1 when denied or on error.
-`
-
-func runAuthorizeExec(e *env, args []string) error {
-	fs := newFlags(e, "authorize-exec", authorizeExecUsage)
-	agent := fs.String("agent", "", "resolve the skill as this agent sees it")
-	caller := fs.String("caller", "routerctl", "who asks, for the audit record")
-	pos, err := parseArgs(fs, args)
-	if err != nil {
-		return err
+Exit code 0 when allowed, 1 when denied or on error.`,
+		Example: `  routerctl authorize-exec pdf-form-filling scripts/fill_form.py
+  routerctl authorize-exec csv-data-cleaning scripts/profile_csv.py --caller ci --json`,
+		Args: exactArgs(2, "a skill NAME and a SCRIPT path"),
 	}
-	if len(pos) != 2 {
-		return usageError{"authorize-exec takes a skill NAME and a SCRIPT path (see routerctl authorize-exec --help)"}
-	}
-	c, err := e.client()
-	if err != nil {
-		return err
-	}
-	ctx, cancel := e.ctx()
-	defer cancel()
-	res, err := c.AuthorizeExec(ctx, &routerv1.AuthorizeExecRequest{Skill: pos[0], Script: pos[1], Agent: *agent, Caller: *caller})
-	if err != nil {
-		return err
-	}
-	if e.json {
-		if err := e.printProto(res); err != nil {
+	cmd.Flags().StringVar(&agent, "agent", "", "resolve the skill as this `agent` sees it")
+	cmd.Flags().StringVar(&caller, "caller", "routerctl", "`who` asks, for the audit record")
+	cmd.RunE = e.remote(0, func(ctx context.Context, c routerv1.SkillRouterClient, args []string) error {
+		name, script := args[0], args[1]
+		res, err := c.AuthorizeExec(ctx, &routerv1.AuthorizeExecRequest{Skill: name, Script: script, Agent: agent, Caller: caller})
+		if err != nil {
 			return err
 		}
-	} else if res.Decision == routerv1.ExecDecision_EXEC_DECISION_ALLOW {
-		fmt.Fprintf(e.stdout, "ALLOW %s %s (sha256 %s): %s\ndecision %s\n", pos[0], pos[1], res.ScriptSha256, res.Message, res.DecisionId)
-	} else {
-		reason := strings.ToLower(strings.TrimPrefix(res.DenyReason.String(), "EXEC_DENY_REASON_"))
-		fmt.Fprintf(e.stdout, "DENY %s %s [%s]: %s\ndecision %s\n", pos[0], pos[1], reason, res.Message, res.DecisionId)
-	}
-	if res.Decision != routerv1.ExecDecision_EXEC_DECISION_ALLOW {
-		return exitStatus(exitError)
-	}
-	return nil
+		allowed := res.Decision == routerv1.ExecDecision_EXEC_DECISION_ALLOW
+		switch {
+		case e.json:
+			if err := e.printJSON(res); err != nil {
+				return err
+			}
+		case allowed:
+			fmt.Fprintf(e.stdout, "ALLOW %s %s (sha256 %s): %s\ndecision %s\n", name, script, res.ScriptSha256, res.Message, res.DecisionId)
+		default:
+			reason := strings.ToLower(strings.TrimPrefix(res.DenyReason.String(), "EXEC_DENY_REASON_"))
+			fmt.Fprintf(e.stdout, "DENY %s %s [%s]: %s\ndecision %s\n", name, script, reason, res.Message, res.DecisionId)
+		}
+		if !allowed {
+			return exitStatus(exitError)
+		}
+		return nil
+	})
+	return cmd
 }

@@ -1,82 +1,91 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"strings"
 	"text/tabwriter"
+	"unicode"
+
+	"github.com/spf13/cobra"
 
 	routerv1 "github.com/mcpsag/router/api/proto/mcpsag/router/v1"
 )
 
-const listUsage = `
-Usage: routerctl list [--agent A] [--shadowed] [--hidden] [--disabled] [--budget N]
-
-Lists the skills an agent sees (all pages), sorted by name. --shadowed lists
+func newListCmd(e *env) *cobra.Command {
+	var (
+		agent                      string
+		shadowed, hidden, disabled bool
+		budget                     int
+	)
+	cmd := &cobra.Command{
+		Use:   "list",
+		Short: "list the skills an agent sees",
+		Long: `Lists the skills an agent sees (all pages), sorted by name. --shadowed lists
 name collisions instead: which copy is served and which is hidden, and why.
 --budget N prints the prompt-ready catalog the router renders within N
 characters, and says which skills it shortened or cut.
-`
 
-func runList(e *env, args []string) error {
-	fs := newFlags(e, "list", listUsage)
-	agent := fs.String("agent", "", "list what this agent sees")
-	shadowed := fs.Bool("shadowed", false, "list name collisions instead of skills")
-	hidden := fs.Bool("hidden", false, "include skills marked hidden")
-	disabled := fs.Bool("disabled", false, "include skills disabled in registry.json")
-	budget := fs.Int("budget", 0, "render the catalog within `N` characters")
-	if _, err := parseArgs(fs, args); err != nil {
-		return err
+--json prints the ListSkillsResponse (pages merged); its "shadowed" list
+holds the collisions and "catalog" the rendered catalog.`,
+		Example: `  routerctl list
+  routerctl list --agent reviewer --hidden
+  routerctl list --shadowed
+  routerctl list --budget 800`,
+		Args: noArgs,
 	}
-	c, err := e.client()
-	if err != nil {
-		return err
-	}
-	ctx, cancel := e.ctx()
-	defer cancel()
-
-	all := &routerv1.ListSkillsResponse{}
-	req := &routerv1.ListSkillsRequest{Agent: *agent, PageSize: 1000, IncludeHidden: *hidden, IncludeDisabled: *disabled, CatalogCharBudget: int32(*budget)}
-	for {
-		page, err := c.ListSkills(ctx, req)
-		if err != nil {
-			return err
+	f := cmd.Flags()
+	f.StringVar(&agent, "agent", "", "list what this `agent` sees")
+	f.BoolVar(&shadowed, "shadowed", false, "list name collisions instead of skills")
+	f.BoolVar(&hidden, "hidden", false, "include skills marked hidden")
+	f.BoolVar(&disabled, "disabled", false, "include skills disabled in registry.json")
+	f.IntVar(&budget, "budget", 0, "render the catalog within `N` characters")
+	cmd.RunE = e.remote(0, func(ctx context.Context, c routerv1.SkillRouterClient, _ []string) error {
+		if budget < 0 {
+			return usageErrorf("--budget %d: want a positive number of characters", budget)
 		}
-		all.Skills = append(all.Skills, page.Skills...)
-		all.Shadowed, all.TotalSize, all.IndexGeneration = page.Shadowed, page.TotalSize, page.IndexGeneration
-		if page.Catalog != nil {
-			all.Catalog = page.Catalog
-			req.CatalogCharBudget = 0
+		all := &routerv1.ListSkillsResponse{}
+		req := &routerv1.ListSkillsRequest{Agent: agent, PageSize: 1000, IncludeHidden: hidden, IncludeDisabled: disabled, CatalogCharBudget: int32(budget)}
+		for {
+			page, err := c.ListSkills(ctx, req)
+			if err != nil {
+				return err
+			}
+			all.Skills = append(all.Skills, page.Skills...)
+			all.Shadowed, all.TotalSize, all.IndexGeneration = page.Shadowed, page.TotalSize, page.IndexGeneration
+			if page.Catalog != nil {
+				all.Catalog = page.Catalog
+				req.CatalogCharBudget = 0
+			}
+			if page.NextPageToken == "" {
+				break
+			}
+			req.PageToken = page.NextPageToken
 		}
-		if page.NextPageToken == "" {
-			break
+		switch {
+		case e.json:
+			return e.printJSON(all)
+		case shadowed:
+			return printShadowed(e, all.Shadowed)
+		case all.Catalog != nil:
+			cat := all.Catalog
+			fmt.Fprint(e.stdout, cat.Text)
+			fmt.Fprintf(e.stdout, "\n%d of %d characters; %d skills listed, %d shortened, %d cut\n", cat.Chars, cat.Budget, len(cat.Included), len(cat.Shortened), len(cat.Cut))
+			if len(cat.Cut) > 0 {
+				fmt.Fprintf(e.stdout, "cut: %s\n", strings.Join(cat.Cut, ", "))
+			}
+			return nil
 		}
-		req.PageToken = page.NextPageToken
-	}
-
-	switch {
-	case e.json && *shadowed:
-		return e.printProto(&routerv1.ListSkillsResponse{Shadowed: all.Shadowed, IndexGeneration: all.IndexGeneration})
-	case e.json:
-		return e.printProto(all)
-	case *shadowed:
-		return printShadowed(e, all.Shadowed)
-	case all.Catalog != nil:
-		cat := all.Catalog
-		fmt.Fprint(e.stdout, cat.Text)
-		fmt.Fprintf(e.stdout, "\n%d of %d characters; %d skills listed, %d shortened, %d cut\n", cat.Chars, cat.Budget, len(cat.Included), len(cat.Shortened), len(cat.Cut))
-		if len(cat.Cut) > 0 {
-			fmt.Fprintf(e.stdout, "cut: %s\n", strings.Join(cat.Cut, ", "))
+		tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
+		fmt.Fprintln(tw, "NAME\tSOURCE\tDESCRIPTION")
+		for _, s := range all.Skills {
+			fmt.Fprintf(tw, "%s\t%s\t%s\n", s.Name, sourceText(s.Source), oneLine(s.Description, 80))
 		}
+		tw.Flush()
+		fmt.Fprintf(e.stdout, "%d skills (index generation %d)\n", all.TotalSize, all.IndexGeneration)
 		return nil
-	}
-	tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "NAME\tSOURCE\tDESCRIPTION")
-	for _, s := range all.Skills {
-		fmt.Fprintf(tw, "%s\t%s\t%s\n", s.Name, sourceText(s.Source), oneLine(s.Description, 80))
-	}
-	tw.Flush()
-	fmt.Fprintf(e.stdout, "%d skills (index generation %d)\n", all.TotalSize, all.IndexGeneration)
-	return nil
+	})
+	return cmd
 }
 
 func printShadowed(e *env, shadows []*routerv1.ShadowedSkill) error {
@@ -104,9 +113,16 @@ func sourceText(s *routerv1.SkillSource) string {
 	return out
 }
 
-// oneLine collapses whitespace and cuts s to n characters.
+// oneLine collapses whitespace, drops control characters (skill text is
+// untrusted: no terminal escapes) and cuts s to n characters.
 func oneLine(s string, n int) string {
 	s = strings.Join(strings.Fields(s), " ")
+	s = strings.Map(func(r rune) rune {
+		if unicode.IsControl(r) {
+			return -1
+		}
+		return r
+	}, s)
 	r := []rune(s)
 	if len(r) <= n {
 		return s

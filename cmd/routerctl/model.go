@@ -6,107 +6,154 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/spf13/cobra"
+
 	routerv1 "github.com/mcpsag/router/api/proto/mcpsag/router/v1"
 	"github.com/mcpsag/router/internal/embed"
 )
 
-const modelUsage = `
-Usage:
-  routerctl model info
-  routerctl model verify DIR
-
-info asks the running router which embedding model it uses: name,
-dimension, fingerprint, load time, measured query latency, embeddings
-computed since start, vectors cached, and whether it has fallen back to
-keyword-only matching (and why).
-
-verify loads a model folder without a router (model.onnx or onnx/model.onnx
-plus tokenizer.json, as exported for Hugging Face), embeds a few texts and
-checks the vectors: dimension, unit norm, no NaN, different texts give
-different vectors, hostile inputs do not crash. Exit code 1 on any failure.
-`
-
-func runModel(e *env, args []string) error {
-	fs := newFlags(e, "model", modelUsage)
-	pos, err := parseArgs(fs, args)
-	if err != nil {
-		return err
+func newModelCmd(e *env) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "model",
+		Short: "show the router's embedding model, or verify a model folder offline",
+		Long: `model info asks the running router which embedding model it uses;
+model verify checks a model folder offline.`,
+		Example: `  routerctl model info
+  routerctl model verify models/mcpsag-static-v1`,
 	}
-	switch {
-	case len(pos) == 1 && pos[0] == "info":
-		return modelInfo(e)
-	case len(pos) == 2 && pos[0] == "verify":
-		return modelVerify(e, pos[1])
-	}
-	return usageError{"model takes 'info' or 'verify DIR' (see routerctl model --help)"}
+	cmd.AddCommand(newModelInfoCmd(e), newModelVerifyCmd(e))
+	requireSubcommand(cmd)
+	return cmd
 }
 
-func modelInfo(e *env) error {
-	c, err := e.client()
-	if err != nil {
-		return err
-	}
-	ctx, cancel := e.ctx()
-	defer cancel()
-	st, err := c.Status(ctx, &routerv1.StatusRequest{})
-	if err != nil {
-		return err
-	}
-	if e.json {
-		return e.printProto(&routerv1.StatusResponse{Model: st.Model, Degraded: st.Degraded, DegradedReason: st.DegradedReason})
-	}
-	if m := st.Model; m != nil && m.Name != "" {
-		fmt.Fprintf(e.stdout, "model:          %s\n", m.Name)
-		fmt.Fprintf(e.stdout, "path:           %s\n", m.Path)
-		fmt.Fprintf(e.stdout, "dimension:      %d\n", m.Dimension)
-		fmt.Fprintf(e.stdout, "fingerprint:    %s\n", m.Fingerprint)
-		fmt.Fprintf(e.stdout, "load time:      %s\n", m.LoadDuration.AsDuration().Round(time.Millisecond))
-		fmt.Fprintf(e.stdout, "query latency:  %s (median, measured at load)\n", m.QueryLatency.AsDuration().Round(time.Microsecond))
-		fmt.Fprintf(e.stdout, "threshold:      %.3f\n", m.MatchThreshold)
-		fmt.Fprintf(e.stdout, "embedded:       %d since start, %d vectors cached\n", m.EmbeddingsComputed, m.CacheEntries)
-	}
-	if st.Degraded {
-		fmt.Fprintf(e.stdout, "DEGRADED: %s\n", st.DegradedReason)
-	}
-	return nil
+// modelInfoOutput is model info's JSON output.
+type modelInfoOutput struct {
+	Model          json.RawMessage `json:"model"` // a ModelStatus
+	Degraded       bool            `json:"degraded"`
+	DegradedReason string          `json:"degraded_reason"`
 }
 
-func modelVerify(e *env, dir string) error {
-	ctx, cancel := context.WithTimeout(context.Background(), max(e.timeout, 2*time.Minute))
-	defer cancel()
-	rep, err := embed.Verify(ctx, dir, embed.Config{Dir: dir})
-	if e.json {
-		out := map[string]any{"ok": err == nil && rep.OK(), "report": rep}
+func newModelInfoCmd(e *env) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "info",
+		Short: "show the running router's embedding model",
+		Long: `Asks the running router which embedding model it uses: name, dimension,
+fingerprint, load time, measured query latency, embeddings computed since
+start, vectors cached, and whether it has fallen back to keyword-only
+matching (and why).`,
+		Example: `  routerctl model info
+  routerctl model info --json`,
+		Args: noArgs,
+	}
+	cmd.RunE = e.remote(0, func(ctx context.Context, c routerv1.SkillRouterClient, _ []string) error {
+		st, err := c.Status(ctx, &routerv1.StatusRequest{})
 		if err != nil {
-			out["error"] = err.Error()
+			return err
 		}
-		enc := json.NewEncoder(e.stdout)
-		enc.SetIndent("", "  ")
-		if jerr := enc.Encode(out); jerr != nil {
-			return jerr
+		if e.json {
+			return e.printJSON(modelInfoOutput{Model: protoRaw(st.GetModel()), Degraded: st.Degraded, DegradedReason: st.DegradedReason})
 		}
-	} else {
-		if rep.Identity.Name != "" {
-			fmt.Fprintf(e.stdout, "%s: dimension %d, fingerprint %.16s…, loaded in %s, query %s, batch %.0f texts/s\n",
-				rep.Identity.Name, rep.Identity.Dimension, rep.Identity.Fingerprint,
-				rep.Load.LoadDuration.Round(time.Millisecond), rep.Load.QueryLatency.Round(time.Microsecond), rep.BatchThroughput)
+		if m := st.Model; m != nil && m.Name != "" {
+			fmt.Fprintf(e.stdout, "model:          %s\n", m.Name)
+			fmt.Fprintf(e.stdout, "path:           %s\n", m.Path)
+			fmt.Fprintf(e.stdout, "dimension:      %d\n", m.Dimension)
+			fmt.Fprintf(e.stdout, "fingerprint:    %s\n", m.Fingerprint)
+			fmt.Fprintf(e.stdout, "load time:      %s\n", m.LoadDuration.AsDuration().Round(time.Millisecond))
+			fmt.Fprintf(e.stdout, "query latency:  %s (median, measured at load)\n", m.QueryLatency.AsDuration().Round(time.Microsecond))
+			fmt.Fprintf(e.stdout, "threshold:      %.3f\n", m.MatchThreshold)
+			fmt.Fprintf(e.stdout, "embedded:       %d since start, %d vectors cached\n", m.EmbeddingsComputed, m.CacheEntries)
+		} else {
+			fmt.Fprintln(e.stdout, "no embedding model loaded")
 		}
-		for _, c := range rep.Checks {
-			mark := "ok  "
-			if !c.OK {
-				mark = "FAIL"
+		if st.Degraded {
+			fmt.Fprintf(e.stdout, "DEGRADED: %s\n", st.DegradedReason)
+		}
+		return nil
+	})
+	return cmd
+}
+
+// verifyOutput is model verify's JSON output.
+type verifyOutput struct {
+	OK bool `json:"ok"`
+	// Error says why the model did not load; empty when it did.
+	Error           string        `json:"error"`
+	Name            string        `json:"name"`
+	Path            string        `json:"path"`
+	Dimension       int           `json:"dimension"`
+	Fingerprint     string        `json:"fingerprint"`
+	LoadNS          time.Duration `json:"load_ns"`
+	QueryLatencyNS  time.Duration `json:"query_latency_ns"`
+	BatchThroughput float64       `json:"batch_texts_per_second"`
+	Checks          []verifyCheck `json:"checks"`
+	Warnings        []string      `json:"warnings"`
+}
+
+type verifyCheck struct {
+	Name   string `json:"name"`
+	OK     bool   `json:"ok"`
+	Detail string `json:"detail"`
+}
+
+func newModelVerifyCmd(e *env) *cobra.Command {
+	return &cobra.Command{
+		Use:   "verify DIR",
+		Short: "check a model folder offline",
+		Long: `Loads a model folder without a router (model.onnx or onnx/model.onnx plus
+tokenizer.json, as exported for Hugging Face), embeds a few texts and checks
+the vectors: dimension, unit norm, no NaN, different texts give different
+vectors, hostile inputs do not crash. Exit code 1 on any failure. It may
+take up to --timeout or 2 minutes, whichever is longer.`,
+		Example: `  routerctl model verify models/mcpsag-static-v1
+  routerctl model verify ~/models/bge-small-en-v1.5 --json`,
+		Args: exactArgs(1, "one model folder DIR"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			ctx, cancel := context.WithTimeout(cmd.Context(), max(e.timeout, 2*time.Minute))
+			defer cancel()
+			e.progress.Show("verifying %s...", args[0])
+			rep, err := embed.Verify(ctx, args[0], embed.Config{Dir: args[0]})
+			e.progress.Clear()
+			if e.json {
+				out := verifyOutput{OK: err == nil && rep.OK(), Name: rep.Identity.Name, Path: rep.Identity.Path,
+					Dimension: rep.Identity.Dimension, Fingerprint: rep.Identity.Fingerprint, LoadNS: rep.Load.LoadDuration,
+					QueryLatencyNS: rep.Load.QueryLatency, BatchThroughput: rep.BatchThroughput, Warnings: rep.Warnings}
+				if err != nil {
+					out.Error = err.Error()
+				}
+				for _, c := range rep.Checks {
+					out.Checks = append(out.Checks, verifyCheck{c.Name, c.OK, c.Detail})
+				}
+				if jerr := e.printJSON(out); jerr != nil {
+					return jerr
+				}
+			} else {
+				writeVerify(e, &rep, err)
 			}
-			fmt.Fprintf(e.stdout, "%s %-20s %s\n", mark, c.Name, c.Detail)
-		}
-		for _, w := range rep.Warnings {
-			fmt.Fprintf(e.stdout, "warn %s\n", w)
-		}
-		if err != nil {
-			fmt.Fprintf(e.stdout, "FAIL the model does not load: %v\n", err)
-		}
+			if err != nil || !rep.OK() {
+				return exitStatus(exitError)
+			}
+			return nil
+		},
 	}
-	if err != nil || !rep.OK() {
-		return exitStatus(exitError)
+}
+
+func writeVerify(e *env, rep *embed.VerifyReport, err error) {
+	if rep.Identity.Name != "" {
+		fmt.Fprintf(e.stdout, "%s: dimension %d, fingerprint %.16s…, loaded in %s, query %s, batch %.0f texts/s\n",
+			rep.Identity.Name, rep.Identity.Dimension, rep.Identity.Fingerprint,
+			rep.Load.LoadDuration.Round(time.Millisecond), rep.Load.QueryLatency.Round(time.Microsecond), rep.BatchThroughput)
 	}
-	return nil
+	for _, c := range rep.Checks {
+		mark := "ok  "
+		if !c.OK {
+			mark = "FAIL"
+		}
+		fmt.Fprintf(e.stdout, "%s %-20s %s\n", mark, c.Name, c.Detail)
+	}
+	for _, w := range rep.Warnings {
+		fmt.Fprintf(e.stdout, "warn %s\n", w)
+	}
+	if err != nil {
+		fmt.Fprintf(e.stdout, "FAIL the model does not load: %v\n", err)
+	}
 }

@@ -3,100 +3,87 @@ package main
 import (
 	"context"
 	"fmt"
-	"os"
 	"time"
+
+	"github.com/spf13/cobra"
 
 	routerv1 "github.com/mcpsag/router/api/proto/mcpsag/router/v1"
 )
 
-const reindexUsage = `
-Usage: routerctl reindex [--full]
+// reindexTimeout bounds a reindex when --timeout is shorter: a full
+// reindex of a large tree re-embeds every skill.
+const reindexTimeout = 10 * time.Minute
 
-Rescans the skill folders now and prints what changed. The router also
+func newReindexCmd(e *env) *cobra.Command {
+	var full bool
+	cmd := &cobra.Command{
+		Use:   "reindex",
+		Short: "rescan the skill folders now",
+		Long: `Rescans the skill folders now and prints what changed. The router also
 reindexes by itself when files change and on a timer; use this after bulk
 edits or to check a fix. --full re-reads and re-parses every file instead of
-trusting the cache. On a terminal, progress is shown while it runs.
-`
-
-func runReindex(e *env, args []string) error {
-	fs := newFlags(e, "reindex", reindexUsage)
-	full := fs.Bool("full", false, "re-read and re-parse every file")
-	if _, err := parseArgs(fs, args); err != nil {
-		return err
+trusting the cache. On a terminal, progress is shown on stderr while it runs.
+The call may take up to 10 minutes, or --timeout when longer.`,
+		Example: `  routerctl reindex
+  routerctl reindex --full --json`,
+		Args: noArgs,
 	}
-	c, err := e.client()
-	if err != nil {
-		return err
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), max(e.timeout, 10*time.Minute))
-	defer cancel()
-
-	type result struct {
-		res *routerv1.ReindexResponse
-		err error
-	}
-	done := make(chan result, 1)
-	go func() {
-		res, err := c.Reindex(ctx, &routerv1.ReindexRequest{Full: *full})
-		done <- result{res, err}
-	}()
-	var r result
-	if isTerminal(e.stderr) && !e.json {
-		r = waitWithProgress(ctx, e, c, done)
-	} else {
-		r = <-done
-	}
-	if r.err != nil {
-		return r.err
-	}
-	if e.json {
-		return e.printProto(r.res)
-	}
-	st := r.res.Stats
-	fmt.Fprintf(e.stdout, "scanned %d: %d added, %d changed, %d removed, %d unchanged, %d invalid; parsed %d in %s (generation %d)\n",
-		st.Scanned, st.Added, st.Changed, st.Removed, st.Unchanged, st.Invalid, st.Parsed,
-		st.Duration.AsDuration().Round(time.Millisecond), st.IndexGeneration)
-	if st.Invalid > 0 {
-		fmt.Fprintln(e.stdout, "see the problems with: routerctl status, or routerctl validate DIR")
-	}
-	return nil
-}
-
-// waitWithProgress polls Status while the reindex runs and draws one line.
-func waitWithProgress[T any](ctx context.Context, e *env, c routerv1.SkillRouterClient, done <-chan T) T {
-	tick := time.NewTicker(200 * time.Millisecond)
-	defer tick.Stop()
-	drawn := false
-	for {
-		select {
-		case r := <-done:
-			if drawn {
-				fmt.Fprint(e.stderr, "\r\033[K")
-			}
-			return r
-		case <-tick.C:
-			sctx, cancel := context.WithTimeout(ctx, time.Second)
-			st, err := c.Status(sctx, &routerv1.StatusRequest{})
-			cancel()
-			if err != nil || !st.ReindexProgress.GetRunning() {
-				continue
-			}
-			p := st.ReindexProgress
-			if p.Total > 0 {
-				fmt.Fprintf(e.stderr, "\r\033[K%s: %d/%d", p.Phase, p.Done, p.Total)
-			} else {
-				fmt.Fprintf(e.stderr, "\r\033[K%s...", p.Phase)
-			}
-			drawn = true
+	cmd.Flags().BoolVar(&full, "full", false, "re-read and re-parse every file")
+	cmd.RunE = e.remote(reindexTimeout, func(ctx context.Context, c routerv1.SkillRouterClient, _ []string) error {
+		stop := e.pollProgress(ctx, c)
+		res, err := c.Reindex(ctx, &routerv1.ReindexRequest{Full: full})
+		stop()
+		if err != nil {
+			return err
 		}
-	}
+		if e.json {
+			return e.printJSON(res)
+		}
+		st := res.Stats
+		fmt.Fprintf(e.stdout, "scanned %d: %d added, %d changed, %d removed, %d unchanged, %d invalid; parsed %d in %s (generation %d)\n",
+			st.Scanned, st.Added, st.Changed, st.Removed, st.Unchanged, st.Invalid, st.Parsed,
+			st.Duration.AsDuration().Round(time.Millisecond), st.IndexGeneration)
+		if st.Invalid > 0 {
+			fmt.Fprintln(e.stdout, "the invalid files' problems: routerctl status (by code), routerctl validate WORKSPACE (each with its file and line)")
+		}
+		return nil
+	})
+	return cmd
 }
 
-func isTerminal(w any) bool {
-	f, ok := w.(*os.File)
-	if !ok {
-		return false
+// pollProgress shows the router's reindex progress on the status line
+// until stop is called; it does nothing when stderr is not a terminal.
+func (e *env) pollProgress(ctx context.Context, c routerv1.SkillRouterClient) (stop func()) {
+	if !e.progress.On() {
+		return func() {}
 	}
-	fi, err := f.Stat()
-	return err == nil && fi.Mode()&os.ModeCharDevice != 0
+	ctx, cancel := context.WithCancel(withoutRetry(ctx))
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		tick := time.NewTicker(200 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-tick.C:
+			}
+			sctx, scancel := context.WithTimeout(ctx, time.Second)
+			st, err := c.Status(sctx, &routerv1.StatusRequest{})
+			scancel()
+			if p := st.GetReindexProgress(); err == nil && p.GetRunning() {
+				if p.Total > 0 {
+					e.progress.Show("reindex: %s %d/%d", p.Phase, p.Done, p.Total)
+				} else {
+					e.progress.Show("reindex: %s...", p.Phase)
+				}
+			}
+		}
+	}()
+	return func() {
+		cancel()
+		<-done
+		e.progress.Clear()
+	}
 }

@@ -1,102 +1,123 @@
 package main
 
 import (
+	"context"
 	"fmt"
+	"io"
+	"maps"
+	"slices"
 	"strings"
+	"unicode/utf8"
+
+	"github.com/spf13/cobra"
 
 	routerv1 "github.com/mcpsag/router/api/proto/mcpsag/router/v1"
 )
 
-const showUsage = `
-Usage: routerctl show NAME [--agent A]
-
-Shows everything the router knows about one skill: frontmatter, source and
+func newShowCmd(e *env) *cobra.Command {
+	var agent string
+	cmd := &cobra.Command{
+		Use:   "show NAME",
+		Short: "show everything about one skill",
+		Long: `Shows everything the router knows about one skill: frontmatter, source and
 precedence, what it shadows or is shadowed by, hashes, resource files,
-validation problems, and whether it is enabled (and if not, why).
-`
+validation problems, whether it is enabled (and if not, why), and whether
+the router may match it to a task (model-invocable: no when its frontmatter
+sets disable-model-invocation; it still loads by name).`,
+		Example: `  routerctl show pdf-form-filling
+  routerctl show code-review-checklist --agent reviewer --json`,
+		Args: exactArgs(1, "one skill NAME"),
+	}
+	cmd.Flags().StringVar(&agent, "agent", "", "resolve the name as this `agent` sees it")
+	cmd.RunE = e.remote(0, func(ctx context.Context, c routerv1.SkillRouterClient, args []string) error {
+		res, err := c.GetSkill(ctx, &routerv1.GetSkillRequest{Name: args[0], Agent: agent})
+		if err != nil {
+			return err
+		}
+		if e.json {
+			return e.printJSON(res)
+		}
+		return writeSkill(e.stdout, res.Skill)
+	})
+	return cmd
+}
 
-func runShow(e *env, args []string) error {
-	fs := newFlags(e, "show", showUsage)
-	agent := fs.String("agent", "", "resolve the name as this agent sees it")
-	pos, err := parseArgs(fs, args)
-	if err != nil {
-		return err
+// writeSkill prints a skill's details as aligned "label: value" rows.
+func writeSkill(w io.Writer, d *routerv1.SkillDetail) error {
+	fm := d.GetFrontmatter()
+	var rows [][2]string
+	add := func(label, format string, args ...any) {
+		rows = append(rows, [2]string{label, fmt.Sprintf(format, args...)})
 	}
-	if len(pos) != 1 {
-		return usageError{"show takes one skill NAME (see routerctl show --help)"}
-	}
-	c, err := e.client()
-	if err != nil {
-		return err
-	}
-	ctx, cancel := e.ctx()
-	defer cancel()
-	res, err := c.GetSkill(ctx, &routerv1.GetSkillRequest{Name: pos[0], Agent: *agent})
-	if err != nil {
-		return err
-	}
-	if e.json {
-		return e.printProto(res)
-	}
-	d := res.Skill
-	w := e.stdout
-	fm := d.Frontmatter
-	fmt.Fprintf(w, "name:         %s\n", d.Name)
-	fmt.Fprintf(w, "description:  %s\n", oneLine(fm.Description, 200))
-	fmt.Fprintf(w, "source:       %s/%s\n", sourceText(d.Source), d.Source.Path)
-	fmt.Fprintf(w, "precedence:   %d\n", d.Precedence)
-	fmt.Fprintf(w, "trust:        %s\n", strings.ToLower(strings.TrimPrefix(d.Trust.String(), "TRUST_")))
+	add("name", "%s", d.Name)
+	add("description", "%s", oneLine(fm.GetDescription(), 200))
+	add("source", "%s/%s", sourceText(d.Source), d.Source.GetPath())
+	add("precedence", "%d", d.Precedence)
+	add("trust", "%s", strings.ToLower(strings.TrimPrefix(d.Trust.String(), "TRUST_")))
 	if d.Enabled {
-		fmt.Fprintln(w, "enabled:      yes")
+		add("enabled", "yes")
 	} else {
-		fmt.Fprintf(w, "enabled:      no: %s\n", d.DisabledReason)
+		add("enabled", "no: %s", d.DisabledReason)
 	}
-	fmt.Fprintf(w, "model match:  %v\n", d.ModelInvocable)
+	if d.ModelInvocable {
+		add("model-invocable", "yes: the router may match it to a task")
+	} else {
+		add("model-invocable", "no: never matched (disable-model-invocation); loads by name")
+	}
 	if d.Owner != "" {
-		fmt.Fprintf(w, "owner:        %s\n", d.Owner)
+		add("owner", "%s", d.Owner)
 	}
-	if fm.License != "" {
-		fmt.Fprintf(w, "license:      %s\n", fm.License)
+	if fm.GetLicense() != "" {
+		add("license", "%s", fm.License)
 	}
-	if len(fm.Tags) > 0 {
-		fmt.Fprintf(w, "tags:         %s\n", strings.Join(fm.Tags, ", "))
+	if len(fm.GetTags()) > 0 {
+		add("tags", "%s", strings.Join(fm.Tags, ", "))
 	}
-	if len(fm.Triggers) > 0 {
-		fmt.Fprintf(w, "triggers:     %s\n", strings.Join(fm.Triggers, "; "))
+	if len(fm.GetTriggers()) > 0 {
+		add("triggers", "%s", strings.Join(fm.Triggers, "; "))
 	}
-	if fm.Hidden {
-		fmt.Fprintln(w, "hidden:       yes")
+	if fm.GetHidden() {
+		add("hidden", "yes")
 	}
-	for _, k := range sortedKeys(fm.Metadata) {
-		fmt.Fprintf(w, "metadata.%s: %s\n", k, fm.Metadata[k])
+	for _, k := range slices.Sorted(maps.Keys(fm.GetMetadata())) {
+		add("metadata."+oneLine(k, 40), "%s", oneLine(fm.Metadata[k], 120))
 	}
-	for _, k := range sortedKeys(fm.Extra) {
-		fmt.Fprintf(w, "extra.%s: %s\n", k, oneLine(fm.Extra[k], 120))
+	for _, k := range slices.Sorted(maps.Keys(fm.GetExtra())) {
+		add("extra."+oneLine(k, 40), "%s", oneLine(fm.Extra[k], 120))
 	}
-	fmt.Fprintf(w, "size:         %d bytes, body about %d tokens\n", d.SizeBytes, d.BodyTokens)
-	fmt.Fprintf(w, "sha256:       %s\n", d.ContentSha256)
+	add("size", "%d bytes, body about %d tokens", d.SizeBytes, d.BodyTokens)
+	add("sha256", "%s", d.ContentSha256)
 	if d.ShadowedBy != nil {
-		fmt.Fprintf(w, "shadowed by:  %s/%s\n", sourceText(d.ShadowedBy), d.ShadowedBy.Path)
+		add("shadowed by", "%s/%s", sourceText(d.ShadowedBy), d.ShadowedBy.Path)
 	}
 	for _, s := range d.Shadows {
-		fmt.Fprintf(w, "shadows:      %s/%s\n", sourceText(s), s.Path)
+		add("shadows", "%s/%s", sourceText(s), s.Path)
+	}
+	width := 0
+	for _, r := range rows {
+		width = max(width, utf8.RuneCountInString(r[0]))
+	}
+	var b strings.Builder
+	for _, r := range rows {
+		fmt.Fprintf(&b, "%-*s  %s\n", width+1, r[0]+":", r[1])
 	}
 	if len(d.Resources) > 0 {
-		fmt.Fprintf(w, "resources (%d):\n", len(d.Resources))
+		fmt.Fprintf(&b, "resources (%d):\n", len(d.Resources))
 		for _, r := range d.Resources {
-			fmt.Fprintf(w, "  %-50s %8d bytes\n", r.Path, r.SizeBytes)
+			fmt.Fprintf(&b, "  %-50s %8d bytes\n", r.Path, r.SizeBytes)
 		}
 		if d.ResourcesTruncated {
-			fmt.Fprintln(w, "  ... more files than the listing cap")
+			fmt.Fprintln(&b, "  ... more files than the listing cap")
 		}
 	}
 	if len(d.Problems) > 0 {
-		fmt.Fprintf(w, "problems (%d):\n", len(d.Problems))
+		fmt.Fprintf(&b, "problems (%d):\n", len(d.Problems))
 		for _, p := range d.Problems {
-			fmt.Fprintf(w, "  %s\n", problemText(p))
+			fmt.Fprintf(&b, "  %s\n", problemText(p))
 		}
 	}
-	return nil
+	_, err := io.WriteString(w, b.String())
+	return err
 }
 
 func problemText(p *routerv1.Problem) string {

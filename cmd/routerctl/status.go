@@ -1,39 +1,45 @@
 package main
 
 import (
+	"context"
 	"fmt"
+	"io"
+	"maps"
+	"slices"
 	"time"
+
+	"github.com/spf13/cobra"
 
 	routerv1 "github.com/mcpsag/router/api/proto/mcpsag/router/v1"
 )
 
-const statusUsage = `
-Usage: routerctl status
-
-Shows the router's state: whether it serves, the index generation and skill
+func newStatusCmd(e *env) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "status",
+		Short: "show the router's state",
+		Long: `Shows the router's state: whether it serves, the index generation and skill
 counts, the last reindex, validation problems by code, name collisions,
-feature flags and the embedding model.
-`
+feature flags and the embedding model. It answers while the router is still
+building its first index.`,
+		Example: `  routerctl status
+  routerctl status --json`,
+		Args: noArgs,
+	}
+	cmd.RunE = e.remote(0, func(ctx context.Context, c routerv1.SkillRouterClient, _ []string) error {
+		st, err := c.Status(ctx, &routerv1.StatusRequest{})
+		if err != nil {
+			return err
+		}
+		if e.json {
+			return e.printJSON(st)
+		}
+		return writeStatus(e.stdout, st)
+	})
+	return cmd
+}
 
-func runStatus(e *env, args []string) error {
-	fs := newFlags(e, "status", statusUsage)
-	if _, err := parseArgs(fs, args); err != nil {
-		return err
-	}
-	c, err := e.client()
-	if err != nil {
-		return err
-	}
-	ctx, cancel := e.ctx()
-	defer cancel()
-	st, err := c.Status(ctx, &routerv1.StatusRequest{})
-	if err != nil {
-		return err
-	}
-	if e.json {
-		return e.printProto(st)
-	}
-	w := e.stdout
+// writeStatus prints the router's state for people.
+func writeStatus(w io.Writer, st *routerv1.StatusResponse) error {
 	state := "serving"
 	if !st.Serving {
 		state = "loading"
@@ -55,10 +61,11 @@ func runStatus(e *env, args []string) error {
 		fmt.Fprintf(w, "reindex running: %s %d/%d\n", p.Phase, p.Done, p.Total)
 	}
 	if v := st.Validation; v != nil && (v.Errors > 0 || v.Warnings > 0) {
-		fmt.Fprintf(w, "validation: %d errors, %d warnings\n", v.Errors, v.Warnings)
-		for _, code := range sortedKeys(v.ByCode) {
+		fmt.Fprintf(w, "validation: %d errors, %d warnings, by code:\n", v.Errors, v.Warnings)
+		for _, code := range slices.Sorted(maps.Keys(v.ByCode)) {
 			fmt.Fprintf(w, "  %-28s %d\n", code, v.ByCode[code])
 		}
+		fmt.Fprintln(w, "  see each with its file and line: routerctl validate WORKSPACE; one skill's: routerctl show NAME")
 	}
 	fmt.Fprintf(w, "flags: skills_v1=%v skills_exec=%v\n", st.Flags.GetSkillsV1(), st.Flags.GetSkillsExec())
 	if m := st.Model; m != nil && m.Name != "" {

@@ -3,60 +3,92 @@ package main
 import (
 	"crypto/rand"
 	"encoding/base64"
-	"encoding/json"
 	"fmt"
 	"strings"
+
+	"github.com/spf13/cobra"
 
 	"github.com/mcpsag/router/internal/auth"
 )
 
-const tokenUsage = `
-Usage: routerctl token --id ID [--groups read,match,load] [--agents A,B] [--rate N]
+// tokenOutput is token's JSON output.
+type tokenOutput struct {
+	ID     string   `json:"id"`
+	Token  string   `json:"token"`
+	SHA256 string   `json:"sha256"`
+	Groups []string `json:"groups"`
+	Agents []string `json:"agents"`
+	Rate   float64  `json:"rate"`
+	// Entry is the line to add under "tokens:" in the tokens file.
+	Entry string `json:"entry"`
+}
 
-Makes a new random API token and prints it once, with the entry to add to the
+func newTokenCmd(e *env) *cobra.Command {
+	var (
+		id, groups, agents string
+		rate               float64
+	)
+	cmd := &cobra.Command{
+		Use:   "token --id ID",
+		Short: "make a new API token and its tokens-file entry",
+		Long: `Makes a new random API token and prints it once, with the entry to add to the
 router's tokens file (auth.tokens_file). The file stores only the token's
 sha256; keep the token itself in a secret store and pass it to clients
 through MCPSAG_TOKEN. Groups: read, match, load, exec, admin, or * for all.
-Works offline.
-`
-
-func runToken(e *env, args []string) error {
-	fs := newFlags(e, "token", tokenUsage)
-	id := fs.String("id", "", "name of the token in audit records (required)")
-	groups := fs.String("groups", "read,match,load", "comma-separated method `groups`")
-	agents := fs.String("agents", "", "comma-separated `agents` the token may act for; empty for any")
-	rate := fs.Float64("rate", 0, "requests per second; 0 for unlimited")
-	if _, err := parseArgs(fs, args); err != nil {
-		return err
+Works offline.`,
+		Example: `  routerctl token --id ci --groups read,match,load
+  routerctl token --id ops --groups '*' --agents reviewer --rate 5 --json`,
+		Args: noArgs,
 	}
-	if *id == "" {
-		return usageError{"token needs --id (see routerctl token --help)"}
-	}
-	var b [32]byte
-	if _, err := rand.Read(b[:]); err != nil {
-		return err
-	}
-	tok := "mcpsag_" + base64.RawURLEncoding.EncodeToString(b[:])
-	list := func(s string) string {
-		var out []string
-		for _, x := range strings.Split(s, ",") {
-			if x = strings.TrimSpace(x); x != "" {
-				out = append(out, fmt.Sprintf("%q", x))
-			}
+	f := cmd.Flags()
+	f.StringVar(&id, "id", "", "`name` of the token in audit records (required)")
+	f.StringVar(&groups, "groups", "read,match,load", "comma-separated method `groups`")
+	f.StringVar(&agents, "agents", "", "comma-separated `agents` the token may act for; empty for any")
+	f.Float64Var(&rate, "rate", 0, "requests per `second`; 0 for unlimited")
+	cmd.RunE = func(*cobra.Command, []string) error {
+		if id == "" {
+			return usageError{"token needs --id"}
 		}
-		return "[" + strings.Join(out, ", ") + "]"
+		if rate < 0 {
+			return usageErrorf("--rate %g: want 0 (unlimited) or more", rate)
+		}
+		var b [32]byte
+		if _, err := rand.Read(b[:]); err != nil {
+			return err
+		}
+		tok := "mcpsag_" + base64.RawURLEncoding.EncodeToString(b[:])
+		out := tokenOutput{ID: id, Token: tok, SHA256: auth.HashToken(tok), Groups: splitList(groups), Agents: splitList(agents), Rate: rate}
+		out.Entry = fmt.Sprintf("  - {id: %s, sha256: %s, groups: %s", id, out.SHA256, yamlList(out.Groups))
+		if len(out.Agents) > 0 {
+			out.Entry += ", agents: " + yamlList(out.Agents)
+		}
+		if rate > 0 {
+			out.Entry += fmt.Sprintf(", rate: %g", rate)
+		}
+		out.Entry += "}"
+		if e.json {
+			return e.printJSON(out)
+		}
+		fmt.Fprintf(e.stdout, "token (shown once): %s\n\nadd to the tokens file under 'tokens:':\n%s\n", tok, out.Entry)
+		return nil
 	}
-	entry := fmt.Sprintf("  - {id: %s, sha256: %s, groups: %s", *id, auth.HashToken(tok), list(*groups))
-	if *agents != "" {
-		entry += ", agents: " + list(*agents)
+	return cmd
+}
+
+func splitList(s string) []string {
+	out := []string{}
+	for _, x := range strings.Split(s, ",") {
+		if x = strings.TrimSpace(x); x != "" {
+			out = append(out, x)
+		}
 	}
-	if *rate > 0 {
-		entry += fmt.Sprintf(", rate: %g", *rate)
+	return out
+}
+
+func yamlList(xs []string) string {
+	q := make([]string, len(xs))
+	for i, x := range xs {
+		q[i] = fmt.Sprintf("%q", x)
 	}
-	entry += "}"
-	if e.json {
-		return json.NewEncoder(e.stdout).Encode(map[string]string{"token": tok, "sha256": auth.HashToken(tok), "entry": entry})
-	}
-	fmt.Fprintf(e.stdout, "token (shown once): %s\n\nadd to the tokens file under 'tokens:':\n%s\n", tok, entry)
-	return nil
+	return "[" + strings.Join(q, ", ") + "]"
 }

@@ -1,8 +1,9 @@
 package main
 
 import (
-	"encoding/json"
 	"fmt"
+
+	"github.com/spf13/cobra"
 
 	"github.com/mcpsag/router/internal/generation"
 	"github.com/mcpsag/router/internal/skill"
@@ -10,10 +11,7 @@ import (
 	"github.com/mcpsag/router/internal/skillmd"
 )
 
-const validateUsage = `
-Usage: routerctl validate [--strict] [--quiet] DIR...
-
-Checks skill folders offline, without a router, the way the router would load
+const validateLong = `Checks skill folders offline, without a router, the way the router would load
 them: YAML frontmatter, the Agent Skills spec rules (name, description,
 compatibility, metadata), size caps, registry.json files and name collisions.
 Each DIR may be a skill folder (holds SKILL.md), a workspace (holds skills/ or
@@ -21,8 +19,7 @@ agents/) or a folder of skills. Every problem is printed with its file and
 line. Errors mean the router skips the file; warnings mean it loads it anyway.
 
 Exit code 1 when there are errors (with --strict, also when there are
-warnings), 0 otherwise.
-`
+warnings), 0 otherwise.`
 
 // validateOutput is validate's JSON output.
 type validateOutput struct {
@@ -41,9 +38,9 @@ type validateOutput struct {
 type problemJSON struct {
 	Severity string `json:"severity"`
 	Code     string `json:"code"`
-	Field    string `json:"field,omitempty"`
+	Field    string `json:"field"`
 	File     string `json:"file"`
-	Line     int    `json:"line,omitempty"`
+	Line     int    `json:"line"`
 	Message  string `json:"message"`
 }
 
@@ -54,17 +51,33 @@ type shadowJSON struct {
 	Reason   string `json:"reason"`
 }
 
-func runValidate(e *env, args []string) error {
-	fs := newFlags(e, "validate", validateUsage)
-	strict := fs.Bool("strict", false, "treat warnings as errors")
-	quiet := fs.Bool("quiet", false, "print errors only, and the summary")
-	maxFile := fs.Int64("max-file-bytes", skillmd.DefaultLimits.MaxFileBytes, "skip SKILL.md files larger than `N` bytes")
-	dirs, err := parseArgs(fs, args)
-	if err != nil {
-		return err
+func newValidateCmd(e *env) *cobra.Command {
+	var (
+		strict, quiet bool
+		maxFile       int64
+	)
+	cmd := &cobra.Command{
+		Use:   "validate DIR...",
+		Short: "check SKILL.md folders the way the router loads them",
+		Long:  validateLong,
+		Example: `  routerctl validate examples
+  routerctl validate --strict skills/pdf-form-filling
+  routerctl validate ~/.codex/skills --json`,
+		Args: minArgs(1, "at least one DIR"),
 	}
-	if len(dirs) == 0 {
-		return usageError{"validate needs at least one DIR (see routerctl validate --help)"}
+	f := cmd.Flags()
+	f.BoolVar(&strict, "strict", false, "treat warnings as errors")
+	f.BoolVar(&quiet, "quiet", false, "print errors only, and the summary")
+	f.Int64Var(&maxFile, "max-file-bytes", skillmd.DefaultLimits.MaxFileBytes, "skip SKILL.md files larger than `N` bytes")
+	cmd.RunE = func(_ *cobra.Command, dirs []string) error {
+		return validate(e, dirs, strict, quiet, maxFile)
+	}
+	return cmd
+}
+
+func validate(e *env, dirs []string, strict, quiet bool, maxFile int64) error {
+	if maxFile <= 0 {
+		return usageErrorf("--max-file-bytes %d: want a positive size", maxFile)
 	}
 	var roots []skill.Root
 	for _, d := range dirs {
@@ -78,7 +91,7 @@ func runValidate(e *env, args []string) error {
 		}
 	}
 	lim := skillmd.DefaultLimits
-	lim.MaxFileBytes = *maxFile
+	lim.MaxFileBytes = maxFile
 	rep := generation.Validate(roots, lim, skillfs.DefaultScanLimits)
 
 	out := validateOutput{Files: rep.Files, Valid: rep.Valid, Served: rep.Served, ByCode: map[string]int{},
@@ -100,14 +113,12 @@ func runValidate(e *env, args []string) error {
 	}
 
 	if e.json {
-		enc := json.NewEncoder(e.stdout)
-		enc.SetIndent("", "  ")
-		if err := enc.Encode(out); err != nil {
+		if err := e.printJSON(out); err != nil {
 			return err
 		}
 	} else {
 		for _, p := range rep.Problems {
-			if *quiet && p.Severity != skill.SeverityError {
+			if quiet && p.Severity != skill.SeverityError {
 				continue
 			}
 			fmt.Fprintln(e.stdout, p.String())
@@ -121,7 +132,7 @@ func runValidate(e *env, args []string) error {
 			fmt.Fprintln(e.stdout, "no SKILL.md found; folders starting with '.' or '_' are skipped unless you name them directly")
 		}
 	}
-	if out.Errors > 0 || (*strict && out.Warnings+len(out.Shadows) > 0) {
+	if out.Errors > 0 || (strict && out.Warnings+len(out.Shadows) > 0) {
 		return exitStatus(exitError)
 	}
 	return nil

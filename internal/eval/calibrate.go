@@ -31,6 +31,10 @@ type CalibrateOptions struct {
 	Beta float64
 	// Set names the query set in the output.
 	Set string
+	// Progress, if set, is told each query ranked, per phase ("convex
+	// weight", "adaptive weight": every query at every weight; then
+	// "features").
+	Progress Progress
 }
 
 // CurvePoint is one operating point of an abstention rule: abstain when
@@ -51,37 +55,37 @@ type WeightPoint struct {
 
 // Calibration is what Calibrate fitted and how well it does.
 type Calibration struct {
-	Set       string          `json:"set,omitempty"`
+	Set       string          `json:"set"`
 	Digest    string          `json:"digest"`
 	Mode      skill.MatchMode `json:"mode"`
-	Model     string          `json:"model,omitempty"`
+	Model     string          `json:"model"`
 	Queries   int             `json:"queries"`
 	NeedSkill int             `json:"need_skill"`
 	NoSkill   int             `json:"no_skill"`
 	// Weights is ranking quality per convex weight (in-sample); the
 	// chosen weight maximises NDCG@10. ConvexWeight is -1 when no weight
 	// was fitted (bm25 mode, or no embeddings).
-	Weights      []WeightPoint `json:"weights,omitempty"`
+	Weights      []WeightPoint `json:"weights"`
 	ConvexWeight float64       `json:"convex_weight"`
 	// AdaptiveWeights and AdaptiveWeight are the same for the adaptive
 	// rule's weight (match.FusionConfig.AdaptiveWeight).
-	AdaptiveWeights []WeightPoint `json:"adaptive_weights,omitempty"`
+	AdaptiveWeights []WeightPoint `json:"adaptive_weights"`
 	AdaptiveWeight  float64       `json:"adaptive_weight"`
 	// ThresholdScore names the single score the threshold applies to.
 	ThresholdScore string `json:"threshold_score"`
 	// Threshold maximises F-beta of abstention over all queries.
 	Threshold      float64      `json:"threshold"`
 	ThresholdAUROC float64      `json:"threshold_auroc"`
-	ThresholdCurve []CurvePoint `json:"threshold_curve,omitempty"`
+	ThresholdCurve []CurvePoint `json:"threshold_curve"`
 	// ThresholdCV is the k-fold figure: each fold's threshold is chosen
 	// on the other folds.
 	ThresholdCV Abstention `json:"threshold_cv"`
 	// Classifier is fitted on all queries; nil when the set lacks
 	// queries that need no skill.
-	Classifier *match.Classifier `json:"classifier,omitempty"`
+	Classifier *match.Classifier `json:"classifier"`
 	// ClassifierAUROC and ClassifierCurve use out-of-fold probabilities.
 	ClassifierAUROC float64      `json:"classifier_auroc"`
-	ClassifierCurve []CurvePoint `json:"classifier_curve,omitempty"`
+	ClassifierCurve []CurvePoint `json:"classifier_curve"`
 	// ClassifierCV is the k-fold figure: each fold is judged by a model
 	// and cutoff fitted on the other folds. ClassifierInSample is the
 	// final model on the queries it was fitted on (optimistic).
@@ -90,7 +94,7 @@ type Calibration struct {
 	// Config is the input configuration with the fitted values applied
 	// and CalibratedOn set to Digest.
 	Config match.Config `json:"config"`
-	Notes  []string     `json:"notes,omitempty"`
+	Notes  []string     `json:"notes"`
 }
 
 // Calibrate fits, on labelled queries, the convex and adaptive weights
@@ -141,12 +145,12 @@ func Calibrate(ctx context.Context, ix *match.Index, qs []Query, opt CalibrateOp
 	if hybrid && cal.NeedSkill > 0 {
 		var err error
 		cal.Weights, cal.ConvexWeight, err = fitWeight(ctx, ix, cfg, qs, opt.Weights, skill.FusionConvex,
-			func(c *match.Config, w float64) { c.Fusion.ConvexWeight = w })
+			func(c *match.Config, w float64) { c.Fusion.ConvexWeight = w }, opt.Progress.phase("convex weight"))
 		if err != nil {
 			return nil, err
 		}
 		cal.AdaptiveWeights, cal.AdaptiveWeight, err = fitWeight(ctx, ix, cfg, qs, opt.Weights, skill.FusionAdaptive,
-			func(c *match.Config, w float64) { c.Fusion.AdaptiveWeight = w })
+			func(c *match.Config, w float64) { c.Fusion.AdaptiveWeight = w }, opt.Progress.phase("adaptive weight"))
 		if err != nil {
 			return nil, err
 		}
@@ -166,6 +170,9 @@ func Calibrate(ctx context.Context, ix *match.Index, qs []Query, opt CalibrateOp
 			return nil, fmt.Errorf("query %s: embeddings failed during calibration", q.ID)
 		}
 		samples[i] = match.Sample{Features: rk.Features, NeedsSkill: q.NeedSkill()}
+		if opt.Progress != nil {
+			opt.Progress("features", i+1, len(qs))
+		}
 		if hybrid {
 			scores[i] = rk.Features.DenseTop
 		} else {
@@ -248,17 +255,21 @@ func Calibrate(ctx context.Context, ix *match.Index, qs []Query, opt CalibrateOp
 // writes it into a configuration) and returns the table and the weight of
 // best NDCG@10; the first wins ties.
 func fitWeight(ctx context.Context, ix *match.Index, cfg match.Config, qs []Query, weights []float64,
-	rule skill.Fusion, set func(*match.Config, float64)) ([]WeightPoint, float64, error) {
+	rule skill.Fusion, set func(*match.Config, float64), progress Progress) ([]WeightPoint, float64, error) {
 	var table []WeightPoint
 	best, chosen := math.Inf(-1), -1.0
-	for _, w := range weights {
+	for k, w := range weights {
 		c := cfg
 		set(&c, w)
 		wix, err := ix.WithConfig(c)
 		if err != nil {
 			return nil, -1, err
 		}
-		rep, err := Run(ctx, wix, qs, RunOptions{Mode: skill.ModeHybrid, Fusion: rule})
+		var each Progress
+		if progress != nil {
+			each = func(_ string, done, _ int) { progress("", k*len(qs)+done, len(weights)*len(qs)) }
+		}
+		rep, err := Run(ctx, wix, qs, RunOptions{Mode: skill.ModeHybrid, Fusion: rule, Progress: each})
 		if err != nil {
 			return nil, -1, err
 		}

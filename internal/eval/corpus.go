@@ -38,7 +38,14 @@ type Options struct {
 	// removed by Close.
 	StateDir string
 	Logger   *slog.Logger
+	// Progress, if set, is told the build's phase while Open runs.
+	Progress Progress
 }
+
+// Progress is told how far a long step has come: its phase ("scan",
+// "parse", "embed", "index", "queries", ...) and done of total units (total
+// 0 when unknown). Calls never overlap; each should return quickly.
+type Progress func(phase string, done, total int)
 
 // Corpus is an indexed skill folder ready for evaluation: one generation,
 // built by the same generation.Builder the router uses.
@@ -115,7 +122,9 @@ func Open(ctx context.Context, opt Options) (*Corpus, error) {
 		cfg = *opt.Config
 	}
 	start := time.Now()
+	stop := c.watchBuild(opt.Progress)
 	g, _, err := c.builder.Build(ctx, nil, false, cfg)
+	stop()
 	if err != nil {
 		return nil, fmt.Errorf("index %s: %w", abs, err)
 	}
@@ -150,6 +159,31 @@ func openModel(ctx context.Context, opt Options, log *slog.Logger) (*embed.Manag
 	return m, nil
 }
 
+// watchBuild reports the builder's progress to p every 100ms until stop
+// returns.
+func (c *Corpus) watchBuild(p Progress) (stop func()) {
+	if p == nil {
+		return func() {}
+	}
+	quit, done := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(done)
+		tick := time.NewTicker(100 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			select {
+			case <-quit:
+				return
+			case <-tick.C:
+				if st := c.builder.Progress(); st.Running {
+					p(st.Phase, st.Done, st.Total)
+				}
+			}
+		}
+	}()
+	return func() { close(quit); <-done }
+}
+
 func (c *Corpus) use(g *generation.Generation) {
 	c.gen, c.Index, c.Catalog, c.Model = g, g.Index, g.Catalog, g.Model
 	c.IndexTime = g.Index.Stats().Duration
@@ -179,4 +213,13 @@ func (c *Corpus) Close() error {
 		errs = append(errs, os.RemoveAll(c.tmp))
 	}
 	return errors.Join(errs...)
+}
+
+// phase returns a Progress that reports under the given phase name; nil
+// stays nil.
+func (p Progress) phase(name string) Progress {
+	if p == nil {
+		return nil
+	}
+	return func(_ string, done, total int) { p(name, done, total) }
 }

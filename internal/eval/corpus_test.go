@@ -27,9 +27,18 @@ func TestOpenWithoutModel(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rep, err := c.Evaluate(ctx, qs, eval.RunOptions{Mode: skill.ModeKeyword})
+	calls := 0
+	rep, err := c.Evaluate(ctx, qs, eval.RunOptions{Mode: skill.ModeKeyword, Progress: func(phase string, done, total int) {
+		calls++
+		if phase != "queries" || done != calls || total != len(qs) {
+			t.Errorf("progress call %d: %s %d/%d, want queries %d/%d", calls, phase, done, total, calls, len(qs))
+		}
+	}})
 	if err != nil {
 		t.Fatal(err)
+	}
+	if calls != len(qs) {
+		t.Errorf("progress told %d times for %d queries", calls, len(qs))
 	}
 	if rep.Degraded != 0 || rep.Ranking.NDCG10 < 80 {
 		t.Errorf("bm25 without a model: %+v", rep)
@@ -74,9 +83,21 @@ func TestCalibrateRouting(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cal, err := eval.Calibrate(ctx, c.Index, qs, eval.CalibrateOptions{Folds: 3, Weights: []float64{0, 0.3, 1}})
+	last := map[string][2]int{} // phase -> the last done and total reported
+	progress := func(phase string, done, total int) {
+		if prev := last[phase]; done < prev[0] || total <= 0 || done > total {
+			t.Errorf("progress %s: %d/%d after %d/%d", phase, done, total, prev[0], prev[1])
+		}
+		last[phase] = [2]int{done, total}
+	}
+	cal, err := eval.Calibrate(ctx, c.Index, qs, eval.CalibrateOptions{Folds: 3, Weights: []float64{0, 0.3, 1}, Progress: progress})
 	if err != nil {
 		t.Fatal(err)
+	}
+	for phase, n := range map[string]int{"convex weight": 3 * len(qs), "adaptive weight": 3 * len(qs), "features": len(qs)} {
+		if got := last[phase]; got != [2]int{n, n} {
+			t.Errorf("progress of %s ended at %d/%d, want %d/%d", phase, got[0], got[1], n, n)
+		}
 	}
 	if len(cal.Weights) != 3 || cal.ConvexWeight < 0 || len(cal.AdaptiveWeights) != 3 || cal.AdaptiveWeight < 0 ||
 		cal.Classifier == nil || len(cal.ThresholdCurve) == 0 {

@@ -96,3 +96,21 @@ func TestBestCutoff(t *testing.T) {
 		}
 	}
 }
+
+// TestUndefinedFiguresHaveNoUnit checks that a percentage that is undefined
+// reads "n/a", never "n/a%".
+func TestUndefinedFiguresHaveNoUnit(t *testing.T) {
+	var b strings.Builder
+	rep := &Report{Abstention: Abstention{Precision: -1, Recall: 50}}
+	if err := rep.WriteText(&b); err != nil {
+		t.Fatal(err)
+	}
+	cal := &Calibration{ThresholdCurve: []CurvePoint{{Precision: -1, Recall: 25}}, ThresholdCV: Abstention{Precision: -1, Recall: -1}}
+	if err := cal.WriteText(&b); err != nil {
+		t.Fatal(err)
+	}
+	out := b.String()
+	if strings.Contains(out, "n/a%") || !strings.Contains(out, "precision n/a, recall 50.0%") || !strings.Contains(out, "25.0%") {
+		t.Errorf("undefined figures printed wrong:\n%s", out)
+	}
+}

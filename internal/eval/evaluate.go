@@ -24,16 +24,18 @@ type RunOptions struct {
 	PerQuery bool
 	// Set names the query set in the report.
 	Set string
+	// Progress, if set, is told each query done (phase "queries").
+	Progress Progress
 }
 
 // Report is the outcome of one evaluation run.
 type Report struct {
-	Set    string          `json:"set,omitempty"`
+	Set    string          `json:"set"`
 	Skills int             `json:"skills"`
 	Mode   skill.MatchMode `json:"mode"`
-	Fusion skill.Fusion    `json:"fusion,omitempty"`
+	Fusion skill.Fusion    `json:"fusion"`
 	// Model is the embedding model's name, empty without one.
-	Model          string `json:"model,omitempty"`
+	Model          string `json:"model"`
 	DenseAvailable bool   `json:"dense_available"`
 	// Queries counts all queries; NeedSkill those with relevant skills,
 	// NoSkill those without.
@@ -57,8 +59,8 @@ type Report struct {
 	// very query set, so its abstention figures are optimistic.
 	InSample bool `json:"in_sample"`
 	// Notes explain anything that qualifies the figures.
-	Notes    []string      `json:"notes,omitempty"`
-	PerQuery []QueryResult `json:"per_query,omitempty"`
+	Notes    []string      `json:"notes"`
+	PerQuery []QueryResult `json:"per_query"`
 }
 
 // QueryResult is one query's outcome.
@@ -68,10 +70,10 @@ type QueryResult struct {
 	Ranked      []string `json:"ranked"`
 	Returned    []string `json:"returned"`
 	Abstained   bool     `json:"abstained"`
-	Reason      string   `json:"reason,omitempty"`
+	Reason      string   `json:"reason"`
 	Rule        string   `json:"rule"`
 	Probability float64  `json:"probability"`
-	Degraded    bool     `json:"degraded,omitempty"`
+	Degraded    bool     `json:"degraded"`
 	NDCG10      float64  `json:"ndcg_at_10"`
 }
 
@@ -138,6 +140,9 @@ func Run(ctx context.Context, ix *match.Index, qs []Query, opt RunOptions) (*Rep
 		}
 		pred[i], truth[i] = res.Abstained, !q.NeedSkill()
 		rep.Rules[rk.Rule]++
+		if opt.Progress != nil {
+			opt.Progress("queries", i+1, len(qs))
+		}
 		if res.Degraded {
 			rep.Degraded++
 		}

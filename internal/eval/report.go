@@ -7,12 +7,12 @@ import (
 	"text/tabwriter"
 )
 
-// pct formats a percentage, or "n/a" for an undefined one.
+// pct formats a percentage with its unit, or "n/a" for an undefined one.
 func pct(v float64) string {
 	if v < 0 {
 		return "n/a"
 	}
-	return fmt.Sprintf("%.1f", v)
+	return fmt.Sprintf("%.1f%%", v)
 }
 
 // WriteText writes the report for people.
@@ -42,7 +42,7 @@ func (r *Report) WriteText(w io.Writer) error {
 	fmt.Fprintf(tw, "%.1f\t%.1f\t%.1f\t%.1f\t%.1f\t%.1f\n", m.Hit1, m.R3, m.R5, m.MRR10, m.NDCG10, r.EndToEndHit1)
 	_ = tw.Flush()
 	a := r.Abstention
-	fmt.Fprintf(&b, "\nabstention: %d abstained, %d correctly; precision %s%%, recall %s%%; %d queries that need a skill abstained on\n",
+	fmt.Fprintf(&b, "\nabstention: %d abstained, %d correctly; precision %s, recall %s; %d queries that need a skill abstained on\n",
 		a.Abstained, a.Correct, pct(a.Precision), pct(a.Recall), a.WrongOnAnswerable)
 	fmt.Fprintf(&b, "decided by: %s\n", rules(r.Rules))
 	fmt.Fprintf(&b, "latency: p50 %s, p99 %s, mean %s\n", r.Latency.P50, r.Latency.P99, r.Latency.Mean)
@@ -74,16 +74,16 @@ func (c *Calibration) WriteText(w io.Writer) error {
 	writeWeights(&b, "convex weight (dense share)", c.Weights, c.ConvexWeight)
 	writeWeights(&b, "adaptive weight (dense share when the index holds none of the task's terms)", c.AdaptiveWeights, c.AdaptiveWeight)
 	if c.ThresholdCurve != nil {
-		fmt.Fprintf(&b, "\nthreshold on %s: %.4f (AUROC %.3f); cross-validated precision %s%%, recall %s%% (%d abstained, %d on queries that need a skill)\n",
+		fmt.Fprintf(&b, "\nthreshold on %s: %.4f (AUROC %.3f); cross-validated precision %s, recall %s (%d abstained, %d on queries that need a skill)\n",
 			c.ThresholdScore, c.Threshold, c.ThresholdAUROC, pct(c.ThresholdCV.Precision), pct(c.ThresholdCV.Recall),
 			c.ThresholdCV.Abstained, c.ThresholdCV.WrongOnAnswerable)
 		writeCurve(&b, c.ThresholdCurve)
 	}
 	if c.Classifier != nil {
 		fmt.Fprintf(&b, "\nclassifier (%d features): cutoff %.3f, out-of-fold AUROC %.3f\n", len(c.Classifier.Features), c.Classifier.Cutoff, c.ClassifierAUROC)
-		fmt.Fprintf(&b, "  cross-validated: precision %s%%, recall %s%% (%d abstained, %d on queries that need a skill)\n",
+		fmt.Fprintf(&b, "  cross-validated: precision %s, recall %s (%d abstained, %d on queries that need a skill)\n",
 			pct(c.ClassifierCV.Precision), pct(c.ClassifierCV.Recall), c.ClassifierCV.Abstained, c.ClassifierCV.WrongOnAnswerable)
-		fmt.Fprintf(&b, "  in-sample (optimistic): precision %s%%, recall %s%%\n", pct(c.ClassifierInSample.Precision), pct(c.ClassifierInSample.Recall))
+		fmt.Fprintf(&b, "  in-sample (optimistic): precision %s, recall %s\n", pct(c.ClassifierInSample.Precision), pct(c.ClassifierInSample.Recall))
 		b.WriteString("  out-of-fold trade-off:\n")
 		writeCurve(&b, c.ClassifierCurve)
 	}

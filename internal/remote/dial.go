@@ -19,6 +19,8 @@ type DialOptions struct {
 	// TLS connects with TLS when it names a CA or a client certificate;
 	// otherwise the connection is plain (a router on loopback).
 	TLS tlsconfig.Client
+	// Extra are more options, appended last (backoff, interceptors).
+	Extra []grpc.DialOption
 }
 
 // Dial returns a client connection to the router at addr. It does not wait
@@ -36,6 +38,7 @@ func Dial(addr string, o DialOptions) (*grpc.ClientConn, error) {
 	if o.Token != "" {
 		opts = append(opts, grpc.WithPerRPCCredentials(bearerToken(o.Token)))
 	}
+	opts = append(opts, o.Extra...)
 	conn, err := grpc.NewClient(addr, opts...)
 	if err != nil {
 		return nil, fmt.Errorf("connect to %s: %w", addr, err)

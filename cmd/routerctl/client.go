@@ -1,0 +1,112 @@
+package main
+
+import (
+	"context"
+	"math/rand/v2"
+	"time"
+
+	"github.com/spf13/cobra"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/backoff"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	routerv1 "github.com/mcpsag/router/api/proto/mcpsag/router/v1"
+	"github.com/mcpsag/router/internal/remote"
+)
+
+// Backoff between attempts of a call the router answered Unavailable, and
+// of the connection's reconnects: short at first, so that a router that
+// just started is reached at once, and capped.
+const (
+	retryFirst = 100 * time.Millisecond
+	retryMax   = 2 * time.Second
+)
+
+// remote makes a command body that talks to the router: it dials and runs
+// f under the --timeout deadline (or minTimeout, when longer).
+func (e *env) remote(minTimeout time.Duration, f func(ctx context.Context, c routerv1.SkillRouterClient, args []string) error) func(*cobra.Command, []string) error {
+	return func(cmd *cobra.Command, args []string) error {
+		if err := e.dial(); err != nil {
+			return err
+		}
+		ctx, cancel := context.WithTimeout(cmd.Context(), max(e.timeout, minTimeout))
+		defer cancel()
+		return f(ctx, routerv1.NewSkillRouterClient(e.conn), args)
+	}
+}
+
+// dial connects to the router lazily (grpc.NewClient does no I/O).
+func (e *env) dial() error {
+	if e.conn != nil {
+		return nil
+	}
+	conn, err := remote.Dial(e.addr, remote.DialOptions{Token: e.token, TLS: e.tls, Extra: []grpc.DialOption{
+		grpc.WithConnectParams(grpc.ConnectParams{
+			Backoff:           backoff.Config{BaseDelay: retryFirst, Multiplier: 1.6, Jitter: 0.2, MaxDelay: retryMax},
+			MinConnectTimeout: 5 * time.Second,
+		}),
+		grpc.WithUnaryInterceptor(e.retryUnavailable),
+	}})
+	if err != nil {
+		return err
+	}
+	e.conn = conn
+	return nil
+}
+
+// noRetryKey marks a context whose calls must not be retried.
+type noRetryKey struct{}
+
+// withoutRetry returns ctx whose calls report Unavailable at once (health
+// probes, progress polls).
+func withoutRetry(ctx context.Context) context.Context {
+	return context.WithValue(ctx, noRetryKey{}, true)
+}
+
+// gaveUp is the last Unavailable answer of a call retried for a while.
+type gaveUp struct {
+	err   error
+	after time.Duration
+}
+
+func (g gaveUp) Error() string              { return g.err.Error() }
+func (g gaveUp) Unwrap() error              { return g.err }
+func (g gaveUp) GRPCStatus() *status.Status { return status.Convert(g.err) }
+
+// retryUnavailable retries a call the router answered Unavailable (it is
+// not listening yet, or still builds its first index) with capped
+// exponential backoff until --timeout has passed since the first attempt,
+// and then returns the last answer. Any other outcome returns at once.
+func (e *env) retryUnavailable(ctx context.Context, method string, req, reply any, cc *grpc.ClientConn, invoker grpc.UnaryInvoker, opts ...grpc.CallOption) error {
+	start := time.Now()
+	delay := retryFirst
+	var last error // the last Unavailable answer
+	for {
+		err := invoker(ctx, method, req, reply, cc, opts...)
+		if last != nil && (ctx.Err() != nil || status.Code(err) == codes.DeadlineExceeded) {
+			// The deadline ended an attempt (still connecting, or on the
+			// router's side): the last answer says more than "deadline
+			// exceeded".
+			return gaveUp{last, time.Since(start)}
+		}
+		if status.Code(err) != codes.Unavailable || ctx.Value(noRetryKey{}) != nil {
+			return err
+		}
+		last = err
+		left := e.timeout - time.Since(start)
+		if left <= 0 {
+			return gaveUp{err, time.Since(start)}
+		}
+		e.progress.Show("waiting for the router at %s (%s): retrying for %s more",
+			e.addr, status.Convert(err).Message(), left.Round(time.Second))
+		// Full jitter between half and all of the delay.
+		wait := min(delay/2+rand.N(delay/2+1), left)
+		select {
+		case <-ctx.Done():
+			return gaveUp{err, time.Since(start)}
+		case <-time.After(wait):
+		}
+		delay = min(2*delay, retryMax)
+	}
+}

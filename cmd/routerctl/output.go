@@ -1,0 +1,179 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"reflect"
+	"sync"
+	"time"
+
+	"golang.org/x/term"
+	"google.golang.org/protobuf/encoding/protojson"
+	"google.golang.org/protobuf/proto"
+)
+
+// printJSON writes v as this invocation's one JSON document on stdout, in
+// the style every command shares: snake_case keys, two-space indent, zero
+// values included (unset objects null, empty lists [] and maps {}). Proto
+// replies follow the proto3 JSON mapping with the .proto field names.
+func (e *env) printJSON(v any) error {
+	raw, err := marshalJSON(v)
+	if err != nil {
+		return fmt.Errorf("encode JSON: %w", err)
+	}
+	var b bytes.Buffer
+	// Indent also drops the random spaces protojson adds to keep readers
+	// from depending on its byte layout.
+	if err := json.Indent(&b, bytes.TrimSpace(raw), "", "  "); err != nil {
+		return fmt.Errorf("encode JSON: %w", err)
+	}
+	b.WriteByte('\n')
+	_, err = e.stdout.Write(b.Bytes())
+	return err
+}
+
+var protoJSON = protojson.MarshalOptions{EmitUnpopulated: true, UseProtoNames: true}
+
+func marshalJSON(v any) ([]byte, error) {
+	if m, ok := v.(proto.Message); ok {
+		return protoJSON.Marshal(m)
+	}
+	rv := reflect.ValueOf(v)
+	if rv.IsValid() && rv.Kind() != reflect.Pointer {
+		// Work on an addressable copy, so that fillEmpty can set fields.
+		p := reflect.New(rv.Type())
+		p.Elem().Set(rv)
+		v, rv = p.Interface(), p
+	}
+	fillEmpty(rv)
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false) // skill content holds <skill_content> frames
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return b.Bytes(), nil
+}
+
+// protoRaw embeds a proto message in a larger JSON document; an unset one
+// is null.
+func protoRaw(m proto.Message) json.RawMessage {
+	if m == nil || !m.ProtoReflect().IsValid() {
+		return json.RawMessage("null")
+	}
+	b, err := protoJSON.Marshal(m)
+	if err != nil {
+		return json.RawMessage("null")
+	}
+	return b
+}
+
+var jsonMarshaler = reflect.TypeFor[json.Marshaler]()
+
+// fillEmpty replaces the nil slices and maps reachable from v through
+// pointers, struct fields and slice elements by empty ones, so that they
+// print as [] and {} rather than null. Values that marshal themselves are
+// left alone.
+func fillEmpty(v reflect.Value) {
+	if !v.IsValid() || v.Type().Implements(jsonMarshaler) {
+		return
+	}
+	switch v.Kind() {
+	case reflect.Pointer, reflect.Interface:
+		if !v.IsNil() {
+			fillEmpty(v.Elem())
+		}
+	case reflect.Struct:
+		t := v.Type()
+		for i := range v.NumField() {
+			if t.Field(i).IsExported() && t.Field(i).Tag.Get("json") != "-" {
+				fillEmpty(v.Field(i))
+			}
+		}
+	case reflect.Slice:
+		if v.IsNil() {
+			if v.CanSet() {
+				v.Set(reflect.MakeSlice(v.Type(), 0, 0))
+			}
+			return
+		}
+		for i := range v.Len() {
+			fillEmpty(v.Index(i))
+		}
+	case reflect.Map:
+		if v.IsNil() && v.CanSet() {
+			v.Set(reflect.MakeMap(v.Type()))
+		}
+	}
+}
+
+// progress draws one transient status line on stderr while a long command
+// runs, when stderr is a terminal; anywhere else (pipes, files, tests) it
+// draws nothing. Safe for concurrent use.
+type progress struct {
+	mu    sync.Mutex
+	w     io.Writer
+	on    bool
+	width func() int // the terminal's columns, 0 when unknown
+	drawn bool
+	last  time.Time
+}
+
+func newProgress(w io.Writer) *progress {
+	p := &progress{w: w, width: func() int { return 0 }}
+	if f, ok := w.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
+		fd := int(f.Fd())
+		p.on = true
+		p.width = func() int {
+			cols, _, err := term.GetSize(fd)
+			if err != nil {
+				return 0
+			}
+			return cols
+		}
+	}
+	return p
+}
+
+// On reports whether the status line is drawn at all.
+func (p *progress) On() bool { return p != nil && p.on }
+
+// Show replaces the status line; updates closer than 100ms are dropped.
+func (p *progress) Show(format string, args ...any) {
+	if !p.On() {
+		return
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.drawn && time.Since(p.last) < 100*time.Millisecond {
+		return
+	}
+	line := []rune(fmt.Sprintf(format, args...))
+	if w := p.width(); w > 1 && len(line) >= w {
+		line = append(line[:w-2], '…') // a wrapped line could not be erased
+	}
+	fmt.Fprintf(p.w, "\r\033[K%s", string(line))
+	p.drawn, p.last = true, time.Now()
+}
+
+// Clear erases the status line, before other output or at the end.
+func (p *progress) Clear() {
+	if !p.On() {
+		return
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.drawn {
+		fmt.Fprint(p.w, "\r\033[K")
+		p.drawn = false
+	}
+}
+
+// note prints a line on stderr, below any status line.
+func (e *env) note(format string, args ...any) {
+	e.progress.Clear()
+	fmt.Fprintf(e.stderr, format+"\n", args...)
+}
