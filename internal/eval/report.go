@@ -44,6 +44,9 @@ func (r *Report) WriteText(w io.Writer) error {
 	a := r.Abstention
 	fmt.Fprintf(&b, "\nabstention: %d abstained, %d correctly; precision %s, recall %s; %d queries that need a skill abstained on\n",
 		a.Abstained, a.Correct, pct(a.Precision), pct(a.Recall), a.WrongOnAnswerable)
+	if r.Named > 0 {
+		fmt.Fprintf(&b, "queries that name a relevant skill or fire its trigger: %d, abstained on %d\n", r.Named, r.NamedAbstained)
+	}
 	fmt.Fprintf(&b, "decided by: %s\n", rules(r.Rules))
 	fmt.Fprintf(&b, "latency: p50 %s, p99 %s, mean %s\n", r.Latency.P50, r.Latency.P99, r.Latency.Mean)
 	for _, n := range r.Notes {

@@ -29,6 +29,10 @@ type Features struct {
 	CrossRank float64
 	// TaskTerms is log(1 + distinct task terms).
 	TaskTerms float64
+	// Boost is the largest trigger and name boost any visible candidate
+	// got: how strongly the task names some skill, even when too weakly
+	// to count as explicit.
+	Boost float64
 }
 
 // Feature names, as written in a Classifier.
@@ -43,14 +47,15 @@ const (
 	FeatAgree       = "agree"
 	FeatCrossRank   = "cross_rank"
 	FeatTaskTerms   = "task_terms"
+	FeatBoost       = "boost"
 )
 
 // KeywordFeatures are the features available without embeddings;
 // HybridFeatures are all of them.
 var (
-	KeywordFeatures = []string{FeatBM25Top, FeatBM25Ratio, FeatBM25Norm, FeatCoverage, FeatTaskTerms}
+	KeywordFeatures = []string{FeatBM25Top, FeatBM25Ratio, FeatBM25Norm, FeatCoverage, FeatTaskTerms, FeatBoost}
 	HybridFeatures  = []string{FeatDenseTop, FeatDenseGap, FeatDenseSpread, FeatBM25Top, FeatBM25Ratio,
-		FeatBM25Norm, FeatCoverage, FeatAgree, FeatCrossRank, FeatTaskTerms}
+		FeatBM25Norm, FeatCoverage, FeatAgree, FeatCrossRank, FeatTaskTerms, FeatBoost}
 )
 
 // Value returns the feature called name, and false for an unknown name.
@@ -76,6 +81,8 @@ func (f Features) Value(name string) (float64, bool) {
 		return f.CrossRank, true
 	case FeatTaskTerms:
 		return f.TaskTerms, true
+	case FeatBoost:
+		return f.Boost, true
 	}
 	return 0, false
 }

@@ -128,6 +128,15 @@ func (ix *Index) decide(rk *Ranking, res *skill.MatchResult, r resolved, mode sk
 		}
 		return
 	}
+	// No keyword, trigger or name evidence, and a dense score under the
+	// model's own threshold: the classifier's linear features extrapolate
+	// badly this far from its training data (no task there lacks every
+	// keyword), so this case is decided by the threshold alone.
+	if thr := ix.cfg.Abstain.Threshold; len(bm25List) == 0 && !anyFired && thr > 0 && float64(denseList[0].score) < thr {
+		abstain(RuleNoKeywordWeak, skill.AbstainBelowThreshold,
+			"no skill shares a word with the task, and the best cosine %.3f is below the model's threshold %.3f", denseList[0].score, thr)
+		return
+	}
 	p := cls.Probability(rk.Features)
 	rk.Probability = p
 	rk.Rule = RuleClassifier
