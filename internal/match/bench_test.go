@@ -9,6 +9,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"runtime"
 	"sort"
 	"sync"
 	"testing"
@@ -19,6 +20,7 @@ import (
 	"github.com/mcpsag/router/internal/match"
 	"github.com/mcpsag/router/internal/skill"
 	"github.com/mcpsag/router/internal/skillmd"
+	synth "github.com/mcpsag/router/internal/synthetic"
 )
 
 // Benchmark inputs. The dev sets live in shared/eval beside the checkout;
@@ -166,7 +168,10 @@ func (e *switchEmbedder) EmbedQuery(ctx context.Context, text string) ([]float32
 // BenchmarkMatch measures in-process Match (hybrid, default config, bodies
 // indexed) at 1k, 10k and 100k synthetic skills. "with-embedding" includes
 // embedding the task with the model; "engine" uses precomputed task vectors.
-// It reports the median and 99th percentile per match.
+// In the same run it measures the physical reference over the same data:
+// "ref-dot-scan", a plain exact dot product of the task vector with every
+// skill vector, and "ref-bm25", Match in keyword-only mode. It reports the
+// median and 99th percentile per match.
 func BenchmarkMatch(b *testing.B) {
 	base, queries := loadDev(b)
 	m, note := benchModel(b)
@@ -179,6 +184,61 @@ func BenchmarkMatch(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
+	qvec := embedQueries(b, m, queries)
+	for _, n := range []int{1000, 10000, 100000} {
+		if n > 10000 && testing.Short() {
+			continue
+		}
+		skills, vecs, bodies := synthetic(b, base, baseVecs, n)
+		emb := &switchEmbedder{m: m, cache: qvec}
+		ix := buildBench(b, skills, vecs, emb, func(s *skill.Skill) (string, error) { return bodies[s.ContentHash], nil })
+		runMatchBenches(b, fmt.Sprintf("skills=%d", n), ix, emb, queries, vecs)
+	}
+}
+
+// BenchmarkMatchLong measures Match on tasks of about 2,000 characters (a
+// dev-set request followed by context taken from real SKILL.md bodies) at
+// 10k skills whose bodies go on with stretches of real bodies (up to 7,000
+// characters), with the same references as BenchmarkMatch. It needs
+// ../shared/corpora.
+func BenchmarkMatchLong(b *testing.B) {
+	base, _ := loadDev(b)
+	src := &synth.Source{}
+	for _, d := range base {
+		src.Skills = append(src.Skills, synth.Skill{Name: d.name, Description: d.desc, Body: d.body})
+	}
+	_, queries := loadDev(b)
+	src.Queries = queries
+	if err := src.LoadCorpora(corporaDir); err != nil {
+		b.Skipf("skipping: real skill trees are needed for long bodies and tasks: %v (set MCPSAG_CORPORA_DIR)", err)
+	}
+	m, note := benchModel(b)
+	b.Logf("%s", note)
+	const n = 10000
+	cat := src.Catalog(n, 1)
+	tasks := src.LongTasks(500, 2000, 1)
+	qvec := embedQueries(b, m, tasks)
+	texts := make([]string, len(base))
+	for i, d := range base {
+		texts[i] = embed.DocumentText(d.name, d.desc, "", 0)
+	}
+	baseVecs, err := m.Embed(context.Background(), texts, embed.Document)
+	if err != nil {
+		b.Fatal(err)
+	}
+	skills, vecs, bodies := synthetic(b, base, baseVecs, n)
+	for i, s := range skills {
+		bodies[s.ContentHash] = cat[i].Body
+	}
+	emb := &switchEmbedder{m: m, cache: qvec}
+	ix := buildBench(b, skills, vecs, emb, func(s *skill.Skill) (string, error) { return bodies[s.ContentHash], nil })
+	runMatchBenches(b, fmt.Sprintf("skills=%d/task=2000", n), ix, emb, tasks, vecs)
+}
+
+var corporaDir = envOr("MCPSAG_CORPORA_DIR", filepath.Join("..", "..", "..", "shared", "corpora"))
+
+// embedQueries embeds every query once, for the engine-only runs.
+func embedQueries(b *testing.B, m *embed.Model, queries []string) map[string][]float32 {
 	qvecs, err := m.Embed(context.Background(), queries, embed.Query)
 	if err != nil {
 		b.Fatal(err)
@@ -187,42 +247,73 @@ func BenchmarkMatch(b *testing.B) {
 	for i, q := range queries {
 		qvec[q] = qvecs[i]
 	}
-	for _, n := range []int{1000, 10000, 100000} {
-		if n > 10000 && testing.Short() {
-			continue
-		}
-		skills, vecs, bodies := synthetic(b, base, baseVecs, n)
-		emb := &switchEmbedder{m: m, cache: qvec}
-		start := time.Now()
-		ix, err := match.Build(context.Background(), match.BuildInput{
-			Skills: skills, Vectors: vecs, Config: match.DefaultConfig(), Embedder: emb,
-			Body: func(s *skill.Skill) (string, error) { return bodies[s.ContentHash], nil },
+	return qvec
+}
+
+func buildBench(b *testing.B, skills []*skill.Skill, vecs [][]float32, emb match.QueryEmbedder, body func(*skill.Skill) (string, error)) *match.Index {
+	var before runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	start := time.Now()
+	ix, err := match.Build(context.Background(), match.BuildInput{
+		Skills: skills, Vectors: vecs, Config: match.DefaultConfig(), Embedder: emb, Body: body,
+	})
+	if err != nil {
+		b.Fatal(err)
+	}
+	took := time.Since(start)
+	var after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&after)
+	b.Logf("skills=%d: built in %s (dimension %d); heap +%.1f MiB", len(skills), took.Round(time.Millisecond),
+		ix.Stats().Dimension, float64(int64(after.HeapAlloc)-int64(before.HeapAlloc))/(1<<20))
+	return ix
+}
+
+// runMatchBenches runs Match with and without the task embedding, and the
+// two references, on the same index.
+func runMatchBenches(b *testing.B, prefix string, ix *match.Index, emb *switchEmbedder, queries []string, vecs [][]float32) {
+	timed := func(name string, f func(q string)) {
+		b.Run(prefix+"/"+name, func(b *testing.B) {
+			times := make([]time.Duration, 0, 1024)
+			i := 0
+			for b.Loop() {
+				q := queries[i%len(queries)]
+				i++
+				t0 := time.Now()
+				f(q)
+				times = append(times, time.Since(t0))
+			}
+			sort.Slice(times, func(i, j int) bool { return times[i] < times[j] })
+			b.ReportMetric(float64(times[len(times)/2].Nanoseconds())/1e3, "p50-µs")
+			b.ReportMetric(float64(times[min(len(times)-1, int(math.Ceil(0.99*float64(len(times))))-1)].Nanoseconds())/1e3, "p99-µs")
 		})
-		if err != nil {
-			b.Fatal(err)
-		}
-		b.Logf("skills=%d: built in %s (dimension %d)", n, time.Since(start).Round(time.Millisecond), ix.Stats().Dimension)
-		for _, v := range []struct {
-			name   string
-			cached bool
-		}{{"with-embedding", false}, {"engine", true}} {
-			b.Run(fmt.Sprintf("skills=%d/%s", n, v.name), func(b *testing.B) {
-				emb.cached = v.cached
-				times := make([]time.Duration, 0, 1024)
-				i := 0
-				for b.Loop() {
-					q := queries[i%len(queries)]
-					i++
-					t0 := time.Now()
-					if _, err := ix.Match(context.Background(), skill.MatchRequest{Task: q}, nil); err != nil {
-						b.Fatal(err)
-					}
-					times = append(times, time.Since(t0))
-				}
-				sort.Slice(times, func(i, j int) bool { return times[i] < times[j] })
-				b.ReportMetric(float64(times[len(times)/2].Microseconds()), "p50-µs")
-				b.ReportMetric(float64(times[min(len(times)-1, int(math.Ceil(0.99*float64(len(times))))-1)].Microseconds()), "p99-µs")
-			})
+	}
+	match1 := func(mode skill.MatchMode, cached bool) func(string) {
+		return func(q string) {
+			emb.cached = cached
+			if _, err := ix.Match(context.Background(), skill.MatchRequest{Task: q, Options: skill.MatchOptions{Mode: mode}}, nil); err != nil {
+				b.Fatal(err)
+			}
 		}
 	}
+	timed("with-embedding", match1("", false))
+	timed("engine", match1("", true))
+	out := make([]float32, len(vecs))
+	timed("ref-dot-scan", func(q string) {
+		qv := emb.cache[q]
+		for i, v := range vecs {
+			out[i] = refDot(qv, v)
+		}
+	})
+	timed("ref-bm25", match1(skill.ModeKeyword, true))
+}
+
+// refDot is the plainest exact dot product, the reference scan's kernel.
+func refDot(a, b []float32) float32 {
+	var s float32
+	for i, x := range a {
+		s += x * b[i]
+	}
+	return s
 }

@@ -1,8 +1,12 @@
 // Package synthetic makes skill catalogs of any size from the dev sets, for
 // benchmarks and load tests. A catalog of n skills takes the dev sets' skills
 // as they are, then renamed copies that splice in half of another skill's
-// description, so that names are distinct and texts read like real ones. The
-// same sets, size and seed give the same catalog.
+// description, so that names are distinct and texts read like real ones.
+// With real skill trees loaded (LoadCorpora), each body is followed by a
+// stretch of a real SKILL.md body, so bodies have the length and vocabulary
+// of real ones; tasks of agent length (a request followed by its context)
+// come from the same texts. The same sources, size and seed give the same
+// catalog.
 package synthetic
 
 import (
@@ -13,6 +17,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strings"
 
 	"go.yaml.in/yaml/v3"
 
@@ -25,10 +30,14 @@ type Skill struct {
 	Name, Description, Body string
 }
 
-// Source is what catalogs are made from: the dev sets' skills and queries.
+// Source is what catalogs are made from: the dev sets' skills and queries,
+// and optionally the bodies of real skill trees.
 type Source struct {
 	Skills  []Skill
 	Queries []string
+	// Bodies are real SKILL.md bodies (LoadCorpora); empty means the dev
+	// sets' own bodies only.
+	Bodies []string
 }
 
 // Load reads every dev set under evalDir: the skills of <set>/skills and the
@@ -82,11 +91,42 @@ func readQueries(path string, src *Source) error {
 	return sc.Err()
 }
 
+// LoadCorpora adds the bodies of every SKILL.md under dir (real skill
+// trees) to s, in path order. Files that do not parse are skipped.
+func (s *Source) LoadCorpora(dir string) error {
+	var paths []string
+	err := filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
+		if err == nil && !d.IsDir() && d.Name() == skillfs.SkillFile {
+			paths = append(paths, p)
+		}
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("read skill trees %s: %w", dir, err)
+	}
+	sort.Strings(paths)
+	for _, p := range paths {
+		data, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		if sk, _ := skillmd.Parse(data, filepath.Base(filepath.Dir(p)), skillmd.DefaultLimits); sk != nil && len(sk.Body) > 200 {
+			s.Bodies = append(s.Bodies, sk.Body)
+		}
+	}
+	if len(s.Bodies) == 0 {
+		return fmt.Errorf("no SKILL.md with a body under %s", dir)
+	}
+	return nil
+}
+
 // Catalog returns n skills: the source's own first, then copies of them
 // named <name>-v<pass> whose description is the original's plus half of
-// another skill's.
+// another skill's. When s has Bodies, every body goes on with a stretch of
+// one of them (up to MaxExtraBody characters, from a line start).
 func (s *Source) Catalog(n int, seed uint64) []Skill {
 	r := rand.New(rand.NewPCG(uint64(n), seed))
+	extra := rand.New(rand.NewPCG(uint64(n), seed+1)) // leaves the draws above as they were
 	out := make([]Skill, n)
 	for i := range n {
 		d := s.Skills[i%len(s.Skills)]
@@ -98,9 +138,85 @@ func (s *Source) Catalog(n int, seed uint64) []Skill {
 				Body:        d.Body,
 			}
 		}
+		if len(s.Bodies) > 0 {
+			d.Body = strings.TrimRight(d.Body, "\n") + "\n\n" + s.stretch(extra, 500+extra.IntN(MaxExtraBody-500))
+		}
 		out[i] = d
 	}
 	return out
+}
+
+// MaxExtraBody is the longest stretch of a real body that Catalog appends.
+const MaxExtraBody = 7000
+
+// stretch returns about chars characters of one of s.Bodies, starting at a
+// line start and ending at a line end.
+func (s *Source) stretch(r *rand.Rand, chars int) string {
+	b := s.Bodies[r.IntN(len(s.Bodies))]
+	start := 0
+	if len(b) > chars {
+		start = r.IntN(len(b) - chars)
+		if i := strings.IndexByte(b[start:], '\n'); i >= 0 {
+			start += i + 1
+		}
+	}
+	end := min(len(b), start+chars)
+	if i := strings.LastIndexByte(b[start:end], '\n'); i > 0 && end < len(b) {
+		end = start + i
+	}
+	return strings.ToValidUTF8(b[start:end], "")
+}
+
+// LongTasks returns n tasks of about chars characters, as agents send them:
+// a dev-set query followed by context (a stretch of a real body). Without
+// Bodies, the context is more dev-set queries.
+func (s *Source) LongTasks(n, chars int, seed uint64) []string {
+	r := rand.New(rand.NewPCG(uint64(n), seed))
+	out := make([]string, n)
+	for i := range out {
+		var b strings.Builder
+		b.WriteString(s.Queries[r.IntN(len(s.Queries))])
+		for b.Len() < chars {
+			need := max(100, chars-b.Len())
+			b.WriteString("\n\n")
+			if len(s.Bodies) > 0 {
+				b.WriteString(s.stretch(r, need))
+			} else {
+				b.WriteString(s.Queries[r.IntN(len(s.Queries))])
+			}
+		}
+		t := b.String()
+		if len(t) > chars+200 {
+			t = strings.ToValidUTF8(t[:chars+200], "")
+		}
+		out[i] = t
+	}
+	return out
+}
+
+// WriteQueries writes tasks as a queries file (JSON lines with an id and a
+// query, the format of the dev sets and of routerbench), ids prefix-<n>.
+func WriteQueries(path, prefix string, tasks []string) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	w := bufio.NewWriter(f)
+	enc := json.NewEncoder(w)
+	for i, t := range tasks {
+		if err := enc.Encode(struct {
+			ID    string `json:"id"`
+			Query string `json:"query"`
+		}{fmt.Sprintf("%s-%d", prefix, i), t}); err != nil {
+			f.Close()
+			return err
+		}
+	}
+	if err := w.Flush(); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
 }
 
 // WriteWorkspace writes skills under dir as a workspace:
