@@ -77,6 +77,90 @@ func analyzers(im *mapping.IndexMappingImpl) (map[Analyzer]analysis.Analyzer, er
 	return out, nil
 }
 
+// numAnalyzers is the number of Analyzer values; analyzerIndex numbers
+// them.
+const numAnalyzers = 3
+
+func analyzerIndex(a Analyzer) int {
+	switch a {
+	case AnalyzerStem:
+		return 0
+	case AnalyzerLight:
+		return 1
+	default:
+		return 2
+	}
+}
+
+// textAnalysis runs the three analyzers on one text with one pass of their
+// shared chain (tokenizer, lowercase, possessive, stop words): each
+// analyzer's stemmer then runs on a copy of the shared tokens. The terms are
+// exactly those of running each analyzer on its own.
+type textAnalysis struct {
+	full  [numAnalyzers]analysis.Analyzer
+	base  analysis.Analyzer
+	extra [numAnalyzers][]analysis.TokenFilter
+	split bool // base and extra are usable
+}
+
+// sharedFilters is the length of the chain the analyzers share.
+const sharedFilters = 3
+
+func newTextAnalysis(ans map[Analyzer]analysis.Analyzer) *textAnalysis {
+	ta := &textAnalysis{split: true}
+	for _, a := range []Analyzer{AnalyzerStem, AnalyzerLight, AnalyzerPlain} {
+		ta.full[analyzerIndex(a)] = ans[a]
+	}
+	var tok analysis.Tokenizer
+	for i, an := range ta.full {
+		d, ok := an.(*analysis.DefaultAnalyzer)
+		if !ok || len(d.CharFilters) > 0 || len(d.TokenFilters) < sharedFilters || (tok != nil && d.Tokenizer != tok) {
+			ta.split = false
+			return ta
+		}
+		tok = d.Tokenizer
+		if ta.base == nil {
+			ta.base = &analysis.DefaultAnalyzer{Tokenizer: d.Tokenizer, TokenFilters: d.TokenFilters[:sharedFilters]}
+		}
+		ta.extra[i] = d.TokenFilters[sharedFilters:]
+	}
+	return ta
+}
+
+// shared returns the tokens of the shared chain, or nil when the analyzers
+// do not share one.
+func (ta *textAnalysis) shared(text string) analysis.TokenStream {
+	if !ta.split {
+		return nil
+	}
+	return ta.base.Analyze([]byte(text))
+}
+
+// finish applies analyzer a's own filters to a copy of shared tokens.
+func (ta *textAnalysis) finish(a int, shared analysis.TokenStream) analysis.TokenStream {
+	if len(ta.extra[a]) == 0 {
+		return shared
+	}
+	cp := make([]analysis.Token, len(shared))
+	out := make(analysis.TokenStream, len(shared))
+	for i, t := range shared {
+		cp[i] = *t
+		out[i] = &cp[i]
+	}
+	for _, f := range ta.extra[a] {
+		out = f.Filter(out)
+	}
+	return out
+}
+
+// analyze returns the tokens analyzer a makes of text.
+func (ta *textAnalysis) analyze(a int, text string) analysis.TokenStream {
+	if !ta.split {
+		return ta.full[a].Analyze([]byte(text))
+	}
+	return ta.finish(a, ta.base.Analyze([]byte(text)))
+}
+
 // terms analyzes text that normalizeText has prepared and returns its terms
 // in order.
 func terms(an analysis.Analyzer, text string) []string {

@@ -6,21 +6,41 @@ import (
 	"sync"
 )
 
-// dense holds the skill vectors as one row-major matrix of unit vectors and
-// scores a task against all of them exactly. An exact scan is simple and fast
-// enough up to about 100k skills (BenchmarkMatch); an approximate index would
-// add recall loss and build time for no gain at catalog sizes.
+// dense holds the skill vectors as unit rows, one per document slot, in
+// blocks of blockRows rows, and scores a task against all of them exactly.
+// An exact scan is simple and fast enough up to about 100k skills
+// (BenchmarkMatch); an approximate index would add recall loss and build
+// time for no gain at catalog sizes.
+//
+// Each block also keeps its rows quantised to int8 with one scale per row,
+// and a bound on what the quantisation can change in a cosine. On CPUs with
+// AVX2 and FMA, large matrices are first scanned at a quarter of the memory
+// traffic in int8; only the rows whose bound reaches the best k are then
+// scored exactly. The result is the exact top k, the same as a full scan
+// (the float scores are those of the full scan, bit for bit). A new
+// generation shares the blocks it did not change.
 type dense struct {
-	dim  int
-	vecs []float32 // n rows of dim; a zero row for a skill without a vector
-	has  []bool
-	// count is the number of skills with a vector.
+	dim    int
+	stride int // int8 row length: dim rounded up to a multiple of 32
+	blocks []*denseBlock
+	// count is the number of slots with a vector.
 	count int
 }
 
-// newDense copies the usable vectors into one matrix. A vector is usable
-// when it has the dimension of the first usable one and a finite, nonzero
-// norm; it is normalised to unit length. bad counts the unusable ones.
+const blockRows = 1024
+
+type denseBlock struct {
+	vecs  []float32 // blockRows rows of dim; zero rows without a vector
+	has   []bool
+	q     []int8    // blockRows rows of stride
+	scale []float32 // per row: q times scale approximates the row
+	bound []float32 // per row: the approximate cosine is within bound of the exact one
+}
+
+// newDense copies the usable vectors into a matrix of n slots. A vector is
+// usable when it has the dimension of the first usable one and a finite,
+// nonzero norm; it is normalised to unit length. bad counts the unusable
+// ones.
 func newDense(vectors [][]float32, n int) (d *dense, bad int) {
 	dim := 0
 	for _, v := range vectors {
@@ -39,26 +59,137 @@ func newDense(vectors [][]float32, n int) (d *dense, bad int) {
 		}
 		return nil, bad
 	}
-	d = &dense{dim: dim, vecs: make([]float32, n*dim), has: make([]bool, n)}
+	d = &dense{dim: dim, stride: (dim + 31) &^ 31}
+	d.grow(n)
 	for i := 0; i < n && i < len(vectors); i++ {
-		v := vectors[i]
-		if v == nil {
+		if vectors[i] == nil {
 			continue
 		}
-		norm, ok := unitNorm(v)
-		if len(v) != dim || !ok {
+		if !d.set(i, vectors[i]) {
 			bad++
-			continue
 		}
-		row := d.vecs[i*dim : (i+1)*dim]
-		for j, x := range v {
-			row[j] = float32(float64(x) / norm)
-		}
-		d.has[i] = true
-		d.count++
 	}
 	return d, bad
 }
+
+// usable reports whether v can be a row of d.
+func (d *dense) usable(v []float32) bool {
+	_, ok := unitNorm(v)
+	return len(v) == d.dim && ok
+}
+
+// grow adds blocks until n slots fit.
+func (d *dense) grow(n int) {
+	for len(d.blocks)*blockRows < n {
+		d.blocks = append(d.blocks, d.newBlock())
+	}
+}
+
+func (d *dense) newBlock() *denseBlock {
+	return &denseBlock{
+		vecs: make([]float32, blockRows*d.dim), has: make([]bool, blockRows),
+		q: make([]int8, blockRows*d.stride), scale: make([]float32, blockRows), bound: make([]float32, blockRows),
+	}
+}
+
+// set stores v, normalised, in slot i of a block d owns. It returns false
+// (and clears the slot) when v is not usable.
+func (d *dense) set(i int, v []float32) bool {
+	b := d.blocks[i/blockRows]
+	r := i % blockRows
+	if b.has[r] {
+		d.count--
+	}
+	row := b.vecs[r*d.dim : (r+1)*d.dim]
+	norm, ok := unitNorm(v)
+	if len(v) != d.dim || !ok {
+		clear(row)
+		b.has[r] = false
+		b.quantize(r, d.dim, d.stride)
+		return false
+	}
+	for j, x := range v {
+		row[j] = float32(float64(x) / norm)
+	}
+	b.has[r] = true
+	d.count++
+	b.quantize(r, d.dim, d.stride)
+	return true
+}
+
+// clearSlot removes slot i's vector (the block must be d's own).
+func (d *dense) clearSlot(i int) {
+	b := d.blocks[i/blockRows]
+	r := i % blockRows
+	if !b.has[r] {
+		return
+	}
+	d.count--
+	b.has[r] = false
+	clear(b.vecs[r*d.dim : (r+1)*d.dim])
+	b.quantize(r, d.dim, d.stride)
+}
+
+// quantize makes row r's int8 form, its scale and its error bound.
+func (b *denseBlock) quantize(r, dim, stride int) {
+	row := b.vecs[r*dim : (r+1)*dim]
+	q := b.q[r*stride : (r+1)*stride]
+	var maxAbs float64
+	for _, x := range row {
+		maxAbs = max(maxAbs, math.Abs(float64(x)))
+	}
+	scale := float32(1)
+	if maxAbs > 0 {
+		scale = float32(maxAbs / 127)
+	}
+	var res float64
+	for j, x := range row {
+		v := max(-127, min(127, math.Round(float64(x)/float64(scale))))
+		q[j] = int8(v)
+		e := float64(x) - v*float64(scale)
+		res += e * e
+	}
+	b.scale[r] = scale
+	// |q·v − q·v'| ≤ |q|·|v − v'| for a unit task vector q, plus the
+	// float32 rounding of the int8 scan and of the exact dot product (each
+	// at most dim·2⁻²⁴ for unit vectors), with room to spare.
+	b.bound[r] = float32(math.Sqrt(res) + 4*float64(dim)*0x1p-24 + 1e-6)
+}
+
+// own returns a copy of d whose blocks listed in touched are copies, so
+// they can be changed without changing d.
+func (d *dense) own(touched map[int]bool) *dense {
+	nd := *d
+	nd.blocks = append([]*denseBlock(nil), d.blocks...)
+	for bi := range touched {
+		if bi >= len(nd.blocks) {
+			continue
+		}
+		o := nd.blocks[bi]
+		nd.blocks[bi] = &denseBlock{
+			vecs: append([]float32(nil), o.vecs...), has: append([]bool(nil), o.has...),
+			q: append([]int8(nil), o.q...), scale: append([]float32(nil), o.scale...), bound: append([]float32(nil), o.bound...),
+		}
+	}
+	return &nd
+}
+
+// has reports whether slot i has a vector.
+func (d *dense) has(i int32) bool {
+	bi := int(i) / blockRows
+	return bi < len(d.blocks) && d.blocks[bi].has[int(i)%blockRows]
+}
+
+// row returns slot i's unit vector.
+func (d *dense) row(i int32) []float32 {
+	b := d.blocks[int(i)/blockRows]
+	r := int(i) % blockRows
+	return b.vecs[r*d.dim : (r+1)*d.dim : (r+1)*d.dim]
+}
+
+// cosine returns the exact cosine of q (a unit vector) with slot i, which
+// must have a vector.
+func (d *dense) cosine(q []float32, i int32) float32 { return dot(q, d.row(i)) }
 
 // unitNorm returns the L2 norm of v and whether it is finite and nonzero.
 func unitNorm(v []float32) (float64, bool) {
@@ -91,34 +222,151 @@ func (d *dense) query(q []float32) ([]float32, bool) {
 // across CPUs: below it, starting goroutines costs more than it saves.
 const parallelMACs = 1 << 20
 
-// scores writes the cosine of q (a unit vector) with every row into out;
-// rows without a vector get -2, below any cosine. Large matrices are
-// scanned in parallel, one contiguous block of rows per CPU.
-func (d *dense) scores(q []float32, out []float32) {
-	n := len(out)
-	workers := min(runtime.GOMAXPROCS(0), n*d.dim/parallelMACs)
+// quantizedMinRows is the size from which the int8 pre-scan pays for its
+// second pass.
+var quantizedMinRows = 2048
+
+// top returns the k best visible slots with a vector by exact cosine with q
+// (a unit vector), best first, ties to the lower ord; slots < n.
+// visible is asked only for slots that could rank. sc provides scratch.
+func (d *dense) top(q []float32, k, n int, visible func(int32) bool, ord []int32, sc *scratch) []entry {
+	if k <= 0 {
+		return nil
+	}
+	if !haveInt8Scan || n < quantizedMinRows {
+		d.exactScan(q, n, sc.cos)
+		return visibleTop(k, visible, func(want int) []entry {
+			h := newHeap(sc.heap[:0], want)
+			for i, s := range sc.cos[:n] {
+				if d.has(int32(i)) {
+					h.offer(entry{doc: int32(i), ord: ord[i], score: s})
+				}
+			}
+			sc.heap = h.s
+			return h.sorted()
+		})
+	}
+	approx := sc.cos[:n]
+	d.int8Scan(q, n, approx, sc)
+	// lo is a lower bound of each cosine; the k-th best visible lower bound
+	// L bounds the k-th best visible cosine from below, so every slot of
+	// the exact top k has an upper bound of at least L.
+	floor := float32(math.Inf(-1))
+	want := k
+	for {
+		h := newHeap(sc.heap[:0], want)
+		for bi, b := range d.blocks {
+			base := bi * blockRows
+			if base >= n {
+				break
+			}
+			rows := min(blockRows, n-base)
+			for r := range rows {
+				if !b.has[r] {
+					continue
+				}
+				lo := approx[base+r] - b.bound[r]
+				if h.full() && lo <= h.s[0].score {
+					continue
+				}
+				h.offer(entry{doc: int32(base + r), ord: ord[base+r], score: lo})
+			}
+		}
+		sc.heap = h.s
+		es := h.sorted()
+		seen := 0
+		for _, e := range es {
+			if visible(e.doc) {
+				seen++
+				if seen == k {
+					floor = e.score
+					break
+				}
+			}
+		}
+		if seen == k || len(es) < want {
+			break
+		}
+		want *= 4
+	}
+	h := newHeap(sc.heap2[:0], k)
+	for bi, b := range d.blocks {
+		base := bi * blockRows
+		if base >= n {
+			break
+		}
+		rows := min(blockRows, n-base)
+		for r := range rows {
+			if !b.has[r] || approx[base+r]+b.bound[r] < floor {
+				continue
+			}
+			i := int32(base + r)
+			if !visible(i) {
+				continue
+			}
+			h.offer(entry{doc: i, ord: ord[i], score: dot(q, b.vecs[r*d.dim:(r+1)*d.dim:(r+1)*d.dim])})
+		}
+	}
+	sc.heap2 = h.s
+	return h.sorted()
+}
+
+// exactScan writes the cosine of q with slots [0, n) into out; slots
+// without a vector get -2, below any cosine. Large matrices are scanned in
+// parallel, one contiguous range of blocks per CPU.
+func (d *dense) exactScan(q []float32, n int, out []float32) {
+	d.parallel(n, func(lo, hi int) {
+		dim := d.dim
+		for i := lo; i < hi; i++ {
+			b := d.blocks[i/blockRows]
+			r := i % blockRows
+			if !b.has[r] {
+				out[i] = -2
+				continue
+			}
+			out[i] = dot(q, b.vecs[r*dim:(r+1)*dim:(r+1)*dim])
+		}
+	}, d.dim)
+}
+
+// int8Scan writes the approximate cosine of q with every row of slots
+// [0, n) into out.
+func (d *dense) int8Scan(q []float32, n int, out []float32, sc *scratch) {
+	qp := sc.qpad[:0]
+	qp = append(qp, q...)
+	for len(qp) < d.stride {
+		qp = append(qp, 0)
+	}
+	sc.qpad = qp
+	d.parallel(n, func(lo, hi int) {
+		for lo < hi {
+			b := d.blocks[lo/blockRows]
+			r := lo % blockRows
+			rows := min(blockRows-r, hi-lo)
+			dotsInt8(qp, b.q[r*d.stride:(r+rows)*d.stride], d.stride, out[lo:lo+rows])
+			for k := range rows {
+				out[lo+k] *= b.scale[r+k]
+			}
+			lo += rows
+		}
+	}, d.stride/4)
+}
+
+// parallel runs f over [0, n) in one call per CPU when the work (n rows of
+// cost multiply-adds) is large enough.
+func (d *dense) parallel(n int, f func(lo, hi int), cost int) {
+	workers := min(runtime.GOMAXPROCS(0), n*cost/parallelMACs)
 	if workers < 2 {
-		d.scoreRows(q, out, 0, n)
+		f(0, n)
 		return
 	}
 	var wg sync.WaitGroup
 	per := (n + workers - 1) / workers
 	for lo := 0; lo < n; lo += per {
 		hi := min(n, lo+per)
-		wg.Go(func() { d.scoreRows(q, out, lo, hi) })
+		wg.Go(func() { f(lo, hi) })
 	}
 	wg.Wait()
-}
-
-func (d *dense) scoreRows(q []float32, out []float32, lo, hi int) {
-	dim := d.dim
-	for i := lo; i < hi; i++ {
-		if !d.has[i] {
-			out[i] = -2
-			continue
-		}
-		out[i] = dot(q, d.vecs[i*dim:(i+1)*dim:(i+1)*dim])
-	}
 }
 
 // dot returns the dot product of a and b, which have the same length. Four
@@ -137,4 +385,17 @@ func dot(a, b []float32) float32 {
 		s0 += a[i] * b[i]
 	}
 	return (s0 + s1) + (s2 + s3)
+}
+
+// dotsInt8Go is the portable form of dotsInt8: out[i] is the dot product of
+// q with row i of rows (each stride long).
+func dotsInt8Go(q []float32, rows []int8, stride int, out []float32) {
+	for i := range out {
+		row := rows[i*stride : (i+1)*stride]
+		var s float32
+		for j, x := range row {
+			s += q[j] * float32(x)
+		}
+		out[i] = s
+	}
 }

@@ -63,12 +63,20 @@ type BuildStats struct {
 // Index matches tasks against one catalog generation. It is immutable and
 // safe for concurrent use. It holds no file or goroutine, so an Index that
 // is no longer referenced is simply garbage collected.
+//
+// Each indexed skill has a slot: the row of its vector, its number in the
+// postings. Update gives a skill that did not change its old slot, so the
+// next Index shares everything the update did not touch with this one.
 type Index struct {
 	cfg        Config
 	generation uint64
 	model      string
-	docs       []*skill.Skill
-	hidden     []bool
+	docs       []*skill.Skill // by slot; nil for a free slot
+	hidden     []bool         // by slot
+	ord        []int32        // by slot: the skill's place among the indexed skills, in catalog order
+	bodyErr    []bool         // by slot: the body could not be read; indexed without it
+	srcVec     [][]float32    // by slot: the vector as given, to tell an unchanged one cheaply
+	byOrd      []int32        // the slots in catalog order
 	sparse     *sparse
 	dense      *dense // nil without vectors
 	phrases    *phrases
@@ -88,7 +96,7 @@ func Build(ctx context.Context, in BuildInput) (*Index, error) {
 	ix := &Index{cfg: cfg, generation: in.Generation, model: in.Model, embedder: in.Embedder}
 	var vectors [][]float32
 	for i, s := range in.Skills {
-		if s == nil || !s.Enabled() || s.Frontmatter.DisableModelInvocation {
+		if !indexable(s) {
 			ix.stats.Excluded++
 			continue
 		}
@@ -105,10 +113,17 @@ func Build(ctx context.Context, in BuildInput) (*Index, error) {
 	}
 	n := len(ix.docs)
 	ix.stats.Skills = n
+	ix.ord = make([]int32, n)
+	ix.byOrd = make([]int32, n)
+	ix.bodyErr = make([]bool, n)
+	ix.srcVec = vectors
+	for i := range n {
+		ix.ord[i], ix.byOrd[i] = int32(i), int32(i)
+	}
 
 	fields := sparseFields(cfg.Fields, cfg.BM25)
 	texts := make([]sparseDoc, n)
-	withBody := cfg.Fields.BodyChars > 0 && cfg.Fields.Body.Weight > 0 && in.Body != nil
+	withBody := ix.bodyIndexed() && in.Body != nil
 	for i, s := range ix.docs {
 		if i%256 == 0 && ctx.Err() != nil {
 			return nil, ctx.Err()
@@ -118,6 +133,7 @@ func Build(ctx context.Context, in BuildInput) (*Index, error) {
 			b, err := in.Body(s)
 			if err != nil {
 				ix.stats.BodyErrors++
+				ix.bodyErr[i] = true
 			} else {
 				body = skill.BodyStart(b, cfg.Fields.BodyChars)
 			}
@@ -133,26 +149,23 @@ func Build(ctx context.Context, in BuildInput) (*Index, error) {
 	if ix.dense != nil {
 		ix.stats.Vectors, ix.stats.Dimension = ix.dense.count, ix.dense.dim
 	}
-
-	stem := ix.sparse.analyzers[AnalyzerStem]
-	df := map[string]int{}
-	for _, s := range ix.docs {
-		short := normalizeText(strings.Join([]string{s.Name, description(s), strings.Join(s.Tags(), " "),
-			strings.Join(s.Frontmatter.Triggers, " ")}, " "))
-		seen := map[string]bool{}
-		for _, t := range terms(stem, short) {
-			if !seen[t] {
-				seen[t] = true
-				df[t]++
-			}
-		}
-	}
-	ix.phrases = newPhrases(ix.docs, stem, df)
+	ix.phrases = newPhrases(ix.docs, ix.sparse.analyzers[AnalyzerStem])
 	ix.stats.Duration = time.Since(start)
 	return ix, nil
 }
 
-// Field names in the bleve index.
+// indexable reports whether a skill is indexed: disabled skills and skills
+// with disable-model-invocation are left out.
+func indexable(s *skill.Skill) bool {
+	return s != nil && s.Enabled() && !s.Frontmatter.DisableModelInvocation
+}
+
+// bodyIndexed reports whether the configuration indexes bodies.
+func (ix *Index) bodyIndexed() bool {
+	return ix.cfg.Fields.BodyChars > 0 && ix.cfg.Fields.Body.Weight > 0
+}
+
+// Field names.
 const (
 	fieldName        = "name"
 	fieldDescription = "description"
@@ -219,7 +232,7 @@ func description(s *skill.Skill) string {
 }
 
 // Len returns the number of indexed skills.
-func (ix *Index) Len() int { return len(ix.docs) }
+func (ix *Index) Len() int { return len(ix.byOrd) }
 
 // Stats describes how the index was built.
 func (ix *Index) Stats() BuildStats { return ix.stats }
@@ -234,8 +247,14 @@ func (ix *Index) Generation() uint64 { return ix.generation }
 // hybrid and dense requests can use embeddings.
 func (ix *Index) DenseAvailable() bool { return ix.dense != nil && ix.embedder != nil }
 
-// Skills returns the indexed skills in index order.
-func (ix *Index) Skills() []*skill.Skill { return ix.docs }
+// Skills returns the indexed skills in catalog order.
+func (ix *Index) Skills() []*skill.Skill {
+	out := make([]*skill.Skill, len(ix.byOrd))
+	for i, d := range ix.byOrd {
+		out[i] = ix.docs[d]
+	}
+	return out
+}
 
 // WithConfig returns an Index over the same indexed data with other
 // query-time settings: field weights, BM25 parameters, fusion, abstention,
@@ -256,7 +275,7 @@ func (ix *Index) WithConfig(cfg Config) (*Index, error) {
 		if f.name != old.name || f.analyzer != old.analyzer {
 			return nil, fmt.Errorf("match config: field %s changed analyzer or presence; rebuild the index", f.name)
 		}
-		f.lens, f.avgLen = old.lens, old.avgLen
+		f.lens, f.lenSum, f.lenDocs, f.avgLen = old.lens, old.lenSum, old.lenDocs, old.avgLen
 	}
 	if cfg.Fields.BodyChars != ix.cfg.Fields.BodyChars && ix.sparse.hasField(fieldBody) {
 		return nil, errors.New("match config: fields.body_chars changed; rebuild the index")
@@ -266,6 +285,7 @@ func (ix *Index) WithConfig(cfg Config) (*Index, error) {
 	sp.k1, sp.sum = cfg.BM25.K1, cfg.BM25.Scoring == ScoringSum
 	return &Index{
 		cfg: cfg, generation: ix.generation, model: ix.model, docs: ix.docs, hidden: ix.hidden,
+		ord: ix.ord, bodyErr: ix.bodyErr, srcVec: ix.srcVec, byOrd: ix.byOrd,
 		sparse: &sp, dense: ix.dense, phrases: ix.phrases, embedder: ix.embedder, stats: ix.stats,
 	}, nil
 }

@@ -32,11 +32,11 @@ func TestMinHeapKeepsBest(t *testing.T) {
 	r := rand.New(rand.NewPCG(1, 2))
 	for _, k := range []int{0, 1, 5, 100} {
 		var all []entry
-		h := make(minHeap, 0, k)
+		h := newHeap(nil, k)
 		for i := range 1000 {
-			e := entry{doc: int32(i), score: float32(r.IntN(50))}
+			e := entry{doc: int32(i), ord: int32(999 - i), score: float32(r.IntN(50))}
 			all = append(all, e)
-			h.offer(e, k)
+			h.offer(e)
 		}
 		sort.Slice(all, func(i, j int) bool { return worse(all[j], all[i]) })
 		got := h.sorted()
@@ -130,8 +130,13 @@ func TestParallelScanMatchesSerial(t *testing.T) {
 		t.Fatal("query rejected")
 	}
 	got, want := make([]float32, n), make([]float32, n)
-	d.scores(q, got)
-	d.scoreRows(q, want, 0, n)
+	d.exactScan(q, n, got)
+	for i := range want {
+		want[i] = -2
+		if vecs[i] != nil {
+			want[i] = dot(q, d.row(int32(i)))
+		}
+	}
 	if !slices.Equal(got, want) {
 		t.Error("parallel scan differs from the serial one")
 	}
@@ -151,7 +156,7 @@ func TestAdaptiveShare(t *testing.T) {
 }
 
 func TestZScoreFusion(t *testing.T) {
-	list := []entry{{0, 3}, {1, 2}, {2, 1}}
+	list := []entry{{0, 0, 3}, {1, 1, 2}, {2, 2, 1}}
 	z := zScore(list, 3)
 	if z(2) != 0 || z(3) <= 0 || z(1) >= 0 {
 		t.Errorf("z-scores %v %v %v", z(3), z(2), z(1))

@@ -65,15 +65,71 @@ type candidate struct {
 	fire         *firing
 }
 
-// entry is one document in a ranked list.
+// entry is one document in a ranked list. ord is the document's place in
+// catalog order; equal scores rank by it, so results do not depend on where
+// an update put a document.
 type entry struct {
 	doc   int32
+	ord   int32
 	score float32
 }
 
+// scratch is one Rank call's working memory, reused through the Index's
+// pool. Arrays indexed by document slot are all zero between calls.
 type scratch struct {
-	acc, cos, tf []float32
-	touched      []int32
+	acc, cos   []float32
+	vis        []uint8 // 0 not asked yet, 1 visible, 2 not visible
+	visAsked   []int32
+	cand       []int32 // document -> candidate index + 1
+	touched    []int32
+	heap       []entry
+	heap2      []entry
+	heap3      []entry
+	qpad       []float32
+	candidates []candidate
+	must       []int32
+
+	// Pruned BM25 (allocated on first use).
+	acc64   []float64
+	mark    []uint8
+	slot    []int32
+	pairs   []qpair
+	byBound []int
+	log     []contrib
+	cands   []int32
+	vals    []float64
+	start   []int
+	fill    []int
+	bucket  []contrib
+}
+
+func newScratch(n int) *scratch {
+	return &scratch{acc: make([]float32, n), cos: make([]float32, n), vis: make([]uint8, n), cand: make([]int32, n)}
+}
+
+// prunedScratch allocates the arrays the pruned BM25 pass needs.
+func (sc *scratch) prunedScratch() {
+	if sc.acc64 == nil {
+		n := len(sc.acc)
+		sc.acc64, sc.mark, sc.slot = make([]float64, n), make([]uint8, n), make([]int32, n)
+	}
+}
+
+// reset zeroes what a call left in the slot arrays.
+func (sc *scratch) reset() {
+	for _, d := range sc.touched {
+		sc.acc[d] = 0
+	}
+	sc.touched = sc.touched[:0]
+	for _, d := range sc.visAsked {
+		sc.vis[d] = 0
+	}
+	sc.visAsked = sc.visAsked[:0]
+	for i := range sc.candidates {
+		sc.cand[sc.candidates[i].doc] = 0
+		sc.candidates[i] = candidate{}
+	}
+	sc.candidates = sc.candidates[:0]
 }
 
 // Rank is Match with its evidence: the candidates before the cut-off rules,
@@ -90,18 +146,34 @@ func (ix *Index) Rank(ctx context.Context, req skill.MatchRequest, visible Visib
 	n := len(ix.docs)
 	sc, _ := ix.scratch.Get().(*scratch)
 	if sc == nil || len(sc.acc) != n {
-		sc = &scratch{acc: make([]float32, n), cos: make([]float32, n), tf: make([]float32, n)}
+		sc = newScratch(n)
 	}
 	defer func() {
-		for _, d := range sc.touched {
-			sc.acc[d] = 0
-		}
-		sc.touched = sc.touched[:0]
+		sc.reset()
 		ix.scratch.Put(sc)
 	}()
 
+	// Visibility is asked lazily, only for skills that could rank.
+	isVisible := func(d int32) bool {
+		switch sc.vis[d] {
+		case 1:
+			return true
+		case 2:
+			return false
+		}
+		s := ix.docs[d]
+		v := s != nil && (r.hidden || !ix.hidden[d]) && r.visible(s)
+		sc.vis[d] = 2
+		if v {
+			sc.vis[d] = 1
+		}
+		sc.visAsked = append(sc.visAsked, d)
+		return v
+	}
+	pool := max(ix.cfg.Fusion.Pool, r.topK, RankDepth)
+
 	res := skill.MatchResult{Generation: ix.generation, Mode: r.mode}
-	useDense := false
+	var uq []float32
 	if r.mode != skill.ModeKeyword {
 		if !ix.DenseAvailable() {
 			res.Degraded = true
@@ -110,13 +182,13 @@ func (ix *Index) Rank(ctx context.Context, req skill.MatchRequest, visible Visib
 				return nil, cerr
 			}
 			res.Degraded = true
-		} else if uq, ok := ix.dense.query(q); !ok {
+		} else if u, ok := ix.dense.query(q); !ok {
 			res.Degraded = true
 		} else {
-			ix.dense.scores(uq, sc.cos)
-			useDense = true
+			uq = u
 		}
 	}
+	useDense := uq != nil
 	mode := r.mode
 	if !useDense {
 		mode = skill.ModeKeyword
@@ -126,51 +198,53 @@ func (ix *Index) Rank(ctx context.Context, req skill.MatchRequest, visible Visib
 		res.Fusion = r.fusion
 	}
 
-	var qs queryStats
-	sc.touched, qs, err = ix.sparse.score(ctx, r.task, sc.acc, sc.tf, sc.touched)
+	var denseList, bm25List []entry
+	if useDense {
+		denseList = ix.dense.top(uq, pool, n, isVisible, ix.ord, sc)
+	}
+	task := ix.sparse.analyzeTask(r.task)
+	var fired map[int32]*firing
+	if len(task.stem) > 0 {
+		fired = ix.phrases.fire(task.stem, ix.cfg.Triggers)
+	}
+	must := sc.must[:0]
+	for _, e := range denseList {
+		must = append(must, e.doc)
+	}
+	for d := range fired {
+		if isVisible(d) {
+			must = append(must, d)
+		}
+	}
+	sc.must = must
+	sres, err := ix.sparse.score(ctx, task, sc, pool, isVisible, ix.ord, must)
 	if err != nil {
 		if cerr := ctx.Err(); cerr != nil {
 			return nil, cerr
 		}
 		return nil, skill.Errorf(skill.CodeInternal, "bm25: %v", err)
 	}
-	var fired map[int32]*firing
-	if stem := ix.sparse.analyzers[AnalyzerStem]; stem != nil {
-		fired = ix.phrases.fire(terms(stem, r.task), ix.cfg.Triggers)
+	qs := sres.stats
+	if sres.pruned {
+		bm25List = sres.list
+	} else {
+		bm25List = visibleTop(pool, isVisible, func(k int) []entry { return topSparse(sc.acc, sc.touched, ix.ord, k, sc) })
 	}
 
-	// Visibility is asked lazily, only for skills that could rank.
-	seen := map[int32]bool{}
-	isVisible := func(d int32) bool {
-		v, ok := seen[d]
-		if !ok {
-			v = (r.hidden || !ix.hidden[d]) && r.visible(ix.docs[d])
-			seen[d] = v
-		}
-		return v
-	}
-	pool := max(ix.cfg.Fusion.Pool, r.topK, RankDepth)
-	var denseList, bm25List []entry
-	if useDense {
-		denseList = isVisibleTop(pool, isVisible, func(k int) []entry { return topDense(sc.cos, ix.dense.has, k) })
-	}
-	bm25List = isVisibleTop(pool, isVisible, func(k int) []entry { return topSparse(sc.acc, sc.touched, k) })
-
-	// Candidates: both lists and every isVisible skill a phrase fired for.
-	byDoc := map[int32]*candidate{}
+	// Candidates: both lists and every visible skill a phrase fired for.
 	get := func(d int32) *candidate {
-		c := byDoc[d]
-		if c == nil {
-			c = &candidate{doc: d, bm25: float64(sc.acc[d])}
-			if useDense && ix.dense.has[d] {
-				c.cos, c.hasCos = float64(sc.cos[d]), true
-			}
-			byDoc[d] = c
+		if i := sc.cand[d]; i > 0 {
+			return &sc.candidates[i-1]
 		}
-		return c
+		c := candidate{doc: d, bm25: float64(sc.acc[d])}
+		sc.candidates = append(sc.candidates, c)
+		sc.cand[d] = int32(len(sc.candidates))
+		return &sc.candidates[len(sc.candidates)-1]
 	}
 	for i, e := range denseList {
-		get(e.doc).drank = i + 1
+		c := get(e.doc)
+		c.drank = i + 1
+		c.cos, c.hasCos = float64(e.score), true
 	}
 	for i, e := range bm25List {
 		get(e.doc).brank = i + 1
@@ -180,12 +254,16 @@ func (ix *Index) Rank(ctx context.Context, req skill.MatchRequest, visible Visib
 			get(d).fire = f
 		}
 	}
-	cands := make([]*candidate, 0, len(byDoc))
-	for _, c := range byDoc {
+	cands := make([]*candidate, len(sc.candidates))
+	for i := range sc.candidates {
+		c := &sc.candidates[i]
+		if useDense && !c.hasCos && ix.dense.has(c.doc) {
+			c.cos, c.hasCos = float64(ix.dense.cosine(uq, c.doc)), true
+		}
 		if c.fire != nil {
 			c.boost = c.fire.boost
 		}
-		cands = append(cands, c)
+		cands[i] = c
 	}
 	scale := ix.fuse(mode, r.fusion, pool, cands, denseList, bm25List, qs.coverage())
 	ix.sortCandidates(mode, r.fusion, cands)
@@ -211,10 +289,10 @@ func (ix *Index) Rank(ctx context.Context, req skill.MatchRequest, visible Visib
 	return rk, nil
 }
 
-// isVisibleTop returns the best k isVisible entries. pick(k') returns the best k'
-// entries regardless of visibility; when too many of them are inisVisible it
-// is asked again for more.
-func isVisibleTop(k int, isVisible func(int32) bool, pick func(int) []entry) []entry {
+// visibleTop returns the best k visible entries. pick(k') returns the best
+// k' entries regardless of visibility; when too many of them are not visible
+// it is asked again for more.
+func visibleTop(k int, isVisible func(int32) bool, pick func(int) []entry) []entry {
 	want := k
 	for {
 		es := pick(want)
@@ -234,42 +312,37 @@ func isVisibleTop(k int, isVisible func(int32) bool, pick func(int) []entry) []e
 	}
 }
 
-// topDense returns the k best documents by cosine, best first.
-func topDense(cos []float32, has []bool, k int) []entry {
-	h := make(minHeap, 0, k)
-	for i, s := range cos {
-		if !has[i] {
-			continue
-		}
-		h.offer(entry{doc: int32(i), score: s}, k)
-	}
-	return h.sorted()
-}
-
 // topSparse returns the k best touched documents by BM25 score, best first.
-func topSparse(acc []float32, touched []int32, k int) []entry {
-	h := make(minHeap, 0, min(k, len(touched)))
+func topSparse(acc []float32, touched []int32, ord []int32, k int, sc *scratch) []entry {
+	h := newHeap(sc.heap3[:0], k)
 	for _, d := range touched {
-		h.offer(entry{doc: d, score: acc[d]}, k)
+		h.offer(entry{doc: d, ord: ord[d], score: acc[d]})
 	}
+	sc.heap3 = h.s
 	return h.sorted()
 }
 
-// minHeap keeps the k best entries seen; its root is the worst of them.
-// Equal scores prefer the lower document number, so results are
-// deterministic.
-type minHeap []entry
+// heap keeps the k best entries offered; its root is the worst of them.
+// Equal scores prefer the lower ord, so results are deterministic.
+type heap struct {
+	s []entry
+	k int
+}
+
+func newHeap(buf []entry, k int) heap { return heap{s: buf[:0], k: k} }
+
+func (h *heap) full() bool { return len(h.s) >= h.k }
 
 func worse(a, b entry) bool {
 	if a.score != b.score {
 		return a.score < b.score
 	}
-	return a.doc > b.doc
+	return a.ord > b.ord
 }
 
-func (h *minHeap) offer(e entry, k int) {
-	s := *h
-	if len(s) < k {
+func (h *heap) offer(e entry) {
+	s := h.s
+	if len(s) < h.k {
 		s = append(s, e)
 		for i := len(s) - 1; i > 0; {
 			p := (i - 1) / 2
@@ -279,10 +352,10 @@ func (h *minHeap) offer(e entry, k int) {
 			s[i], s[p] = s[p], s[i]
 			i = p
 		}
-		*h = s
+		h.s = s
 		return
 	}
-	if k == 0 || !worse(s[0], e) {
+	if h.k == 0 || !worse(s[0], e) {
 		return
 	}
 	s[0] = e
@@ -302,8 +375,9 @@ func (h *minHeap) offer(e entry, k int) {
 	}
 }
 
-func (h minHeap) sorted() []entry {
-	out := []entry(h)
+// sorted sorts the entries best first, in place, and returns them.
+func (h heap) sorted() []entry {
+	out := h.s
 	sort.Slice(out, func(i, j int) bool { return worse(out[j], out[i]) })
 	return out
 }

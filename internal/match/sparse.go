@@ -4,13 +4,11 @@ import (
 	"context"
 	"fmt"
 	"math"
-	"sort"
-	"strconv"
+	"runtime"
+	"slices"
+	"sync"
 
-	"github.com/blevesearch/bleve/v2"
 	"github.com/blevesearch/bleve/v2/analysis"
-	"github.com/blevesearch/bleve/v2/index/scorch"
-	index "github.com/blevesearch/bleve_index_api"
 )
 
 // maxQueryTerms caps the distinct terms of one task that BM25 looks up, so a
@@ -19,26 +17,35 @@ const maxQueryTerms = 256
 
 // sparseField is one indexed field.
 type sparseField struct {
-	name     string // bleve field name
+	name     string
 	weight   float64
 	b        float64 // length normalisation
 	analyzer Analyzer
-	lens     []uint32 // analyzed length per document
-	avgLen   float64  // over documents where the field is not empty
+	lens     []uint32 // analyzed length per document slot
+	lenSum   uint64   // over live documents
+	lenDocs  int      // live documents where the field is not empty
+	avgLen   float64  // lenSum / lenDocs
 }
 
-// sparse is the BM25 side of an Index: a bleve index of the skill fields,
-// read through one snapshot. Bleve analyzes and stores the postings; the
-// scores are computed here, as BM25F (or, on request, Okapi BM25 summed over
-// fields with per-field weights). Bleve's own query scoring mixes in a coordination
-// factor, a query norm and squared idf, and ranked 5 to 6 NDCG@10 points
-// lower on Seal-Tools (docs/matching.md).
+func (f *sparseField) setAvg() {
+	f.avgLen = 0
+	if f.lenDocs > 0 {
+		f.avgLen = float64(f.lenSum) / float64(f.lenDocs)
+	}
+}
+
+// sparse is the BM25 side of an Index: the postings of the skill fields, one
+// vocab per analyzer, analyzed with bleve's analyzers. The scores are BM25F
+// (or, on request, Okapi BM25 summed over fields with per-field weights).
+// Bleve's own query scoring mixes in a coordination factor, a query norm and
+// squared idf, and ranked 5 to 6 NDCG@10 points lower on Seal-Tools
+// (docs/matching.md).
 type sparse struct {
-	reader    index.IndexReader // snapshot; the bleve index itself is closed
-	docOf     []int32           // bleve document number -> our document, -1 for none
 	fields    []*sparseField
+	vocabs    []*vocab // one per analyzer in use, in order of its first field
 	analyzers map[Analyzer]analysis.Analyzer
-	n         int
+	ta        *textAnalysis
+	n         int // live documents
 	k1        float64
 	sum       bool // per-field BM25 sum instead of BM25F
 }
@@ -47,11 +54,9 @@ type sparse struct {
 // sparse.fields.
 type sparseDoc []string
 
-// newSparse indexes docs in memory. Every document goes into one bleve batch,
-// which scorch turns into one segment; then a snapshot reader is kept and the
-// index (its background goroutines) is closed. The snapshot stays readable:
-// its segments are plain memory.
-func newSparse(ctx context.Context, fields []*sparseField, docs []sparseDoc, bm BM25) (*sparse, error) {
+// newSparseShell returns an empty sparse index over fields: analyzers and
+// one vocab per analyzer, no documents.
+func newSparseShell(fields []*sparseField, bm BM25) (*sparse, error) {
 	im, err := newMapping(fields)
 	if err != nil {
 		return nil, err
@@ -60,96 +65,143 @@ func newSparse(ctx context.Context, fields []*sparseField, docs []sparseDoc, bm 
 	if err != nil {
 		return nil, err
 	}
-	s := &sparse{fields: fields, analyzers: ans, n: len(docs), k1: bm.K1, sum: bm.Scoring == ScoringSum}
-	for _, f := range fields {
-		f.lens = make([]uint32, len(docs))
-	}
-	if len(docs) == 0 {
-		return s, nil
-	}
-	idx, err := bleve.NewUsing("", im, scorch.Name, scorch.Name, nil)
-	if err != nil {
-		return nil, fmt.Errorf("create bm25 index: %w", err)
-	}
-	defer idx.Close()
-	batch := idx.NewBatch()
-	for i, d := range docs {
-		if i%256 == 0 && ctx.Err() != nil {
-			return nil, ctx.Err()
+	s := &sparse{fields: fields, analyzers: ans, ta: newTextAnalysis(ans), k1: bm.K1, sum: bm.Scoring == ScoringSum}
+	at := map[Analyzer]*vocab{}
+	for i, f := range fields {
+		v := at[f.analyzer]
+		if v == nil {
+			v = &vocab{analyzer: f.analyzer, a: analyzerIndex(f.analyzer), ids: map[string]uint32{}}
+			at[f.analyzer] = v
+			s.vocabs = append(s.vocabs, v)
 		}
-		m := make(map[string]any, len(fields))
-		for j, f := range fields {
-			if d[j] == "" {
-				continue
-			}
-			m[f.name] = d[j]
-			// Bleve keeps only a lossy norm; BM25 needs the length.
-			f.lens[i] = uint32(len(ans[f.analyzer].Analyze([]byte(d[j]))))
-		}
-		if err := batch.Index(strconv.Itoa(i), m); err != nil {
-			return nil, fmt.Errorf("index document %d: %w", i, err)
-		}
-	}
-	if err := idx.Batch(batch); err != nil {
-		return nil, fmt.Errorf("build bm25 index: %w", err)
-	}
-	for _, f := range fields {
-		var sum, n float64
-		for _, l := range f.lens {
-			if l > 0 {
-				sum += float64(l)
-				n++
-			}
-		}
-		if n > 0 {
-			f.avgLen = sum / n
-		}
-	}
-	adv, err := idx.Advanced()
-	if err != nil {
-		return nil, fmt.Errorf("open bm25 index: %w", err)
-	}
-	if s.reader, err = adv.Reader(); err != nil {
-		return nil, fmt.Errorf("open bm25 snapshot: %w", err)
-	}
-	if err := s.mapDocs(); err != nil {
-		return nil, err
+		v.fields = append(v.fields, i)
 	}
 	return s, nil
 }
 
-// mapDocs builds the bleve document number -> document table.
-func (s *sparse) mapDocs() error {
-	it, err := s.reader.DocIDReaderAll()
+// vocabLens returns the length arrays of v's fields.
+func (s *sparse) vocabLens(v *vocab) [][]uint32 {
+	out := make([][]uint32, len(v.fields))
+	for j, fi := range v.fields {
+		out[j] = s.fields[fi].lens
+	}
+	return out
+}
+
+// newSparse indexes docs (document slot i is docs[i]) in memory. Documents
+// are analyzed in parallel, a chunk at a time, and their postings appended
+// in slot order, so every list comes out sorted.
+func newSparse(ctx context.Context, fields []*sparseField, docs []sparseDoc, bm BM25) (*sparse, error) {
+	s, err := newSparseShell(fields, bm)
 	if err != nil {
-		return fmt.Errorf("list bm25 documents: %w", err)
+		return nil, err
 	}
-	defer it.Close()
-	for {
-		id, err := it.Next()
-		if err != nil {
-			return fmt.Errorf("list bm25 documents: %w", err)
-		}
-		if id == nil {
-			return nil
-		}
-		ext, err := s.reader.ExternalID(id)
-		if err != nil {
-			return fmt.Errorf("bm25 document id: %w", err)
-		}
-		doc, err := strconv.Atoi(ext)
-		if err != nil || doc < 0 || doc >= s.n {
-			return fmt.Errorf("bm25 document id %q is not one of ours", ext)
-		}
-		num := id.Value()
-		if num > uint64(4*s.n+1024) {
-			return fmt.Errorf("bm25 document number %d is out of range", num)
-		}
-		for uint64(len(s.docOf)) <= num {
-			s.docOf = append(s.docOf, -1)
-		}
-		s.docOf[num] = int32(doc)
+	n := len(docs)
+	s.n = n
+	for _, f := range fields {
+		f.lens = make([]uint32, n)
 	}
+	type building struct {
+		docs  []uint32
+		freqs []uint32 // nf per posting
+	}
+	lists := make([][]building, len(s.vocabs))
+	const chunk = 2048
+	analyzed := make([]analyzedDoc, min(chunk, n))
+	for lo := 0; lo < n; lo += chunk {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		hi := min(n, lo+chunk)
+		s.analyzeAll(docs[lo:hi], analyzed)
+		for i := lo; i < hi; i++ {
+			ad := analyzed[i-lo]
+			for fi, l := range ad.lens {
+				fields[fi].lens[i] = l
+			}
+			for vi, v := range s.vocabs {
+				for _, tf := range ad.terms[vi] {
+					id, ok := v.ids[tf.term]
+					if !ok {
+						id = uint32(len(lists[vi]))
+						v.ids[tf.term] = id
+						lists[vi] = append(lists[vi], building{})
+					}
+					b := &lists[vi][id]
+					b.docs = append(b.docs, uint32(i))
+					b.freqs = append(b.freqs, tf.freqs...)
+				}
+			}
+		}
+	}
+	for _, f := range fields {
+		f.lenSum, f.lenDocs = 0, 0
+		for _, l := range f.lens {
+			if l > 0 {
+				f.lenSum += uint64(l)
+				f.lenDocs++
+			}
+		}
+		f.setAvg()
+	}
+	for vi, v := range s.vocabs {
+		nf := v.nf()
+		lens := s.vocabLens(v)
+		total := 0
+		for _, b := range lists[vi] {
+			total += len(b.docs)
+		}
+		// One arena per vocab holds every list's documents and 16-bit
+		// frequencies.
+		docArena := make([]uint32, 0, total)
+		freqArena := make([]uint16, 0, total*nf)
+		v.lists = make([]*plist, len(lists[vi]))
+		for id, b := range lists[vi] {
+			wide := false
+			for _, f := range b.freqs {
+				wide = wide || f > 0xffff
+			}
+			p := &plist{df: make([]uint32, nf), maxTF: make([]uint32, nf), minLen: make([]uint32, nf)}
+			start := len(docArena)
+			docArena = append(docArena, b.docs...)
+			p.docs = docArena[start:len(docArena):len(docArena)]
+			if wide {
+				p.freqs32 = b.freqs
+			} else {
+				fs := len(freqArena)
+				for _, f := range b.freqs {
+					freqArena = append(freqArena, uint16(f))
+				}
+				p.freqs16 = freqArena[fs:len(freqArena):len(freqArena)]
+			}
+			p.stats(nf, lens)
+			v.lists[id] = p
+			lists[vi][id] = building{}
+		}
+	}
+	return s, nil
+}
+
+// analyzeAll analyzes docs into out, on up to GOMAXPROCS goroutines.
+func (s *sparse) analyzeAll(docs []sparseDoc, out []analyzedDoc) {
+	workers := min(runtime.GOMAXPROCS(0), (len(docs)+63)/64)
+	if workers < 2 {
+		for i, d := range docs {
+			out[i] = s.analyzeDoc(d)
+		}
+		return
+	}
+	var wg sync.WaitGroup
+	per := (len(docs) + workers - 1) / workers
+	for lo := 0; lo < len(docs); lo += per {
+		hi := min(len(docs), lo+per)
+		wg.Go(func() {
+			for i := lo; i < hi; i++ {
+				out[i] = s.analyzeDoc(docs[i])
+			}
+		})
+	}
+	wg.Wait()
 }
 
 // queryStats describe how a task met the BM25 vocabulary; they feed the
@@ -176,204 +228,609 @@ func (s *sparse) idf(df int) float64 {
 }
 
 // queryTerm is one distinct word of a task, in the form each analyzer
-// gives it (empty for an analyzer no field uses).
-type queryTerm map[Analyzer]string
+// gives it (by analyzerIndex; empty for an analyzer no field uses).
+type queryTerm [numAnalyzers]string
 
-// queryTerms analyzes text with every analyzer in use and groups the
-// forms of each word by its position, so "forms" is one term whose stemmed
-// fields look up "form" and whose plain fields look up "forms". Terms are
-// distinct and in order of first occurrence, at most maxQueryTerms.
-func (s *sparse) queryTerms(text string) []queryTerm {
-	byPos := map[int]queryTerm{}
-	var order []int
-	done := map[Analyzer]bool{}
-	for _, f := range s.fields {
-		if done[f.analyzer] {
+// analyzedTask is a task as the index reads it: its distinct terms, and its
+// terms under the stemming analyzer in order (for trigger phrases).
+type analyzedTask struct {
+	terms []queryTerm
+	stem  []string
+}
+
+// analyzeTask analyzes text (prepared by normalizeText) with every analyzer
+// in use and groups the forms of each word by its position, so "forms" is
+// one term whose stemmed fields look up "form" and whose plain fields look
+// up "forms". Terms are distinct and in order of first occurrence, at most
+// maxQueryTerms.
+func (s *sparse) analyzeTask(text string) analyzedTask {
+	var at analyzedTask
+	if text == "" {
+		return at
+	}
+	shared := s.ta.shared(text)
+	var forms [numAnalyzers]analysis.TokenStream
+	stem := analyzerIndex(AnalyzerStem)
+	for _, a := range []int{stem, analyzerIndex(AnalyzerLight), analyzerIndex(AnalyzerPlain)} {
+		used := a == stem
+		for _, v := range s.vocabs {
+			used = used || v.a == a
+		}
+		if !used {
 			continue
 		}
-		done[f.analyzer] = true
-		for _, tok := range s.analyzers[f.analyzer].Analyze([]byte(text)) {
-			qt := byPos[tok.Position]
-			if qt == nil {
-				qt = queryTerm{}
-				byPos[tok.Position] = qt
-				order = append(order, tok.Position)
-			}
-			qt[f.analyzer] = string(tok.Term)
+		if shared != nil {
+			forms[a] = s.ta.finish(a, shared)
+		} else {
+			forms[a] = s.ta.full[a].Analyze([]byte(text))
 		}
 	}
-	sort.Ints(order)
-	seen := map[string]bool{}
-	var out []queryTerm
-	for _, pos := range order {
-		qt := byPos[pos]
-		key := string(qt[AnalyzerStem]) + "\x00" + qt[AnalyzerLight] + "\x00" + qt[AnalyzerPlain]
-		if seen[key] {
+	at.stem = make([]string, len(forms[stem]))
+	for i, t := range forms[stem] {
+		at.stem[i] = string(t.Term)
+	}
+	// Every analyzer drops the same stop words, so their tokens align; a
+	// fallback without a shared chain aligns them by position.
+	byPos := map[int]int{}
+	seen := map[queryTerm]bool{}
+	var order []int
+	var all []queryTerm
+	for _, v := range s.vocabs {
+		for _, tok := range forms[v.a] {
+			k, ok := byPos[tok.Position]
+			if !ok {
+				k = len(all)
+				byPos[tok.Position] = k
+				all = append(all, queryTerm{})
+				order = append(order, tok.Position)
+			}
+			all[k][v.a] = string(tok.Term)
+		}
+	}
+	idx := make([]int, len(order))
+	for i := range idx {
+		idx[i] = i
+	}
+	// Positions come in increasing order from each analyzer; sort in case
+	// a fallback chain disagrees.
+	sortByPosition(idx, order)
+	for _, i := range idx {
+		qt := all[i]
+		if seen[qt] {
 			continue
 		}
-		seen[key] = true
-		out = append(out, qt)
-		if len(out) == maxQueryTerms {
+		seen[qt] = true
+		at.terms = append(at.terms, qt)
+		if len(at.terms) == maxQueryTerms {
 			break
 		}
 	}
-	return out
+	return at
 }
 
-// score adds each document's BM25 score for text to acc and appends the
-// documents it touched (their first nonzero score) to touched. acc must be
-// all zero on entry, len(acc) == s.n; tf is scratch of the same length, all
-// zero, and left all zero.
+func sortByPosition(idx, pos []int) {
+	for i := 1; i < len(idx); i++ {
+		for j := i; j > 0 && pos[idx[j]] < pos[idx[j-1]]; j-- {
+			idx[j], idx[j-1] = idx[j-1], idx[j]
+		}
+	}
+}
+
+// qpair is one (vocab, form) of a task that BM25F scores: its postings,
+// idf and a bound on one document's score for it.
+type qpair struct {
+	v   *vocab
+	pl  *plist
+	idf float64
+	ub  float64
+	pos int // order in the task
+}
+
+// sparseResult is what scoring leaves in the scratch: acc holds the exact
+// score of every document in touched (and 0 for the others that matter).
+// When list is set, it is the best k visible documents, computed while
+// pruning; otherwise the caller selects them from touched.
+type sparseResult struct {
+	stats  queryStats
+	list   []entry
+	pruned bool
+}
+
+// pruneMinPostings is the number of postings under which a task is scored
+// exhaustively: below it, bounding the work costs more than it saves.
+var pruneMinPostings = 16384
+
+// score computes each document's BM25 score for the task into sc.acc and
+// appends the documents it touched (their first nonzero score) to
+// sc.touched. acc must be all zero on entry for every slot.
 //
 // With BM25F (the default) each term's frequencies in the fields of one
-// group (groups) are weighted, length-normalised per field and summed
-// before one saturation, and its idf counts the documents holding it in any
-// of them; the per-field sum scores each field as its own BM25 document.
-func (s *sparse) score(ctx context.Context, text string, acc, tf []float32, touched []int32) ([]int32, queryStats, error) {
-	var st queryStats
+// vocab are weighted, length-normalised per field and summed before one
+// saturation, and its idf counts the documents holding it in any of them;
+// the per-field sum scores each field as its own BM25 document.
+//
+// Long tasks touch most documents through their common words. Then only
+// the best k visible documents (visible, ord) and the documents in must
+// get their scores: terms are taken from the most to the least
+// informative, and once the terms left cannot lift a document the best k
+// have not seen above them, common words are looked up only for the
+// documents still in the running. The scores are the same as those of the
+// exhaustive pass, bit for bit.
+func (s *sparse) score(ctx context.Context, task analyzedTask, sc *scratch, k int, visible func(int32) bool, ord []int32, must []int32) (sparseResult, error) {
+	var res sparseResult
 	if s.n == 0 {
-		return touched, st, nil
+		return res, nil
 	}
-	qts := s.queryTerms(text)
-	known := map[Analyzer]map[string]bool{}
-	counted := map[Analyzer]map[string]bool{}
-	for _, f := range s.fields {
-		if known[f.analyzer] == nil {
-			known[f.analyzer] = map[string]bool{}
-			counted[f.analyzer] = map[string]bool{}
-		}
+	if s.sum {
+		return s.scoreSum(ctx, task, sc)
 	}
-	looked := map[string]bool{} // forms already scored, per field (sum) or per group (BM25F)
-	var tfd index.TermFieldDoc
-	var termDocs []int32
+	pairs := sc.pairs[:0]
+	seen := map[[2]string]bool{}
+	total := 0
 	k1 := s.k1
-	groups := s.groups()
-	for _, qt := range qts {
-		if err := ctx.Err(); err != nil {
-			return touched, st, err
-		}
-		for _, group := range groups {
-			if !s.sum {
-				// Two task words can share a form ("form", "forms"
-				// when stemmed): score it once per group.
-				a := group[0].analyzer
-				key := "\x01" + string(a) + "\x00" + qt[a]
-				if qt[a] == "" || looked[key] {
-					continue
-				}
-				looked[key] = true
-			}
-			termDocs = termDocs[:0]
-			for _, f := range group {
-				t := qt[f.analyzer]
-				if t == "" {
-					continue
-				}
-				if s.sum {
-					key := f.name + "\x00" + t
-					if looked[key] {
-						continue
-					}
-					looked[key] = true
-				}
-				counted[f.analyzer][t] = true
-				tfr, err := s.reader.TermFieldReader(ctx, []byte(t), f.name, true, false, false)
-				if err != nil {
-					clearTF(tf, termDocs)
-					return touched, st, fmt.Errorf("bm25 term %q: %w", t, err)
-				}
-				df := int(tfr.Count())
-				if s.sum {
-					st.selfScore += f.weight * s.idf(df) * (k1 + 1)
-				}
-				if df == 0 {
-					_ = tfr.Close()
-					continue
-				}
-				known[f.analyzer][t] = true
-				w := f.weight * s.idf(df)
-				b := f.b
-				for {
-					p, err := tfr.Next(&tfd)
-					if err != nil {
-						_ = tfr.Close()
-						clearTF(tf, termDocs)
-						return touched, st, fmt.Errorf("bm25 postings %q: %w", t, err)
-					}
-					if p == nil {
-						break
-					}
-					num := p.ID.Value()
-					if num >= uint64(len(s.docOf)) || s.docOf[num] < 0 {
-						continue
-					}
-					d := s.docOf[num]
-					freq := float64(p.Freq)
-					norm := 1 - b + b*float64(f.lens[d])/f.avgLen
-					if s.sum {
-						if acc[d] == 0 {
-							touched = append(touched, d)
-						}
-						acc[d] += float32(w * freq * (k1 + 1) / (freq + k1*norm))
-						continue
-					}
-					if tf[d] == 0 {
-						termDocs = append(termDocs, d)
-					}
-					tf[d] += float32(f.weight * freq / norm)
-				}
-				_ = tfr.Close()
-			}
-			if s.sum {
+	for _, qt := range task.terms {
+		for _, v := range s.vocabs {
+			form := qt[v.a]
+			if form == "" {
 				continue
 			}
-			idf := s.idf(len(termDocs))
-			st.selfScore += idf * (k1 + 1)
-			for _, d := range termDocs {
-				x := float64(tf[d])
-				tf[d] = 0
-				if acc[d] == 0 {
-					touched = append(touched, d)
-				}
-				acc[d] += float32(idf * x * (k1 + 1) / (x + k1))
+			key := [2]string{string(v.analyzer), form}
+			if seen[key] {
+				continue
+			}
+			seen[key] = true
+			res.stats.terms++
+			pl := v.list(form)
+			df := 0
+			if pl != nil {
+				df = len(pl.docs)
+				res.stats.known++
+			}
+			idf := s.idf(df)
+			res.stats.selfScore += idf * (k1 + 1)
+			if pl == nil {
+				continue
+			}
+			total += df
+			pairs = append(pairs, qpair{v: v, pl: pl, idf: idf, pos: len(pairs)})
+		}
+	}
+	sc.pairs = pairs
+	if total < pruneMinPostings || k <= 0 {
+		for _, p := range pairs {
+			if err := ctx.Err(); err != nil {
+				return res, err
+			}
+			s.scoreAll(p, sc)
+		}
+		return res, nil
+	}
+	res.pruned = true
+	sc.prunedScratch()
+	var err error
+	res.list, err = s.scorePruned(ctx, pairs, sc, k, visible, ord, must)
+	return res, err
+}
+
+// contribution is document i of p's list's share of the score: exactly the
+// arithmetic of the exhaustive pass.
+func (s *sparse) contribution(p *qpair, i int) float32 {
+	v := p.v
+	nf := v.nf()
+	d := p.pl.docs[i]
+	var x32 float32
+	for j, fi := range v.fields {
+		fr := p.pl.freq(i, j, nf)
+		if fr == 0 {
+			continue
+		}
+		f := s.fields[fi]
+		freq := float64(fr)
+		norm := 1 - f.b + f.b*float64(f.lens[d])/f.avgLen
+		x32 += float32(f.weight * freq / norm)
+	}
+	x := float64(x32)
+	k1 := s.k1
+	return float32(p.idf * x * (k1 + 1) / (x + k1))
+}
+
+// scoreAll adds p's share to every document of its list.
+func (s *sparse) scoreAll(p qpair, sc *scratch) {
+	acc := sc.acc
+	for i, d := range p.pl.docs {
+		c := s.contribution(&p, i)
+		if acc[d] == 0 {
+			sc.touched = append(sc.touched, int32(d))
+		}
+		acc[d] += c
+	}
+}
+
+// upperBound sets p.ub, a bound on any document's share of the score for p
+// (a little above it, for rounding).
+func (s *sparse) upperBound(p *qpair) {
+	var x float64
+	for j, fi := range p.v.fields {
+		if p.pl.df[j] == 0 {
+			continue
+		}
+		f := s.fields[fi]
+		norm := 1 - f.b + f.b*float64(p.pl.minLen[j])/f.avgLen
+		if norm <= 0 {
+			x = math.Inf(1)
+			break
+		}
+		x += f.weight * float64(p.pl.maxTF[j]) / norm
+	}
+	k1 := s.k1
+	ub := p.idf * (k1 + 1)
+	if !math.IsInf(x, 1) {
+		ub = p.idf * x * (k1 + 1) / (x + k1)
+	}
+	p.ub = ub*(1+1e-6) + 1e-12
+}
+
+// prunedSlack is the relative room left for the difference between a sum
+// of float32 shares added in another order and the exhaustive pass's sum
+// (at most 512 terms of 2⁻²⁴ relative error each).
+const prunedSlack = 2e-4
+
+// contrib is one logged share of a document's score.
+type contrib struct {
+	doc int32
+	pos int32
+	c   float32
+}
+
+// scorePruned scores the pairs with bounded work (see score) and returns the
+// best k visible documents. sc.acc and sc.touched receive the exact scores of
+// the documents still in the running at the end, which include must.
+func (s *sparse) scorePruned(ctx context.Context, pairs []qpair, sc *scratch, k int, visible func(int32) bool, ord []int32, must []int32) ([]entry, error) {
+	for i := range pairs {
+		s.upperBound(&pairs[i])
+	}
+	byBound := sc.byBound[:0]
+	for i := range pairs {
+		byBound = append(byBound, i)
+	}
+	sortPairs(byBound, pairs)
+	sc.byBound = byBound
+	rest := 0.0
+	for _, p := range pairs {
+		rest += p.ub
+	}
+	acc64 := sc.acc64
+	log := sc.log[:0]
+	mark := sc.mark // 1: touched; 2: still in the running; 3: in must
+	var touched []int32
+	theta, thetaRest := 0.0, math.Inf(1)
+	maxAcc := 0.0
+	next := len(byBound)
+	for bi, pi := range byBound {
+		if err := ctx.Err(); err != nil {
+			sc.log = log
+			s.clearPruned(sc, touched)
+			return nil, err
+		}
+		p := &pairs[pi]
+		rest -= p.ub
+		for i, d := range p.pl.docs {
+			c := s.contribution(p, i)
+			if mark[d] == 0 {
+				mark[d] = 1
+				touched = append(touched, int32(d))
+			}
+			acc64[d] += float64(c)
+			maxAcc = max(maxAcc, acc64[d])
+			log = append(log, contrib{doc: int32(d), pos: int32(p.pos), c: c})
+		}
+		// theta, the k-th best visible partial score, only grows: once the
+		// rest falls below the last one computed, the rest of the terms
+		// can no longer bring in a document not seen so far.
+		if rest < theta*(1-prunedSlack) {
+			next = bi + 1
+			break
+		}
+		if rest < maxAcc && rest < thetaRest*0.8 {
+			theta = kthVisible(touched, acc64, k, visible, sc)
+			thetaRest = rest
+			if rest < theta*(1-prunedSlack) {
+				next = bi + 1
+				break
 			}
 		}
 	}
-	for a, ts := range counted {
-		st.terms += len(ts)
-		st.known += len(known[a])
-	}
-	return touched, st, nil
-}
-
-// clearTF zeroes the scratch frequencies of docs, so a scoring that stops
-// early leaves tf as it found it.
-func clearTF(tf []float32, docs []int32) {
-	for _, d := range docs {
-		tf[d] = 0
-	}
-}
-
-// groups returns the fields in the groups BM25F combines: fields that
-// share an analyzer hold the same terms, so their frequencies are summed
-// before one saturation; a field with another analyzer holds other terms
-// (a plain "forms" is not a stemmed "form") and is scored on its own.
-func (s *sparse) groups() [][]*sparseField {
-	if s.sum {
-		return [][]*sparseField{s.fields}
-	}
-	var out [][]*sparseField
-	at := map[Analyzer]int{}
-	for _, f := range s.fields {
-		i, ok := at[f.analyzer]
-		if !ok {
-			i = len(out)
-			at[f.analyzer] = i
-			out = append(out, nil)
+	// The documents still in the running, in slot order.
+	cands := sc.cands[:0]
+	for _, d := range touched {
+		if acc64[d]+rest >= theta*(1-prunedSlack) {
+			cands = append(cands, d)
+			mark[d] = 2
 		}
-		out[i] = append(out[i], f)
 	}
-	return out
+	for _, d := range must {
+		switch mark[d] {
+		case 0:
+			touched = append(touched, d)
+			cands = append(cands, d)
+		case 1:
+			cands = append(cands, d)
+		}
+		mark[d] = 3
+	}
+	slices.Sort(cands)
+	for _, pi := range byBound[next:] {
+		if err := ctx.Err(); err != nil {
+			sc.log, sc.cands = log, cands
+			s.clearPruned(sc, touched)
+			return nil, err
+		}
+		p := &pairs[pi]
+		rest -= p.ub
+		docs := p.pl.docs
+		at := 0
+		for _, d := range cands {
+			// Gallop to d from the last position.
+			step := 1
+			for at+step < len(docs) && docs[at+step] < uint32(d) {
+				at += step
+				step *= 2
+			}
+			at = p.pl.findFrom(uint32(d), at, min(len(docs), at+step+1))
+			if at >= len(docs) {
+				break
+			}
+			if docs[at] != uint32(d) {
+				continue
+			}
+			c := s.contribution(p, at)
+			acc64[d] += float64(c)
+			log = append(log, contrib{doc: d, pos: int32(p.pos), c: c})
+		}
+		// Drop the documents that can no longer reach the best k.
+		if len(cands) > k {
+			theta = max(theta, kthVisible(cands, acc64, k, visible, sc))
+			keep := cands[:0]
+			for _, d := range cands {
+				if acc64[d]+rest >= theta*(1-prunedSlack) || mark[d] == 3 {
+					keep = append(keep, d)
+				} else {
+					mark[d] = 1
+				}
+			}
+			cands = keep
+		}
+	}
+	sc.log, sc.cands = log, cands
+	// Exact sums, in task order, for the documents left.
+	s.exactSums(sc, cands)
+	h := newHeap(sc.heap3[:0], k)
+	for _, d := range cands {
+		if sc.acc[d] != 0 && visible(d) {
+			h.offer(entry{doc: d, ord: ord[d], score: sc.acc[d]})
+		}
+	}
+	sc.heap3 = h.s
+	for _, d := range touched {
+		acc64[d] = 0
+		mark[d] = 0
+	}
+	for _, d := range cands {
+		if sc.acc[d] != 0 {
+			sc.touched = append(sc.touched, d)
+		}
+	}
+	return h.sorted(), nil
+}
+
+// clearPruned resets the pruned pass's scratch after an early return.
+func (s *sparse) clearPruned(sc *scratch, touched []int32) {
+	for _, d := range touched {
+		sc.acc64[d] = 0
+		sc.mark[d] = 0
+	}
+}
+
+// exactSums sets sc.acc of each document of docs to the float32 sum of its
+// logged shares in task order, as the exhaustive pass adds them.
+func (s *sparse) exactSums(sc *scratch, docs []int32) {
+	slot := sc.slot // document -> index in docs + 1
+	for i, d := range docs {
+		slot[d] = int32(i + 1)
+	}
+	start := sc.start[:0]
+	for range len(docs) + 1 {
+		start = append(start, 0)
+	}
+	for _, e := range sc.log {
+		if i := slot[e.doc]; i > 0 {
+			start[i]++
+		}
+	}
+	for i := 1; i < len(start); i++ {
+		start[i] += start[i-1]
+	}
+	bucket := sc.bucket[:0]
+	for range start[len(start)-1] {
+		bucket = append(bucket, contrib{})
+	}
+	fill := sc.fill[:0]
+	fill = append(fill, start[:len(docs)]...)
+	for _, e := range sc.log {
+		if i := slot[e.doc]; i > 0 {
+			bucket[fill[i-1]] = e
+			fill[i-1]++
+		}
+	}
+	for i, d := range docs {
+		b := bucket[start[i]:start[i+1]]
+		for x := 1; x < len(b); x++ {
+			for y := x; y > 0 && b[y].pos < b[y-1].pos; y-- {
+				b[y], b[y-1] = b[y-1], b[y]
+			}
+		}
+		var sum float32
+		for _, e := range b {
+			sum += e.c
+		}
+		sc.acc[d] = sum
+		slot[d] = 0
+	}
+	sc.start, sc.bucket, sc.fill = start, bucket, fill
+}
+
+// kthVisible returns the k-th largest score among the visible docs, or 0
+// when fewer than k are visible.
+func kthVisible(docs []int32, acc []float64, k int, visible func(int32) bool, sc *scratch) float64 {
+	vals := sc.vals[:0]
+	for _, d := range docs {
+		if acc[d] > 0 && visible(d) {
+			vals = append(vals, acc[d])
+		}
+	}
+	sc.vals = vals
+	if len(vals) < k {
+		return 0
+	}
+	return quickselect(vals, k-1)
+}
+
+// quickselect returns the element that would be at index i if vals were
+// sorted in decreasing order. It reorders vals.
+func quickselect(vals []float64, i int) float64 {
+	lo, hi := 0, len(vals)-1
+	for lo < hi {
+		p := vals[(lo+hi)/2]
+		l, r := lo, hi
+		for l <= r {
+			for vals[l] > p {
+				l++
+			}
+			for vals[r] < p {
+				r--
+			}
+			if l <= r {
+				vals[l], vals[r] = vals[r], vals[l]
+				l++
+				r--
+			}
+		}
+		switch {
+		case i <= r:
+			hi = r
+		case i >= l:
+			lo = l
+		default:
+			return vals[i]
+		}
+	}
+	return vals[i]
+}
+
+// findFrom returns the first index in [lo, hi) whose document is >= doc, or
+// hi when there is none (and hi == len(docs) means the end).
+func (p *plist) findFrom(doc uint32, lo, hi int) int {
+	for lo < hi {
+		m := int(uint(lo+hi) >> 1)
+		if p.docs[m] < doc {
+			lo = m + 1
+		} else {
+			hi = m
+		}
+	}
+	return lo
+}
+
+func sortPairs(idx []int, pairs []qpair) {
+	slices.SortFunc(idx, func(x, y int) int {
+		a, b := &pairs[x], &pairs[y]
+		switch {
+		case a.ub > b.ub:
+			return -1
+		case a.ub < b.ub:
+			return 1
+		}
+		return a.pos - b.pos
+	})
+}
+
+// scoreSum is the per-field Okapi BM25 sum, scored exhaustively.
+func (s *sparse) scoreSum(ctx context.Context, task analyzedTask, sc *scratch) (sparseResult, error) {
+	var res sparseResult
+	looked := map[string]bool{}
+	counted := map[[2]string]bool{}
+	known := map[[2]string]bool{}
+	k1 := s.k1
+	acc := sc.acc
+	for _, qt := range task.terms {
+		if err := ctx.Err(); err != nil {
+			return res, err
+		}
+		for fi, f := range s.fields {
+			a := analyzerIndex(f.analyzer)
+			t := qt[a]
+			if t == "" {
+				continue
+			}
+			key := f.name + "\x00" + t
+			if looked[key] {
+				continue
+			}
+			looked[key] = true
+			counted[[2]string{string(f.analyzer), t}] = true
+			v := s.vocabOf(fi)
+			j := v.fieldIndex(fi)
+			pl := v.list(t)
+			df := 0
+			if pl != nil {
+				df = int(pl.df[j])
+			}
+			res.stats.selfScore += f.weight * s.idf(df) * (k1 + 1)
+			if df == 0 {
+				continue
+			}
+			known[[2]string{string(f.analyzer), t}] = true
+			w := f.weight * s.idf(df)
+			b := f.b
+			nf := v.nf()
+			for i, d := range pl.docs {
+				fr := pl.freq(i, j, nf)
+				if fr == 0 {
+					continue
+				}
+				freq := float64(fr)
+				norm := 1 - b + b*float64(f.lens[d])/f.avgLen
+				if acc[d] == 0 {
+					sc.touched = append(sc.touched, int32(d))
+				}
+				acc[d] += float32(w * freq * (k1 + 1) / (freq + k1*norm))
+			}
+		}
+	}
+	res.stats.terms, res.stats.known = len(counted), len(known)
+	return res, nil
+}
+
+// vocabOf returns the vocab that holds field fi.
+func (s *sparse) vocabOf(fi int) *vocab {
+	for _, v := range s.vocabs {
+		for _, f := range v.fields {
+			if f == fi {
+				return v
+			}
+		}
+	}
+	panic(fmt.Sprintf("match: field %d has no vocab", fi))
+}
+
+// fieldIndex returns the position of field fi among v's fields.
+func (v *vocab) fieldIndex(fi int) int {
+	for j, f := range v.fields {
+		if f == fi {
+			return j
+		}
+	}
+	return -1
 }
 
 func (s *sparse) hasField(name string) bool {

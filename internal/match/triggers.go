@@ -32,30 +32,44 @@ type phrase struct {
 	kind  phraseKind
 	text  string // the trigger as written, or the skill name
 	terms []string
-	info  float64 // sum of the rarity of its terms
+}
+
+// phraseRef names one phrase: its document and its place among the
+// document's phrases.
+type phraseRef struct {
+	doc int32
+	i   int32
 }
 
 // boost returns what the phrase adds under cfg, and whether it counts as
-// an explicit request for the skill.
-func (ph *phrase) boost(cfg TriggerConfig) (boost float64, explicit bool) {
+// an explicit request for the skill. info is the sum of the rarity of its
+// terms.
+func (ph *phrase) boost(info float64, cfg TriggerConfig) (boost float64, explicit bool) {
 	if len(ph.terms) == 1 {
 		// One word: scaled by rarity, never explicit.
-		return cfg.WordBoost * ph.info, false
+		return cfg.WordBoost * info, false
 	}
 	base := cfg.PhraseBoost
 	if ph.kind == phraseName {
 		base = cfg.NameBoost
 	}
-	strength := math.Min(1, ph.info/cfg.PhraseInfo)
+	strength := math.Min(1, info/cfg.PhraseInfo)
 	return base * strength, strength >= 1 && base > 0
 }
 
 // phrases finds the triggers and skill names that occur in a task. Phrases
 // and tasks go through the same stemming analyzer, and stop words are dropped
 // from both, so "fill in the PDF forms" fires the trigger "fill pdf form".
+// The rarity of a phrase's words is read when it fires, from the document
+// frequencies of the index it belongs to, so an update changes only the
+// phrases of the skills it changes.
 type phrases struct {
-	list    []phrase
-	byFirst map[string][]int32
+	perDoc  [][]phrase // by document slot
+	byFirst map[string][]phraseRef
+	// df holds, per term, how many skills use it in their name,
+	// description, tags or triggers; n is the number of skills.
+	df map[string]int32
+	n  int
 }
 
 // rarity maps document frequency to [0, 1]: 1 for a word one skill uses,
@@ -71,33 +85,64 @@ func rarity(df, n int) float64 {
 	return math.Max(0, math.Min(1, r))
 }
 
-// newPhrases analyzes every skill's triggers and name. df holds, per term,
-// how many skills use it in their name, description, tags or triggers.
-func newPhrases(docs []*skill.Skill, an analysis.Analyzer, df map[string]int) *phrases {
-	p := &phrases{byFirst: map[string][]int32{}}
-	n := len(docs)
-	add := func(doc int, kind phraseKind, text string) {
+// info is the sum of the rarity of the phrase's terms.
+func (p *phrases) info(ph *phrase) float64 {
+	var info float64
+	for _, t := range ph.terms {
+		info += rarity(int(p.df[t]), p.n)
+	}
+	return info
+}
+
+// shortTerms returns the distinct stemmed terms of a skill's name,
+// description, tags and triggers: what phrase rarity counts.
+func shortTerms(stem analysis.Analyzer, s *skill.Skill) []string {
+	short := normalizeText(strings.Join([]string{s.Name, description(s), strings.Join(s.Tags(), " "),
+		strings.Join(s.Frontmatter.Triggers, " ")}, " "))
+	seen := map[string]bool{}
+	var out []string
+	for _, t := range terms(stem, short) {
+		if !seen[t] {
+			seen[t] = true
+			out = append(out, t)
+		}
+	}
+	return out
+}
+
+// docPhrases analyzes a skill's name and triggers into its phrases.
+func docPhrases(an analysis.Analyzer, doc int32, s *skill.Skill) []phrase {
+	var out []phrase
+	add := func(kind phraseKind, text string) {
 		ts := terms(an, normalizeText(text))
 		if len(ts) == 0 || len(ts) > maxPhraseTerms {
 			return
 		}
-		ph := phrase{doc: int32(doc), kind: kind, text: text, terms: ts}
-		for _, t := range ts {
-			ph.info += rarity(df[t], n)
-		}
-		p.byFirst[ts[0]] = append(p.byFirst[ts[0]], int32(len(p.list)))
-		p.list = append(p.list, ph)
+		out = append(out, phrase{doc: doc, kind: kind, text: text, terms: ts})
 	}
+	add(phraseName, s.Name)
+	seen := map[string]bool{}
+	for j, t := range s.Frontmatter.Triggers {
+		key := strings.ToLower(strings.TrimSpace(t))
+		if j >= maxTriggersPerSkill || key == "" || seen[key] {
+			continue
+		}
+		seen[key] = true
+		add(phraseTrigger, t)
+	}
+	return out
+}
+
+// newPhrases analyzes every skill's triggers and name; docs[i] is slot i.
+func newPhrases(docs []*skill.Skill, an analysis.Analyzer) *phrases {
+	p := &phrases{perDoc: make([][]phrase, len(docs)), byFirst: map[string][]phraseRef{}, df: map[string]int32{}, n: len(docs)}
 	for i, s := range docs {
-		add(i, phraseName, s.Name)
-		seen := map[string]bool{}
-		for j, t := range s.Frontmatter.Triggers {
-			key := strings.ToLower(strings.TrimSpace(t))
-			if j >= maxTriggersPerSkill || key == "" || seen[key] {
-				continue
-			}
-			seen[key] = true
-			add(i, phraseTrigger, t)
+		for _, t := range shortTerms(an, s) {
+			p.df[t]++
+		}
+		p.perDoc[i] = docPhrases(an, int32(i), s)
+		for j, ph := range p.perDoc[i] {
+			p.byFirst[ph.terms[0]] = append(p.byFirst[ph.terms[0]], phraseRef{doc: int32(i), i: int32(j)})
 		}
 	}
 	return p
@@ -114,35 +159,38 @@ type firing struct {
 // fire returns the skills whose triggers or names occur in the task terms,
 // with their boosts under cfg, capped at cfg.MaxBoost.
 func (p *phrases) fire(task []string, cfg TriggerConfig) map[int32]*firing {
-	if len(p.list) == 0 || len(task) == 0 {
+	if len(p.byFirst) == 0 || len(task) == 0 {
 		return nil
 	}
 	if len(task) > maxTaskTerms {
 		task = task[:maxTaskTerms]
 	}
-	fired := map[int32]bool{}
-	out := map[int32]*firing{}
+	var fired map[phraseRef]bool
+	var out map[int32]*firing
 	checks := 0
 	for i, t := range task {
-		for _, id := range p.byFirst[t] {
-			if fired[id] {
+		for _, ref := range p.byFirst[t] {
+			if fired[ref] {
 				continue
 			}
 			checks++
 			if checks > maxPhraseChecks {
 				return out
 			}
-			ph := &p.list[id]
+			ph := &p.perDoc[ref.doc][ref.i]
 			if !hasPrefix(task[i:], ph.terms) {
 				continue
 			}
-			fired[id] = true
+			if fired == nil {
+				fired, out = map[phraseRef]bool{}, map[int32]*firing{}
+			}
+			fired[ref] = true
 			f := out[ph.doc]
 			if f == nil {
 				f = &firing{}
 				out[ph.doc] = f
 			}
-			b, explicit := ph.boost(cfg)
+			b, explicit := ph.boost(p.info(ph), cfg)
 			f.boost = math.Min(cfg.MaxBoost, f.boost+b)
 			f.explicit = f.explicit || explicit
 			if ph.kind == phraseName {

@@ -1,0 +1,190 @@
+package match
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"strings"
+	"testing"
+
+	"github.com/mcpsag/router/internal/skill"
+)
+
+// zipfText returns words drawn from a Zipf distribution over a made-up
+// vocabulary, so that a few words are in most documents and most words in
+// few, as in real text.
+func zipfText(r *rand.Rand, z *rand.Zipf, words int) string {
+	var b strings.Builder
+	for i := range words {
+		if i > 0 {
+			b.WriteByte(' ')
+		}
+		fmt.Fprintf(&b, "w%dx", z.Uint64())
+	}
+	return b.String()
+}
+
+// exactCorpus builds n skills with Zipf-distributed names, descriptions,
+// triggers and bodies, and clustered vectors (many near-equal cosines).
+func exactCorpus(t testing.TB, n, dim int, seed uint64) ([]*skill.Skill, [][]float32, map[string]string) {
+	r := rand.New(rand.NewPCG(seed, 1))
+	z := rand.NewZipf(r, 1.1, 2, 20000)
+	centers := make([][]float32, 20)
+	for i := range centers {
+		centers[i] = make([]float32, dim)
+		for j := range centers[i] {
+			centers[i][j] = float32(r.NormFloat64())
+		}
+	}
+	skills := make([]*skill.Skill, n)
+	vecs := make([][]float32, n)
+	bodies := map[string]string{}
+	for i := range skills {
+		name := fmt.Sprintf("s%d-%s", i, strings.ReplaceAll(zipfText(r, z, 2), " ", "-"))
+		s := &skill.Skill{
+			Name: name, Dir: "/skills/" + name, Root: skill.Root{Path: "/skills", Kind: skill.KindProject},
+			Frontmatter: skill.Frontmatter{Name: name, Description: zipfText(r, z, 5+r.IntN(30))},
+			ContentHash: fmt.Sprintf("h%d", i),
+		}
+		if i%7 == 0 {
+			s.Frontmatter.Triggers = []string{zipfText(r, z, 2), zipfText(r, z, 1)}
+		}
+		if i%11 == 0 {
+			s.Frontmatter.Tags = []string{zipfText(r, z, 1)}
+		}
+		if i%13 == 0 {
+			s.Root.Agent = "reviewer"
+		}
+		if i%17 == 0 {
+			s.Frontmatter.Hidden = true
+		}
+		skills[i] = s
+		bodies[s.ContentHash] = zipfText(r, z, r.IntN(600))
+		if i%29 != 0 {
+			c := centers[r.IntN(len(centers))]
+			v := make([]float32, dim)
+			for j := range v {
+				v[j] = c[j] + float32(0.3*r.NormFloat64())
+			}
+			if i%31 == 0 && i > 0 {
+				v = vecs[i-1] // exact duplicates tie
+			}
+			vecs[i] = v
+		}
+	}
+	return skills, vecs, bodies
+}
+
+// exactRendering is everything Rank returns that a client or the
+// evaluation sees.
+func exactRendering(rk *Ranking) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%v %v %+v\n", rk.Rule, rk.Probability, rk.Features)
+	res := rk.Result
+	fmt.Fprintf(&b, "%v %v %v %v %v\n", res.Abstained, res.AbstainReason, res.AbstainDetail, res.Mode, res.Degraded)
+	for _, c := range rk.Ranked {
+		fmt.Fprintf(&b, "%s %v %v %v %d %d %v %v %v %s\n", c.Skill.Name, math.Float64bits(c.Cosine), math.Float64bits(c.BM25),
+			math.Float64bits(c.Fused), c.DenseRank, c.BM25Rank, c.TriggerBoost, c.TriggersFired, c.NameMentioned, c.Reason)
+	}
+	for _, c := range res.Candidates {
+		b.WriteString(c.Skill.Name + ",")
+	}
+	return b.String()
+}
+
+// withExhaustive runs f with the pruned BM25 pass and the int8 pre-scan
+// turned off (on == false) or forced on even for small inputs.
+func withExhaustive(on bool, f func()) {
+	pm, qm, hs := pruneMinPostings, quantizedMinRows, haveInt8Scan
+	defer func() { pruneMinPostings, quantizedMinRows, haveInt8Scan = pm, qm, hs }()
+	if on {
+		pruneMinPostings, haveInt8Scan = math.MaxInt, false
+	} else {
+		pruneMinPostings, quantizedMinRows = 1, 1
+	}
+	f()
+}
+
+// TestBoundedWorkIsExact checks that the pruned BM25 pass and the int8
+// pre-scan of the vectors return exactly what the exhaustive passes do:
+// every score, rank, feature and decision, for short and long tasks, with
+// agents and hidden skills, in every mode.
+func TestBoundedWorkIsExact(t *testing.T) {
+	if !haveInt8Scan {
+		t.Log("no AVX2: the int8 pre-scan runs its portable kernel")
+	}
+	skills, vecs, bodies := exactCorpus(t, 3000, 48, 1)
+	qv := map[string][]float32{}
+	r := rand.New(rand.NewPCG(9, 9))
+	z := rand.NewZipf(r, 1.1, 2, 20000)
+	var tasks []string
+	for i := range 120 {
+		words := 3 + r.IntN(8)
+		if i%3 == 0 {
+			words = 150 + r.IntN(250)
+		}
+		task := zipfText(r, z, words)
+		if i%10 == 0 {
+			task += " " + skills[r.IntN(len(skills))].Name // names a skill
+		}
+		tasks = append(tasks, task)
+		v := make([]float32, 48)
+		base := vecs[r.IntN(len(vecs))]
+		for j := range v {
+			if base != nil {
+				v[j] = base[j]
+			}
+			v[j] += float32(0.2 * r.NormFloat64())
+		}
+		qv[task] = v
+	}
+	emb := fakeQuery{vecs: qv}
+	ix, err := Build(context.Background(), BuildInput{
+		Skills: skills, Vectors: vecs, Embedder: emb, Config: DefaultConfig(),
+		Body: func(s *skill.Skill) (string, error) { return bodies[s.ContentHash], nil },
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkExact(t, ix, tasks)
+}
+
+func checkExact(t *testing.T, ix *Index, tasks []string) {
+	t.Helper()
+	ctx := context.Background()
+	pruned := 0
+	for _, mode := range []skill.MatchMode{skill.ModeHybrid, skill.ModeKeyword, skill.ModeDense} {
+		for i, task := range tasks {
+			for _, agent := range []string{"", "reviewer"} {
+				req := skill.MatchRequest{Task: task, Agent: agent, TopK: 5, Options: skill.MatchOptions{Mode: mode, IncludeHidden: i%2 == 0}}
+				var want, got *Ranking
+				var err error
+				withExhaustive(true, func() { want, err = ix.Rank(ctx, req, nil) })
+				if err != nil {
+					t.Fatal(err)
+				}
+				withExhaustive(false, func() { got, err = ix.Rank(ctx, req, nil) })
+				if err != nil {
+					t.Fatal(err)
+				}
+				if a, b := exactRendering(want), exactRendering(got); a != b {
+					t.Fatalf("%s task %d agent %q: bounded work differs from the exhaustive pass:\nwant %s\ngot  %s", mode, i, agent, a, b)
+				}
+				if len(strings.Fields(task)) > 100 {
+					pruned++
+				}
+			}
+		}
+	}
+	if pruned == 0 {
+		t.Error("no long task: the pruned pass was not exercised")
+	}
+}
+
+// fakeQuery returns a fixed vector per task.
+type fakeQuery struct{ vecs map[string][]float32 }
+
+func (f fakeQuery) EmbedQuery(_ context.Context, text string) ([]float32, error) {
+	return f.vecs[text], nil
+}

@@ -1,0 +1,182 @@
+package match
+
+import (
+	"slices"
+	"sort"
+)
+
+// vocab is the term dictionary and the postings of the fields that share one
+// analyzer. Its lists are immutable: an update copies the lists it changes
+// and shares the others with the index it came from.
+type vocab struct {
+	analyzer Analyzer
+	a        int   // analyzerIndex(analyzer)
+	fields   []int // the fields (indexes into sparse.fields) of this analyzer, in field order
+	ids      map[string]uint32
+	lists    []*plist // by term id; nil when no document holds the term
+}
+
+// nf returns the number of fields of the vocab.
+func (v *vocab) nf() int { return len(v.fields) }
+
+// list returns the postings of term, or nil.
+func (v *vocab) list(term string) *plist {
+	id, ok := v.ids[term]
+	if !ok {
+		return nil
+	}
+	return v.lists[id]
+}
+
+// plist is one term's postings in one vocab: the documents (slots,
+// ascending) that hold the term in some field of the vocab, and the term's
+// frequency in each of those fields. Frequencies are 16 bits wide unless one
+// of them is larger.
+type plist struct {
+	docs    []uint32
+	freqs16 []uint16 // len(docs)*nf, document-major
+	freqs32 []uint32 // used instead of freqs16 when some frequency exceeds 65535
+	// df, maxTF and minLen hold, per field, the number of documents with
+	// the term in that field, its largest frequency there, and the
+	// shortest length of that field among those documents. They bound a
+	// document's score for the term.
+	df, maxTF, minLen []uint32
+}
+
+// freq returns the frequency of posting i in field j.
+func (p *plist) freq(i, j, nf int) uint32 {
+	if p.freqs32 != nil {
+		return p.freqs32[i*nf+j]
+	}
+	return uint32(p.freqs16[i*nf+j])
+}
+
+// find returns the index of doc in p.docs, or -1, searching from lo.
+func (p *plist) find(doc uint32, lo int) int {
+	i := lo + sort.Search(len(p.docs)-lo, func(k int) bool { return p.docs[lo+k] >= doc })
+	if i < len(p.docs) && p.docs[i] == doc {
+		return i
+	}
+	return -1
+}
+
+// posting is one document's frequencies of a term, while lists are built.
+type posting struct {
+	doc   uint32
+	freqs []uint32 // by field of the vocab
+}
+
+// newPlist makes a list of postings sorted by document; lens[j] gives the
+// length of the vocab's field j per document.
+func newPlist(ps []posting, nf int, lens [][]uint32) *plist {
+	if len(ps) == 0 {
+		return nil
+	}
+	p := &plist{docs: make([]uint32, len(ps)), df: make([]uint32, nf), maxTF: make([]uint32, nf), minLen: make([]uint32, nf)}
+	wide := false
+	for _, q := range ps {
+		for _, f := range q.freqs {
+			wide = wide || f > 0xffff
+		}
+	}
+	if wide {
+		p.freqs32 = make([]uint32, len(ps)*nf)
+	} else {
+		p.freqs16 = make([]uint16, len(ps)*nf)
+	}
+	for i, q := range ps {
+		p.docs[i] = q.doc
+		for j, f := range q.freqs {
+			if wide {
+				p.freqs32[i*nf+j] = f
+			} else {
+				p.freqs16[i*nf+j] = uint16(f)
+			}
+		}
+	}
+	p.stats(nf, lens)
+	return p
+}
+
+// stats computes df, maxTF and minLen.
+func (p *plist) stats(nf int, lens [][]uint32) {
+	for j := range nf {
+		p.df[j], p.maxTF[j], p.minLen[j] = 0, 0, 0
+	}
+	for i, d := range p.docs {
+		for j := range nf {
+			f := p.freq(i, j, nf)
+			if f == 0 {
+				continue
+			}
+			p.df[j]++
+			p.maxTF[j] = max(p.maxTF[j], f)
+			l := lens[j][d]
+			if p.minLen[j] == 0 || l < p.minLen[j] {
+				p.minLen[j] = l
+			}
+		}
+	}
+}
+
+// edit returns a copy of p without the documents in drop and with the
+// postings in add (sorted by document, none of them in p), or nil when
+// nothing is left.
+func (p *plist) edit(drop map[uint32]bool, add []posting, nf int, lens [][]uint32) *plist {
+	var ps []posting
+	if p != nil {
+		ps = make([]posting, 0, len(p.docs)+len(add))
+		for i, d := range p.docs {
+			if drop[d] {
+				continue
+			}
+			fs := make([]uint32, nf)
+			for j := range nf {
+				fs[j] = p.freq(i, j, nf)
+			}
+			ps = append(ps, posting{doc: d, freqs: fs})
+		}
+	}
+	ps = append(ps, add...)
+	slices.SortFunc(ps, func(a, b posting) int { return int(int64(a.doc) - int64(b.doc)) })
+	return newPlist(ps, nf, lens)
+}
+
+// analyzedDoc is one document's terms, per vocab: each distinct term with
+// its frequency in each field of the vocab, and each field's length.
+type analyzedDoc struct {
+	terms [][]termFreqs // by vocab
+	lens  []uint32      // by field
+}
+
+type termFreqs struct {
+	term  string
+	freqs []uint32 // by field of the vocab
+}
+
+// analyzeDoc analyzes the fields of one document.
+func (s *sparse) analyzeDoc(d sparseDoc) analyzedDoc {
+	out := analyzedDoc{terms: make([][]termFreqs, len(s.vocabs)), lens: make([]uint32, len(s.fields))}
+	for vi, v := range s.vocabs {
+		at := map[string]int{}
+		for j, fi := range v.fields {
+			text := d[fi]
+			if text == "" {
+				continue
+			}
+			toks := s.ta.analyze(v.a, text)
+			out.lens[fi] = uint32(len(toks))
+			for _, tok := range toks {
+				t := string(tok.Term)
+				k, ok := at[t]
+				if !ok {
+					k = len(out.terms[vi])
+					at[t] = k
+					out.terms[vi] = append(out.terms[vi], termFreqs{term: t, freqs: make([]uint32, v.nf())})
+				}
+				out.terms[vi][k].freqs[j]++
+			}
+		}
+	}
+	return out
+}
