@@ -21,7 +21,7 @@ import (
 // generation shares the blocks it did not change.
 type dense struct {
 	dim    int
-	stride int // int8 row length: dim rounded up to a multiple of 32
+	stride int // int8 row length: dim rounded up to a multiple of 64
 	blocks []*denseBlock
 	// count is the number of slots with a vector.
 	count int
@@ -59,7 +59,7 @@ func newDense(vectors [][]float32, n int) (d *dense, bad int) {
 		}
 		return nil, bad
 	}
-	d = &dense{dim: dim, stride: (dim + 31) &^ 31}
+	d = &dense{dim: dim, stride: (dim + 63) &^ 63}
 	d.grow(n)
 	for i := 0; i < n && i < len(vectors); i++ {
 		if vectors[i] == nil {
@@ -151,8 +151,8 @@ func (b *denseBlock) quantize(r, dim, stride int) {
 	}
 	b.scale[r] = scale
 	// |q·v − q·v'| ≤ |q|·|v − v'| for a unit task vector q, plus the
-	// float32 rounding of the int8 scan and of the exact dot product (each
-	// at most dim·2⁻²⁴ for unit vectors), with room to spare.
+	// rounding of the approximate cosine to float32 and of the exact dot
+	// product (at most dim·2⁻²⁴ for unit vectors), with room to spare.
 	b.bound[r] = float32(math.Sqrt(res) + 4*float64(dim)*0x1p-24 + 1e-6)
 }
 
@@ -247,7 +247,7 @@ func (d *dense) top(q []float32, k, n int, visible func(int32) bool, ord []int32
 		})
 	}
 	approx := sc.cos[:n]
-	d.int8Scan(q, n, approx, sc)
+	qerr := d.int8Scan(q, n, approx, sc)
 	// lo is a lower bound of each cosine; the k-th best visible lower bound
 	// L bounds the k-th best visible cosine from below, so every slot of
 	// the exact top k has an upper bound of at least L.
@@ -265,7 +265,7 @@ func (d *dense) top(q []float32, k, n int, visible func(int32) bool, ord []int32
 				if !b.has[r] {
 					continue
 				}
-				lo := approx[base+r] - b.bound[r]
+				lo := approx[base+r] - b.bound[r] - qerr
 				if h.full() && lo <= h.s[0].score {
 					continue
 				}
@@ -289,7 +289,7 @@ func (d *dense) top(q []float32, k, n int, visible func(int32) bool, ord []int32
 		}
 		want *= 4
 	}
-	h := newHeap(sc.heap2[:0], k)
+	rescore := sc.rescore[:0]
 	for bi, b := range d.blocks {
 		base := bi * blockRows
 		if base >= n {
@@ -297,59 +297,127 @@ func (d *dense) top(q []float32, k, n int, visible func(int32) bool, ord []int32
 		}
 		rows := min(blockRows, n-base)
 		for r := range rows {
-			if !b.has[r] || approx[base+r]+b.bound[r] < floor {
+			if !b.has[r] || approx[base+r]+b.bound[r]+qerr < floor {
 				continue
 			}
-			i := int32(base + r)
-			if !visible(i) {
-				continue
+			if i := int32(base + r); visible(i) {
+				rescore = append(rescore, i)
 			}
-			h.offer(entry{doc: i, ord: ord[i], score: dot(q, b.vecs[r*d.dim:(r+1)*d.dim:(r+1)*d.dim])})
 		}
 	}
+	sc.rescore = rescore
+	h := newHeap(sc.heap2[:0], k)
+	d.exact(q, rescore, sc, func(i int32, s float32) { h.offer(entry{doc: i, ord: ord[i], score: s}) })
 	sc.heap2 = h.s
 	return h.sorted()
+}
+
+// exact calls f with the exact cosine of q with each slot of slots, eight
+// rows at a time.
+func (d *dense) exact(q []float32, slots []int32, sc *scratch, f func(int32, float32)) {
+	q2 := dup4(q, sc.q2[:0])
+	sc.q2 = q2
+	var rows [8][]float32
+	var out [8]float32
+	i := 0
+	for ; i+8 <= len(slots); i += 8 {
+		for r := range 8 {
+			rows[r] = d.row(slots[i+r])
+		}
+		dots8(q, q2, &rows, &out)
+		for r := range 8 {
+			f(slots[i+r], out[r])
+		}
+	}
+	for ; i < len(slots); i++ {
+		f(slots[i], dot(q, d.row(slots[i])))
+	}
+}
+
+// dup4 returns q with each group of four values written twice, appended to
+// buf (the layout dotLanes8AVX reads).
+func dup4(q, buf []float32) []float32 {
+	for c := 0; c+4 <= len(q); c += 4 {
+		buf = append(buf, q[c:c+4]...)
+		buf = append(buf, q[c:c+4]...)
+	}
+	return buf
 }
 
 // exactScan writes the cosine of q with slots [0, n) into out; slots
 // without a vector get -2, below any cosine. Large matrices are scanned in
 // parallel, one contiguous range of blocks per CPU.
 func (d *dense) exactScan(q []float32, n int, out []float32) {
+	q2 := dup4(q, nil)
 	d.parallel(n, func(lo, hi int) {
-		dim := d.dim
-		for i := lo; i < hi; i++ {
-			b := d.blocks[i/blockRows]
-			r := i % blockRows
-			if !b.has[r] {
-				out[i] = -2
-				continue
+		var rows [8][]float32
+		var res [8]float32
+		i := lo
+		for ; i+8 <= hi; i += 8 {
+			for r := range 8 {
+				rows[r] = d.row(int32(i + r))
 			}
-			out[i] = dot(q, b.vecs[r*dim:(r+1)*dim:(r+1)*dim])
+			dots8(q, q2, &rows, &res)
+			for r := range 8 {
+				out[i+r] = res[r]
+				if !d.has(int32(i + r)) {
+					out[i+r] = -2
+				}
+			}
+		}
+		for ; i < hi; i++ {
+			out[i] = -2
+			if d.has(int32(i)) {
+				out[i] = dot(q, d.row(int32(i)))
+			}
 		}
 	}, d.dim)
 }
 
 // int8Scan writes the approximate cosine of q with every row of slots
-// [0, n) into out.
-func (d *dense) int8Scan(q []float32, n int, out []float32, sc *scratch) {
-	qp := sc.qpad[:0]
-	qp = append(qp, q...)
-	for len(qp) < d.stride {
-		qp = append(qp, 0)
+// [0, n) into out, and returns how far the task's own quantisation can move
+// a cosine. The task vector is quantised to 15 bits (it is one vector, so
+// precision is cheap), each row to 8, and their dot product is exact in
+// integers.
+func (d *dense) int8Scan(q []float32, n int, out []float32, sc *scratch) float32 {
+	var maxAbs float64
+	for _, x := range q {
+		maxAbs = max(maxAbs, math.Abs(float64(x)))
 	}
-	sc.qpad = qp
+	qs := 1.0
+	if maxAbs > 0 {
+		qs = maxAbs / 16383
+	}
+	q16 := sc.q16[:0]
+	var res float64
+	for _, x := range q {
+		v := math.Round(float64(x) / qs)
+		q16 = append(q16, int16(v))
+		e := float64(x) - v*qs
+		res += e * e
+	}
+	for len(q16) < d.stride {
+		q16 = append(q16, 0)
+	}
+	sc.q16 = q16
+	if cap(sc.dots) < n {
+		sc.dots = make([]int32, n)
+	}
+	dots := sc.dots[:n]
 	d.parallel(n, func(lo, hi int) {
 		for lo < hi {
 			b := d.blocks[lo/blockRows]
 			r := lo % blockRows
 			rows := min(blockRows-r, hi-lo)
-			dotsInt8(qp, b.q[r*d.stride:(r+rows)*d.stride], d.stride, out[lo:lo+rows])
+			dotsInt8(q16, b.q[r*d.stride:(r+rows)*d.stride], d.stride, dots[lo:lo+rows])
 			for k := range rows {
-				out[lo+k] *= b.scale[r+k]
+				out[lo+k] = float32(float64(dots[lo+k]) * qs * float64(b.scale[r+k]))
 			}
 			lo += rows
 		}
-	}, d.stride/4)
+	}, d.stride/8)
+	// |(q − q')·v'| ≤ |q − q'|·|v'|, and |v'| ≤ 1 + |v − v'| ≤ 1.01.
+	return float32(math.Sqrt(res)*1.01 + 1e-6)
 }
 
 // parallel runs f over [0, n) in one call per CPU when the work (n rows of
@@ -389,12 +457,12 @@ func dot(a, b []float32) float32 {
 
 // dotsInt8Go is the portable form of dotsInt8: out[i] is the dot product of
 // q with row i of rows (each stride long).
-func dotsInt8Go(q []float32, rows []int8, stride int, out []float32) {
+func dotsInt8Go(q []int16, rows []int8, stride int, out []int32) {
 	for i := range out {
 		row := rows[i*stride : (i+1)*stride]
-		var s float32
+		var s int32
 		for j, x := range row {
-			s += q[j] * float32(x)
+			s += int32(q[j]) * int32(x)
 		}
 		out[i] = s
 	}

@@ -6,4 +6,13 @@ package match
 // costs more than the exact scan it would spare.
 var haveInt8Scan = false
 
-func dotsInt8(q []float32, rows []int8, stride int, out []float32) { dotsInt8Go(q, rows, stride, out) }
+func dotsInt8(q []int16, rows []int8, stride int, out []int32) { dotsInt8Go(q, rows, stride, out) }
+
+var haveLanes = false
+
+// dots8 sets out[r] to dot(q, rows[r]).
+func dots8(q, _ []float32, rows *[8][]float32, out *[8]float32) {
+	for r, row := range rows {
+		out[r] = dot(q, row)
+	}
+}

@@ -276,6 +276,7 @@ func (ix *Index) WithConfig(cfg Config) (*Index, error) {
 			return nil, fmt.Errorf("match config: field %s changed analyzer or presence; rebuild the index", f.name)
 		}
 		f.lens, f.lenSum, f.lenDocs, f.avgLen = old.lens, old.lenSum, old.lenDocs, old.avgLen
+		f.prepare()
 	}
 	if cfg.Fields.BodyChars != ix.cfg.Fields.BodyChars && ix.sparse.hasField(fieldBody) {
 		return nil, errors.New("match config: fields.body_chars changed; rebuild the index")

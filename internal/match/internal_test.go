@@ -172,3 +172,46 @@ func TestZScoreFusion(t *testing.T) {
 		t.Errorf("a short BM25 list must have floor 0: %v", m(1.5))
 	}
 }
+
+func TestDots8IsDot(t *testing.T) {
+	r := rand.New(rand.NewPCG(5, 6))
+	for _, dim := range []int{1, 3, 4, 5, 8, 31, 32, 33, 256, 259} {
+		q := make([]float32, dim)
+		for i := range q {
+			q[i] = float32(r.NormFloat64())
+		}
+		var rows [8][]float32
+		for k := range rows {
+			rows[k] = make([]float32, dim)
+			for i := range rows[k] {
+				rows[k][i] = float32(r.NormFloat64() * math.Pow(10, float64(r.IntN(7)-3)))
+			}
+		}
+		var got [8]float32
+		dots8(q, dup4(q, nil), &rows, &got)
+		for k, row := range rows {
+			if want := dot(q, row); math.Float32bits(got[k]) != math.Float32bits(want) {
+				t.Errorf("dim %d row %d: dots8 %v, dot %v", dim, k, got[k], want)
+			}
+		}
+	}
+}
+
+func TestDotsInt8MatchesPortable(t *testing.T) {
+	r := rand.New(rand.NewPCG(7, 8))
+	const stride, n = 128, 37
+	q := make([]int16, stride)
+	for i := range q {
+		q[i] = int16(r.IntN(32767) - 16383)
+	}
+	rows := make([]int8, n*stride)
+	for i := range rows {
+		rows[i] = int8(r.IntN(255) - 127)
+	}
+	got, want := make([]int32, n), make([]int32, n)
+	dotsInt8(q, rows, stride, got)
+	dotsInt8Go(q, rows, stride, want)
+	if !slices.Equal(got, want) {
+		t.Errorf("AVX2 %v, portable %v", got[:4], want[:4])
+	}
+}

@@ -85,22 +85,27 @@ type scratch struct {
 	heap       []entry
 	heap2      []entry
 	heap3      []entry
-	qpad       []float32
+	q16        []int16
+	dots       []int32
+	q2         []float32
+	rescore    []int32
 	candidates []candidate
 	must       []int32
 
 	// Pruned BM25 (allocated on first use).
-	acc64   []float64
-	mark    []uint8
-	slot    []int32
-	pairs   []qpair
-	byBound []int
-	log     []contrib
-	cands   []int32
-	vals    []float64
-	start   []int
-	fill    []int
-	bucket  []contrib
+	acc64    []float64
+	mark     []uint8
+	slot     []int32
+	pairs    []qpair
+	byBound  []int
+	log      []contrib
+	touchedP []int32
+	sorted   []contrib
+	cands    []int32
+	vals     []float64
+	start    []int
+	fill     []int
+	bucket   []contrib
 }
 
 func newScratch(n int) *scratch {

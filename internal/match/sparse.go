@@ -25,12 +25,30 @@ type sparseField struct {
 	lenSum   uint64   // over live documents
 	lenDocs  int      // live documents where the field is not empty
 	avgLen   float64  // lenSum / lenDocs
+	// norm and x1 are, per slot, BM25's length normalisation and the
+	// weighted, normalised frequency of a term found once: the arithmetic
+	// of every posting, done once per document.
+	norm []float64
+	x1   []float32
 }
 
 func (f *sparseField) setAvg() {
 	f.avgLen = 0
 	if f.lenDocs > 0 {
 		f.avgLen = float64(f.lenSum) / float64(f.lenDocs)
+	}
+}
+
+// prepare computes norm and x1 for every slot from lens, b, weight and
+// avgLen.
+func (f *sparseField) prepare() {
+	if len(f.norm) != len(f.lens) {
+		f.norm, f.x1 = make([]float64, len(f.lens)), make([]float32, len(f.lens))
+	}
+	for d, l := range f.lens {
+		norm := 1 - f.b + f.b*float64(l)/f.avgLen
+		f.norm[d] = norm
+		f.x1[d] = float32(f.weight * 1 / norm)
 	}
 }
 
@@ -143,6 +161,7 @@ func newSparse(ctx context.Context, fields []*sparseField, docs []sparseDoc, bm 
 			}
 		}
 		f.setAvg()
+		f.prepare()
 	}
 	for vi, v := range s.vocabs {
 		nf := v.nf()
@@ -338,7 +357,7 @@ type sparseResult struct {
 
 // pruneMinPostings is the number of postings under which a task is scored
 // exhaustively: below it, bounding the work costs more than it saves.
-var pruneMinPostings = 16384
+var pruneMinPostings = 1 << 30
 
 // score computes each document's BM25 score for the task into sc.acc and
 // appends the documents it touched (their first nonzero score) to
@@ -397,11 +416,20 @@ func (s *sparse) score(ctx context.Context, task analyzedTask, sc *scratch, k in
 	}
 	sc.pairs = pairs
 	if total < pruneMinPostings || k <= 0 {
+		// When the postings cover most documents, finding the touched
+		// ones afterwards costs less than a test per posting.
+		track := total < len(sc.acc)/2
 		for _, p := range pairs {
 			if err := ctx.Err(); err != nil {
+				if !track {
+					s.collectTouched(sc)
+				}
 				return res, err
 			}
-			s.scoreAll(p, sc)
+			s.scoreAll(p, sc, track)
+		}
+		if !track {
+			s.collectTouched(sc)
 		}
 		return res, nil
 	}
@@ -425,24 +453,59 @@ func (s *sparse) contribution(p *qpair, i int) float32 {
 			continue
 		}
 		f := s.fields[fi]
-		freq := float64(fr)
-		norm := 1 - f.b + f.b*float64(f.lens[d])/f.avgLen
-		x32 += float32(f.weight * freq / norm)
+		if fr == 1 {
+			x32 += f.x1[d]
+		} else {
+			x32 += float32(f.weight * float64(fr) / f.norm[d])
+		}
 	}
 	x := float64(x32)
 	k1 := s.k1
 	return float32(p.idf * x * (k1 + 1) / (x + k1))
 }
 
-// scoreAll adds p's share to every document of its list.
-func (s *sparse) scoreAll(p qpair, sc *scratch) {
+// scoreAll adds p's share to every document of its list. For each
+// document it computes
+//
+//	x = Σ over the vocab's fields of float32(weight · freq / norm)
+//	share = float32(idf · x · (k1 + 1) / (x + k1))
+//
+// (norm = 1 − b + b · length / average length), the same operations in
+// the same order for every path, so scores are bit for bit reproducible.
+func (s *sparse) scoreAll(p qpair, sc *scratch, track bool) {
 	acc := sc.acc
+	k1 := s.k1
+	idf := p.idf
+	if p.v.nf() == 1 && p.pl.freqs16 != nil {
+		f := s.fields[p.v.fields[0]]
+		norm, w := f.norm, f.weight
+		freqs := p.pl.freqs16[:len(p.pl.docs)]
+		for i, d := range p.pl.docs {
+			// A frequency of 1 gives f.x1[d]: the same operations.
+			x := float64(float32(w * float64(freqs[i]) / norm[d]))
+			c := float32(idf * x * (k1 + 1) / (x + k1))
+			if track && acc[d] == 0 {
+				sc.touched = append(sc.touched, int32(d))
+			}
+			acc[d] += c
+		}
+		return
+	}
 	for i, d := range p.pl.docs {
 		c := s.contribution(&p, i)
-		if acc[d] == 0 {
+		if track && acc[d] == 0 {
 			sc.touched = append(sc.touched, int32(d))
 		}
 		acc[d] += c
+	}
+}
+
+// collectTouched lists the documents with a score, in slot order.
+func (s *sparse) collectTouched(sc *scratch) {
+	for d, a := range sc.acc {
+		if a != 0 {
+			sc.touched = append(sc.touched, int32(d))
+		}
 	}
 }
 
@@ -485,6 +548,13 @@ type contrib struct {
 // scorePruned scores the pairs with bounded work (see score) and returns the
 // best k visible documents. sc.acc and sc.touched receive the exact scores of
 // the documents still in the running at the end, which include must.
+//
+// Pairs are taken by decreasing bound. While the bounds of the pairs left add
+// up to more than the k-th best visible score so far (theta), every posting
+// counts. Once they do not, no document unseen so far can reach the best k:
+// the pairs left are looked up only for the documents that still can. The
+// shares are logged, and each survivor's score is summed at the end in task
+// order, as the exhaustive pass sums it.
 func (s *sparse) scorePruned(ctx context.Context, pairs []qpair, sc *scratch, k int, visible func(int32) bool, ord []int32, must []int32) ([]entry, error) {
 	for i := range pairs {
 		s.upperBound(&pairs[i])
@@ -502,14 +572,19 @@ func (s *sparse) scorePruned(ctx context.Context, pairs []qpair, sc *scratch, k 
 	acc64 := sc.acc64
 	log := sc.log[:0]
 	mark := sc.mark // 1: touched; 2: still in the running; 3: in must
-	var touched []int32
+	touched := sc.touchedP[:0]
+	defer func() {
+		for _, d := range touched {
+			acc64[d] = 0
+			mark[d] = 0
+		}
+		sc.touchedP, sc.log = touched[:0], log[:0]
+	}()
 	theta, thetaRest := 0.0, math.Inf(1)
 	maxAcc := 0.0
 	next := len(byBound)
 	for bi, pi := range byBound {
 		if err := ctx.Err(); err != nil {
-			sc.log = log
-			s.clearPruned(sc, touched)
 			return nil, err
 		}
 		p := &pairs[pi]
@@ -520,24 +595,20 @@ func (s *sparse) scorePruned(ctx context.Context, pairs []qpair, sc *scratch, k 
 				mark[d] = 1
 				touched = append(touched, int32(d))
 			}
-			acc64[d] += float64(c)
-			maxAcc = max(maxAcc, acc64[d])
+			a := acc64[d] + float64(c)
+			acc64[d] = a
+			maxAcc = max(maxAcc, a)
 			log = append(log, contrib{doc: int32(d), pos: int32(p.pos), c: c})
 		}
-		// theta, the k-th best visible partial score, only grows: once the
-		// rest falls below the last one computed, the rest of the terms
-		// can no longer bring in a document not seen so far.
+		// theta only grows, so the last one computed stays a valid
+		// bound: compute it again only when the rest has halved.
+		if rest < maxAcc && rest < thetaRest/2 {
+			theta = max(theta, kthVisible(touched, acc64, k, visible, sc))
+			thetaRest = rest
+		}
 		if rest < theta*(1-prunedSlack) {
 			next = bi + 1
 			break
-		}
-		if rest < maxAcc && rest < thetaRest*0.8 {
-			theta = kthVisible(touched, acc64, k, visible, sc)
-			thetaRest = rest
-			if rest < theta*(1-prunedSlack) {
-				next = bi + 1
-				break
-			}
 		}
 	}
 	// The documents still in the running, in slot order.
@@ -559,10 +630,9 @@ func (s *sparse) scorePruned(ctx context.Context, pairs []qpair, sc *scratch, k 
 		mark[d] = 3
 	}
 	slices.Sort(cands)
-	for _, pi := range byBound[next:] {
+	for n, pi := range byBound[next:] {
 		if err := ctx.Err(); err != nil {
-			sc.log, sc.cands = log, cands
-			s.clearPruned(sc, touched)
+			sc.cands = cands
 			return nil, err
 		}
 		p := &pairs[pi]
@@ -589,10 +659,12 @@ func (s *sparse) scorePruned(ctx context.Context, pairs []qpair, sc *scratch, k 
 		}
 		// Drop the documents that can no longer reach the best k.
 		if len(cands) > k {
-			theta = max(theta, kthVisible(cands, acc64, k, visible, sc))
+			if n%8 == 0 {
+				theta = max(theta, kthVisible(cands, acc64, k, visible, sc))
+			}
 			keep := cands[:0]
 			for _, d := range cands {
-				if acc64[d]+rest >= theta*(1-prunedSlack) || mark[d] == 3 {
+				if mark[d] == 3 || acc64[d]+rest >= theta*(1-prunedSlack) {
 					keep = append(keep, d)
 				} else {
 					mark[d] = 1
@@ -601,9 +673,9 @@ func (s *sparse) scorePruned(ctx context.Context, pairs []qpair, sc *scratch, k 
 			cands = keep
 		}
 	}
-	sc.log, sc.cands = log, cands
+	sc.cands = cands
 	// Exact sums, in task order, for the documents left.
-	s.exactSums(sc, cands)
+	s.exactSums(sc, cands, log, mark)
 	h := newHeap(sc.heap3[:0], k)
 	for _, d := range cands {
 		if sc.acc[d] != 0 && visible(d) {
@@ -611,10 +683,6 @@ func (s *sparse) scorePruned(ctx context.Context, pairs []qpair, sc *scratch, k 
 		}
 	}
 	sc.heap3 = h.s
-	for _, d := range touched {
-		acc64[d] = 0
-		mark[d] = 0
-	}
 	for _, d := range cands {
 		if sc.acc[d] != 0 {
 			sc.touched = append(sc.touched, d)
@@ -623,17 +691,16 @@ func (s *sparse) scorePruned(ctx context.Context, pairs []qpair, sc *scratch, k 
 	return h.sorted(), nil
 }
 
-// clearPruned resets the pruned pass's scratch after an early return.
-func (s *sparse) clearPruned(sc *scratch, touched []int32) {
-	for _, d := range touched {
-		sc.acc64[d] = 0
-		sc.mark[d] = 0
+// exactSums sets sc.acc of each document of docs (all marked 2 or 3) to the
+// float32 sum of its logged shares in task order, as the exhaustive pass
+// adds them.
+func (s *sparse) exactSums(sc *scratch, docs []int32, log []contrib, mark []uint8) {
+	kept := sc.bucket[:0]
+	for _, e := range log {
+		if mark[e.doc] >= 2 {
+			kept = append(kept, e)
+		}
 	}
-}
-
-// exactSums sets sc.acc of each document of docs to the float32 sum of its
-// logged shares in task order, as the exhaustive pass adds them.
-func (s *sparse) exactSums(sc *scratch, docs []int32) {
 	slot := sc.slot // document -> index in docs + 1
 	for i, d := range docs {
 		slot[d] = int32(i + 1)
@@ -642,28 +709,24 @@ func (s *sparse) exactSums(sc *scratch, docs []int32) {
 	for range len(docs) + 1 {
 		start = append(start, 0)
 	}
-	for _, e := range sc.log {
-		if i := slot[e.doc]; i > 0 {
-			start[i]++
-		}
+	for _, e := range kept {
+		start[slot[e.doc]]++
 	}
 	for i := 1; i < len(start); i++ {
 		start[i] += start[i-1]
 	}
-	bucket := sc.bucket[:0]
-	for range start[len(start)-1] {
-		bucket = append(bucket, contrib{})
+	fill := append(sc.fill[:0], start[:len(docs)]...)
+	sorted := sc.sorted[:0]
+	for range kept {
+		sorted = append(sorted, contrib{})
 	}
-	fill := sc.fill[:0]
-	fill = append(fill, start[:len(docs)]...)
-	for _, e := range sc.log {
-		if i := slot[e.doc]; i > 0 {
-			bucket[fill[i-1]] = e
-			fill[i-1]++
-		}
+	for _, e := range kept {
+		i := slot[e.doc] - 1
+		sorted[fill[i]] = e
+		fill[i]++
 	}
 	for i, d := range docs {
-		b := bucket[start[i]:start[i+1]]
+		b := sorted[start[i]:start[i+1]]
 		for x := 1; x < len(b); x++ {
 			for y := x; y > 0 && b[y].pos < b[y-1].pos; y-- {
 				b[y], b[y-1] = b[y-1], b[y]
@@ -676,15 +739,16 @@ func (s *sparse) exactSums(sc *scratch, docs []int32) {
 		sc.acc[d] = sum
 		slot[d] = 0
 	}
-	sc.start, sc.bucket, sc.fill = start, bucket, fill
+	sc.start, sc.bucket, sc.fill, sc.sorted = start, kept, fill, sorted
 }
 
 // kthVisible returns the k-th largest score among the visible docs, or 0
-// when fewer than k are visible.
+// when fewer than k are visible. Visibility is asked only of the documents
+// with the best scores.
 func kthVisible(docs []int32, acc []float64, k int, visible func(int32) bool, sc *scratch) float64 {
 	vals := sc.vals[:0]
 	for _, d := range docs {
-		if acc[d] > 0 && visible(d) {
+		if acc[d] > 0 {
 			vals = append(vals, acc[d])
 		}
 	}
@@ -692,7 +756,25 @@ func kthVisible(docs []int32, acc []float64, k int, visible func(int32) bool, sc
 	if len(vals) < k {
 		return 0
 	}
-	return quickselect(vals, k-1)
+	// The k-th best of all is a first guess; count the visible documents
+	// at or above it, and lower the guess until k of them are visible.
+	want := k
+	for {
+		guess := quickselect(vals, min(want, len(vals))-1)
+		seen := 0
+		for _, d := range docs {
+			if acc[d] >= guess && visible(d) {
+				seen++
+			}
+		}
+		if seen >= k {
+			return guess
+		}
+		if want >= len(vals) {
+			return 0
+		}
+		want *= 2
+	}
 }
 
 // quickselect returns the element that would be at index i if vals were
