@@ -122,7 +122,8 @@ func zScore(list []entry, pool int) func(float64) float64 {
 
 // sortCandidates orders candidates by fused score. Under the tiebreak rule,
 // runs of candidates whose cosines differ by less than the epsilon are
-// ordered by BM25 instead. Remaining ties go by BM25, cosine, then name.
+// ordered by BM25 instead. Remaining ties go by BM25, cosine, name, then
+// catalog order.
 func (ix *Index) sortCandidates(mode skill.MatchMode, rule skill.Fusion, cands []*candidate) {
 	less := func(a, b *candidate) bool {
 		if a.fused != b.fused {
@@ -134,7 +135,10 @@ func (ix *Index) sortCandidates(mode skill.MatchMode, rule skill.Fusion, cands [
 		if a.cos != b.cos {
 			return a.cos > b.cos
 		}
-		return ix.docs[a.doc].Name < ix.docs[b.doc].Name
+		if na, nb := ix.docs[a.doc].Name, ix.docs[b.doc].Name; na != nb {
+			return na < nb
+		}
+		return ix.ord[a.doc] < ix.ord[b.doc]
 	}
 	sort.Slice(cands, func(i, j int) bool { return less(cands[i], cands[j]) })
 	if mode != skill.ModeHybrid || rule != skill.FusionTiebreak {

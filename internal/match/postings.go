@@ -1,7 +1,6 @@
 package match
 
 import (
-	"slices"
 	"sort"
 )
 
@@ -119,27 +118,65 @@ func (p *plist) stats(nf int, lens [][]uint32) {
 	}
 }
 
-// edit returns a copy of p without the documents in drop and with the
-// postings in add (sorted by document, none of them in p), or nil when
-// nothing is left.
-func (p *plist) edit(drop map[uint32]bool, add []posting, nf int, lens [][]uint32) *plist {
-	var ps []posting
+// edit returns a copy of p without the documents drop says to drop and
+// with the postings in add (sorted by document), or nil when nothing is
+// left. lens gives the lengths of the vocab's fields in the new index.
+func (p *plist) edit(drop []bool, add []posting, nf int, lens [][]uint32) *plist {
+	n := 0
+	wide := false
 	if p != nil {
-		ps = make([]posting, 0, len(p.docs)+len(add))
-		for i, d := range p.docs {
-			if drop[d] {
-				continue
-			}
-			fs := make([]uint32, nf)
-			for j := range nf {
-				fs[j] = p.freq(i, j, nf)
-			}
-			ps = append(ps, posting{doc: d, freqs: fs})
+		n = len(p.docs)
+		wide = p.freqs32 != nil
+	}
+	for _, a := range add {
+		for _, f := range a.freqs {
+			wide = wide || f > 0xffff
 		}
 	}
-	ps = append(ps, add...)
-	slices.SortFunc(ps, func(a, b posting) int { return int(int64(a.doc) - int64(b.doc)) })
-	return newPlist(ps, nf, lens)
+	q := &plist{docs: make([]uint32, 0, n+len(add)), df: make([]uint32, nf), maxTF: make([]uint32, nf), minLen: make([]uint32, nf)}
+	if wide {
+		q.freqs32 = make([]uint32, 0, (n+len(add))*nf)
+	} else {
+		q.freqs16 = make([]uint16, 0, (n+len(add))*nf)
+	}
+	push := func(d uint32, freq func(j int) uint32) {
+		q.docs = append(q.docs, d)
+		for j := range nf {
+			if wide {
+				q.freqs32 = append(q.freqs32, freq(j))
+			} else {
+				q.freqs16 = append(q.freqs16, uint16(freq(j)))
+			}
+		}
+	}
+	i, j := 0, 0
+	for i < n || j < len(add) {
+		if j < len(add) && (i >= n || add[j].doc < p.docs[i]) {
+			a := add[j]
+			push(a.doc, func(k int) uint32 { return a.freqs[k] })
+			j++
+			continue
+		}
+		if d := p.docs[i]; int(d) >= len(drop) || !drop[d] {
+			push(d, func(k int) uint32 { return p.freq(i, k, nf) })
+		}
+		i++
+	}
+	if len(q.docs) == 0 {
+		return nil
+	}
+	q.stats(nf, lens)
+	return q
+}
+
+// holdsAny reports whether p holds one of docs (few, any order).
+func (p *plist) holdsAny(docs []int32) bool {
+	for _, d := range docs {
+		if p.find(uint32(d), 0) >= 0 {
+			return true
+		}
+	}
+	return false
 }
 
 // analyzedDoc is one document's terms, per vocab: each distinct term with

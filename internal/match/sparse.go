@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"maps"
 	"runtime"
 	"slices"
 	"sync"
@@ -199,6 +200,105 @@ func newSparse(ctx context.Context, fields []*sparseField, docs []sparseDoc, bm 
 		}
 	}
 	return s, nil
+}
+
+// update returns the sparse index of the next generation: the documents of
+// slots drop removed, docs analyzed into the slots fill, over slots slots of
+// which live hold a document. fields are the new generation's fields (same
+// names and analyzers, maybe other weights). It also returns how many
+// postings lists it copied.
+func (s *sparse) update(ctx context.Context, fields []*sparseField, bm BM25, slots int, drop, fill []int32, docs []sparseDoc, live int) (*sparse, int, error) {
+	ns := &sparse{fields: fields, analyzers: s.analyzers, ta: s.ta, n: live, k1: bm.K1, sum: bm.Scoring == ScoringSum}
+	for i, f := range fields {
+		old := s.fields[i]
+		f.lens = make([]uint32, slots)
+		copy(f.lens, old.lens)
+		f.lenSum, f.lenDocs = old.lenSum, old.lenDocs
+	}
+	dropped := make([]bool, slots)
+	for _, d := range drop {
+		dropped[d] = true
+		for _, f := range fields {
+			if l := f.lens[d]; l > 0 {
+				f.lenSum -= uint64(l)
+				f.lenDocs--
+			}
+			f.lens[d] = 0
+		}
+	}
+	analyzed := make([]analyzedDoc, len(docs))
+	s.analyzeAll(docs, analyzed)
+	for k, d := range fill {
+		for fi, l := range analyzed[k].lens {
+			f := fields[fi]
+			f.lens[d] = l
+			if l > 0 {
+				f.lenSum += uint64(l)
+				f.lenDocs++
+			}
+		}
+	}
+	for _, f := range fields {
+		f.setAvg()
+		f.prepare()
+	}
+	copied := 0
+	for vi, v := range s.vocabs {
+		if err := ctx.Err(); err != nil {
+			return nil, 0, err
+		}
+		nv := &vocab{analyzer: v.analyzer, a: v.a, fields: v.fields, ids: v.ids, lists: slices.Clone(v.lists)}
+		ns.vocabs = append(ns.vocabs, nv)
+		adds := map[uint32][]posting{}
+		cloned := false
+		for k, d := range fill {
+			for _, tf := range analyzed[k].terms[vi] {
+				id, ok := nv.ids[tf.term]
+				if !ok {
+					if !cloned {
+						nv.ids, cloned = maps.Clone(v.ids), true
+					}
+					id = uint32(len(nv.lists))
+					nv.ids[tf.term] = id
+					nv.lists = append(nv.lists, nil)
+				}
+				adds[id] = append(adds[id], posting{doc: uint32(d), freqs: tf.freqs})
+			}
+		}
+		affected := map[uint32]bool{}
+		for id := range adds {
+			affected[id] = true
+		}
+		if len(drop) > 0 {
+			for id, pl := range v.lists {
+				if pl == nil || affected[uint32(id)] {
+					continue
+				}
+				hit := false
+				if len(drop) <= 16 {
+					hit = pl.holdsAny(drop)
+				} else {
+					for _, d := range pl.docs {
+						if dropped[d] {
+							hit = true
+							break
+						}
+					}
+				}
+				if hit {
+					affected[uint32(id)] = true
+				}
+			}
+		}
+		lens := ns.vocabLens(nv)
+		for id := range affected {
+			add := adds[id]
+			slices.SortFunc(add, func(a, b posting) int { return int(int64(a.doc) - int64(b.doc)) })
+			nv.lists[id] = nv.lists[id].edit(dropped, add, nv.nf(), lens)
+			copied++
+		}
+	}
+	return ns, copied, nil
 }
 
 // analyzeAll analyzes docs into out, on up to GOMAXPROCS goroutines.

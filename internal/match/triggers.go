@@ -1,7 +1,9 @@
 package match
 
 import (
+	"maps"
 	"math"
+	"slices"
 	"sort"
 	"strings"
 
@@ -146,6 +148,97 @@ func newPhrases(docs []*skill.Skill, an analysis.Analyzer) *phrases {
 		}
 	}
 	return p
+}
+
+// update returns the phrases of the next generation: the documents of slots
+// drop (oldDocs) removed, those of slots fill (newDocs) added, live
+// documents in all. ord is the new catalog order by slot; oldOrder lists the
+// old generation's slots in its catalog order.
+func (p *phrases) update(an analysis.Analyzer, oldDocs, newDocs []*skill.Skill, ord, oldOrder []int32, drop, fill []int32, live int) *phrases {
+	np := &phrases{perDoc: make([][]phrase, len(newDocs)), byFirst: p.byFirst, df: p.df, n: live}
+	copy(np.perDoc, p.perDoc)
+	firsts := map[string]bool{}
+	dropped := map[int32]bool{}
+	if len(drop) > 0 || len(fill) > 0 {
+		np.df = maps.Clone(p.df)
+	}
+	for _, d := range drop {
+		dropped[d] = true
+		for _, t := range shortTerms(an, oldDocs[d]) {
+			if np.df[t]--; np.df[t] <= 0 {
+				delete(np.df, t)
+			}
+		}
+		for _, ph := range p.perDoc[d] {
+			firsts[ph.terms[0]] = true
+		}
+		np.perDoc[d] = nil
+	}
+	for _, d := range fill {
+		for _, t := range shortTerms(an, newDocs[d]) {
+			np.df[t]++
+		}
+		np.perDoc[d] = docPhrases(an, d, newDocs[d])
+		for _, ph := range np.perDoc[d] {
+			firsts[ph.terms[0]] = true
+		}
+	}
+	byOrd := func(list []phraseRef) {
+		slices.SortFunc(list, func(a, b phraseRef) int {
+			if a.doc != b.doc {
+				return int(ord[a.doc] - ord[b.doc])
+			}
+			return int(a.i - b.i)
+		})
+	}
+	// The lists hold phrases in catalog order. Skills that stayed keep
+	// their relative order unless the roots were reordered; then every
+	// list is sorted again.
+	monotone := true
+	last := int32(-1)
+	for _, d := range oldOrder {
+		if dropped[d] || int(d) >= len(newDocs) || newDocs[d] == nil {
+			continue
+		}
+		if ord[d] < last {
+			monotone = false
+			break
+		}
+		last = ord[d]
+	}
+	if len(firsts) == 0 && monotone {
+		return np
+	}
+	np.byFirst = maps.Clone(p.byFirst)
+	if !monotone {
+		for t, list := range np.byFirst {
+			list = slices.Clone(list)
+			byOrd(list)
+			np.byFirst[t] = list
+		}
+	}
+	for t := range firsts {
+		var list []phraseRef
+		for _, ref := range np.byFirst[t] {
+			if !dropped[ref.doc] {
+				list = append(list, ref)
+			}
+		}
+		for _, d := range fill {
+			for i, ph := range np.perDoc[d] {
+				if ph.terms[0] == t {
+					list = append(list, phraseRef{doc: d, i: int32(i)})
+				}
+			}
+		}
+		if len(list) == 0 {
+			delete(np.byFirst, t)
+			continue
+		}
+		byOrd(list)
+		np.byFirst[t] = list
+	}
+	return np
 }
 
 // firing is what the phrases found in a task add to one skill.

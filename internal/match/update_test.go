@@ -1,0 +1,208 @@
+package match
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"strings"
+	"testing"
+
+	"github.com/mcpsag/router/internal/skill"
+)
+
+// TestUpdateIsBuild edits a catalog step by step (skills added, removed,
+// edited, renamed, re-tagged, hidden, disabled, moved in catalog order,
+// vectors changed, a model of another dimension) and checks after every step
+// that Update gives exactly the answers a fresh Build of the same input
+// gives.
+func TestUpdateIsBuild(t *testing.T) {
+	ctx := context.Background()
+	r := rand.New(rand.NewPCG(11, 12))
+	z := rand.NewZipf(r, 1.1, 2, 5000)
+	skills, vecs, bodies := exactCorpus(t, 1500, 16, 3)
+	var tasks []string
+	qv := map[string][]float32{}
+	for i := range 40 {
+		words := 2 + r.IntN(6)
+		if i%4 == 0 {
+			words = 200
+		}
+		task := zipfText(r, z, words)
+		if i%5 == 0 {
+			task += " " + skills[r.IntN(len(skills))].Name
+		}
+		tasks = append(tasks, task)
+		v := make([]float32, 16)
+		for j := range v {
+			v[j] = float32(r.NormFloat64())
+		}
+		qv[task] = v
+	}
+	emb := fakeQuery{vecs: qv}
+	input := func() BuildInput {
+		return BuildInput{Skills: skills, Vectors: vecs, Embedder: emb, Config: DefaultConfig(),
+			Body: func(s *skill.Skill) (string, error) {
+				b, ok := bodies[s.ContentHash]
+				if !ok {
+					return "", fmt.Errorf("no body for %s", s.ContentHash)
+				}
+				return b, nil
+			}}
+	}
+	ix, err := Build(ctx, input())
+	if err != nil {
+		t.Fatal(err)
+	}
+	serial := 0
+	fresh := func(s *skill.Skill) *skill.Skill {
+		c := *s
+		serial++
+		c.ContentHash = fmt.Sprintf("e%d", serial)
+		return &c
+	}
+	for step := range 30 {
+		// A few edits per step, sometimes many.
+		edits := 1 + r.IntN(4)
+		if step%10 == 9 {
+			edits = 60
+		}
+		for range edits {
+			i := r.IntN(len(skills))
+			switch r.IntN(10) {
+			case 0: // remove
+				skills = append(skills[:i:i], skills[i+1:]...)
+				vecs = append(vecs[:i:i], vecs[i+1:]...)
+			case 1: // add
+				s := fresh(skills[i])
+				s.Name = fmt.Sprintf("new%d-%s", serial, zipfText(r, z, 1))
+				s.Dir = "/skills/" + s.Name
+				s.Frontmatter.Description = zipfText(r, z, 10)
+				bodies[s.ContentHash] = zipfText(r, z, 300)
+				at := r.IntN(len(skills) + 1)
+				skills = append(skills[:at:at], append([]*skill.Skill{s}, skills[at:]...)...)
+				v := make([]float32, 16)
+				for j := range v {
+					v[j] = float32(r.NormFloat64())
+				}
+				vecs = append(vecs[:at:at], append([][]float32{v}, vecs[at:]...)...)
+			case 2: // edit the body
+				s := fresh(skills[i])
+				bodies[s.ContentHash] = zipfText(r, z, r.IntN(500))
+				skills[i] = s
+			case 3: // edit the description and the vector
+				s := fresh(skills[i])
+				s.Frontmatter.Description = zipfText(r, z, 8)
+				bodies[s.ContentHash] = bodies[skills[i].ContentHash]
+				skills[i] = s
+				v := make([]float32, 16)
+				for j := range v {
+					v[j] = float32(r.NormFloat64())
+				}
+				vecs[i] = v
+			case 4: // registry tags (no new content hash)
+				c := *skills[i]
+				c.Registry.Tags = []string{zipfText(r, z, 1)}
+				skills[i] = &c
+			case 5: // hidden flips
+				s := fresh(skills[i])
+				s.Frontmatter.Hidden = !s.Frontmatter.Hidden
+				bodies[s.ContentHash] = bodies[skills[i].ContentHash]
+				skills[i] = s
+			case 6: // disabled in the registry, or enabled again
+				c := *skills[i]
+				if c.Registry.Enabled == nil {
+					f := false
+					c.Registry.Enabled = &f
+				} else {
+					c.Registry.Enabled = nil
+				}
+				skills[i] = &c
+			case 7: // the vector alone
+				if vecs[i] != nil {
+					v := append([]float32(nil), vecs[i]...)
+					v[0] += 0.5
+					vecs[i] = v
+				} else {
+					vecs[i] = qv[tasks[0]]
+				}
+			case 8: // triggers
+				s := fresh(skills[i])
+				s.Frontmatter.Triggers = []string{zipfText(r, z, 2)}
+				bodies[s.ContentHash] = bodies[skills[i].ContentHash]
+				skills[i] = s
+			case 9: // moved in catalog order, same folder
+				j := r.IntN(len(skills))
+				skills[i], skills[j] = skills[j], skills[i]
+				vecs[i], vecs[j] = vecs[j], vecs[i]
+			}
+		}
+		// Every skill gets a fresh pointer, as each generation's catalog
+		// does.
+		for i, s := range skills {
+			c := *s
+			skills[i] = &c
+		}
+		if step == 20 { // another model: every vector changes dimension
+			for i := range vecs {
+				if vecs[i] != nil {
+					vecs[i] = append(append([]float32(nil), vecs[i]...), 1, 2)
+				}
+			}
+			for k, v := range qv {
+				qv[k] = append(append([]float32(nil), v...), 1, 2)
+			}
+		}
+		nx, us, err := ix.Update(ctx, input())
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, err := Build(ctx, input())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if us.Rebuilt {
+			t.Fatalf("step %d: rebuilt", step)
+		}
+		if got, w := nx.Stats(), want.Stats(); got.Skills != w.Skills || got.Hidden != w.Hidden || got.Excluded != w.Excluded ||
+			got.Vectors != w.Vectors || got.BadVectors != w.BadVectors || got.BodyErrors != w.BodyErrors {
+			t.Fatalf("step %d: stats %+v, want %+v", step, got, w)
+		}
+		compareIndexes(t, fmt.Sprintf("step %d (%+v)", step, us), nx, want, tasks)
+		ix = nx
+	}
+}
+
+// compareIndexes checks that two indexes answer every task the same way.
+func compareIndexes(t *testing.T, what string, got, want *Index, tasks []string) {
+	t.Helper()
+	ctx := context.Background()
+	if g, w := names(got.Skills()), names(want.Skills()); g != w {
+		t.Fatalf("%s: skills differ", what)
+	}
+	for i, task := range tasks {
+		for _, mode := range []skill.MatchMode{skill.ModeHybrid, skill.ModeKeyword} {
+			for _, agent := range []string{"", "reviewer"} {
+				req := skill.MatchRequest{Task: task, Agent: agent, TopK: 5, Options: skill.MatchOptions{Mode: mode, IncludeHidden: i%3 == 0}}
+				a, err := want.Rank(ctx, req, nil)
+				if err != nil {
+					t.Fatal(err)
+				}
+				b, err := got.Rank(ctx, req, nil)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if x, y := exactRendering(a), exactRendering(b); x != y {
+					t.Fatalf("%s: task %d %s agent %q: updated index differs from a fresh build:\nbuild  %s\nupdate %s", what, i, mode, agent, x, y)
+				}
+			}
+		}
+	}
+}
+
+func names(ss []*skill.Skill) string {
+	var b strings.Builder
+	for _, s := range ss {
+		b.WriteString(s.Name + ",")
+	}
+	return b.String()
+}
