@@ -3,8 +3,8 @@ package match
 import (
 	"context"
 	"fmt"
-	"math"
 	"maps"
+	"math"
 	"runtime"
 	"slices"
 	"sync"
