@@ -1,6 +1,7 @@
 package match_test
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"strings"
@@ -119,5 +120,26 @@ func FuzzMatch(f *testing.F) {
 			t.Fatalf("top_k %d accepted", topK)
 		}
 		checkResult(t, task, topK, res, err)
+	})
+}
+
+// FuzzReadSnapshot feeds damaged snapshots to ReadSnapshot: it must return
+// an error or an index, never panic.
+func FuzzReadSnapshot(f *testing.F) {
+	ix, err := match.Build(context.Background(), match.BuildInput{
+		Skills: []*skill.Skill{newSkill("pdf-forms", "Fill PDF forms", withTriggers("fill pdf form")), newSkill("sql-review", "Review SQL")},
+		Config: match.DefaultConfig(),
+	})
+	if err != nil {
+		f.Fatal(err)
+	}
+	var b strings.Builder
+	if err := ix.WriteSnapshot(&b); err != nil {
+		f.Fatal(err)
+	}
+	f.Add([]byte(b.String()))
+	f.Add([]byte("MCPSAGIX"))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		_, _ = match.ReadSnapshot(bytes.NewReader(data))
 	})
 }

@@ -206,3 +206,79 @@ func names(ss []*skill.Skill) string {
 	}
 	return b.String()
 }
+
+// TestSnapshotRestoresForUpdate writes an index, reads it back, updates the
+// restored index with the same skills and with edited ones, and checks the
+// answers against fresh builds; a damaged snapshot is an error, never a
+// panic.
+func TestSnapshotRestoresForUpdate(t *testing.T) {
+	ctx := context.Background()
+	skills, vecs, bodies := exactCorpus(t, 800, 16, 5)
+	r := rand.New(rand.NewPCG(1, 1))
+	z := rand.NewZipf(r, 1.1, 2, 5000)
+	qv := map[string][]float32{}
+	var tasks []string
+	for i := range 20 {
+		task := zipfText(r, z, 3+i*10)
+		tasks = append(tasks, task)
+		qv[task] = vecs[i+1]
+	}
+	body := func(s *skill.Skill) (string, error) { return bodies[s.ContentHash], nil }
+	in := BuildInput{Skills: skills, Vectors: vecs, Embedder: fakeQuery{qv}, Config: DefaultConfig(), Body: body}
+	ix, err := Build(ctx, in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var buf strings.Builder
+	if err := ix.WriteSnapshot(&buf); err != nil {
+		t.Fatal(err)
+	}
+	data := buf.String()
+	base, err := ReadSnapshot(strings.NewReader(data))
+	if err != nil {
+		t.Fatal(err)
+	}
+	calls := 0
+	in.Body = func(s *skill.Skill) (string, error) { calls++; return bodies[s.ContentHash], nil }
+	restored, us, err := base.Update(ctx, in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if us.Kept != len(skills)-restored.Stats().Excluded || us.Changed+us.Added+us.Removed != 0 || calls != 0 {
+		t.Errorf("restore then update with the same skills: %+v, %d bodies read", us, calls)
+	}
+	compareIndexes(t, "restored", restored, ix, tasks)
+
+	// Edit two skills and drop one; the restored base updates like a
+	// fresh build.
+	edited := append([]*skill.Skill(nil), skills...)
+	c := *edited[3]
+	c.ContentHash, c.Frontmatter.Description = "edited", "entirely new words here"
+	bodies["edited"] = "a new body"
+	edited[3] = &c
+	edited = append(edited[:10], edited[11:]...)
+	ev := append(append([][]float32(nil), vecs[:10]...), vecs[11:]...)
+	in2 := BuildInput{Skills: edited, Vectors: ev, Embedder: fakeQuery{qv}, Config: DefaultConfig(), Body: body}
+	up, _, err := base.Update(ctx, in2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := Build(ctx, in2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	compareIndexes(t, "restored and edited", up, want, tasks)
+
+	for _, cut := range []int{0, 5, 40, len(data) / 3, len(data) - 1} {
+		if _, err := ReadSnapshot(strings.NewReader(data[:cut])); err == nil {
+			t.Errorf("a snapshot cut at %d of %d bytes was read", cut, len(data))
+		}
+	}
+	bad := []byte(data)
+	for i := 200; i < len(bad); i += 997 {
+		bad[i] ^= 0x5a
+	}
+	if _, err := ReadSnapshot(strings.NewReader(string(bad))); err == nil {
+		t.Error("a snapshot with flipped bytes was read")
+	}
+}

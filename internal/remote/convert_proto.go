@@ -223,7 +223,7 @@ var abstainReasons = map[routerv1.AbstainReason]skill.AbstainReason{
 func matchResult(r *routerv1.MatchResponse) *skill.MatchResult {
 	out := &skill.MatchResult{
 		Abstained: r.GetAbstained(), AbstainReason: abstainReasons[r.GetAbstainReason()], AbstainDetail: r.GetAbstainDetail(),
-		Generation: r.GetIndexGeneration(), Degraded: r.GetDegraded(),
+		Generation: r.GetIndexGeneration(), GenerationID: r.GetGenerationId(), Degraded: r.GetDegraded(),
 	}
 	for m, pb := range modesPB {
 		if pb == r.GetMode() && m != "" {
@@ -297,7 +297,7 @@ func reindexStats(s *routerv1.ReindexStats) skill.ReindexStats {
 
 func statusResult(r *routerv1.StatusResponse) *skill.Status {
 	out := &skill.Status{
-		Version: r.GetVersion(), Serving: r.GetServing(), Generation: r.GetIndexGeneration(),
+		Version: r.GetVersion(), Serving: r.GetServing(), Generation: r.GetIndexGeneration(), GenerationID: r.GetGenerationId(),
 		Skills: int(r.GetSkills()), Disabled: int(r.GetSkillsDisabled()), Hidden: int(r.GetSkillsHidden()),
 		Shadowed: int(r.GetSkillsShadowed()), AgentScoped: int(r.GetSkillsAgentScoped()), FilesInvalid: int(r.GetFilesInvalid()),
 		Agents: r.GetAgents(), Shadows: shadows(r.GetShadowed()), LastStats: reindexStats(r.GetLastReindex()),

@@ -157,6 +157,7 @@ func statusPB(st *skill.Status) *routerv1.StatusResponse {
 		StartedAt:         timestamppb.New(st.StartedAt),
 		Serving:           st.Serving,
 		IndexGeneration:   st.Generation,
+		GenerationId:      st.GenerationID,
 		Skills:            int32(st.Skills),
 		SkillsDisabled:    int32(st.Disabled),
 		SkillsHidden:      int32(st.Hidden),
@@ -285,6 +286,7 @@ func matchPB(r *skill.MatchResult) *routerv1.MatchResponse {
 		AbstainReason:   abstainReasons[r.AbstainReason],
 		AbstainDetail:   r.AbstainDetail,
 		IndexGeneration: r.Generation,
+		GenerationId:    r.GenerationID,
 		Degraded:        r.Degraded,
 	}
 	for pb, m := range modesFromPB {

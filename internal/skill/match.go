@@ -62,7 +62,11 @@ type MatchResult struct {
 	AbstainReason AbstainReason
 	// AbstainDetail explains the abstention in words.
 	AbstainDetail string
-	Generation    uint64
+	// Generation identifies the index generation the answer came from;
+	// GenerationID is its content digest, the same on every replica
+	// serving the same skills, model and configuration.
+	Generation   uint64
+	GenerationID string
 	// Degraded is set when embeddings were unavailable and the match used
 	// keywords only.
 	Degraded bool

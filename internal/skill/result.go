@@ -137,7 +137,10 @@ type Status struct {
 	StartedAt time.Time
 	Serving   bool
 
-	Generation uint64
+	// Generation and GenerationID identify the served generation, as in
+	// MatchResult.
+	Generation   uint64
+	GenerationID string
 	// Skills counts the skills served to callers without an agent.
 	Skills, Disabled, Hidden, Shadowed, AgentScoped int
 	// FilesInvalid counts SKILL.md files skipped because they never parsed.

@@ -1009,12 +1009,18 @@ type MatchResponse struct {
 	Abstained     bool          `protobuf:"varint,2,opt,name=abstained,proto3" json:"abstained,omitempty"`
 	AbstainReason AbstainReason `protobuf:"varint,3,opt,name=abstain_reason,json=abstainReason,proto3,enum=mcpsag.router.v1.AbstainReason" json:"abstain_reason,omitempty"`
 	AbstainDetail string        `protobuf:"bytes,4,opt,name=abstain_detail,json=abstainDetail,proto3" json:"abstain_detail,omitempty"`
-	// The index generation the answer was computed on.
+	// The index generation the answer was computed on: a number derived
+	// from generation_id, so every replica serving the same skill files,
+	// model and matching configuration gives the same one. Compare it for
+	// equality only: it changes with the generation, it does not grow.
 	IndexGeneration uint64 `protobuf:"varint,5,opt,name=index_generation,json=indexGeneration,proto3" json:"index_generation,omitempty"`
 	// Set when embeddings were unavailable and keywords alone were used.
-	Degraded      bool      `protobuf:"varint,6,opt,name=degraded,proto3" json:"degraded,omitempty"`
-	Mode          MatchMode `protobuf:"varint,7,opt,name=mode,proto3,enum=mcpsag.router.v1.MatchMode" json:"mode,omitempty"`
-	Fusion        Fusion    `protobuf:"varint,8,opt,name=fusion,proto3,enum=mcpsag.router.v1.Fusion" json:"fusion,omitempty"`
+	Degraded bool      `protobuf:"varint,6,opt,name=degraded,proto3" json:"degraded,omitempty"`
+	Mode     MatchMode `protobuf:"varint,7,opt,name=mode,proto3,enum=mcpsag.router.v1.MatchMode" json:"mode,omitempty"`
+	Fusion   Fusion    `protobuf:"varint,8,opt,name=fusion,proto3,enum=mcpsag.router.v1.Fusion" json:"fusion,omitempty"`
+	// The generation's content digest (hex): the same skill files, model and
+	// matching configuration give the same id on every replica.
+	GenerationId  string `protobuf:"bytes,9,opt,name=generation_id,json=generationId,proto3" json:"generation_id,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1103,6 +1109,13 @@ func (x *MatchResponse) GetFusion() Fusion {
 		return x.Fusion
 	}
 	return Fusion_FUSION_UNSPECIFIED
+}
+
+func (x *MatchResponse) GetGenerationId() string {
+	if x != nil {
+		return x.GenerationId
+	}
+	return ""
 }
 
 type ListSkillsRequest struct {
@@ -2944,11 +2957,12 @@ func (x *ConfigStatus) GetError() string {
 }
 
 type StatusResponse struct {
-	state           protoimpl.MessageState `protogen:"open.v1"`
-	Version         string                 `protobuf:"bytes,1,opt,name=version,proto3" json:"version,omitempty"`
-	StartedAt       *timestamppb.Timestamp `protobuf:"bytes,2,opt,name=started_at,json=startedAt,proto3" json:"started_at,omitempty"`
-	Serving         bool                   `protobuf:"varint,3,opt,name=serving,proto3" json:"serving,omitempty"`
-	IndexGeneration uint64                 `protobuf:"varint,4,opt,name=index_generation,json=indexGeneration,proto3" json:"index_generation,omitempty"`
+	state     protoimpl.MessageState `protogen:"open.v1"`
+	Version   string                 `protobuf:"bytes,1,opt,name=version,proto3" json:"version,omitempty"`
+	StartedAt *timestamppb.Timestamp `protobuf:"bytes,2,opt,name=started_at,json=startedAt,proto3" json:"started_at,omitempty"`
+	Serving   bool                   `protobuf:"varint,3,opt,name=serving,proto3" json:"serving,omitempty"`
+	// The served generation, as in MatchResponse.
+	IndexGeneration uint64 `protobuf:"varint,4,opt,name=index_generation,json=indexGeneration,proto3" json:"index_generation,omitempty"`
 	// Skills served to callers without an agent.
 	Skills         int32 `protobuf:"varint,5,opt,name=skills,proto3" json:"skills,omitempty"`
 	SkillsDisabled int32 `protobuf:"varint,6,opt,name=skills_disabled,json=skillsDisabled,proto3" json:"skills_disabled,omitempty"`
@@ -2970,8 +2984,10 @@ type StatusResponse struct {
 	Flags            *FeatureFlags      `protobuf:"bytes,19,opt,name=flags,proto3" json:"flags,omitempty"`
 	Config           *ConfigStatus      `protobuf:"bytes,20,opt,name=config,proto3" json:"config,omitempty"`
 	Agents           []string           `protobuf:"bytes,21,rep,name=agents,proto3" json:"agents,omitempty"`
-	unknownFields    protoimpl.UnknownFields
-	sizeCache        protoimpl.SizeCache
+	// The served generation's content digest, as in MatchResponse.
+	GenerationId  string `protobuf:"bytes,22,opt,name=generation_id,json=generationId,proto3" json:"generation_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *StatusResponse) Reset() {
@@ -3149,6 +3165,13 @@ func (x *StatusResponse) GetAgents() []string {
 		return x.Agents
 	}
 	return nil
+}
+
+func (x *StatusResponse) GetGenerationId() string {
+	if x != nil {
+		return x.GenerationId
+	}
+	return ""
 }
 
 type AuthorizeExecRequest struct {
@@ -3478,7 +3501,7 @@ const file_mcpsag_router_v1_router_proto_rawDesc = "" +
 	"\x06scores\x18\x02 \x01(\v2\x18.mcpsag.router.v1.ScoresR\x06scores\x12%\n" +
 	"\x0etriggers_fired\x18\x03 \x03(\tR\rtriggersFired\x12%\n" +
 	"\x0ename_mentioned\x18\x04 \x01(\bR\rnameMentioned\x12\x16\n" +
-	"\x06reason\x18\x05 \x01(\tR\x06reason\"\x83\x03\n" +
+	"\x06reason\x18\x05 \x01(\tR\x06reason\"\xa8\x03\n" +
 	"\rMatchResponse\x12;\n" +
 	"\n" +
 	"candidates\x18\x01 \x03(\v2\x1b.mcpsag.router.v1.CandidateR\n" +
@@ -3489,7 +3512,8 @@ const file_mcpsag_router_v1_router_proto_rawDesc = "" +
 	"\x10index_generation\x18\x05 \x01(\x04R\x0findexGeneration\x12\x1a\n" +
 	"\bdegraded\x18\x06 \x01(\bR\bdegraded\x12/\n" +
 	"\x04mode\x18\a \x01(\x0e2\x1b.mcpsag.router.v1.MatchModeR\x04mode\x120\n" +
-	"\x06fusion\x18\b \x01(\x0e2\x18.mcpsag.router.v1.FusionR\x06fusion\"\xe7\x01\n" +
+	"\x06fusion\x18\b \x01(\x0e2\x18.mcpsag.router.v1.FusionR\x06fusion\x12#\n" +
+	"\rgeneration_id\x18\t \x01(\tR\fgenerationId\"\xe7\x01\n" +
 	"\x11ListSkillsRequest\x12\x14\n" +
 	"\x05agent\x18\x01 \x01(\tR\x05agent\x12\x1b\n" +
 	"\tpage_size\x18\x02 \x01(\x05R\bpageSize\x12\x1d\n" +
@@ -3665,7 +3689,7 @@ const file_mcpsag_router_v1_router_proto_rawDesc = "" +
 	"\fConfigStatus\x12\x12\n" +
 	"\x04path\x18\x01 \x01(\tR\x04path\x127\n" +
 	"\tloaded_at\x18\x02 \x01(\v2\x1a.google.protobuf.TimestampR\bloadedAt\x12\x14\n" +
-	"\x05error\x18\x03 \x01(\tR\x05error\"\xcf\a\n" +
+	"\x05error\x18\x03 \x01(\tR\x05error\"\xf4\a\n" +
 	"\x0eStatusResponse\x12\x18\n" +
 	"\aversion\x18\x01 \x01(\tR\aversion\x129\n" +
 	"\n" +
@@ -3691,7 +3715,8 @@ const file_mcpsag_router_v1_router_proto_rawDesc = "" +
 	"\x0fdegraded_reason\x18\x12 \x01(\tR\x0edegradedReason\x124\n" +
 	"\x05flags\x18\x13 \x01(\v2\x1e.mcpsag.router.v1.FeatureFlagsR\x05flags\x126\n" +
 	"\x06config\x18\x14 \x01(\v2\x1e.mcpsag.router.v1.ConfigStatusR\x06config\x12\x16\n" +
-	"\x06agents\x18\x15 \x03(\tR\x06agents\"r\n" +
+	"\x06agents\x18\x15 \x03(\tR\x06agents\x12#\n" +
+	"\rgeneration_id\x18\x16 \x01(\tR\fgenerationId\"r\n" +
 	"\x14AuthorizeExecRequest\x12\x14\n" +
 	"\x05skill\x18\x01 \x01(\tR\x05skill\x12\x16\n" +
 	"\x06script\x18\x02 \x01(\tR\x06script\x12\x16\n" +

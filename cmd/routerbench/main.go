@@ -1,0 +1,68 @@
+// Command routerbench measures a skill router: it writes synthetic
+// workspaces of any size from the dev sets and real skill trees (gen),
+// drives a running router with concurrent clients over gRPC or MCP and
+// reports throughput, latency percentiles, errors and memory (run), and
+// times a router's cold index, warm restart and edit-to-served delay at one
+// workspace (lifecycle). See routerbench --help and docs/benchmarks.md.
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/spf13/cobra"
+)
+
+// Exit codes.
+const (
+	exitOK    = 0
+	exitError = 1
+	exitUsage = 2
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	go func() {
+		<-ctx.Done()
+		stop() // a second signal stops at once
+	}()
+	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	stop()
+	os.Exit(code)
+}
+
+// usageError is a mistake on the command line; it exits with code 2.
+type usageError struct{ error }
+
+func usagef(format string, args ...any) error { return usageError{fmt.Errorf(format, args...)} }
+
+// run executes the command line and returns the exit code.
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	root := &cobra.Command{
+		Use:           "routerbench",
+		Short:         "benchmark a skill router: synthetic workspaces, load, lifecycle timings",
+		SilenceErrors: true,
+		SilenceUsage:  true,
+	}
+	root.SetOut(stdout)
+	root.SetErr(stderr)
+	root.SetArgs(args)
+	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
+	root.AddCommand(newGenCmd(), newRunCmd(), newLifecycleCmd())
+	err := root.ExecuteContext(ctx)
+	if err == nil {
+		return exitOK
+	}
+	var ue usageError
+	if errors.As(err, &ue) {
+		fmt.Fprintf(stderr, "routerbench: %v\nsee routerbench --help\n", err)
+		return exitUsage
+	}
+	fmt.Fprintln(stderr, "routerbench:", err)
+	return exitError
+}

@@ -1,0 +1,452 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	mcpsdk "github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/spf13/cobra"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/status"
+
+	routerv1 "github.com/mcpsag/router/api/proto/mcpsag/router/v1"
+	"github.com/mcpsag/router/internal/eval"
+	"github.com/mcpsag/router/internal/remote"
+)
+
+// runOptions are the flags of run.
+type runOptions struct {
+	addr, token   string
+	transport     string
+	method        string
+	mcpURL        string
+	mcpCommand    string
+	clients       int
+	duration      time.Duration
+	count         int
+	warmup        time.Duration
+	queries       string
+	topK          int
+	pid           int
+	metricsURL    string
+	json          bool
+	callTimeout   time.Duration
+	loadLevel     int
+	maxQueryBytes int
+}
+
+func newRunCmd() *cobra.Command {
+	var o runOptions
+	cmd := &cobra.Command{
+		Use:   "run --queries FILE [--addr ADDR | --mcp-url URL | --mcp-command CMD]",
+		Short: "drive a router with concurrent clients and report throughput and latency",
+		Long: `run sends calls from --clients concurrent clients, each on its own connection,
+for --duration or until --count calls are done, after --warmup. Tasks come
+from --queries (JSON lines with a "query", as the dev sets and gen write), in
+turn. It prints throughput, latency percentiles (p50, p90, p99, max), errors
+by code, and the router's resident memory before and after when it knows
+where to read it (--pid, --metrics-url, or the child of --mcp-command).
+
+Methods: match, load (level 2, skill names from a first list), list (over
+gRPC); find_skills, load_skill, list_skills (over MCP).`,
+		Example: `  routerbench run --addr 127.0.0.1:7443 --queries /tmp/ws10k/queries.jsonl --clients 16 --duration 30s
+  routerbench run --transport mcp-http --mcp-url http://127.0.0.1:7444/mcp --method find_skills --queries q.jsonl
+  routerbench run --transport mcp-stdio --mcp-command "router mcp --workspace /tmp/ws10k" --queries q.jsonl --clients 1 --count 2000`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if o.token == "" {
+				o.token = os.Getenv("MCPSAG_TOKEN")
+			}
+			rep, err := runLoad(cmd.Context(), o)
+			if err != nil {
+				return err
+			}
+			if o.json {
+				enc := json.NewEncoder(cmd.OutOrStdout())
+				enc.SetIndent("", "  ")
+				return enc.Encode(rep)
+			}
+			rep.print(cmd.OutOrStdout())
+			return nil
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&o.addr, "addr", "127.0.0.1:7443", "router gRPC `address`")
+	f.StringVar(&o.token, "token", "", "bearer `token` (default $MCPSAG_TOKEN)")
+	f.StringVar(&o.transport, "transport", "grpc", "grpc, mcp-http or mcp-stdio")
+	f.StringVar(&o.method, "method", "", "match, load or list (grpc); find_skills, load_skill or list_skills (mcp); default match / find_skills")
+	f.StringVar(&o.mcpURL, "mcp-url", "", "MCP Streamable HTTP endpoint `url` (mcp-http)")
+	f.StringVar(&o.mcpCommand, "mcp-command", "", "`command` line that serves MCP on stdio, started once per client (mcp-stdio)")
+	f.IntVar(&o.clients, "clients", 16, "concurrent `clients`")
+	f.DurationVar(&o.duration, "duration", 30*time.Second, "how long to measure (ignored with --count)")
+	f.IntVar(&o.count, "count", 0, "stop after this many measured `calls` in all")
+	f.DurationVar(&o.warmup, "warmup", 2*time.Second, "calls made before measuring, not counted")
+	f.StringVar(&o.queries, "queries", "", "JSON lines `file` of tasks")
+	f.IntVar(&o.topK, "top-k", 0, "top_k of each match (0: the router's default)")
+	f.IntVar(&o.pid, "pid", 0, "the router's process `id`, to read its resident memory")
+	f.StringVar(&o.metricsURL, "metrics-url", "", "the router's /metrics `url`, to read process_resident_memory_bytes")
+	f.BoolVar(&o.json, "json", false, "print one JSON document")
+	f.DurationVar(&o.callTimeout, "call-timeout", 10*time.Second, "deadline of each call")
+	f.IntVar(&o.loadLevel, "load-level", 2, "level of load calls (1 or 2)")
+	f.IntVar(&o.maxQueryBytes, "max-query-bytes", 16<<10, "cut longer tasks to this many bytes")
+	return cmd
+}
+
+// caller makes one call of the benchmark with a task; it returns the
+// error's code name ("" when it succeeded).
+type caller func(ctx context.Context, task string) error
+
+// runLoad runs the load and returns its report.
+func runLoad(ctx context.Context, o runOptions) (*report, error) {
+	if o.clients <= 0 {
+		return nil, usagef("--clients must be positive")
+	}
+	if o.queries == "" {
+		return nil, usagef("run needs --queries FILE")
+	}
+	qs, err := eval.LoadQueries(o.queries)
+	if err != nil {
+		return nil, err
+	}
+	tasks := make([]string, len(qs))
+	for i, q := range qs {
+		tasks[i] = q.Query
+		if len(tasks[i]) > o.maxQueryBytes {
+			tasks[i] = strings.ToValidUTF8(tasks[i][:o.maxQueryBytes], "")
+		}
+	}
+	if o.method == "" {
+		o.method = "match"
+		if strings.HasPrefix(o.transport, "mcp") {
+			o.method = "find_skills"
+		}
+	}
+	callers, pids, closeAll, err := dialClients(ctx, o)
+	if err != nil {
+		return nil, err
+	}
+	defer closeAll()
+	if o.pid != 0 {
+		pids = []int{o.pid}
+	}
+	mem := memoryReader{pids: pids, metricsURL: o.metricsURL}
+	rep := &report{Transport: o.transport, Method: o.method, Clients: o.clients, Queries: len(tasks), Errors: map[string]int{}}
+	rep.RSSBefore = mem.read(ctx)
+
+	var next atomic.Int64
+	var measured atomic.Int64
+	var mu sync.Mutex
+	var lats []time.Duration
+	measuring := atomic.Bool{}
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	for _, call := range callers {
+		wg.Go(func() {
+			local := make([]time.Duration, 0, 4096)
+			errs := map[string]int{}
+			for {
+				select {
+				case <-stop:
+					mu.Lock()
+					lats = append(lats, local...)
+					for k, v := range errs {
+						rep.Errors[k] += v
+					}
+					mu.Unlock()
+					return
+				default:
+				}
+				if ctx.Err() != nil {
+					<-stop
+					continue
+				}
+				task := tasks[int(next.Add(1)-1)%len(tasks)]
+				cctx, cancel := context.WithTimeout(ctx, o.callTimeout)
+				t0 := time.Now()
+				err := call(cctx, task)
+				d := time.Since(t0)
+				cancel()
+				if !measuring.Load() {
+					continue
+				}
+				if o.count > 0 && measured.Add(1) > int64(o.count) {
+					continue
+				}
+				if err != nil {
+					errs[codeOf(err)]++
+					continue
+				}
+				local = append(local, d)
+			}
+		})
+	}
+	if o.warmup > 0 {
+		sleepCtx(ctx, o.warmup)
+	}
+	measuring.Store(true)
+	start := time.Now()
+	if o.count > 0 {
+		for measured.Load() < int64(o.count) && ctx.Err() == nil {
+			time.Sleep(5 * time.Millisecond)
+		}
+	} else {
+		sleepCtx(ctx, o.duration)
+	}
+	elapsed := time.Since(start)
+	close(stop)
+	wg.Wait()
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	rep.RSSAfter = mem.read(ctx)
+	rep.setLatencies(lats, elapsed)
+	return rep, nil
+}
+
+func sleepCtx(ctx context.Context, d time.Duration) {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+	case <-ctx.Done():
+	}
+}
+
+// codeOf names an error by its gRPC code, or "mcp_tool_error",
+// "deadline" or "error".
+func codeOf(err error) string {
+	if st, ok := status.FromError(err); ok {
+		return st.Code().String()
+	}
+	var te toolError
+	switch {
+	case errors.As(err, &te):
+		return "mcp_tool_error"
+	case errors.Is(err, context.DeadlineExceeded):
+		return "DeadlineExceeded"
+	}
+	return "error"
+}
+
+// toolError is an MCP tool result marked as an error.
+type toolError struct{ msg string }
+
+func (e toolError) Error() string { return e.msg }
+
+// dialClients opens one connection (or one MCP session, or one stdio child)
+// per client and returns a caller for each, the pids of started children,
+// and a function that closes everything.
+func dialClients(ctx context.Context, o runOptions) ([]caller, []int, func(), error) {
+	var closers []func()
+	closeAll := func() {
+		for i := len(closers) - 1; i >= 0; i-- {
+			closers[i]()
+		}
+	}
+	var callers []caller
+	var pids []int
+	for range o.clients {
+		var c caller
+		var err error
+		var child *exec.Cmd
+		switch o.transport {
+		case "grpc":
+			var conn *grpc.ClientConn
+			conn, err = remote.Dial(o.addr, remote.DialOptions{Token: o.token})
+			if err == nil {
+				closers = append(closers, func() { conn.Close() })
+				c, err = grpcCaller(ctx, routerv1.NewSkillRouterClient(conn), o)
+			}
+		case "mcp-http", "mcp-stdio":
+			var tr mcpsdk.Transport
+			if o.transport == "mcp-http" {
+				if o.mcpURL == "" {
+					err = usagef("mcp-http needs --mcp-url")
+					break
+				}
+				tr = &mcpsdk.StreamableClientTransport{Endpoint: o.mcpURL}
+			} else {
+				args := strings.Fields(o.mcpCommand)
+				if len(args) == 0 {
+					err = usagef("mcp-stdio needs --mcp-command")
+					break
+				}
+				child = exec.Command(args[0], args[1:]...)
+				child.Stderr = os.Stderr
+				tr = &mcpsdk.CommandTransport{Command: child}
+			}
+			if err == nil {
+				var cs *mcpsdk.ClientSession
+				cs, err = mcpsdk.NewClient(&mcpsdk.Implementation{Name: "routerbench", Version: "1"}, nil).Connect(ctx, tr, nil)
+				if child != nil && child.Process != nil {
+					pids = append(pids, child.Process.Pid)
+				}
+				if err == nil {
+					closers = append(closers, func() { cs.Close() })
+					c, err = mcpCaller(ctx, cs, o)
+				}
+			}
+		default:
+			err = usagef("--transport %q: want grpc, mcp-http or mcp-stdio", o.transport)
+		}
+		if err != nil {
+			closeAll()
+			return nil, nil, nil, err
+		}
+		callers = append(callers, c)
+	}
+	return callers, pids, closeAll, nil
+}
+
+// grpcCaller returns the caller of o.method over gRPC; it waits until the
+// router serves.
+func grpcCaller(ctx context.Context, c routerv1.SkillRouterClient, o runOptions) (caller, error) {
+	if err := waitServing(ctx, c); err != nil {
+		return nil, err
+	}
+	switch o.method {
+	case "match":
+		return func(ctx context.Context, task string) error {
+			_, err := c.Match(ctx, &routerv1.MatchRequest{Task: task, TopK: int32(o.topK)})
+			return err
+		}, nil
+	case "list":
+		return func(ctx context.Context, _ string) error {
+			_, err := c.ListSkills(ctx, &routerv1.ListSkillsRequest{PageSize: 100})
+			return err
+		}, nil
+	case "load":
+		names, err := skillNames(ctx, c)
+		if err != nil {
+			return nil, err
+		}
+		var i atomic.Int64
+		level := routerv1.LoadLevel(o.loadLevel)
+		return func(ctx context.Context, _ string) error {
+			name := names[int(i.Add(1)-1)%len(names)]
+			_, err := c.Load(ctx, &routerv1.LoadRequest{Name: name, Level: level})
+			return err
+		}, nil
+	}
+	return nil, usagef("--method %q over gRPC: want match, load or list", o.method)
+}
+
+// waitServing retries Status until the router serves or ctx ends.
+func waitServing(ctx context.Context, c routerv1.SkillRouterClient) error {
+	for {
+		st, err := c.Status(ctx, &routerv1.StatusRequest{})
+		if err == nil && st.Serving {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("router not serving: %w (last error: %v)", ctx.Err(), err)
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
+// skillNames lists up to 1,000 skill names.
+func skillNames(ctx context.Context, c routerv1.SkillRouterClient) ([]string, error) {
+	res, err := c.ListSkills(ctx, &routerv1.ListSkillsRequest{PageSize: 1000})
+	if err != nil {
+		return nil, err
+	}
+	var names []string
+	for _, s := range res.Skills {
+		names = append(names, s.Name)
+	}
+	if len(names) == 0 {
+		return nil, errors.New("the router lists no skill to load")
+	}
+	return names, nil
+}
+
+// mcpCaller returns the caller of o.method's tool over an MCP session; it
+// waits until the router answers.
+func mcpCaller(ctx context.Context, cs *mcpsdk.ClientSession, o runOptions) (caller, error) {
+	call := func(ctx context.Context, tool string, args map[string]any) error {
+		res, err := cs.CallTool(ctx, &mcpsdk.CallToolParams{Name: tool, Arguments: args})
+		if err != nil {
+			return err
+		}
+		if res.IsError {
+			var msg strings.Builder
+			for _, c := range res.Content {
+				if t, ok := c.(*mcpsdk.TextContent); ok {
+					msg.WriteString(t.Text)
+				}
+			}
+			return toolError{msg.String()}
+		}
+		return nil
+	}
+	// The first call waits for a standalone router's first index.
+	for {
+		err := call(ctx, "find_skills", map[string]any{"task": "warm up"})
+		if err == nil {
+			break
+		}
+		select {
+		case <-ctx.Done():
+			return nil, fmt.Errorf("MCP router not answering: %w (last error: %v)", ctx.Err(), err)
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+	switch o.method {
+	case "find_skills":
+		return func(ctx context.Context, task string) error {
+			args := map[string]any{"task": task}
+			if o.topK > 0 {
+				args["top_k"] = o.topK
+			}
+			return call(ctx, "find_skills", args)
+		}, nil
+	case "list_skills":
+		return func(ctx context.Context, _ string) error { return call(ctx, "list_skills", map[string]any{}) }, nil
+	case "load_skill":
+		res, err := cs.CallTool(ctx, &mcpsdk.CallToolParams{Name: "list_skills", Arguments: map[string]any{}})
+		if err != nil {
+			return nil, err
+		}
+		names := namesFromList(res)
+		if len(names) == 0 {
+			return nil, errors.New("list_skills named no skill to load")
+		}
+		var i atomic.Int64
+		return func(ctx context.Context, _ string) error {
+			return call(ctx, "load_skill", map[string]any{"name": names[int(i.Add(1)-1)%len(names)]})
+		}, nil
+	}
+	return nil, usagef("--method %q over MCP: want find_skills, load_skill or list_skills", o.method)
+}
+
+// namesFromList reads skill names from a list_skills result's structured
+// content.
+func namesFromList(res *mcpsdk.CallToolResult) []string {
+	data, err := json.Marshal(res.StructuredContent)
+	if err != nil {
+		return nil
+	}
+	var out struct {
+		Skills []struct {
+			Name string `json:"name"`
+		} `json:"skills"`
+	}
+	if json.Unmarshal(data, &out) != nil {
+		return nil
+	}
+	var names []string
+	for _, s := range out.Skills {
+		names = append(names, s.Name)
+	}
+	return names
+}

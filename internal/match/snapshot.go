@@ -1,0 +1,504 @@
+package match
+
+import (
+	"bufio"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"hash"
+	"hash/crc32"
+	"io"
+	"unsafe"
+
+	"github.com/mcpsag/router/internal/skill"
+)
+
+// Snapshots let a restart skip analysis: WriteSnapshot saves what Build
+// computed (postings, lengths, phrases, vectors as given), ReadSnapshot
+// restores it, and Update of the restored index with the current skills
+// reuses every skill whose indexed text did not change. A snapshot names no
+// host path beyond each skill's folder, which Update matches skills by.
+//
+// Layout: the magic, then sections of little-endian integers, length-
+// prefixed strings and raw arrays, in the order WriteSnapshot writes them,
+// then the CRC-32C of all that.
+const (
+	snapshotMagic = "MCPSAGIX"
+	// SnapshotVersion changes with the layout or with anything that
+	// changes analysis (analyzers, normalisation); another version is
+	// not read.
+	SnapshotVersion = 1
+)
+
+// ErrSnapshotVersion is returned by ReadSnapshot for a snapshot of another
+// version or analysis.
+var ErrSnapshotVersion = errors.New("match snapshot of another version")
+
+// snapshotHeader is the JSON header of a snapshot.
+type snapshotHeader struct {
+	Version int    `json:"version"`
+	Config  Config `json:"config"`
+	Model   string `json:"model"`
+	Slots   int    `json:"slots"`
+	Live    int    `json:"live"`
+	Dim     int    `json:"dim"`
+}
+
+// stub is what a snapshot keeps of a skill: enough for Update to tell
+// whether its indexed text changed.
+type stub struct {
+	Dir         string   `json:"d"`
+	Name        string   `json:"n"`
+	ContentHash string   `json:"h"`
+	Description string   `json:"s,omitempty"`
+	WhenToUse   string   `json:"w,omitempty"`
+	Tags        []string `json:"t,omitempty"`
+	RegTags     []string `json:"r,omitempty"`
+	Triggers    []string `json:"g,omitempty"`
+	Hidden      bool     `json:"x,omitempty"`
+	Agent       string   `json:"a,omitempty"`
+}
+
+func stubOf(s *skill.Skill) stub {
+	st := stub{Dir: s.Dir, Name: s.Name, ContentHash: s.ContentHash, Description: s.Frontmatter.Description,
+		Tags: s.Frontmatter.Tags, RegTags: s.Registry.Tags, Triggers: s.Frontmatter.Triggers,
+		Hidden: s.Frontmatter.Hidden, Agent: s.Root.Agent}
+	if w, ok := s.Frontmatter.Extra["when_to_use"]; ok {
+		st.WhenToUse = w
+	}
+	return st
+}
+
+func (st stub) skill() *skill.Skill {
+	s := &skill.Skill{Name: st.Name, Dir: st.Dir, ContentHash: st.ContentHash, Root: skill.Root{Agent: st.Agent},
+		Frontmatter: skill.Frontmatter{Name: st.Name, Description: st.Description, Tags: st.Tags, Triggers: st.Triggers, Hidden: st.Hidden},
+		Registry:    skill.RegistryEntry{Tags: st.RegTags}}
+	if len(st.WhenToUse) > 0 {
+		s.Frontmatter.Extra = map[string]string{"when_to_use": st.WhenToUse}
+	}
+	return s
+}
+
+// WriteSnapshot writes what the index computed to w.
+func (ix *Index) WriteSnapshot(w io.Writer) error {
+	crc := crc32.New(crcTable)
+	bw := bufio.NewWriterSize(io.MultiWriter(w, crc), 1<<20)
+	e := &enc{w: bw}
+	e.bytes([]byte(snapshotMagic))
+	h := snapshotHeader{Version: SnapshotVersion, Config: ix.cfg, Model: ix.model, Slots: len(ix.docs), Live: len(ix.byOrd)}
+	if ix.dense != nil {
+		h.Dim = ix.dense.dim
+	}
+	hj, err := json.Marshal(h)
+	if err != nil {
+		return err
+	}
+	e.str(string(hj))
+	// Slots.
+	for d, s := range ix.docs {
+		if s == nil {
+			e.u8(0)
+			continue
+		}
+		e.u8(1)
+		sj, err := json.Marshal(stubOf(s))
+		if err != nil {
+			return err
+		}
+		e.str(string(sj))
+		e.bool(ix.bodyErr[d])
+		v := ix.srcVec[d]
+		e.u32(uint32(len(v)))
+		e.f32s(v)
+	}
+	e.i32s(ix.byOrd)
+	// Sparse.
+	for _, f := range ix.sparse.fields {
+		e.u32s(f.lens)
+		e.u64(f.lenSum)
+		e.u64(uint64(f.lenDocs))
+	}
+	for _, v := range ix.sparse.vocabs {
+		terms := make([]string, len(v.lists))
+		for t, id := range v.ids {
+			terms[id] = t
+		}
+		e.u32(uint32(len(terms)))
+		nf := v.nf()
+		for id, t := range terms {
+			e.str(t)
+			p := v.lists[id]
+			if p == nil {
+				e.u8(0)
+				continue
+			}
+			wide := p.freqs32 != nil
+			e.u8(1)
+			e.bool(wide)
+			e.u32(uint32(len(p.docs)))
+			e.u32s(p.docs)
+			if wide {
+				e.u32s(p.freqs32)
+			} else {
+				e.u16s(p.freqs16)
+			}
+			if len(p.df) != nf {
+				return fmt.Errorf("match snapshot: list stats of %d fields, want %d", len(p.df), nf)
+			}
+			e.u32s(p.df)
+			e.u32s(p.maxTF)
+			e.u32s(p.minLen)
+		}
+	}
+	// Phrases.
+	ph := ix.phrases
+	e.u32(uint32(len(ph.df)))
+	for t, n := range ph.df {
+		e.str(t)
+		e.u32(uint32(n))
+	}
+	for d := range ix.docs {
+		list := ph.perDoc[d]
+		e.u32(uint32(len(list)))
+		for _, p := range list {
+			e.u8(uint8(p.kind))
+			e.str(p.text)
+			e.u32(uint32(len(p.terms)))
+			for _, t := range p.terms {
+				e.str(t)
+			}
+		}
+	}
+	e.u32(uint32(len(ph.byFirst)))
+	for t, refs := range ph.byFirst {
+		e.str(t)
+		e.u32(uint32(len(refs)))
+		for _, r := range refs {
+			e.u32(uint32(r.doc))
+			e.u32(uint32(r.i))
+		}
+	}
+	if e.err != nil {
+		return e.err
+	}
+	if err := bw.Flush(); err != nil {
+		return err
+	}
+	_, err = w.Write(binary.LittleEndian.AppendUint32(nil, crc.Sum32()))
+	return err
+}
+
+var crcTable = crc32.MakeTable(crc32.Castagnoli)
+
+// ReadSnapshot restores an index written by WriteSnapshot. Its skills are
+// stand-ins that carry only what Update compares: use the result only as
+// the base of Update, which attaches the current skills (and embedder,
+// generation and configuration). It returns ErrSnapshotVersion for a
+// snapshot of another version, and an error for a damaged one.
+func ReadSnapshot(r io.Reader) (*Index, error) {
+	d := &dec{r: bufio.NewReaderSize(r, 1<<20), crc: crc32.New(crcTable)}
+	if m := d.bytes(len(snapshotMagic)); d.err != nil || string(m) != snapshotMagic {
+		return nil, fmt.Errorf("match snapshot: bad magic: %w", errors.Join(d.err, errors.New("not a snapshot")))
+	}
+	var h snapshotHeader
+	if err := json.Unmarshal([]byte(d.str()), &h); err != nil || d.err != nil {
+		return nil, fmt.Errorf("match snapshot header: %w", errors.Join(d.err, err))
+	}
+	if h.Version != SnapshotVersion {
+		return nil, fmt.Errorf("%w: %d, this router reads %d", ErrSnapshotVersion, h.Version, SnapshotVersion)
+	}
+	cfg := h.Config.withDefaults()
+	if err := cfg.Validate(); err != nil {
+		return nil, fmt.Errorf("match snapshot config: %w", err)
+	}
+	if h.Slots < 0 || h.Slots > 1<<24 || h.Live > h.Slots {
+		return nil, fmt.Errorf("match snapshot: %d slots, %d live", h.Slots, h.Live)
+	}
+	ix := &Index{cfg: cfg, model: h.Model}
+	n := h.Slots
+	ix.docs = make([]*skill.Skill, n)
+	ix.hidden = make([]bool, n)
+	ix.bodyErr = make([]bool, n)
+	ix.srcVec = make([][]float32, n)
+	ix.ord = make([]int32, n)
+	for s := range n {
+		if d.u8() == 0 {
+			continue
+		}
+		var st stub
+		if err := json.Unmarshal([]byte(d.str()), &st); err != nil {
+			return nil, fmt.Errorf("match snapshot slot %d: %w", s, err)
+		}
+		ix.docs[s] = st.skill()
+		ix.hidden[s] = st.Hidden
+		ix.bodyErr[s] = d.bool()
+		if l := int(d.u32()); l > 0 {
+			if l > 1<<16 {
+				return nil, fmt.Errorf("match snapshot slot %d: vector of %d values", s, l)
+			}
+			ix.srcVec[s] = d.f32s(l)
+		}
+		if d.err != nil {
+			return nil, fmt.Errorf("match snapshot slot %d: %w", s, d.err)
+		}
+	}
+	ix.byOrd = d.i32s(h.Live)
+	for i, s := range ix.byOrd {
+		if s < 0 || int(s) >= n || ix.docs[s] == nil {
+			return nil, fmt.Errorf("match snapshot: order names slot %d", s)
+		}
+		ix.ord[s] = int32(i)
+	}
+	fields := sparseFields(cfg.Fields, cfg.BM25)
+	sp, err := newSparseShell(fields, cfg.BM25)
+	if err != nil {
+		return nil, err
+	}
+	sp.n = h.Live
+	for _, f := range fields {
+		f.lens = d.u32s(n)
+		f.lenSum = d.u64()
+		f.lenDocs = int(d.u64())
+		f.setAvg()
+		f.prepare()
+	}
+	for _, v := range sp.vocabs {
+		terms := int(d.u32())
+		if d.err != nil || terms > 1<<24 {
+			return nil, fmt.Errorf("match snapshot: %d terms: %w", terms, errors.Join(d.err, errors.New("damaged")))
+		}
+		nf := v.nf()
+		v.lists = make([]*plist, terms)
+		for id := range terms {
+			v.ids[d.str()] = uint32(id)
+			if d.u8() == 0 {
+				continue
+			}
+			wide := d.bool()
+			l := int(d.u32())
+			if d.err != nil || l > n {
+				return nil, fmt.Errorf("match snapshot: a list of %d documents: %w", l, errors.Join(d.err, errors.New("damaged")))
+			}
+			p := &plist{docs: d.u32s(l)}
+			if wide {
+				p.freqs32 = d.u32s(l * nf)
+			} else {
+				p.freqs16 = d.u16s(l * nf)
+			}
+			p.df, p.maxTF, p.minLen = d.u32s(nf), d.u32s(nf), d.u32s(nf)
+			for _, doc := range p.docs {
+				if int(doc) >= n {
+					return nil, fmt.Errorf("match snapshot: a list names slot %d", doc)
+				}
+			}
+			v.lists[id] = p
+		}
+	}
+	ix.sparse = sp
+	ph := &phrases{perDoc: make([][]phrase, n), byFirst: map[string][]phraseRef{}, df: map[string]int32{}, n: h.Live}
+	for range int(d.u32()) {
+		t := d.str()
+		ph.df[t] = int32(d.u32())
+		if d.err != nil {
+			return nil, fmt.Errorf("match snapshot phrases: %w", d.err)
+		}
+	}
+	for s := range n {
+		k := int(d.u32())
+		if d.err != nil || k > maxTriggersPerSkill+1 {
+			return nil, fmt.Errorf("match snapshot: %d phrases: %w", k, errors.Join(d.err, errors.New("damaged")))
+		}
+		for range k {
+			p := phrase{doc: int32(s), kind: phraseKind(d.u8()), text: d.str()}
+			t := int(d.u32())
+			if d.err != nil || t > maxPhraseTerms {
+				return nil, fmt.Errorf("match snapshot: phrase of %d terms: %w", t, errors.Join(d.err, errors.New("damaged")))
+			}
+			for range t {
+				p.terms = append(p.terms, d.str())
+			}
+			ph.perDoc[s] = append(ph.perDoc[s], p)
+		}
+	}
+	for range int(d.u32()) {
+		t := d.str()
+		k := int(d.u32())
+		if d.err != nil || k > n*(maxTriggersPerSkill+1) {
+			return nil, fmt.Errorf("match snapshot: %d phrase refs: %w", k, errors.Join(d.err, errors.New("damaged")))
+		}
+		refs := make([]phraseRef, k)
+		for i := range refs {
+			refs[i] = phraseRef{doc: int32(d.u32()), i: int32(d.u32())}
+			if r := refs[i]; int(r.doc) >= n || int(r.i) >= len(ph.perDoc[r.doc]) {
+				return nil, errors.New("match snapshot: a phrase ref names no phrase")
+			}
+		}
+		ph.byFirst[t] = refs
+	}
+	if d.err != nil {
+		return nil, fmt.Errorf("match snapshot: %w", d.err)
+	}
+	sum := d.crc.Sum32()
+	var tail [4]byte
+	if _, err := io.ReadFull(d.r, tail[:]); err != nil || binary.LittleEndian.Uint32(tail[:]) != sum {
+		return nil, errors.New("match snapshot: checksum mismatch (damaged or cut)")
+	}
+	ix.phrases = ph
+	if h.Dim > 0 {
+		ix.dense, _ = newDense(ix.srcVec, n)
+		if ix.dense != nil && ix.dense.dim != h.Dim {
+			return nil, fmt.Errorf("match snapshot: vectors of %d dimensions, header says %d", ix.dense.dim, h.Dim)
+		}
+	}
+	return ix, nil
+}
+
+// enc writes the snapshot's encoding; the first error sticks.
+type enc struct {
+	w   *bufio.Writer
+	err error
+	buf [8]byte
+}
+
+func (e *enc) bytes(b []byte) {
+	if e.err == nil {
+		_, e.err = e.w.Write(b)
+	}
+}
+func (e *enc) u8(v uint8) { e.bytes([]byte{v}) }
+func (e *enc) bool(v bool) {
+	if v {
+		e.u8(1)
+	} else {
+		e.u8(0)
+	}
+}
+func (e *enc) u32(v uint32) {
+	binary.LittleEndian.PutUint32(e.buf[:4], v)
+	e.bytes(e.buf[:4])
+}
+func (e *enc) u64(v uint64) {
+	binary.LittleEndian.PutUint64(e.buf[:8], v)
+	e.bytes(e.buf[:8])
+}
+func (e *enc) str(s string) {
+	e.u32(uint32(len(s)))
+	if e.err == nil {
+		_, e.err = e.w.WriteString(s)
+	}
+}
+func (e *enc) u32s(v []uint32)  { e.bytes(asBytes(v)) }
+func (e *enc) i32s(v []int32)   { e.bytes(asBytes(v)) }
+func (e *enc) u16s(v []uint16)  { e.bytes(asBytes(v)) }
+func (e *enc) f32s(v []float32) { e.bytes(asBytes(v)) }
+
+// dec reads the snapshot's encoding; the first error sticks and later
+// reads return zero values.
+type dec struct {
+	r   *bufio.Reader
+	crc hash.Hash32 // of every byte read
+	err error
+	buf [8]byte
+}
+
+func (d *dec) read(b []byte) {
+	if d.err == nil {
+		_, d.err = io.ReadFull(d.r, b)
+		d.crc.Write(b)
+	}
+}
+func (d *dec) bytes(n int) []byte {
+	b := make([]byte, n)
+	d.read(b)
+	return b
+}
+func (d *dec) u8() uint8 {
+	d.read(d.buf[:1])
+	if d.err != nil {
+		return 0
+	}
+	return d.buf[0]
+}
+func (d *dec) bool() bool { return d.u8() != 0 }
+func (d *dec) u32() uint32 {
+	d.read(d.buf[:4])
+	if d.err != nil {
+		return 0
+	}
+	return binary.LittleEndian.Uint32(d.buf[:4])
+}
+func (d *dec) u64() uint64 {
+	d.read(d.buf[:8])
+	if d.err != nil {
+		return 0
+	}
+	return binary.LittleEndian.Uint64(d.buf[:8])
+}
+func (d *dec) str() string {
+	n := int(d.u32())
+	if d.err != nil || n > 1<<24 {
+		if d.err == nil {
+			d.err = fmt.Errorf("string of %d bytes", n)
+		}
+		return ""
+	}
+	return string(d.bytes(n))
+}
+
+// numeric reads n values into a new slice, little-endian on any host.
+func numeric[T uint16 | uint32 | int32 | float32](d *dec, n int) []T {
+	if d.err != nil || n < 0 || n > 1<<30 {
+		if d.err == nil {
+			d.err = fmt.Errorf("array of %d values", n)
+		}
+		return nil
+	}
+	out := make([]T, n)
+	d.read(asBytes(out))
+	if !littleEndian {
+		swap(out)
+	}
+	return out
+}
+func (d *dec) u32s(n int) []uint32  { return numeric[uint32](d, n) }
+func (d *dec) i32s(n int) []int32   { return numeric[int32](d, n) }
+func (d *dec) u16s(n int) []uint16  { return numeric[uint16](d, n) }
+func (d *dec) f32s(n int) []float32 { return numeric[float32](d, n) }
+
+// asBytes views a numeric slice as its bytes (host order; writers on
+// big-endian hosts swap first).
+func asBytes[T uint16 | uint32 | int32 | float32](v []T) []byte {
+	if len(v) == 0 {
+		return nil
+	}
+	var zero T
+	size := int(unsafe.Sizeof(zero))
+	b := unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(v))), len(v)*size)
+	if !littleEndian {
+		c := make([]byte, len(b))
+		copy(c, b)
+		swapBytes(c, size)
+		return c
+	}
+	return b
+}
+
+var littleEndian = func() bool {
+	x := uint16(1)
+	return *(*byte)(unsafe.Pointer(&x)) == 1
+}()
+
+// swap reverses the byte order of every value.
+func swap[T uint16 | uint32 | int32 | float32](v []T) {
+	var zero T
+	swapBytes(unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(v))), len(v)*int(unsafe.Sizeof(zero))), int(unsafe.Sizeof(zero)))
+}
+
+func swapBytes(b []byte, size int) {
+	for i := 0; i+size <= len(b); i += size {
+		for a, z := i, i+size-1; a < z; a, z = a+1, z-1 {
+			b[a], b[z] = b[z], b[a]
+		}
+	}
+}
