@@ -202,6 +202,9 @@ func (c *Corpus) Build(ctx context.Context, cfg match.Config) (*match.Index, err
 // Close releases the model and the store and removes a temporary state
 // folder.
 func (c *Corpus) Close() error {
+	if c.builder != nil {
+		c.builder.Flush()
+	}
 	var errs []error
 	if c.manager != nil {
 		errs = append(errs, c.manager.Close())

@@ -48,18 +48,22 @@ type Config struct {
 // Generation is one immutable snapshot of the skills on disk, ready to serve:
 // the resolved catalog, the skills' vectors and the match index over them.
 type Generation struct {
-	// ID numbers the catalog; it grows whenever the catalog changes and
-	// survives restarts. A generation that only changed its model or its
-	// match configuration keeps its catalog's ID.
-	ID      uint64
-	Catalog *catalog.Catalog
-	Index   *match.Index
+	// ContentID is the generation's content digest (hex): everything a
+	// client sees of it (the skills as written, their roots and precedence,
+	// registries, problems), the embedding model and the matching
+	// configuration, written without host paths. Two routers serving the
+	// same files and configuration have the same ContentID; any change
+	// gives another. ID is a number made from it.
+	ContentID string
+	ID        uint64
+	Catalog   *catalog.Catalog
+	Index     *match.Index
 	// Model is the identity of the model that embedded the skills; zero
 	// when matching is keyword-only.
 	Model embed.Identity
 
 	vectors map[*skill.Skill][]float32 // by winning skill; nil when keyword-only
-	digest  string                     // fingerprint of the catalog input
+	digest  string                     // fingerprint of the catalog input, host paths included
 	db      *store.DB
 }
 
@@ -75,8 +79,13 @@ type Pass struct {
 	// Dirs lists every folder the scan visited, for a watcher.
 	Dirs []string
 	// DocumentsCached and DocumentsEmbedded count the skill texts whose
-	// vectors came from the cache and those computed in this pass.
+	// vectors came from the cache (or an earlier generation) and those
+	// computed in this pass.
 	DocumentsCached, DocumentsEmbedded int
+	// Analyzed counts the skills the match index analyzed in this pass;
+	// Reused those whose analysis came from the previous generation or
+	// the snapshot.
+	Analyzed, Reused int
 }
 
 // Builder turns the skill folders into generations. It keeps the store in
@@ -84,17 +93,19 @@ type Pass struct {
 // never read again, changed ones are parsed again, deleted ones dropped. One
 // build runs at a time.
 type Builder struct {
-	cfg Config
-	db  *store.DB
-	log *slog.Logger
+	cfg       Config
+	db        *store.DB
+	log       *slog.Logger
+	workspace string // absolute
 
 	mu         sync.Mutex // serialises builds; guards the fields below
 	records    map[string]*store.FileRecord
 	registries map[string]map[string]skill.RegistryEntry // root -> last good registry
-	lastID     uint64
+	restored   bool                                      // the index snapshot was tried
 
 	parsedTotal atomic.Int64
 	progress    atomic.Pointer[skill.Progress]
+	snapshots   snapshotWriter
 }
 
 // NewBuilder loads the cached records from db.
@@ -118,15 +129,19 @@ func NewBuilder(cfg Config, db *store.DB) (*Builder, error) {
 	if err != nil {
 		return nil, err
 	}
-	id, err := db.Generation()
-	if err != nil {
-		return nil, fmt.Errorf("read generation: %w", err)
-	}
 	b := &Builder{cfg: cfg, db: db, log: cfg.Logger, records: recs,
-		registries: make(map[string]map[string]skill.RegistryEntry), lastID: id}
+		registries: make(map[string]map[string]skill.RegistryEntry)}
+	if b.workspace, err = filepath.Abs(cfg.Workspace); err != nil {
+		return nil, fmt.Errorf("workspace %s: %w", cfg.Workspace, err)
+	}
+	b.snapshots.path = filepath.Join(filepath.Dir(db.Path()), SnapshotFile)
+	b.snapshots.log = cfg.Logger
 	b.progress.Store(&skill.Progress{})
 	return b, nil
 }
+
+// Flush waits until the last generation's index snapshot is written.
+func (b *Builder) Flush() { b.snapshots.flush() }
 
 // Config returns the builder's configuration, defaults filled.
 func (b *Builder) Config() Config { return b.cfg }
@@ -146,6 +161,11 @@ func (b *Builder) VectorCount(fingerprint string) (int, error) { return b.db.Vec
 // is read and parsed again. When nothing changed since prev (nil for the
 // first build) it returns prev and Pass.Stats.Published is false. On error
 // the store keeps what was written before the error, and prev stays valid.
+//
+// The index is updated from prev's (or, on the first build, from the
+// snapshot the last run left in the state folder): only skills that changed
+// are analyzed and embedded. Each new generation's index is saved to that
+// snapshot in the background.
 func (b *Builder) Build(ctx context.Context, prev *Generation, full bool, matchCfg match.Config) (*Generation, Pass, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
@@ -156,8 +176,16 @@ func (b *Builder) Build(ctx context.Context, prev *Generation, full bool, matchC
 	if err != nil {
 		return nil, pass, err
 	}
+	var base *match.Index
+	var baseModel embed.Identity
+	if prev != nil {
+		base, baseModel = prev.Index, prev.Model
+	} else if !b.restored {
+		b.restored = true
+		base, baseModel = b.snapshots.load()
+	}
 	b.setProgress("embed", 0, len(cat.Winners()))
-	vectors, model, err := b.vectors(ctx, prev, cat, &pass)
+	vectors, model, err := b.vectors(ctx, prev, base, baseModel, cat, &pass)
 	if err != nil {
 		return nil, pass, err
 	}
@@ -167,10 +195,15 @@ func (b *Builder) Build(ctx context.Context, prev *Generation, full bool, matchC
 		return prev, pass, nil
 	}
 	b.setProgress("index", 0, len(cat.Winners()))
-	g := &Generation{ID: cat.Generation, Catalog: cat, Model: model, vectors: vectors, digest: digest, db: b.db}
-	if g.Index, err = b.buildIndex(ctx, g, matchCfg); err != nil {
+	g := &Generation{Catalog: cat, Model: model, vectors: vectors, digest: digest, db: b.db}
+	cfg := b.modelConfig(matchCfg, g)
+	g.ContentID, g.ID = contentID(cat, model, vectors != nil, cfg, b.workspace)
+	var us match.UpdateStats
+	if g.Index, us, err = b.buildIndex(ctx, base, g, cfg); err != nil {
 		return nil, pass, err
 	}
+	pass.Analyzed, pass.Reused = us.Changed+us.Added, us.Kept
+	b.snapshots.save(g)
 	pass.Stats.Generation = g.ID
 	pass.Stats.Published = true
 	pass.Stats.Duration = time.Since(start)
@@ -179,15 +212,18 @@ func (b *Builder) Build(ctx context.Context, prev *Generation, full bool, matchC
 
 // WithMatchConfig returns a generation serving g's catalog and vectors under
 // another match configuration: over g's index data when only query-time
-// settings changed, else over a rebuilt index.
+// settings changed, else over an updated index.
 func (b *Builder) WithMatchConfig(ctx context.Context, g *Generation, cfg match.Config) (*Generation, error) {
 	next := *g
+	cfg = b.modelConfig(cfg, g)
+	next.ContentID, next.ID = contentID(g.Catalog, g.Model, g.vectors != nil, cfg, b.workspace)
 	var err error
-	if next.Index, err = g.Index.WithConfig(b.modelConfig(cfg, g)); err != nil {
-		if next.Index, err = b.buildIndex(ctx, g, cfg); err != nil {
+	if next.Index, err = g.Index.WithConfig(cfg); err != nil {
+		if next.Index, _, err = b.buildIndex(ctx, g.Index, &next, cfg); err != nil {
 			return nil, err
 		}
 	}
+	b.snapshots.save(&next)
 	return &next, nil
 }
 
@@ -285,11 +321,6 @@ func (b *Builder) refreshCatalog(ctx context.Context, prev *Generation, full boo
 	if prev != nil && digest == prev.digest {
 		return prev.Catalog, digest, pass, nil
 	}
-	b.lastID++
-	if err := b.db.SetGeneration(b.lastID); err != nil {
-		return nil, "", pass, fmt.Errorf("store generation: %w", err)
-	}
-	in.Generation = b.lastID
 	return catalog.New(in), digest, pass, nil
 }
 

@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/mcpsag/router/internal/catalog"
+	"github.com/mcpsag/router/internal/embed"
+	"github.com/mcpsag/router/internal/embed/embedtest"
 	"github.com/mcpsag/router/internal/match"
 	"github.com/mcpsag/router/internal/skill"
 	"github.com/mcpsag/router/internal/skillfs"
@@ -51,7 +53,7 @@ func newTestIndex(t *testing.T, workspace string, cfg Config) *testIndex {
 	cfg.Workspace = workspace
 	ti := &testIndex{t: t, workspace: workspace, stateDir: t.TempDir(), cfg: cfg, parser: skillmd.Version}
 	ti.open()
-	t.Cleanup(func() { ti.db.Close() })
+	t.Cleanup(func() { ti.b.Flush(); ti.db.Close() })
 	return ti
 }
 
@@ -67,9 +69,8 @@ func (ti *testIndex) open() {
 	ti.db, ti.b, ti.prev = db, b, nil
 }
 
-// restart closes and reopens the store and the builder, like a router
-// restart.
 func (ti *testIndex) restart() {
+	ti.b.Flush()
 	if err := ti.db.Close(); err != nil {
 		ti.t.Fatal(err)
 	}
@@ -86,6 +87,9 @@ func (ti *testIndex) reindex(full bool) (*catalog.Catalog, skill.ReindexStats) {
 	ti.prev = g
 	return g.Catalog, pass.Stats
 }
+
+// restart closes and reopens the store and the builder, like a router
+// restart, after the last snapshot is written.
 
 func names(skills []*skill.Skill) string {
 	var out []string
@@ -106,9 +110,13 @@ func TestWarmRestartParsesNothing(t *testing.T) {
 	if st.Parsed != 20 || st.Added != 20 || len(cat.Visible("")) != 20 {
 		t.Fatalf("cold index: %+v, %d visible; want 20 parsed and added", st, len(cat.Visible("")))
 	}
+	cold := ti.prev
 
 	ti.restart()
 	cat2, st := ti.reindex(false)
+	if ti.prev.ContentID != cold.ContentID || ti.prev.ID != cold.ID {
+		t.Errorf("same files after a restart: generation %d %s, want %d %s", ti.prev.ID, ti.prev.ContentID, cold.ID, cold.ContentID)
+	}
 	if st.Parsed != 0 || ti.b.ParsedTotal() != 0 {
 		t.Errorf("warm restart parsed %d files (total %d), want 0", st.Parsed, ti.b.ParsedTotal())
 	}
@@ -118,8 +126,8 @@ func TestWarmRestartParsesNothing(t *testing.T) {
 	if names(cat2.Visible("")) != names(cat.Visible("")) {
 		t.Errorf("skills after restart %s, want %s", names(cat2.Visible("")), names(cat.Visible("")))
 	}
-	if cat2.Generation <= cat.Generation {
-		t.Errorf("generation after restart %d, want > %d (generations never repeat)", cat2.Generation, cat.Generation)
+	if before := ti.prev; before == nil || before.ContentID == "" {
+		t.Fatal("no content id")
 	}
 
 	// A full reindex reads everything again.
@@ -136,7 +144,8 @@ func TestReindexTracksChanges(t *testing.T) {
 	b := writeSkill(t, root, "b", "b", "beta")
 	c := writeSkill(t, root, "c", "c", "gamma")
 	ti := newTestIndex(t, ws, Config{})
-	first, _ := ti.reindex(false)
+	ti.reindex(false)
+	first := ti.prev
 
 	_, st := ti.reindex(false)
 	if st.Published || st.Parsed != 0 {
@@ -161,8 +170,8 @@ func TestReindexTracksChanges(t *testing.T) {
 	if e, _ := cat.Lookup("b", ""); e.Skill.Description() != "beta, edited" {
 		t.Errorf("b description = %q", e.Skill.Description())
 	}
-	if cat.Generation != first.Generation+1 {
-		t.Errorf("generation = %d, want %d", cat.Generation, first.Generation+1)
+	if ti.prev.ID == first.ID || ti.prev.ContentID == first.ContentID {
+		t.Errorf("generation %d %s did not change with the files", ti.prev.ID, ti.prev.ContentID)
 	}
 	body, ok, _ := ti.db.Body(mustLookup(t, cat, "b").ContentHash)
 	if !ok || body != "new body\n" {
@@ -373,4 +382,106 @@ func TestParserVersionBumpReparsesEveryFile(t *testing.T) {
 	if _, st := ti.reindex(false); st.Parsed != 0 || ti.db.Reparse != "" {
 		t.Errorf("second restart at the new version parsed %d (reparse %q), want 0", st.Parsed, ti.db.Reparse)
 	}
+}
+
+// TestIncrementalBuildsAnswerLikeFreshOnes edits a workspace step by step
+// and checks that each generation, updated from the previous one (and,
+// after a restart, from the snapshot the last run wrote), answers every
+// task exactly as a generation built from scratch on the same files, with
+// the same content id; a restart parses and embeds nothing.
+func TestIncrementalBuildsAnswerLikeFreshOnes(t *testing.T) {
+	ctx := context.Background()
+	ws := t.TempDir()
+	root := filepath.Join(ws, "skills")
+	topics := []string{"pdf form filling", "kubernetes deploy rollout", "sql query tuning", "git commit message",
+		"image resize crop", "email triage inbox", "csv to excel", "docker image build"}
+	for i := range 40 {
+		writeFile(t, filepath.Join(root, fmt.Sprintf("s%02d", i), skillfs.SkillFile), fmt.Sprintf(
+			"---\nname: s%02d\ndescription: %s helper number %d\n---\n# s%02d\n\nUse this for %s. Steps follow.\n",
+			i, topics[i%len(topics)], i, i, topics[(i+3)%len(topics)]))
+	}
+	model := newTinyManager(t)
+	cfg := Config{Embedder: model}
+	ti := newTestIndex(t, ws, cfg)
+	tasks := []string{"fill a pdf form", "roll out the kubernetes deploy", "tune my sql", "write a commit message",
+		"resize an image", "sort my inbox", "convert csv to excel then build a docker image", "s07 helper"}
+	check := func(what string) {
+		t.Helper()
+		fresh := newTestIndex(t, ws, cfg)
+		fresh.reindex(false)
+		got, want := ti.prev, fresh.prev
+		if got.ContentID != want.ContentID || got.ID != want.ID {
+			t.Fatalf("%s: content id %s, a fresh build says %s", what, got.ContentID, want.ContentID)
+		}
+		for _, task := range tasks {
+			for _, mode := range []skill.MatchMode{skill.ModeHybrid, skill.ModeKeyword} {
+				req := skill.MatchRequest{Task: task, TopK: 5, Options: skill.MatchOptions{Mode: mode}}
+				a, err := got.Index.Rank(ctx, req, nil)
+				if err != nil {
+					t.Fatal(err)
+				}
+				b, err := want.Index.Rank(ctx, req, nil)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if x, y := rankText(a), rankText(b); x != y {
+					t.Fatalf("%s: %q (%s) differs from a fresh build:\ngot  %s\nwant %s", what, task, mode, x, y)
+				}
+			}
+		}
+	}
+	ti.reindex(false)
+	check("cold")
+
+	writeFile(t, filepath.Join(root, "s03", skillfs.SkillFile), "---\nname: s03\ndescription: now about docker image build\n---\nnew body about containers\n")
+	bump(t, filepath.Join(root, "s03", skillfs.SkillFile))
+	if err := os.RemoveAll(filepath.Join(root, "s05")); err != nil {
+		t.Fatal(err)
+	}
+	writeSkill(t, root, "a-new", "a-new", "kubernetes deploy helper, the newest")
+	_, st := ti.reindex(false)
+	if st.Embedded != 2 {
+		t.Errorf("an edit and an addition embedded %d skills, want 2", st.Embedded)
+	}
+	check("after edits")
+
+	ti.restart()
+	g, pass, err := ti.b.Build(ctx, nil, false, match.DefaultConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	ti.prev = g
+	if st := pass.Stats; st.Parsed != 0 || st.Embedded != 0 || pass.Analyzed != 0 || pass.Reused != 40 || pass.DocumentsCached != 40 {
+		t.Errorf("warm restart parsed %d, embedded %d, analyzed %d, reused %d, vectors reused %d; want 0, 0, 0, 40, 40",
+			st.Parsed, st.Embedded, pass.Analyzed, pass.Reused, pass.DocumentsCached)
+	}
+	check("after a restart")
+
+	writeSkill(t, root, "b-new", "b-new", "sql query tuning for the restart")
+	ti.reindex(false)
+	check("an edit after a restart")
+}
+
+func rankText(rk *match.Ranking) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s %v %v %+v|", rk.Rule, rk.Probability, rk.Result.Abstained, rk.Features)
+	for _, c := range rk.Ranked {
+		fmt.Fprintf(&b, "%s %v %v %v %d %d;", c.Skill.Name, c.Cosine, c.BM25, c.Fused, c.DenseRank, c.BM25Rank)
+	}
+	return b.String()
+}
+
+// newTinyManager loads the embed package's tiny test model.
+func newTinyManager(t *testing.T) *embed.Manager {
+	t.Helper()
+	dir := filepath.Join(t.TempDir(), "tiny")
+	if _, err := embedtest.WriteTinyModel(dir); err != nil {
+		t.Fatal(err)
+	}
+	m := embed.NewManager(embed.Config{Dir: dir}, nil, nil)
+	if err := m.Reload(context.Background(), embed.Config{Dir: dir}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { m.Close() })
+	return m
 }

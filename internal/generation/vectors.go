@@ -13,13 +13,15 @@ import (
 )
 
 // vectors returns the vectors of cat's winning skills and the model that made
-// them. It reuses prev's when neither the catalog nor the model changed;
-// otherwise it embeds through the store's cache, which computes only texts it
-// has not seen under this model. A degraded embedder is reloaded first, so a
-// model fixed on disk is picked up by the next build. It returns nil vectors
-// (keyword-only) when no model is available, and an error only when ctx
-// ended.
-func (b *Builder) vectors(ctx context.Context, prev *Generation, cat *catalog.Catalog, pass *Pass) (map[*skill.Skill][]float32, embed.Identity, error) {
+// them. It reuses prev's when neither the catalog nor the model changed.
+// Otherwise a skill keeps the vector it had in prev (or in base, the index
+// restored from the last run's snapshot, made with baseModel) when its folder,
+// content and name are the same; the rest are embedded through the store's
+// cache, which computes only texts it has not seen under this model. A
+// degraded embedder is reloaded first, so a model fixed on disk is picked up
+// by the next build. It returns nil vectors (keyword-only) when no model is
+// available, and an error only when ctx ended.
+func (b *Builder) vectors(ctx context.Context, prev *Generation, base *match.Index, baseModel embed.Identity, cat *catalog.Catalog, pass *Pass) (map[*skill.Skill][]float32, embed.Identity, error) {
 	m := b.cfg.Embedder
 	if m == nil {
 		return nil, embed.Identity{}, nil
@@ -40,19 +42,34 @@ func (b *Builder) vectors(ctx context.Context, prev *Generation, cat *catalog.Ca
 		b.log.Warn("cannot record the embedding model in the cache; matching uses keywords only", "err", err)
 		return nil, embed.Identity{}, nil
 	}
+	known := knownVectors(prev, base, baseModel, id)
 	winners := cat.Winners()
+	out := make(map[*skill.Skill][]float32, len(winners))
+	var todo []*skill.Skill
+	for _, s := range winners {
+		if k, ok := known[s.Dir]; ok && k.hash == s.ContentHash && k.name == s.Name {
+			out[s] = k.vec
+			continue
+		}
+		todo = append(todo, s)
+	}
+	pass.DocumentsCached = len(winners) - len(todo)
+	if len(todo) == 0 {
+		return out, id, nil
+	}
 	bodyChars := m.Config().BodyChars
-	bodies, err := b.bodyStarts(winners, bodyChars)
+	bodies, err := b.bodyStarts(todo, bodyChars)
 	if err != nil {
 		b.log.Warn("reading skill bodies for embedding failed; embedding without them", "err", err)
 	}
-	texts := make([]string, len(winners))
-	for i, s := range winners {
+	texts := make([]string, len(todo))
+	for i, s := range todo {
 		texts[i] = embed.DocumentText(s.Name, s.Description(), bodies[s.ContentHash], bodyChars)
 	}
 	vecs, computed, err := embed.EmbedDocuments(ctx, m, b.db, texts, m.Config().BatchSize)
 	pass.Stats.Embedded = computed
-	pass.DocumentsEmbedded, pass.DocumentsCached = computed, len(texts)-computed
+	pass.DocumentsEmbedded = computed
+	pass.DocumentsCached += len(texts) - computed
 	if err != nil {
 		if ctx.Err() != nil {
 			return nil, embed.Identity{}, err
@@ -62,18 +79,37 @@ func (b *Builder) vectors(ctx context.Context, prev *Generation, cat *catalog.Ca
 		}
 		return nil, embed.Identity{}, nil
 	}
-	out := make(map[*skill.Skill][]float32, len(winners))
-	keep := make(map[string]bool, len(texts))
-	for i, s := range winners {
+	for i, s := range todo {
 		out[s] = vecs[i]
-		keep[embed.TextHash(id, texts[i])] = true
 	}
-	if pass.Stats.Published || computed > 0 {
-		if _, err := b.db.PruneVectors(id.Fingerprint, keep); err != nil {
-			b.log.Warn("pruning stale vectors failed", "err", err)
-		}
+	if computed > 0 {
+		b.snapshots.prune(b, id, winners)
 	}
 	return out, id, nil
+}
+
+// knownVector is a vector a skill had in an earlier generation.
+type knownVector struct {
+	hash, name string
+	vec        []float32
+}
+
+// knownVectors returns, by skill folder, the vectors of prev (or of base,
+// restored from a snapshot) made by the model id.
+func knownVectors(prev *Generation, base *match.Index, baseModel, id embed.Identity) map[string]knownVector {
+	out := map[string]knownVector{}
+	if prev != nil && prev.vectors != nil && prev.Model == id {
+		for s, v := range prev.vectors {
+			out[s.Dir] = knownVector{s.ContentHash, s.Name, v}
+		}
+		return out
+	}
+	if base != nil && baseModel == id {
+		base.EachVector(func(s *skill.Skill, v []float32) {
+			out[s.Dir] = knownVector{s.ContentHash, s.Name, v}
+		})
+	}
+	return out
 }
 
 // sameVectors reports whether vectors made by model are the ones prev serves.
@@ -150,25 +186,16 @@ func (b *Builder) modelConfig(cfg match.Config, g *Generation) match.Config {
 	return cfg
 }
 
-// buildIndex builds the match index of g under cfg.
-func (b *Builder) buildIndex(ctx context.Context, g *Generation, cfg match.Config) (*match.Index, error) {
-	cfg = b.modelConfig(cfg, g)
+// buildIndex builds the match index of g under cfg: as an update of base
+// when there is one that indexes the same fields (reading only the bodies
+// of skills that changed), else from scratch.
+func (b *Builder) buildIndex(ctx context.Context, base *match.Index, g *Generation, cfg match.Config) (*match.Index, match.UpdateStats, error) {
 	winners := g.Catalog.Winners()
-	bodies, err := b.bodyStarts(winners, cfg.Fields.BodyChars)
-	if err != nil {
-		return nil, fmt.Errorf("read skill bodies: %w", err)
-	}
 	in := match.BuildInput{
-		Skills:     winners,
-		Generation: g.ID,
-		Config:     cfg,
-		Body: func(s *skill.Skill) (string, error) {
-			body, ok := bodies[s.ContentHash]
-			if !ok {
-				return "", errors.New("body not in the cache")
-			}
-			return body, nil
-		},
+		Skills:       winners,
+		Generation:   g.ID,
+		GenerationID: g.ContentID,
+		Config:       cfg,
 	}
 	if g.vectors != nil {
 		in.Vectors = make([][]float32, len(winners))
@@ -178,9 +205,38 @@ func (b *Builder) buildIndex(ctx context.Context, g *Generation, cfg match.Confi
 		in.Embedder = b.cfg.Embedder
 		in.Model = g.Model.Fingerprint
 	}
+	if base != nil && base.CanUpdate(cfg) {
+		in.Body = func(s *skill.Skill) (string, error) {
+			body, ok, err := b.db.Body(s.ContentHash)
+			if err != nil {
+				return "", err
+			}
+			if !ok {
+				return "", errors.New("body not in the cache")
+			}
+			return body, nil
+		}
+		ix, us, err := base.Update(ctx, in)
+		if err != nil {
+			return nil, us, fmt.Errorf("update match index: %w", err)
+		}
+		return ix, us, nil
+	}
+	us := match.UpdateStats{Rebuilt: true, Added: len(winners)}
+	bodies, err := b.bodyStarts(winners, cfg.Fields.BodyChars)
+	if err != nil {
+		return nil, us, fmt.Errorf("read skill bodies: %w", err)
+	}
+	in.Body = func(s *skill.Skill) (string, error) {
+		body, ok := bodies[s.ContentHash]
+		if !ok {
+			return "", errors.New("body not in the cache")
+		}
+		return body, nil
+	}
 	ix, err := match.Build(ctx, in)
 	if err != nil {
-		return nil, fmt.Errorf("build match index: %w", err)
+		return nil, us, fmt.Errorf("build match index: %w", err)
 	}
-	return ix, nil
+	return ix, us, nil
 }

@@ -40,9 +40,11 @@ type BuildInput struct {
 	// Model names the embedding model that made Vectors; it selects the
 	// calibrated classifier fitted with that model.
 	Model string
-	// Generation is the catalog generation, copied into results.
-	Generation uint64
-	Config     Config
+	// Generation and GenerationID identify the generation, copied into
+	// results.
+	Generation   uint64
+	GenerationID string
+	Config       Config
 }
 
 // BuildStats describe a built Index.
@@ -68,9 +70,10 @@ type BuildStats struct {
 // postings. Update gives a skill that did not change its old slot, so the
 // next Index shares everything the update did not touch with this one.
 type Index struct {
-	cfg        Config
-	generation uint64
-	model      string
+	cfg          Config
+	generation   uint64
+	generationID string
+	model        string
 	docs       []*skill.Skill // by slot; nil for a free slot
 	hidden     []bool         // by slot
 	ord        []int32        // by slot: the skill's place among the indexed skills, in catalog order
@@ -93,7 +96,7 @@ func Build(ctx context.Context, in BuildInput) (*Index, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, fmt.Errorf("match config: %w", err)
 	}
-	ix := &Index{cfg: cfg, generation: in.Generation, model: in.Model, embedder: in.Embedder}
+	ix := &Index{cfg: cfg, generation: in.Generation, generationID: in.GenerationID, model: in.Model, embedder: in.Embedder}
 	var vectors [][]float32
 	for i, s := range in.Skills {
 		if !indexable(s) {
@@ -285,10 +288,24 @@ func (ix *Index) WithConfig(cfg Config) (*Index, error) {
 	sp.fields = fields
 	sp.k1, sp.sum = cfg.BM25.K1, cfg.BM25.Scoring == ScoringSum
 	return &Index{
-		cfg: cfg, generation: ix.generation, model: ix.model, docs: ix.docs, hidden: ix.hidden,
+		cfg: cfg, generation: ix.generation, generationID: ix.generationID, model: ix.model, docs: ix.docs, hidden: ix.hidden,
 		ord: ix.ord, bodyErr: ix.bodyErr, srcVec: ix.srcVec, byOrd: ix.byOrd,
 		sparse: &sp, dense: ix.dense, phrases: ix.phrases, embedder: ix.embedder, stats: ix.stats,
 	}, nil
+}
+
+// CanUpdate reports whether Update can update the index to cfg: cfg indexes
+// the same fields with the same analyzers and body length.
+func (ix *Index) CanUpdate(cfg Config) bool { return ix.sameIndexing(cfg.withDefaults()) }
+
+// EachVector calls f with every indexed skill that has a vector, and the
+// vector as given to Build or Update, in catalog order.
+func (ix *Index) EachVector(f func(*skill.Skill, []float32)) {
+	for _, d := range ix.byOrd {
+		if v := ix.srcVec[d]; v != nil {
+			f(ix.docs[d], v)
+		}
+	}
 }
 
 // Model returns the embedding model named in BuildInput.Model.

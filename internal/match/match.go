@@ -177,7 +177,7 @@ func (ix *Index) Rank(ctx context.Context, req skill.MatchRequest, visible Visib
 	}
 	pool := max(ix.cfg.Fusion.Pool, r.topK, RankDepth)
 
-	res := skill.MatchResult{Generation: ix.generation, Mode: r.mode}
+	res := skill.MatchResult{Generation: ix.generation, GenerationID: ix.generationID, Mode: r.mode}
 	var uq []float32
 	if r.mode != skill.ModeKeyword {
 		if !ix.DenseAvailable() {

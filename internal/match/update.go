@@ -48,7 +48,7 @@ func (ix *Index) Update(ctx context.Context, in BuildInput) (*Index, UpdateStats
 		us.Rebuilt = true
 		return nx, us, err
 	}
-	nx := &Index{cfg: cfg, generation: in.Generation, model: in.Model, embedder: in.Embedder}
+	nx := &Index{cfg: cfg, generation: in.Generation, generationID: in.GenerationID, model: in.Model, embedder: in.Embedder}
 
 	// Match the new skills with the old slots.
 	slotOf := make(map[string]int32, len(ix.byOrd))

@@ -19,7 +19,7 @@ func (r *Router) Match(ctx context.Context, req skill.MatchRequest) (*skill.Matc
 	}
 	if !r.Settings().Flags.SkillsV1 {
 		return &skill.MatchResult{
-			Abstained: true, AbstainReason: skill.AbstainDisabled, Generation: g.ID,
+			Abstained: true, AbstainReason: skill.AbstainDisabled, Generation: g.ID, GenerationID: g.ContentID,
 			AbstainDetail: "routing is switched off (feature flag skills_v1); load skills by name, or ask an operator to turn it on",
 		}, nil
 	}

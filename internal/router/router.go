@@ -290,17 +290,21 @@ func (r *Router) SetConfigState(c skill.ConfigState) {
 	r.configState = c
 }
 
-// Close stops background work. It closes neither the store nor the model.
+// Close stops background work and waits for the index snapshot of the
+// served generation to be written. It closes neither the store nor the
+// model.
 func (r *Router) Close() error {
 	r.mu.Lock()
 	cancel, done, w := r.cancel, r.done, r.watcher
 	r.cancel = nil
 	r.mu.Unlock()
 	if cancel == nil {
+		r.builder.Flush()
 		return nil
 	}
 	cancel()
 	<-done
+	r.builder.Flush()
 	if w != nil {
 		return w.Close()
 	}

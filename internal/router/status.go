@@ -31,7 +31,7 @@ func (r *Router) Status(context.Context) (*skill.Status, error) {
 	}
 	cat := g.Catalog
 	st.Serving = true
-	st.Generation = g.ID
+	st.Generation, st.GenerationID = g.ID, g.ContentID
 	st.FilesInvalid = cat.Invalid
 	st.Agents = cat.Agents()
 	st.Shadows = cat.Shadowed("*")

@@ -1,0 +1,128 @@
+package generation
+
+import (
+	"crypto/sha256"
+	"encoding/binary"
+	"encoding/hex"
+	"encoding/json"
+	"hash"
+	"os"
+	"strconv"
+	"strings"
+
+	"github.com/mcpsag/router/internal/catalog"
+	"github.com/mcpsag/router/internal/embed"
+	"github.com/mcpsag/router/internal/match"
+	"github.com/mcpsag/router/internal/skill"
+)
+
+// contentID returns a generation's content digest and the number made from
+// it. The digest covers what clients can see of the generation: every valid
+// copy of every skill in precedence order (root kind, agent, order and
+// display name, path in the root, name, hashes, resources, registry entry,
+// problems), the catalog's own problems and counts, the embedding model
+// (when skills have vectors) and the matching configuration. Paths inside
+// the workspace are written relative to it and modification times are left
+// out, so copies of one workspace give the same digest wherever they are.
+func contentID(cat *catalog.Catalog, model embed.Identity, dense bool, cfg match.Config, workspace string) (string, uint64) {
+	d := digester{h: sha256.New(), prefix: workspace + string(os.PathSeparator)}
+	d.str("mcpsag-generation-1")
+	if dense {
+		d.str(model.Fingerprint)
+		d.str(model.Settings)
+	} else {
+		d.str("")
+	}
+	cj, _ := json.Marshal(cfg)
+	d.str(string(cj))
+	d.int(int64(cat.Files))
+	d.int(int64(cat.Invalid))
+	d.problems(cat.Problems)
+	for _, e := range cat.Entries() {
+		s := e.Skill
+		d.str(string(s.Root.Kind))
+		d.str(s.Root.Agent)
+		d.int(int64(s.Root.Order))
+		d.str(d.rel(s.Root.Display))
+		d.str(s.RelPath)
+		d.str(s.Name)
+		d.str(s.ContentHash)
+		d.str(s.FrontmatterHash)
+		d.int(s.Size)
+		d.int(int64(len(s.Resources)))
+		for _, r := range s.Resources {
+			d.str(r.Path)
+			d.int(r.Size)
+		}
+		d.bool(s.ResourcesTruncated)
+		d.str(s.Registry.Owner)
+		d.int(int64(len(s.Registry.Tags)))
+		for _, t := range s.Registry.Tags {
+			d.str(t)
+		}
+		switch {
+		case s.Registry.Enabled == nil:
+			d.int(-1)
+		case *s.Registry.Enabled:
+			d.int(1)
+		default:
+			d.int(0)
+		}
+		d.str(d.rel(s.Registry.Source))
+		d.problems(s.Problems)
+		d.int(int64(e.Rank))
+		d.bool(e.ShadowedBy != nil)
+	}
+	sum := d.h.Sum(nil)
+	// A positive, nonzero number, so it reads the same as an int64.
+	id := binary.BigEndian.Uint64(sum[:8]) &^ (1 << 63)
+	if id == 0 {
+		id = 1
+	}
+	return hex.EncodeToString(sum[:16]), id
+}
+
+// digester writes length-prefixed fields into a hash.
+type digester struct {
+	h      hash.Hash
+	prefix string // the workspace, with a trailing separator
+	buf    [10]byte
+}
+
+func (d *digester) str(s string) {
+	d.int(int64(len(s)))
+	d.h.Write([]byte(s))
+}
+
+func (d *digester) int(v int64) {
+	n := binary.PutVarint(d.buf[:], v)
+	d.h.Write(d.buf[:n])
+}
+
+func (d *digester) bool(v bool) {
+	if v {
+		d.int(1)
+	} else {
+		d.int(0)
+	}
+}
+
+// rel writes workspace paths relative to the workspace.
+func (d *digester) rel(s string) string {
+	if d.prefix == string(os.PathSeparator) {
+		return s
+	}
+	return strings.ReplaceAll(s, d.prefix, "")
+}
+
+func (d *digester) problems(ps []skill.Problem) {
+	d.int(int64(len(ps)))
+	for _, p := range ps {
+		d.str(strconv.Itoa(int(p.Severity)))
+		d.str(p.Code)
+		d.str(p.Field)
+		d.str(d.rel(p.File))
+		d.int(int64(p.Line))
+		d.str(d.rel(p.Message))
+	}
+}

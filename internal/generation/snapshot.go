@@ -1,0 +1,217 @@
+package generation
+
+import (
+	"bufio"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/mcpsag/router/internal/embed"
+	"github.com/mcpsag/router/internal/match"
+	"github.com/mcpsag/router/internal/skill"
+)
+
+// SnapshotFile is the index snapshot's name in the state folder. It is
+// derived data, like the cache: a missing, stale or damaged snapshot only
+// means the next start analyzes more.
+const SnapshotFile = "index.snapshot"
+
+// snapshotMagic starts the file; a JSON header with the model identity
+// follows, then the match index's own snapshot.
+const snapshotMagic = "MCPSAGGS"
+
+// snapshotMeta is the snapshot's header.
+type snapshotMeta struct {
+	// Model is the identity of the model that made the vectors, zero
+	// when the index has none.
+	Model   embed.Identity `json:"model"`
+	Skills  int            `json:"skills"`
+	Written time.Time      `json:"written"`
+}
+
+// snapshotWriter saves the latest generation's index in the background, one
+// write at a time: a generation published while a write runs replaces any
+// generation still waiting. It also prunes the vector cache there.
+type snapshotWriter struct {
+	path string
+	log  *slog.Logger
+
+	mu      sync.Mutex
+	pending *Generation
+	running bool
+	done    *sync.Cond
+	prunes  func()
+}
+
+// save queues g's index for writing.
+func (w *snapshotWriter) save(g *Generation) {
+	if w.path == "" || g.Index == nil {
+		return
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.pending = g
+	if w.running {
+		return
+	}
+	w.running = true
+	go w.run()
+}
+
+// prune queues a pruning of the vector cache to the texts of winners, done
+// after the next snapshot write.
+func (w *snapshotWriter) prune(b *Builder, id embed.Identity, winners []*skill.Skill) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.prunes = func() {
+		bodyChars := b.cfg.Embedder.Config().BodyChars
+		bodies, err := b.bodyStarts(winners, bodyChars)
+		if err != nil {
+			return
+		}
+		keep := make(map[string]bool, len(winners))
+		for _, s := range winners {
+			keep[embed.TextHash(id, embed.DocumentText(s.Name, s.Description(), bodies[s.ContentHash], bodyChars))] = true
+		}
+		if _, err := b.db.PruneVectors(id.Fingerprint, keep); err != nil {
+			w.log.Warn("pruning stale vectors failed", "err", err)
+		}
+	}
+	if !w.running {
+		w.running = true
+		go w.run()
+	}
+}
+
+func (w *snapshotWriter) run() {
+	for {
+		w.mu.Lock()
+		g, prune := w.pending, w.prunes
+		w.pending, w.prunes = nil, nil
+		if g == nil && prune == nil {
+			w.running = false
+			if w.done != nil {
+				w.done.Broadcast()
+			}
+			w.mu.Unlock()
+			return
+		}
+		w.mu.Unlock()
+		if g != nil {
+			start := time.Now()
+			if err := w.write(g); err != nil {
+				w.log.Warn("writing the index snapshot failed; the next start analyzes every skill", "path", w.path, "err", err)
+			} else {
+				w.log.Debug("index snapshot written", "path", w.path, "skills", g.Index.Len(), "duration", time.Since(start).String())
+			}
+		}
+		if prune != nil {
+			prune()
+		}
+	}
+}
+
+// flush waits until nothing is pending or being written.
+func (w *snapshotWriter) flush() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.done == nil {
+		w.done = sync.NewCond(&w.mu)
+	}
+	for w.running {
+		w.done.Wait()
+	}
+}
+
+// write writes g's snapshot to a temporary file and renames it over the
+// snapshot.
+func (w *snapshotWriter) write(g *Generation) error {
+	f, err := os.CreateTemp(filepath.Dir(w.path), ".index-*.tmp")
+	if err != nil {
+		return err
+	}
+	tmp := f.Name()
+	err = func() error {
+		bw := bufio.NewWriterSize(f, 1<<20)
+		meta, err := json.Marshal(snapshotMeta{Model: g.Model, Skills: g.Index.Len(), Written: time.Now()})
+		if err != nil {
+			return err
+		}
+		bw.WriteString(snapshotMagic)
+		bw.Write(binary.LittleEndian.AppendUint32(nil, uint32(len(meta))))
+		bw.Write(meta)
+		if err := g.Index.WriteSnapshot(bw); err != nil {
+			return err
+		}
+		if err := bw.Flush(); err != nil {
+			return err
+		}
+		return f.Sync()
+	}()
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(tmp, w.path)
+	}
+	if err != nil {
+		os.Remove(tmp)
+		return fmt.Errorf("write index snapshot %s: %w", w.path, err)
+	}
+	return nil
+}
+
+// load reads the snapshot, or returns nil when there is none or it cannot
+// be used (another version, damaged): the build then analyzes every skill.
+func (w *snapshotWriter) load() (*match.Index, embed.Identity) {
+	if w.path == "" {
+		return nil, embed.Identity{}
+	}
+	start := time.Now()
+	ix, meta, err := readSnapshot(w.path)
+	if err != nil {
+		if !errors.Is(err, os.ErrNotExist) {
+			w.log.Warn("index snapshot unusable; analyzing every skill", "path", w.path, "err", err)
+		}
+		return nil, embed.Identity{}
+	}
+	w.log.Debug("index snapshot read", "path", w.path, "skills", meta.Skills, "duration", time.Since(start).String())
+	return ix, meta.Model
+}
+
+func readSnapshot(path string) (*match.Index, snapshotMeta, error) {
+	var meta snapshotMeta
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, meta, err
+	}
+	defer f.Close()
+	r := bufio.NewReaderSize(f, 1<<20)
+	head := make([]byte, len(snapshotMagic)+4)
+	if _, err := io.ReadFull(r, head); err != nil || string(head[:len(snapshotMagic)]) != snapshotMagic {
+		return nil, meta, fmt.Errorf("not an index snapshot: %w", errors.Join(err, errors.New("bad magic")))
+	}
+	n := binary.LittleEndian.Uint32(head[len(snapshotMagic):])
+	if n > 1<<20 {
+		return nil, meta, fmt.Errorf("snapshot header of %d bytes", n)
+	}
+	mj := make([]byte, n)
+	if _, err := io.ReadFull(r, mj); err != nil {
+		return nil, meta, err
+	}
+	if err := json.Unmarshal(mj, &meta); err != nil {
+		return nil, meta, fmt.Errorf("snapshot header: %w", err)
+	}
+	ix, err := match.ReadSnapshot(r)
+	if err != nil {
+		return nil, meta, err
+	}
+	return ix, meta, nil
+}
