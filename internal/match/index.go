@@ -74,18 +74,18 @@ type Index struct {
 	generation   uint64
 	generationID string
 	model        string
-	docs       []*skill.Skill // by slot; nil for a free slot
-	hidden     []bool         // by slot
-	ord        []int32        // by slot: the skill's place among the indexed skills, in catalog order
-	bodyErr    []bool         // by slot: the body could not be read; indexed without it
-	srcVec     [][]float32    // by slot: the vector as given, to tell an unchanged one cheaply
-	byOrd      []int32        // the slots in catalog order
-	sparse     *sparse
-	dense      *dense // nil without vectors
-	phrases    *phrases
-	embedder   QueryEmbedder
-	stats      BuildStats
-	scratch    sync.Pool
+	docs         []*skill.Skill // by slot; nil for a free slot
+	hidden       []bool         // by slot
+	ord          []int32        // by slot: the skill's place among the indexed skills, in catalog order
+	bodyErr      []bool         // by slot: the body could not be read; indexed without it
+	srcVec       [][]float32    // by slot: the vector as given, to tell an unchanged one cheaply
+	byOrd        []int32        // the slots in catalog order
+	sparse       *sparse
+	dense        *dense // nil without vectors
+	phrases      *phrases
+	embedder     QueryEmbedder
+	stats        BuildStats
+	scratch      sync.Pool
 }
 
 // Build indexes the input. It fails on an invalid Config or when ctx ends;
