@@ -20,6 +20,7 @@ import (
 	"github.com/sugarme/tokenizer/pretrained"
 
 	"github.com/mcpsag/router/internal/filestamp"
+	"github.com/mcpsag/router/internal/onnxgraph"
 )
 
 // modelFiles are the files a model folder contributes, with their stamps.
@@ -97,6 +98,7 @@ func Open(ctx context.Context, cfg Config) (*Model, error) {
 			dir, m.id.Dimension, m.cfg.Dimension)))
 	}
 	m.cfg.Dimension = m.id.Dimension
+	m.useNative(onnxBytes, tokBytes)
 	m.id.Name = cfg.Name
 	m.id.Fingerprint = fingerprint
 	m.id.Path = dir
@@ -306,11 +308,39 @@ func loadTokenizer(b []byte, maxTokens int) (tk *tokenizer.Tokenizer, err error)
 	return tk, nil
 }
 
+// useNative turns on native evaluation when the model is a static
+// embedding graph whose output the pooling reads, and native tokenization
+// when tokenizer.json is a BERT WordPiece one whose ids fit the table.
+func (m *Model) useNative(onnxBytes, tokBytes []byte) {
+	st, err := onnxgraph.ReadStatic(onnxBytes)
+	if err != nil || st.Dim != m.id.Dimension || m.cfg.OutputName != onnxgraph.LastHiddenState ||
+		m.info.TokenizerVocab > st.VocabSize {
+		return
+	}
+	m.static = st
+	m.info.Native = true
+	if wp := newWordPiece(tokBytes); wp != nil {
+		top := 0
+		for _, id := range wp.vocab {
+			top = max(top, id)
+		}
+		if top < st.VocabSize {
+			m.wp = wp
+			m.info.NativeTokenizer = true
+		}
+	}
+}
+
 // warm compiles the batch-1 shapes (one per sequence bucket), checks the
-// output, and measures the query latency.
+// output, and measures the query latency. A static graph evaluated natively
+// compiles nothing.
 func (m *Model) warm(ctx context.Context) error {
 	start := time.Now()
-	for _, seq := range m.cfg.SequenceBuckets {
+	buckets := m.cfg.SequenceBuckets
+	if m.static != nil {
+		buckets = buckets[:min(1, len(buckets))]
+	}
+	for _, seq := range buckets {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
@@ -319,7 +349,7 @@ func (m *Model) warm(ctx context.Context) error {
 		for i := range in.mask {
 			in.mask[i] = 1
 		}
-		vecs, err := m.runTimed(ctx, []tokenized{in})
+		vecs, err := m.runBatch(ctx, []tokenized{in})
 		if err != nil {
 			return withReason(ReasonModelInvalid, fmt.Errorf("warm up shape [1, %d]: %w", seq, err))
 		}

@@ -16,6 +16,8 @@ import (
 	"github.com/knights-analytics/hugot/backends"
 	"github.com/knights-analytics/hugot/pipelines"
 	"github.com/sugarme/tokenizer"
+
+	"github.com/mcpsag/router/internal/onnxgraph"
 )
 
 // Model is one loaded embedding model, run by hugot's pure-Go backend. It is
@@ -34,6 +36,8 @@ type Model struct {
 	files modelFiles
 
 	tk       *tokenizer.Tokenizer
+	wp       *wordPiece        // native encoder for the texts it handles; nil for other tokenizers
+	static   *onnxgraph.Static // native evaluation of a static embedding graph; nil for others
 	hm       *backends.Model
 	pipe     *pipelines.FeatureExtractionPipeline
 	outIndex int
@@ -72,6 +76,10 @@ type LoadInfo struct {
 	// TokenizerVocab is the tokenizer's vocabulary size, added tokens
 	// included.
 	TokenizerVocab int
+	// Native is set when the model is a static embedding graph evaluated
+	// natively (no runtime, no shapes to compile), with NativeTokenizer
+	// when its tokenizer is encoded natively too (for ASCII text).
+	Native, NativeTokenizer bool
 	// Outputs lists the model's output names; Output is the one used.
 	Outputs []string
 	Output  string
@@ -147,7 +155,7 @@ func (m *Model) embed(ctx context.Context, texts []string, kind Kind) ([][]float
 		if len(batch) == 0 {
 			return nil
 		}
-		vecs, err := m.runTimed(ctx, batch)
+		vecs, err := m.runBatch(ctx, batch)
 		if err != nil {
 			return err
 		}
@@ -243,6 +251,16 @@ func asciiOnly(s string) string {
 
 // tokenize encodes one sanitised text, turning tokenizer panics into errors.
 func (m *Model) tokenize(text string) (in tokenized, err error) {
+	if m.wp != nil {
+		if ids, ok := m.wp.encode(text, m.cfg.MaxTokens); ok {
+			n := min(len(ids), m.cfg.MaxTokens)
+			in = tokenized{ids: ids[:n], typeIDs: make([]int, n), mask: make([]int, n)}
+			for i := range in.mask {
+				in.mask[i] = 1
+			}
+			return in, nil
+		}
+	}
 	defer func() {
 		if r := recover(); r != nil {
 			err = fmt.Errorf("panic: %v", r)
@@ -257,6 +275,56 @@ func (m *Model) tokenize(text string) (in tokenized, err error) {
 		return in, fmt.Errorf("tokenizer returned %d ids, %d type ids, %d mask values", len(enc.Ids), len(enc.TypeIds), len(enc.AttentionMask))
 	}
 	return tokenized{ids: enc.Ids[:n], typeIDs: enc.TypeIds[:n], mask: enc.AttentionMask[:n]}, nil
+}
+
+// runBatch runs one batch: natively for a static embedding graph, else
+// through the model runtime.
+func (m *Model) runBatch(ctx context.Context, batch []tokenized) ([][]float32, error) {
+	if m.static == nil {
+		return m.runTimed(ctx, batch)
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	if m.closed {
+		return nil, ErrClosed
+	}
+	start := time.Now()
+	vecs := m.runStatic(batch)
+	if d := time.Since(start); d > m.cfg.Timeout {
+		return nil, fmt.Errorf("embed %d texts: %w after %v", len(batch), ErrTimeout, d.Round(time.Microsecond))
+	}
+	return vecs, nil
+}
+
+// runStatic pools the static graph's token rows as pool does with the
+// runtime's output: the same values, added in the same order.
+func (m *Model) runStatic(batch []tokenized) [][]float32 {
+	vecs := make([][]float32, len(batch))
+	for i, in := range batch {
+		v := make([]float32, m.id.Dimension)
+		if m.cfg.Pooling == PoolingCLS {
+			if in.mask[0] != 0 {
+				m.static.AddRow(v, in.ids[0])
+			}
+		} else {
+			var n float32
+			for j, on := range in.mask {
+				if on == 0 {
+					continue
+				}
+				m.static.AddRow(v, in.ids[j])
+				n++
+			}
+			for k := range v {
+				v[k] /= max(n, 1)
+			}
+		}
+		vecs[i] = v
+	}
+	return vecs
 }
 
 // runTimed runs one batch with the configured timeout. On timeout the run

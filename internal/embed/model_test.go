@@ -37,8 +37,12 @@ func TestOpenIdentity(t *testing.T) {
 		t.Errorf("Identity = %+v, want name tiny, dimension %d, path %s, settings set", id, embedtest.TinyDim, tm.Dir)
 	}
 	info := m.LoadInfo()
-	if info.LoadDuration <= 0 || info.QueryLatency <= 0 || info.WarmShapes != len(m.Config().SequenceBuckets) {
-		t.Errorf("LoadInfo = %+v, want durations and one warm shape per sequence bucket", info)
+	shapes := len(m.Config().SequenceBuckets)
+	if info.Native {
+		shapes = 1 // evaluated natively: nothing to compile
+	}
+	if info.LoadDuration <= 0 || info.QueryLatency <= 0 || info.WarmShapes != shapes || !info.Native || !info.NativeTokenizer {
+		t.Errorf("LoadInfo = %+v, want durations, native evaluation of the static graph, and %d warm shapes", info, shapes)
 	}
 	cfg := m.Config()
 	if cfg.Pooling != embed.PoolingMean || cfg.OutputName != "last_hidden_state" || cfg.Dimension != embedtest.TinyDim {

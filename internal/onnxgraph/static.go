@@ -86,27 +86,11 @@ func (m *StaticEmbedding) Marshal() ([]byte, error) {
 			{name: LastHiddenState, elemType: dataFloat, shape: []dim{{param: "batch"}, {param: "sequence"}, {value: int64(m.Dim)}}},
 		},
 	}
-	// The mask, shaped [batch, sequence, 1] as float, zeroes padded rows.
-	// Unsqueeze takes its axes from a Constant node rather than an
-	// initializer: onnx-gomlx must see the axes as a constant at graph build
-	// time and treats initializers as variables.
-	axes := tensor{name: "mask_axes_value", dataType: dataInt64, dims: []int64{1}, raw: int64Bytes(2)}
-	g.nodes = append(g.nodes,
-		node{opType: "Constant", name: "mask_axes", outputs: []string{"mask_axes"},
-			attrs: []attribute{{name: "value", t: &axes}}},
-		node{opType: "Unsqueeze", name: "mask_unsqueeze", inputs: []string{AttentionMask, "mask_axes"}, outputs: []string{"mask3"}},
-		node{opType: "Cast", name: "mask_cast", inputs: []string{"mask3"}, outputs: []string{"mask3f"},
-			attrs: []attribute{{name: "to", i: dataFloat}}},
-	)
+	g.nodes = m.graphNodes()
 	dims := []int64{int64(m.VocabSize), int64(m.Dim)}
 	switch m.Encoding {
 	case Float32:
 		g.initializers = append(g.initializers, tensor{name: "embeddings", dataType: dataFloat, dims: dims, raw: float32Bytes(m.Table)})
-		g.nodes = append(g.nodes,
-			node{opType: "Gather", name: "lookup", inputs: []string{"embeddings", InputIDs}, outputs: []string{"rows"},
-				attrs: []attribute{{name: "axis", i: 0}}},
-			node{opType: "Mul", name: "mask_rows", inputs: []string{"rows", "mask3f"}, outputs: []string{LastHiddenState}},
-		)
 	case Int8:
 		q, scales := quantizeRows(m.Table, m.VocabSize, m.Dim)
 		g.initializers = append(g.initializers,
@@ -115,16 +99,6 @@ func (m *StaticEmbedding) Marshal() ([]byte, error) {
 			// [batch, sequence, 1] directly (onnx-gomlx cannot gather from a
 			// rank-1 tensor with rank-2 indices).
 			tensor{name: "embeddings_scale", dataType: dataFloat, dims: []int64{int64(m.VocabSize), 1}, raw: float32Bytes(scales)},
-		)
-		g.nodes = append(g.nodes,
-			node{opType: "Gather", name: "lookup", inputs: []string{"embeddings_int8", InputIDs}, outputs: []string{"rows_int8"},
-				attrs: []attribute{{name: "axis", i: 0}}},
-			node{opType: "Cast", name: "dequantize", inputs: []string{"rows_int8"}, outputs: []string{"rows_unscaled"},
-				attrs: []attribute{{name: "to", i: dataFloat}}},
-			node{opType: "Gather", name: "lookup_scale", inputs: []string{"embeddings_scale", InputIDs}, outputs: []string{"scales3"},
-				attrs: []attribute{{name: "axis", i: 0}}},
-			node{opType: "Mul", name: "mask_scales", inputs: []string{"scales3", "mask3f"}, outputs: []string{"row_factor"}},
-			node{opType: "Mul", name: "scale_rows", inputs: []string{"rows_unscaled", "row_factor"}, outputs: []string{LastHiddenState}},
 		)
 	}
 	md := append([][2]string{
@@ -141,6 +115,42 @@ func (m *StaticEmbedding) Marshal() ([]byte, error) {
 		metadata:        md,
 	}
 	return mp.marshal(), nil
+}
+
+// graphNodes returns the graph's nodes for m's encoding.
+func (m *StaticEmbedding) graphNodes() []node {
+	// The mask, shaped [batch, sequence, 1] as float, zeroes padded rows.
+	// Unsqueeze takes its axes from a Constant node rather than an
+	// initializer: onnx-gomlx must see the axes as a constant at graph build
+	// time and treats initializers as variables.
+	axes := tensor{name: "mask_axes_value", dataType: dataInt64, dims: []int64{1}, raw: int64Bytes(2)}
+	nodes := []node{
+		{opType: "Constant", name: "mask_axes", outputs: []string{"mask_axes"},
+			attrs: []attribute{{name: "value", t: &axes}}},
+		{opType: "Unsqueeze", name: "mask_unsqueeze", inputs: []string{AttentionMask, "mask_axes"}, outputs: []string{"mask3"}},
+		{opType: "Cast", name: "mask_cast", inputs: []string{"mask3"}, outputs: []string{"mask3f"},
+			attrs: []attribute{{name: "to", i: dataFloat}}},
+	}
+	switch m.Encoding {
+	case Float32:
+		nodes = append(nodes,
+			node{opType: "Gather", name: "lookup", inputs: []string{"embeddings", InputIDs}, outputs: []string{"rows"},
+				attrs: []attribute{{name: "axis", i: 0}}},
+			node{opType: "Mul", name: "mask_rows", inputs: []string{"rows", "mask3f"}, outputs: []string{LastHiddenState}},
+		)
+	case Int8:
+		nodes = append(nodes,
+			node{opType: "Gather", name: "lookup", inputs: []string{"embeddings_int8", InputIDs}, outputs: []string{"rows_int8"},
+				attrs: []attribute{{name: "axis", i: 0}}},
+			node{opType: "Cast", name: "dequantize", inputs: []string{"rows_int8"}, outputs: []string{"rows_unscaled"},
+				attrs: []attribute{{name: "to", i: dataFloat}}},
+			node{opType: "Gather", name: "lookup_scale", inputs: []string{"embeddings_scale", InputIDs}, outputs: []string{"scales3"},
+				attrs: []attribute{{name: "axis", i: 0}}},
+			node{opType: "Mul", name: "mask_scales", inputs: []string{"scales3", "mask3f"}, outputs: []string{"row_factor"}},
+			node{opType: "Mul", name: "scale_rows", inputs: []string{"rows_unscaled", "row_factor"}, outputs: []string{LastHiddenState}},
+		)
+	}
+	return nodes
 }
 
 // WriteFile marshals the model and writes it to path atomically: it writes a

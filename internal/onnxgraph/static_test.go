@@ -1,6 +1,8 @@
 package onnxgraph_test
 
 import (
+	"bytes"
+	"errors"
 	"math"
 	"os"
 	"path/filepath"
@@ -211,5 +213,40 @@ func TestWriteFileLeavesNoTempFiles(t *testing.T) {
 	}
 	if len(names) != 1 || names[0] != "model.onnx" {
 		t.Errorf("directory holds %v, want [model.onnx]", names)
+	}
+}
+
+func TestReadStaticRoundTrip(t *testing.T) {
+	table := []float32{0, 0, 0.5, -1, 2, 3.25, -0.125, 1e-3, 7, 8, -9, 10}
+	for _, enc := range []onnxgraph.Encoding{onnxgraph.Float32, onnxgraph.Int8} {
+		m := &onnxgraph.StaticEmbedding{VocabSize: 4, Dim: 3, Table: table, Encoding: enc, ProducerName: "test"}
+		data, err := m.Marshal()
+		if err != nil {
+			t.Fatal(err)
+		}
+		s, err := onnxgraph.ReadStatic(data)
+		if err != nil {
+			t.Fatalf("%s: %v", enc, err)
+		}
+		want := m.Dequantized()
+		for id := range 4 {
+			got := s.Row(id)
+			for k := range 3 {
+				if math.Float32bits(got[k]) != math.Float32bits(want[id*3+k]) {
+					t.Errorf("%s row %d: %v, want %v", enc, id, got, want[id*3:id*3+3])
+				}
+			}
+		}
+		// Any other graph is refused: a changed node, a cut file.
+		bad := bytes.Replace(data, []byte("Unsqueeze"), []byte("Unsqueezx"), 1)
+		if _, err := onnxgraph.ReadStatic(bad); !errors.Is(err, onnxgraph.ErrNotStatic) {
+			t.Errorf("%s: a changed node read as static: %v", enc, err)
+		}
+		if _, err := onnxgraph.ReadStatic(data[:len(data)/2]); err == nil {
+			t.Errorf("%s: half a file read as static", enc)
+		}
+	}
+	if _, err := onnxgraph.ReadStatic([]byte("not onnx")); err == nil {
+		t.Error("garbage read as static")
 	}
 }

@@ -1,0 +1,232 @@
+package embed
+
+import (
+	"encoding/json"
+	"strings"
+)
+
+// wordPiece is a native encoder for one common tokenizer.json: a BERT
+// WordPiece vocabulary with the BERT normalizer (lowercase, no accent
+// stripping), the BERT pre-tokenizer and [CLS]/[SEP] post-processing. It
+// encodes only printable ASCII text that holds no added token; for that
+// text it gives exactly the ids the general tokenizer gives (the tests
+// compare the two on the dev sets, real skill texts and random text), at a
+// small fraction of its cost. Anything else goes to the general tokenizer.
+type wordPiece struct {
+	vocab    map[string]int // word-initial pieces
+	cont     map[string]int // continuation pieces, without their prefix
+	unk      int
+	cls, sep int
+	maxChars int
+	added    []string // lowercased contents of the added tokens
+}
+
+// tokenizerJSON is the part of tokenizer.json wordPiece reads.
+type tokenizerJSON struct {
+	AddedTokens []struct {
+		Content string `json:"content"`
+	} `json:"added_tokens"`
+	Normalizer *struct {
+		Type               string `json:"type"`
+		CleanText          bool   `json:"clean_text"`
+		HandleChineseChars bool   `json:"handle_chinese_chars"`
+		Lowercase          bool   `json:"lowercase"`
+		StripAccents       *bool  `json:"strip_accents"`
+	} `json:"normalizer"`
+	PreTokenizer *struct {
+		Type string `json:"type"`
+	} `json:"pre_tokenizer"`
+	PostProcessor *struct {
+		Type string `json:"type"`
+		CLS  []any  `json:"cls"`
+		SEP  []any  `json:"sep"`
+		// Single is a TemplateProcessing template; only
+		// "[CLS] $A [SEP]" (two special tokens around the sequence) is
+		// understood.
+		Single []struct {
+			SpecialToken *struct {
+				ID     string `json:"id"`
+				TypeID int    `json:"type_id"`
+			} `json:"SpecialToken"`
+			Sequence *struct {
+				ID     string `json:"id"`
+				TypeID int    `json:"type_id"`
+			} `json:"Sequence"`
+		} `json:"single"`
+		SpecialTokens map[string]struct {
+			IDs []int `json:"ids"`
+		} `json:"special_tokens"`
+	} `json:"post_processor"`
+	Truncation json.RawMessage `json:"truncation"`
+	Padding    json.RawMessage `json:"padding"`
+	Model      struct {
+		Type                    string         `json:"type"`
+		UnkToken                string         `json:"unk_token"`
+		ContinuingSubwordPrefix string         `json:"continuing_subword_prefix"`
+		MaxInputCharsPerWord    int            `json:"max_input_chars_per_word"`
+		Vocab                   map[string]int `json:"vocab"`
+	} `json:"model"`
+}
+
+// newWordPiece returns the native encoder for tokenizer.json, or nil when
+// the tokenizer is of another kind.
+func newWordPiece(data []byte) *wordPiece {
+	var t tokenizerJSON
+	if json.Unmarshal(data, &t) != nil {
+		return nil
+	}
+	n, pre, post, m := t.Normalizer, t.PreTokenizer, t.PostProcessor, t.Model
+	if n == nil || n.Type != "BertNormalizer" || !n.Lowercase || (n.StripAccents != nil && *n.StripAccents) ||
+		pre == nil || pre.Type != "BertPreTokenizer" || post == nil ||
+		m.Type != "WordPiece" || m.ContinuingSubwordPrefix == "" || m.MaxInputCharsPerWord <= 0 ||
+		(len(t.Truncation) > 0 && string(t.Truncation) != "null") || (len(t.Padding) > 0 && string(t.Padding) != "null") {
+		return nil
+	}
+	special := func(v []any) (int, bool) {
+		if len(v) != 2 {
+			return 0, false
+		}
+		tok, ok1 := v[0].(string)
+		id, ok2 := v[1].(float64)
+		if !ok1 || !ok2 || m.Vocab[tok] != int(id) {
+			return 0, false
+		}
+		return int(id), true
+	}
+	wp := &wordPiece{vocab: map[string]int{}, cont: map[string]int{}, maxChars: m.MaxInputCharsPerWord}
+	var ok bool
+	switch post.Type {
+	case "BertProcessing":
+		if wp.cls, ok = special(post.CLS); !ok {
+			return nil
+		}
+		if wp.sep, ok = special(post.SEP); !ok {
+			return nil
+		}
+	case "TemplateProcessing":
+		tmpl := post.Single
+		if len(tmpl) != 3 || tmpl[0].SpecialToken == nil || tmpl[1].Sequence == nil || tmpl[1].Sequence.ID != "A" ||
+			tmpl[1].Sequence.TypeID != 0 || tmpl[2].SpecialToken == nil || tmpl[0].SpecialToken.TypeID != 0 || tmpl[2].SpecialToken.TypeID != 0 {
+			return nil
+		}
+		one := func(tok string) (int, bool) {
+			st, ok := post.SpecialTokens[tok]
+			if !ok || len(st.IDs) != 1 {
+				return 0, false
+			}
+			return st.IDs[0], true
+		}
+		if wp.cls, ok = one(tmpl[0].SpecialToken.ID); !ok {
+			return nil
+		}
+		if wp.sep, ok = one(tmpl[2].SpecialToken.ID); !ok {
+			return nil
+		}
+	default:
+		return nil
+	}
+	if wp.unk, ok = m.Vocab[m.UnkToken]; !ok {
+		return nil
+	}
+	for piece, id := range m.Vocab {
+		if rest, isCont := strings.CutPrefix(piece, m.ContinuingSubwordPrefix); isCont {
+			wp.cont[rest] = id
+		}
+		wp.vocab[piece] = id
+	}
+	for _, a := range t.AddedTokens {
+		if a.Content != "" {
+			wp.added = append(wp.added, strings.ToLower(a.Content))
+		}
+	}
+	return wp
+}
+
+// asciiPunct reports whether an ASCII byte is punctuation to the BERT
+// pre-tokenizer: every printable ASCII character that is not a letter or a
+// digit.
+func asciiPunct(c byte) bool {
+	return (c >= 33 && c <= 47) || (c >= 58 && c <= 64) || (c >= 91 && c <= 96) || (c >= 123 && c <= 126)
+}
+
+// encode returns the ids of text, [CLS] and [SEP] included, with the
+// word pieces cut to maxTokens-2; ok is false when the text is not for this
+// encoder (not printable ASCII and spaces, or it holds an added token).
+func (wp *wordPiece) encode(text string, maxTokens int) (ids []int, ok bool) {
+	if maxTokens < 2 {
+		return nil, false
+	}
+	lower := make([]byte, len(text))
+	for i := 0; i < len(text); i++ {
+		c := text[i]
+		switch {
+		case c == ' ':
+		case c < 33 || c > 126:
+			return nil, false
+		case c >= 'A' && c <= 'Z':
+			c += 'a' - 'A'
+		}
+		lower[i] = c
+	}
+	low := string(lower)
+	for _, a := range wp.added {
+		if strings.Contains(low, a) {
+			return nil, false
+		}
+	}
+	limit := maxTokens - 2
+	ids = make([]int, 1, min(len(text)/2+2, maxTokens))
+	ids[0] = wp.cls
+	add := func(word string) bool {
+		if len(ids)-1 >= limit {
+			return false
+		}
+		if len(word) > wp.maxChars {
+			ids = append(ids, wp.unk)
+			return true
+		}
+		start := len(ids)
+		for pos := 0; pos < len(word); {
+			end := len(word)
+			id, found := 0, false
+			for ; end > pos; end-- {
+				if pos == 0 {
+					id, found = wp.vocab[word[:end]]
+				} else {
+					id, found = wp.cont[word[pos:end]]
+				}
+				if found {
+					break
+				}
+			}
+			if !found {
+				ids = append(ids[:start], wp.unk)
+				return true
+			}
+			ids = append(ids, id)
+			pos = end
+		}
+		return true
+	}
+	for i := 0; i < len(low); {
+		c := low[i]
+		if c == ' ' {
+			i++
+			continue
+		}
+		j := i + 1
+		if !asciiPunct(c) {
+			for j < len(low) && low[j] != ' ' && !asciiPunct(low[j]) {
+				j++
+			}
+		}
+		if !add(low[i:j]) {
+			break
+		}
+		i = j
+	}
+	if len(ids)-1 > limit {
+		ids = ids[:limit+1]
+	}
+	return append(ids, wp.sep), true
+}

@@ -1,0 +1,328 @@
+package onnxgraph
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"math"
+	"slices"
+	"strconv"
+
+	"google.golang.org/protobuf/encoding/protowire"
+)
+
+// Static is a static token-embedding model read back from ONNX bytes that
+// StaticEmbedding.Marshal wrote: for each token id, Row gives the output row
+// exactly as the graph computes it (with the attention mask at 1).
+type Static struct {
+	VocabSize, Dim int
+	Encoding       Encoding
+	// Table holds the float32 rows (Float32); Q and Scales the int8 rows
+	// and their scales (Int8), whose output row is float32(q)·scale,
+	// rounded to float32 as the graph's multiplication rounds it.
+	Table  []float32
+	Q      []int8
+	Scales []float32
+}
+
+// ErrNotStatic is returned by ReadStatic for a model that is not a static
+// embedding graph of this package.
+var ErrNotStatic = errors.New("not a static embedding graph")
+
+// AddRow adds token id's output row to v, value by value.
+func (s *Static) AddRow(v []float32, id int) {
+	if s.Encoding == Int8 {
+		q := s.Q[id*s.Dim : (id+1)*s.Dim]
+		scale := s.Scales[id]
+		for k, x := range q {
+			v[k] += float32(float32(x) * scale)
+		}
+		return
+	}
+	for k, x := range s.Table[id*s.Dim : (id+1)*s.Dim] {
+		v[k] += x
+	}
+}
+
+// Row returns token id's output row.
+func (s *Static) Row(id int) []float32 {
+	v := make([]float32, s.Dim)
+	s.AddRow(v, id)
+	return v
+}
+
+// ReadStatic parses ONNX bytes and returns the static embedding they hold.
+// It succeeds only for the exact graph StaticEmbedding.Marshal writes (the
+// metadata, every node with its inputs, outputs and attributes, the
+// initializers' types and shapes), so evaluating Static gives what any ONNX
+// runtime computes for the file; anything else is ErrNotStatic.
+func ReadStatic(data []byte) (*Static, error) {
+	var graphBytes []byte
+	meta := map[string]string{}
+	err := fields(data, func(num protowire.Number, typ protowire.Type, v []byte, _ uint64) error {
+		switch {
+		case num == 7 && typ == protowire.BytesType:
+			graphBytes = v
+		case num == 14 && typ == protowire.BytesType:
+			var k, val string
+			if err := fields(v, func(n protowire.Number, t protowire.Type, b []byte, _ uint64) error {
+				if t == protowire.BytesType && n == 1 {
+					k = string(b)
+				} else if t == protowire.BytesType && n == 2 {
+					val = string(b)
+				}
+				return nil
+			}); err != nil {
+				return err
+			}
+			meta[k] = val
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrNotStatic, err)
+	}
+	if meta["mcpsag.graph"] != "static_embedding" || graphBytes == nil {
+		return nil, ErrNotStatic
+	}
+	dim, err1 := strconv.Atoi(meta["mcpsag.dim"])
+	vocab, err2 := strconv.Atoi(meta["mcpsag.vocab_size"])
+	if err1 != nil || err2 != nil || dim <= 0 || vocab <= 0 || vocab > maxTensorBytes/dim {
+		return nil, fmt.Errorf("%w: dimension %q, vocabulary %q", ErrNotStatic, meta["mcpsag.dim"], meta["mcpsag.vocab_size"])
+	}
+	s := &Static{VocabSize: vocab, Dim: dim}
+	switch meta["mcpsag.encoding"] {
+	case Float32.String():
+		s.Encoding = Float32
+	case Int8.String():
+		s.Encoding = Int8
+	default:
+		return nil, fmt.Errorf("%w: encoding %q", ErrNotStatic, meta["mcpsag.encoding"])
+	}
+	g, err := readGraph(graphBytes)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrNotStatic, err)
+	}
+	want := (&StaticEmbedding{VocabSize: 1, Dim: dim, Encoding: s.Encoding}).graphNodes()
+	if len(g.nodes) != len(want) {
+		return nil, fmt.Errorf("%w: %d nodes, want %d", ErrNotStatic, len(g.nodes), len(want))
+	}
+	for i, n := range want {
+		if !sameNode(g.nodes[i], n) {
+			return nil, fmt.Errorf("%w: node %d (%s) differs", ErrNotStatic, i, g.nodes[i].opType)
+		}
+	}
+	if !slices.Equal(g.inputs, []string{InputIDs, AttentionMask}) || !slices.Equal(g.outputs, []string{LastHiddenState}) {
+		return nil, fmt.Errorf("%w: inputs %v, outputs %v", ErrNotStatic, g.inputs, g.outputs)
+	}
+	init := map[string]tensor{}
+	for _, t := range g.initializers {
+		init[t.name] = t
+	}
+	if len(init) != len(g.initializers) {
+		return nil, fmt.Errorf("%w: repeated initializer", ErrNotStatic)
+	}
+	check := func(name string, dataType int, dims []int64, size int) ([]byte, error) {
+		t, ok := init[name]
+		if !ok || t.dataType != dataType || !slices.Equal(t.dims, dims) || len(t.raw) != size {
+			return nil, fmt.Errorf("%w: initializer %s", ErrNotStatic, name)
+		}
+		return t.raw, nil
+	}
+	switch s.Encoding {
+	case Float32:
+		if len(init) != 1 {
+			return nil, fmt.Errorf("%w: %d initializers", ErrNotStatic, len(init))
+		}
+		raw, err := check("embeddings", dataFloat, []int64{int64(vocab), int64(dim)}, 4*vocab*dim)
+		if err != nil {
+			return nil, err
+		}
+		s.Table = make([]float32, vocab*dim)
+		for i := range s.Table {
+			s.Table[i] = math.Float32frombits(binary.LittleEndian.Uint32(raw[4*i:]))
+		}
+	case Int8:
+		if len(init) != 2 {
+			return nil, fmt.Errorf("%w: %d initializers", ErrNotStatic, len(init))
+		}
+		q, err := check("embeddings_int8", dataInt8, []int64{int64(vocab), int64(dim)}, vocab*dim)
+		if err != nil {
+			return nil, err
+		}
+		sc, err := check("embeddings_scale", dataFloat, []int64{int64(vocab), 1}, 4*vocab)
+		if err != nil {
+			return nil, err
+		}
+		s.Q = make([]int8, len(q))
+		for i, b := range q {
+			s.Q[i] = int8(b)
+		}
+		s.Scales = make([]float32, vocab)
+		for i := range s.Scales {
+			s.Scales[i] = math.Float32frombits(binary.LittleEndian.Uint32(sc[4*i:]))
+		}
+	}
+	return s, nil
+}
+
+// sameNode compares a node read from a file with one this package writes.
+func sameNode(a, b node) bool {
+	if a.opType != b.opType || !slices.Equal(a.inputs, b.inputs) || !slices.Equal(a.outputs, b.outputs) || len(a.attrs) != len(b.attrs) {
+		return false
+	}
+	for i, x := range a.attrs {
+		y := b.attrs[i]
+		if x.name != y.name || x.i != y.i || (x.t == nil) != (y.t == nil) {
+			return false
+		}
+		if x.t != nil && (x.t.dataType != y.t.dataType || !slices.Equal(x.t.dims, y.t.dims) || string(x.t.raw) != string(y.t.raw)) {
+			return false
+		}
+	}
+	return true
+}
+
+// readGraphProto is what readGraph keeps of a GraphProto.
+type readGraphProto struct {
+	nodes           []node
+	initializers    []tensor
+	inputs, outputs []string
+}
+
+// readGraph parses the parts of a GraphProto the check needs.
+func readGraph(data []byte) (*readGraphProto, error) {
+	g := &readGraphProto{}
+	err := fields(data, func(num protowire.Number, typ protowire.Type, v []byte, _ uint64) error {
+		if typ != protowire.BytesType {
+			return nil
+		}
+		switch num {
+		case 1:
+			n, err := readNode(v)
+			if err != nil {
+				return err
+			}
+			g.nodes = append(g.nodes, n)
+		case 5:
+			t, err := readTensor(v)
+			if err != nil {
+				return err
+			}
+			g.initializers = append(g.initializers, t)
+		case 11, 12:
+			var name string
+			if err := fields(v, func(n protowire.Number, t protowire.Type, b []byte, _ uint64) error {
+				if n == 1 && t == protowire.BytesType {
+					name = string(b)
+				}
+				return nil
+			}); err != nil {
+				return err
+			}
+			if num == 11 {
+				g.inputs = append(g.inputs, name)
+			} else {
+				g.outputs = append(g.outputs, name)
+			}
+		}
+		return nil
+	})
+	return g, err
+}
+
+func readNode(data []byte) (node, error) {
+	var n node
+	err := fields(data, func(num protowire.Number, typ protowire.Type, v []byte, _ uint64) error {
+		if typ != protowire.BytesType {
+			return nil
+		}
+		switch num {
+		case 1:
+			n.inputs = append(n.inputs, string(v))
+		case 2:
+			n.outputs = append(n.outputs, string(v))
+		case 4:
+			n.opType = string(v)
+		case 5:
+			var a attribute
+			if err := fields(v, func(an protowire.Number, at protowire.Type, av []byte, x uint64) error {
+				switch {
+				case an == 1 && at == protowire.BytesType:
+					a.name = string(av)
+				case an == 3 && at == protowire.VarintType:
+					a.i = int64(x)
+				case an == 5 && at == protowire.BytesType:
+					t, err := readTensor(av)
+					if err != nil {
+						return err
+					}
+					a.t = &t
+				}
+				return nil
+			}); err != nil {
+				return err
+			}
+			n.attrs = append(n.attrs, a)
+		}
+		return nil
+	})
+	return n, err
+}
+
+func readTensor(data []byte) (tensor, error) {
+	var t tensor
+	err := fields(data, func(num protowire.Number, typ protowire.Type, v []byte, x uint64) error {
+		switch {
+		case num == 1 && typ == protowire.BytesType: // packed dims
+			for len(v) > 0 {
+				d, n := protowire.ConsumeVarint(v)
+				if n < 0 {
+					return protowire.ParseError(n)
+				}
+				t.dims = append(t.dims, int64(d))
+				v = v[n:]
+			}
+		case num == 1 && typ == protowire.VarintType:
+			t.dims = append(t.dims, int64(x))
+		case num == 2 && typ == protowire.VarintType:
+			t.dataType = int(x)
+		case num == 8 && typ == protowire.BytesType:
+			t.name = string(v)
+		case num == 9 && typ == protowire.BytesType:
+			t.raw = v
+		}
+		return nil
+	})
+	return t, err
+}
+
+// fields calls f for every field of a protobuf message: bytes fields with
+// their content, varint fields with their value.
+func fields(data []byte, f func(num protowire.Number, typ protowire.Type, v []byte, x uint64) error) error {
+	for len(data) > 0 {
+		num, typ, n := protowire.ConsumeTag(data)
+		if n < 0 {
+			return protowire.ParseError(n)
+		}
+		data = data[n:]
+		var v []byte
+		var x uint64
+		switch typ {
+		case protowire.BytesType:
+			v, n = protowire.ConsumeBytes(data)
+		case protowire.VarintType:
+			x, n = protowire.ConsumeVarint(data)
+		default:
+			n = protowire.ConsumeFieldValue(num, typ, data)
+		}
+		if n < 0 {
+			return protowire.ParseError(n)
+		}
+		data = data[n:]
+		if err := f(num, typ, v, x); err != nil {
+			return err
+		}
+	}
+	return nil
+}
