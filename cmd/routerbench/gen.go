@@ -25,7 +25,10 @@ func newGenCmd() *cobra.Command {
 		Use:   "gen --skills N --out DIR",
 		Short: "write a synthetic workspace of N skills and query files",
 		Long: `gen writes a workspace of N skills made from the dev sets (--eval) and, unless
---short-bodies, real SKILL.md bodies (--corpora): DIR/skills/<name>/SKILL.md.
+--short-bodies, real SKILL.md bodies (--corpora): DIR/skills/<name>/SKILL.md,
+or, above 25,000 skills, DIR/skills/part-NNN/<name>/SKILL.md with a
+DIR/.mcp/.mcp-config.yaml whose roots are the parts (one root's scan stops
+at 50,000 folders).
 Beside it, DIR/queries.jsonl holds the dev sets' queries and DIR/long.jsonl
 tasks of about --long-chars characters (a query followed by context), in the
 format run --queries reads. The same sources, size and seed give the same
@@ -49,7 +52,13 @@ files.`,
 			if entries, err := os.ReadDir(filepath.Join(out, "skills")); err == nil && len(entries) > 0 {
 				return fmt.Errorf("%s already holds skills; write to an empty folder", out)
 			}
-			if err := synthetic.WriteWorkspace(out, src.Catalog(skills, seed)); err != nil {
+			cat := src.Catalog(skills, seed)
+			if skills > synthetic.MaxRootSkills {
+				err = synthetic.WriteSplitWorkspace(out, cat, synthetic.MaxRootSkills)
+			} else {
+				err = synthetic.WriteWorkspace(out, cat)
+			}
+			if err != nil {
 				return err
 			}
 			if err := synthetic.WriteQueries(filepath.Join(out, "queries.jsonl"), "q", src.Queries); err != nil {

@@ -237,12 +237,11 @@ func (p *routerProcess) stop() {
 // word in its description, and returns how long each took to be served:
 // until Match, asked for that word, ranks the skill first.
 func timeEdits(ctx context.Context, p *routerProcess, o lifecycleOptions) ([]float64, error) {
-	dirs, err := os.ReadDir(filepath.Join(o.workspace, "skills"))
-	if err != nil || len(dirs) == 0 {
-		return nil, fmt.Errorf("no skills under %s/skills: %v", o.workspace, err)
+	path, err := middleSkill(filepath.Join(o.workspace, "skills"))
+	if err != nil {
+		return nil, err
 	}
-	name := dirs[len(dirs)/2].Name()
-	path := filepath.Join(o.workspace, "skills", name, "SKILL.md")
+	name := filepath.Base(filepath.Dir(path))
 	orig, err := os.ReadFile(path)
 	if err != nil {
 		return nil, err
@@ -276,6 +275,20 @@ func timeEdits(ctx context.Context, p *routerProcess, o lifecycleOptions) ([]flo
 		time.Sleep(200 * time.Millisecond) // let the watcher settle between edits
 	}
 	return out, nil
+}
+
+// middleSkill returns the SKILL.md of the middle skill folder under root
+// (skills directly under it, or under its part folders).
+func middleSkill(root string) (string, error) {
+	dirs, err := os.ReadDir(root)
+	if err != nil || len(dirs) == 0 {
+		return "", fmt.Errorf("no skills under %s: %v", root, err)
+	}
+	d := filepath.Join(root, dirs[len(dirs)/2].Name())
+	if _, err := os.Stat(filepath.Join(d, "SKILL.md")); err == nil {
+		return filepath.Join(d, "SKILL.md"), nil
+	}
+	return middleSkill(d)
 }
 
 // withDescriptionWord adds word to the description line of a SKILL.md.

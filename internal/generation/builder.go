@@ -16,7 +16,9 @@ import (
 	"path"
 	"path/filepath"
 	"runtime"
-	"sort"
+	"slices"
+
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -86,6 +88,25 @@ type Pass struct {
 	// Reused those whose analysis came from the previous generation or
 	// the snapshot.
 	Analyzed, Reused int
+	// Phases are the durations of the pass's steps, in order.
+	Phases []Phase
+	// Partial is set when only the skill folders named by file events
+	// were scanned again.
+	Partial bool
+}
+
+// Phase is one step of a build and its duration.
+type Phase struct {
+	Name     string
+	Duration time.Duration
+}
+
+// phase records the step that ends now, begun at *start, and restarts the
+// clock.
+func (p *Pass) phase(name string, start *time.Time) {
+	now := time.Now()
+	p.Phases = append(p.Phases, Phase{name, now.Sub(*start)})
+	*start = now
 }
 
 // Builder turns the skill folders into generations. It keeps the store in
@@ -98,10 +119,17 @@ type Builder struct {
 	log       *slog.Logger
 	workspace string // absolute
 
-	mu         sync.Mutex // serialises builds; guards the fields below
-	records    map[string]*store.FileRecord
-	registries map[string]map[string]skill.RegistryEntry // root -> last good registry
-	restored   bool                                      // the index snapshot was tried
+	mu            sync.Mutex // serialises builds; guards the fields below
+	records       map[string]*store.FileRecord
+	registries    map[string]map[string]skill.RegistryEntry // root -> last good registry
+	restored      bool                                      // the index snapshot was tried
+	lastScan      *skillfs.ScanResult                       // the last scan, for rescans of changed skill folders
+	lastRoots     []skill.Root
+	scanIdx       map[string]int          // skill folder -> its index in lastScan.Files
+	memo          map[string]*skillMemo   // SKILL.md path -> the skill built from it, for reuse
+	lastMemoFiles []skillfs.Found         // the scan files memo was made for
+	dirOrder      []string                // the SKILL.md paths of lastMemoFiles, in folder order
+	cids          map[*skill.Skill][]byte // per-skill content digests of the served generation
 
 	parsedTotal atomic.Int64
 	progress    atomic.Pointer[skill.Progress]
@@ -167,12 +195,27 @@ func (b *Builder) VectorCount(fingerprint string) (int, error) { return b.db.Vec
 // are analyzed and embedded. Each new generation's index is saved to that
 // snapshot in the background.
 func (b *Builder) Build(ctx context.Context, prev *Generation, full bool, matchCfg match.Config) (*Generation, Pass, error) {
+	return b.build(ctx, prev, full, nil, matchCfg)
+}
+
+// BuildChanged is Build after file events: changed are the paths the events
+// named. When every one lies in a skill folder the last scan found, only
+// those folders are scanned again; otherwise (a new or removed folder, a
+// registry, lost events: changed nil) every root is scanned, as by Build.
+func (b *Builder) BuildChanged(ctx context.Context, prev *Generation, changed []string, matchCfg match.Config) (*Generation, Pass, error) {
+	if changed == nil {
+		return b.build(ctx, prev, false, nil, matchCfg)
+	}
+	return b.build(ctx, prev, false, changed, matchCfg)
+}
+
+func (b *Builder) build(ctx context.Context, prev *Generation, full bool, changed []string, matchCfg match.Config) (*Generation, Pass, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	start := time.Now()
 	defer b.progress.Store(&skill.Progress{})
 
-	cat, digest, pass, err := b.refreshCatalog(ctx, prev, full)
+	cat, digest, pass, err := b.refreshCatalog(ctx, prev, full, changed)
 	if err != nil {
 		return nil, pass, err
 	}
@@ -184,11 +227,13 @@ func (b *Builder) Build(ctx context.Context, prev *Generation, full bool, matchC
 		b.restored = true
 		base, baseModel = b.snapshots.load()
 	}
+	t := time.Now()
 	b.setProgress("embed", 0, len(cat.Winners()))
 	vectors, model, err := b.vectors(ctx, prev, base, baseModel, cat, &pass)
 	if err != nil {
 		return nil, pass, err
 	}
+	pass.phase("embed", &t)
 	if prev != nil && cat == prev.Catalog && sameVectors(prev, vectors, model) {
 		pass.Stats.Generation = prev.ID
 		pass.Stats.Duration = time.Since(start)
@@ -197,11 +242,13 @@ func (b *Builder) Build(ctx context.Context, prev *Generation, full bool, matchC
 	b.setProgress("index", 0, len(cat.Winners()))
 	g := &Generation{Catalog: cat, Model: model, vectors: vectors, digest: digest, db: b.db}
 	cfg := b.modelConfig(matchCfg, g)
-	g.ContentID, g.ID = contentID(cat, model, vectors != nil, cfg, b.workspace)
+	g.ContentID, g.ID, b.cids = contentID(cat, model, vectors != nil, cfg, b.workspace, b.cids)
+	pass.phase("identity", &t)
 	var us match.UpdateStats
 	if g.Index, us, err = b.buildIndex(ctx, base, g, cfg); err != nil {
 		return nil, pass, err
 	}
+	pass.phase("index", &t)
 	pass.Analyzed, pass.Reused = us.Changed+us.Added, us.Kept
 	b.snapshots.save(g)
 	pass.Stats.Generation = g.ID
@@ -216,7 +263,7 @@ func (b *Builder) Build(ctx context.Context, prev *Generation, full bool, matchC
 func (b *Builder) WithMatchConfig(ctx context.Context, g *Generation, cfg match.Config) (*Generation, error) {
 	next := *g
 	cfg = b.modelConfig(cfg, g)
-	next.ContentID, next.ID = contentID(g.Catalog, g.Model, g.vectors != nil, cfg, b.workspace)
+	next.ContentID, next.ID, b.cids = contentID(g.Catalog, g.Model, g.vectors != nil, cfg, b.workspace, b.cids)
 	var err error
 	if next.Index, err = g.Index.WithConfig(cfg); err != nil {
 		if next.Index, _, err = b.buildIndex(ctx, g.Index, &next, cfg); err != nil {
@@ -229,15 +276,17 @@ func (b *Builder) WithMatchConfig(ctx context.Context, g *Generation, cfg match.
 
 // refreshCatalog scans, parses what changed, updates the store and returns
 // the catalog: prev's when its input did not change.
-func (b *Builder) refreshCatalog(ctx context.Context, prev *Generation, full bool) (*catalog.Catalog, string, Pass, error) {
+func (b *Builder) refreshCatalog(ctx context.Context, prev *Generation, full bool, changed []string) (*catalog.Catalog, string, Pass, error) {
 	var pass Pass
+	t := time.Now()
 	b.setProgress("scan", 0, 0)
 	roots, err := skillfs.ExpandRoots(b.cfg.Workspace, b.cfg.Roots)
 	if err != nil {
 		return nil, "", pass, err
 	}
-	scan := skillfs.Scan(roots, b.cfg.Scan)
-	pass.Dirs = scan.Dirs
+	scan, partial := b.scan(roots, changed, prev != nil && !full)
+	pass.Dirs, pass.Partial = scan.Dirs, partial
+	pass.phase("scan", &t)
 	if err := ctx.Err(); err != nil {
 		return nil, "", pass, err
 	}
@@ -260,6 +309,7 @@ func (b *Builder) refreshCatalog(ctx context.Context, prev *Generation, full boo
 	}
 	st.Parsed = len(todo)
 	b.parsedTotal.Add(int64(len(todo)))
+	pass.phase("parse", &t)
 
 	changes := store.FileChanges{Bodies: map[string]string{}}
 	next := make(map[string]*store.FileRecord, len(scan.Files))
@@ -302,26 +352,78 @@ func (b *Builder) refreshCatalog(ctx context.Context, prev *Generation, full boo
 
 	if len(changes.Put) > 0 || len(changes.Delete) > 0 {
 		b.setProgress("store", 0, len(changes.Put)+len(changes.Delete))
-		keep := make(map[string]bool, len(next))
-		for _, rec := range next {
-			if rec.Good != nil {
-				keep[rec.Good.ContentHash] = true
+		if !partial {
+			// Bodies no record uses any more go on full scans; after a
+			// rescan of a few folders they wait for the next one.
+			keep := make(map[string]bool, len(next))
+			for _, rec := range next {
+				if rec.Good != nil {
+					keep[rec.Good.ContentHash] = true
+				}
 			}
+			changes.KeepBodies = keep
 		}
-		changes.KeepBodies = keep
 		if err := b.db.ApplyFiles(changes); err != nil {
 			return nil, "", pass, fmt.Errorf("update cache: %w", err)
 		}
 	}
 	b.records = next
+	pass.phase("store", &t)
 
-	in := b.catalogInput(roots, scan, next)
-	digest := digestInput(in)
+	in, digest := b.catalogInput(roots, scan, next)
 	st.FinishedAt = time.Now()
 	if prev != nil && digest == prev.digest {
 		return prev.Catalog, digest, pass, nil
 	}
-	return catalog.New(in), digest, pass, nil
+	cat := catalog.New(in)
+	pass.phase("catalog", &t)
+	return cat, digest, pass, nil
+}
+
+// scan returns the skill files of the roots: the last scan with the skill
+// folders of changed scanned again when that is enough (partial is then
+// set), else a scan of every root.
+func (b *Builder) scan(roots []skill.Root, changed []string, incremental bool) (res skillfs.ScanResult, partial bool) {
+	if incremental && changed != nil && b.lastScan != nil && slices.Equal(roots, b.lastRoots) {
+		if res, ok := b.rescan(changed); ok {
+			return res, true
+		}
+	}
+	res = skillfs.Scan(roots, b.cfg.Scan)
+	b.lastScan, b.lastRoots = &res, roots
+	b.scanIdx = make(map[string]int, len(res.Files))
+	for i, f := range res.Files {
+		b.scanIdx[f.Dir] = i
+	}
+	return res, false
+}
+
+// rescan scans again the skill folders that hold the changed paths (a
+// folder itself, or a file directly in it). ok is false when a path lies
+// elsewhere, or a folder no longer holds a skill as the last scan found it.
+func (b *Builder) rescan(changed []string) (skillfs.ScanResult, bool) {
+	idx := map[int]bool{}
+	for _, p := range changed {
+		i, ok := b.scanIdx[p]
+		if !ok {
+			i, ok = b.scanIdx[filepath.Dir(p)]
+		}
+		if !ok {
+			return skillfs.ScanResult{}, false
+		}
+		idx[i] = true
+	}
+	files := slices.Clone(b.lastScan.Files)
+	for i := range idx {
+		f, ok := skillfs.ScanSkillDir(files[i].Root, files[i].Dir, b.cfg.Scan)
+		if !ok || f.Path != files[i].Path {
+			return skillfs.ScanResult{}, false
+		}
+		files[i] = f
+	}
+	res := skillfs.ScanResult{Files: files, Dirs: b.lastScan.Dirs, Problems: b.lastScan.Problems}
+	b.lastScan = &res
+	return res, true
 }
 
 func (b *Builder) setProgress(phase string, done, total int) {
@@ -383,16 +485,60 @@ func parseFound(f skillfs.Found, lim skillmd.Limits) parseResult {
 	return parseResult{record: rec, body: p.Body, ok: true}
 }
 
+// skillMemo is the skill built from one SKILL.md path, and what it was
+// built from: the next build reuses it (the same pointer) when all of that
+// is unchanged.
+type skillMemo struct {
+	rec      *store.FileRecord
+	found    skillfs.Found
+	reg      skill.RegistryEntry
+	hasReg   bool
+	key      string // the folded name
+	skill    *skill.Skill
+	stale    *skill.Problem // the serving-last-good warning, when any
+	digestIn []byte         // the skill's part of digestInput
+}
+
+// same reports whether m was built from rec, f and the registry entry e.
+func (m *skillMemo) same(rec *store.FileRecord, f skillfs.Found, e skill.RegistryEntry, hasReg bool) bool {
+	g := m.found
+	return m.rec == rec && g.Root == f.Root && g.Dir == f.Dir && g.RelPath == f.RelPath &&
+		g.ResourcesTruncated == f.ResourcesTruncated && slices.Equal(g.Resources, f.Resources) &&
+		m.hasReg == hasReg && m.reg.Owner == e.Owner && m.reg.Source == e.Source && slices.Equal(m.reg.Tags, e.Tags) &&
+		((m.reg.Enabled == nil) == (e.Enabled == nil)) && (e.Enabled == nil || *m.reg.Enabled == *e.Enabled)
+}
+
+// sameFiles reports whether two scans found the same SKILL.md paths.
+func sameFiles(a, b []skillfs.Found) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	if len(a) > 0 && &a[0] == &b[0] {
+		return true
+	}
+	for i := range a {
+		if a[i].Path != b[i].Path {
+			return false
+		}
+	}
+	return true
+}
+
 // catalogInput assembles skills from the good versions, the scan's resource
-// listings and the registries.
-func (b *Builder) catalogInput(roots []skill.Root, scan skillfs.ScanResult, recs map[string]*store.FileRecord) catalog.Input {
+// listings and the registries, and fingerprints it all (digestInput). A
+// skill whose record, listing and registry entry did not change since the
+// last build is the same *skill.Skill as then.
+func (b *Builder) catalogInput(roots []skill.Root, scan skillfs.ScanResult, recs map[string]*store.FileRecord) (catalog.Input, string) {
 	in := catalog.Input{Precedence: b.cfg.Precedence, Files: len(scan.Files)}
+	var other []skill.Problem // problems no skill's digest covers
 	in.Problems = append(in.Problems, scan.Problems...)
+	other = append(other, scan.Problems...)
 
 	registries := make(map[string]map[string]skill.RegistryEntry, len(roots))
 	for _, r := range roots {
 		entries, ok, problems := skillfs.ReadRegistry(r.Path)
 		in.Problems = append(in.Problems, problems...)
+		other = append(other, problems...)
 		if !ok {
 			entries = b.registries[r.Path] // keep the last good one
 		}
@@ -400,65 +546,104 @@ func (b *Builder) catalogInput(roots []skill.Root, scan skillfs.ScanResult, recs
 	}
 	b.registries = registries
 
+	if b.memo == nil || !sameFiles(b.lastMemoFiles, scan.Files) {
+		// Another set of files: start a new memo (reusing entries) and
+		// a new folder order.
+		old := b.memo
+		b.memo = make(map[string]*skillMemo, len(scan.Files))
+		for _, f := range scan.Files {
+			if m, ok := old[f.Path]; ok {
+				b.memo[f.Path] = m
+			}
+		}
+		b.dirOrder = make([]string, len(scan.Files))
+		for i, f := range scan.Files {
+			b.dirOrder[i] = f.Path
+		}
+		slices.SortFunc(b.dirOrder, func(a, c string) int { return strings.Compare(filepath.Dir(a), filepath.Dir(c)) })
+	}
+	b.lastMemoFiles = scan.Files
+	memo := b.memo
 	used := make(map[string]map[string]bool)
 	for _, f := range scan.Files {
 		rec := recs[f.Path]
 		in.Problems = append(in.Problems, rec.Problems...)
 		if rec.Good == nil {
 			in.Invalid++
+			other = append(other, rec.Problems...)
+			delete(memo, f.Path)
 			continue
 		}
 		g := rec.Good
-		s := &skill.Skill{
-			Name: g.Name, Dir: f.Dir, RelPath: f.RelPath, Root: f.Root,
-			Frontmatter: g.Frontmatter, BodyLine: g.BodyLine, BodyTokens: g.BodyTokens,
-			ContentHash: g.ContentHash, FrontmatterHash: g.FrontmatterHash,
-			Size: g.Size, ModTime: time.Unix(0, g.ModTimeNano),
-			Resources: f.Resources, ResourcesTruncated: f.ResourcesTruncated,
-			Problems: rec.Problems,
+		m := memo[f.Path]
+		key := ""
+		if m != nil && m.rec == rec {
+			key = m.key
+		} else {
+			key = skillmd.FoldName(g.Name)
 		}
-		if g.ContentHash != rec.ContentHash {
-			s.Problems = append(append([]skill.Problem(nil), rec.Problems...), skill.Problem{
-				Severity: skill.SeverityWarning, Code: "serving-last-good", File: f.Path,
-				Message: fmt.Sprintf("the file has errors; serving the last version that parsed (sha256 %.12s)", g.ContentHash),
-			})
-			in.Problems = append(in.Problems, s.Problems[len(s.Problems)-1])
-		}
-		key := skillmd.FoldName(s.Name)
-		if e, ok := registries[f.Root.Path][key]; ok {
+		e, hasReg := registries[f.Root.Path][key]
+		if hasReg {
 			e.Source = path.Join(f.Root.Display, skillfs.RegistryFile)
-			s.Registry = e
 			if used[f.Root.Path] == nil {
 				used[f.Root.Path] = map[string]bool{}
 			}
 			used[f.Root.Path][key] = true
 		}
-		in.Skills = append(in.Skills, s)
+		if m == nil || !m.same(rec, f, e, hasReg) {
+			m = &skillMemo{rec: rec, found: f, reg: e, hasReg: hasReg, key: key}
+			s := &skill.Skill{
+				Name: g.Name, Dir: f.Dir, RelPath: f.RelPath, Root: f.Root,
+				Frontmatter: g.Frontmatter, BodyLine: g.BodyLine, BodyTokens: g.BodyTokens,
+				ContentHash: g.ContentHash, FrontmatterHash: g.FrontmatterHash,
+				Size: g.Size, ModTime: time.Unix(0, g.ModTimeNano),
+				Resources: f.Resources, ResourcesTruncated: f.ResourcesTruncated,
+				Problems: rec.Problems,
+			}
+			if g.ContentHash != rec.ContentHash {
+				s.Problems = append(append([]skill.Problem(nil), rec.Problems...), skill.Problem{
+					Severity: skill.SeverityWarning, Code: "serving-last-good", File: f.Path,
+					Message: fmt.Sprintf("the file has errors; serving the last version that parsed (sha256 %.12s)", g.ContentHash),
+				})
+				m.stale = &s.Problems[len(s.Problems)-1]
+			}
+			if hasReg {
+				s.Registry = e
+			}
+			m.skill = s
+			h := sha256.New()
+			_ = json.NewEncoder(h).Encode([]any{s.Dir, s.Root, s.ContentHash, s.Resources, s.ResourcesTruncated, s.Registry, s.Problems})
+			m.digestIn = h.Sum(nil)
+		}
+		memo[f.Path] = m
+		if m.stale != nil {
+			in.Problems = append(in.Problems, *m.stale)
+		}
+		in.Skills = append(in.Skills, m.skill)
 	}
 	for root, entries := range registries {
 		for key, e := range entries {
 			if !used[root][key] {
-				in.Problems = append(in.Problems, skill.Problem{
+				p := skill.Problem{
 					Severity: skill.SeverityWarning, Code: "registry-unknown-skill", File: e.Source,
 					Message: fmt.Sprintf("registry names %q, but no skill of that name is in this root", key),
-				})
+				}
+				in.Problems = append(in.Problems, p)
+				other = append(other, p)
 			}
 		}
 	}
 	skill.SortProblems(in.Problems)
-	return in
-}
+	skill.SortProblems(other)
 
-// digestInput fingerprints everything a catalog is built from, to tell
-// whether a rescan changed anything.
-func digestInput(in catalog.Input) string {
+	// digestInput: every skill's part, in folder order, then the counts
+	// and the problems no skill carries.
 	h := sha256.New()
-	enc := json.NewEncoder(h)
-	skills := append([]*skill.Skill(nil), in.Skills...)
-	sort.Slice(skills, func(i, j int) bool { return skills[i].Dir < skills[j].Dir })
-	for _, s := range skills {
-		_ = enc.Encode([]any{s.Dir, s.Root, s.ContentHash, s.Resources, s.ResourcesTruncated, s.Registry, s.Problems})
+	for _, p := range b.dirOrder {
+		if m, ok := memo[p]; ok {
+			h.Write(m.digestIn)
+		}
 	}
-	_ = enc.Encode([]any{in.Files, in.Invalid, in.Problems})
-	return hex.EncodeToString(h.Sum(nil))
+	_ = json.NewEncoder(h).Encode([]any{in.Files, in.Invalid, other})
+	return in, hex.EncodeToString(h.Sum(nil))
 }

@@ -460,6 +460,33 @@ func TestIncrementalBuildsAnswerLikeFreshOnes(t *testing.T) {
 	writeSkill(t, root, "b-new", "b-new", "sql query tuning for the restart")
 	ti.reindex(false)
 	check("an edit after a restart")
+
+	// File events that name a skill folder's files rescan that folder
+	// only; anything else scans everything.
+	p := filepath.Join(root, "s07", skillfs.SkillFile)
+	writeFile(t, p, "---\nname: s07\ndescription: now the image resize skill\n---\nresize and crop\n")
+	bump(t, p)
+	real, _ := filepath.EvalSymlinks(p)
+	g, pass, err = ti.b.BuildChanged(ctx, ti.prev, []string{real}, match.DefaultConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	ti.prev = g
+	if !pass.Partial || pass.Stats.Changed != 1 || pass.Analyzed != 1 {
+		t.Errorf("an edit named by an event: partial %v, changed %d, analyzed %d; want a partial pass with 1 and 1", pass.Partial, pass.Stats.Changed, pass.Analyzed)
+	}
+	check("an edit picked up by a rescan of its folder")
+	writeSkill(t, root, "c-new", "c-new", "a new folder needs a full scan")
+	newDir, _ := filepath.EvalSymlinks(filepath.Join(root, "c-new"))
+	g, pass, err = ti.b.BuildChanged(ctx, ti.prev, []string{newDir}, match.DefaultConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	ti.prev = g
+	if pass.Partial || pass.Stats.Added != 1 {
+		t.Errorf("a new skill folder: partial %v, added %d; want a full scan that adds it", pass.Partial, pass.Stats.Added)
+	}
+	check("a new folder")
 }
 
 func rankText(rk *match.Ranking) string {

@@ -24,8 +24,13 @@ import (
 // (when skills have vectors) and the matching configuration. Paths inside
 // the workspace are written relative to it and modification times are left
 // out, so copies of one workspace give the same digest wherever they are.
-func contentID(cat *catalog.Catalog, model embed.Identity, dense bool, cfg match.Config, workspace string) (string, uint64) {
-	d := digester{h: sha256.New(), prefix: workspace + string(os.PathSeparator)}
+//
+// Each skill's part is hashed once and kept in cache (by skill) for the
+// next generation; contentID returns the cache of this generation's skills.
+func contentID(cat *catalog.Catalog, model embed.Identity, dense bool, cfg match.Config, workspace string, cache map[*skill.Skill][]byte) (string, uint64, map[*skill.Skill][]byte) {
+	prefix := workspace + string(os.PathSeparator)
+	d := digester{h: sha256.New(), prefix: prefix}
+	next := make(map[*skill.Skill][]byte, len(cat.Entries()))
 	d.str("mcpsag-generation-1")
 	if dense {
 		d.str(model.Fingerprint)
@@ -40,36 +45,12 @@ func contentID(cat *catalog.Catalog, model embed.Identity, dense bool, cfg match
 	d.problems(cat.Problems)
 	for _, e := range cat.Entries() {
 		s := e.Skill
-		d.str(string(s.Root.Kind))
-		d.str(s.Root.Agent)
-		d.int(int64(s.Root.Order))
-		d.str(d.rel(s.Root.Display))
-		d.str(s.RelPath)
-		d.str(s.Name)
-		d.str(s.ContentHash)
-		d.str(s.FrontmatterHash)
-		d.int(s.Size)
-		d.int(int64(len(s.Resources)))
-		for _, r := range s.Resources {
-			d.str(r.Path)
-			d.int(r.Size)
+		sum, ok := cache[s]
+		if !ok {
+			sum = skillDigest(s, prefix)
 		}
-		d.bool(s.ResourcesTruncated)
-		d.str(s.Registry.Owner)
-		d.int(int64(len(s.Registry.Tags)))
-		for _, t := range s.Registry.Tags {
-			d.str(t)
-		}
-		switch {
-		case s.Registry.Enabled == nil:
-			d.int(-1)
-		case *s.Registry.Enabled:
-			d.int(1)
-		default:
-			d.int(0)
-		}
-		d.str(d.rel(s.Registry.Source))
-		d.problems(s.Problems)
+		next[s] = sum
+		d.h.Write(sum)
 		d.int(int64(e.Rank))
 		d.bool(e.ShadowedBy != nil)
 	}
@@ -79,7 +60,43 @@ func contentID(cat *catalog.Catalog, model embed.Identity, dense bool, cfg match
 	if id == 0 {
 		id = 1
 	}
-	return hex.EncodeToString(sum[:16]), id
+	return hex.EncodeToString(sum[:16]), id, next
+}
+
+// skillDigest hashes what clients see of one skill.
+func skillDigest(s *skill.Skill, prefix string) []byte {
+	d := digester{h: sha256.New(), prefix: prefix}
+	d.str(string(s.Root.Kind))
+	d.str(s.Root.Agent)
+	d.int(int64(s.Root.Order))
+	d.str(d.rel(s.Root.Display))
+	d.str(s.RelPath)
+	d.str(s.Name)
+	d.str(s.ContentHash)
+	d.str(s.FrontmatterHash)
+	d.int(s.Size)
+	d.int(int64(len(s.Resources)))
+	for _, r := range s.Resources {
+		d.str(r.Path)
+		d.int(r.Size)
+	}
+	d.bool(s.ResourcesTruncated)
+	d.str(s.Registry.Owner)
+	d.int(int64(len(s.Registry.Tags)))
+	for _, t := range s.Registry.Tags {
+		d.str(t)
+	}
+	switch {
+	case s.Registry.Enabled == nil:
+		d.int(-1)
+	case *s.Registry.Enabled:
+		d.int(1)
+	default:
+		d.int(0)
+	}
+	d.str(d.rel(s.Registry.Source))
+	d.problems(s.Problems)
+	return d.h.Sum(nil)
 }
 
 // digester writes length-prefixed fields into a hash.

@@ -36,16 +36,24 @@ type snapshotMeta struct {
 	Written time.Time      `json:"written"`
 }
 
+// snapshotDelay is how long the generations must stay unchanged before the
+// snapshot is written: a burst of edits costs one write, and a write does
+// not compete with the build that serves an edit.
+const snapshotDelay = 2 * time.Second
+
 // snapshotWriter saves the latest generation's index in the background, one
-// write at a time: a generation published while a write runs replaces any
-// generation still waiting. It also prunes the vector cache there.
+// write at a time, once the generations have stayed unchanged for
+// snapshotDelay: a generation published meanwhile replaces the one waiting.
+// It also prunes the vector cache there.
 type snapshotWriter struct {
 	path string
 	log  *slog.Logger
 
 	mu      sync.Mutex
 	pending *Generation
+	since   time.Time // when pending was queued
 	running bool
+	now     bool // flush asked: write without waiting
 	done    *sync.Cond
 	prunes  func()
 }
@@ -57,7 +65,7 @@ func (w *snapshotWriter) save(g *Generation) {
 	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	w.pending = g
+	w.pending, w.since = g, time.Now()
 	if w.running {
 		return
 	}
@@ -93,6 +101,13 @@ func (w *snapshotWriter) prune(b *Builder, id embed.Identity, winners []*skill.S
 func (w *snapshotWriter) run() {
 	for {
 		w.mu.Lock()
+		if w.pending != nil && !w.now {
+			if wait := snapshotDelay - time.Since(w.since); wait > 0 {
+				w.mu.Unlock()
+				time.Sleep(min(wait, 100*time.Millisecond))
+				continue
+			}
+		}
 		g, prune := w.pending, w.prunes
 		w.pending, w.prunes = nil, nil
 		if g == nil && prune == nil {
@@ -118,16 +133,18 @@ func (w *snapshotWriter) run() {
 	}
 }
 
-// flush waits until nothing is pending or being written.
+// flush writes what is pending now and waits until it is written.
 func (w *snapshotWriter) flush() {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if w.done == nil {
 		w.done = sync.NewCond(&w.mu)
 	}
+	w.now = true
 	for w.running {
 		w.done.Wait()
 	}
+	w.now = false
 }
 
 // write writes g's snapshot to a temporary file and renames it over the

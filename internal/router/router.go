@@ -71,7 +71,8 @@ type Router struct {
 	allow    *allowlist.File
 	execs    decisions
 
-	buildMu sync.Mutex // one build (scan, embed, publish) at a time
+	buildMu sync.Mutex // one build (scan, embed, publish) at a time; guards synced
+	synced  []string   // the scan folders the watcher was last synced to
 
 	mu          sync.Mutex // guards the fields below
 	lastStats   skill.ReindexStats
@@ -146,13 +147,20 @@ func (r *Router) refreshLoop(ctx context.Context) {
 		tick = t.C
 	}
 	for {
+		var changed []string
 		select {
 		case <-ctx.Done():
 			return
 		case <-changes:
+			// Events name what changed: when it all lies in known skill
+			// folders, only those are scanned again.
+			// No path (a folder newly watched) means scan everything.
+			if paths, all := r.watcher.TakeChanged(); !all {
+				changed = paths
+			}
 		case <-tick:
 		}
-		if _, err := r.reindex(ctx, false); err != nil && ctx.Err() == nil {
+		if _, err := r.reindexChanged(ctx, false, changed); err != nil && ctx.Err() == nil {
 			r.log.Error("background reindex failed; serving the previous generation", "err", err)
 		}
 	}
@@ -170,10 +178,23 @@ func (r *Router) Reindex(ctx context.Context, req skill.ReindexRequest) (*skill.
 
 // reindex runs one build and publishes its generation.
 func (r *Router) reindex(ctx context.Context, full bool) (skill.ReindexStats, error) {
+	return r.reindexChanged(ctx, full, nil)
+}
+
+// reindexChanged is reindex after file events that named changed paths
+// (nil: scan everything).
+func (r *Router) reindexChanged(ctx context.Context, full bool, changed []string) (skill.ReindexStats, error) {
 	r.buildMu.Lock()
 	defer r.buildMu.Unlock()
 	prev := r.current.Load()
-	g, pass, err := r.builder.Build(ctx, prev, full, r.Settings().Match)
+	var g *generation.Generation
+	var pass generation.Pass
+	var err error
+	if changed != nil && !full {
+		g, pass, err = r.builder.BuildChanged(ctx, prev, changed, r.Settings().Match)
+	} else {
+		g, pass, err = r.builder.Build(ctx, prev, full, r.Settings().Match)
+	}
 	if err == nil && g != prev {
 		r.publish(g)
 	}
@@ -196,11 +217,19 @@ func (r *Router) reindex(ctx context.Context, full bool) (skill.ReindexStats, er
 			"scanned", st.Scanned, "added", st.Added, "changed", st.Changed, "removed", st.Removed,
 			"invalid", st.Invalid, "parsed", st.Parsed, "embedded", st.Embedded, "duration", st.Duration.String())
 	}
-	if w != nil {
+	if w != nil && !sameSlice(pass.Dirs, r.synced) {
+		// A rescan of a few folders keeps the last scan's folders: the
+		// watched set is already right.
 		bc := r.builder.Config()
 		w.Sync(skillfs.WatchDirs(bc.Workspace, bc.Roots, pass.Dirs))
+		r.synced = pass.Dirs
 	}
 	return st, nil
+}
+
+// sameSlice reports whether a and b are the same slice (not merely equal).
+func sameSlice(a, b []string) bool {
+	return len(a) == len(b) && (len(a) == 0 || &a[0] == &b[0])
 }
 
 // publish makes g the served generation and wakes WaitGeneration callers.

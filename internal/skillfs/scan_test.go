@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -114,5 +115,40 @@ func TestExpandRootsErrors(t *testing.T) {
 		if _, err := ExpandRoots(t.TempDir(), []RootSpec{spec}); err == nil {
 			t.Errorf("ExpandRoots(%+v) = nil error", spec)
 		}
+	}
+}
+
+func TestScanSkillDirMatchesScan(t *testing.T) {
+	root := t.TempDir()
+	for _, d := range []string{"a", "b/c"} {
+		if err := os.MkdirAll(filepath.Join(root, d, "refs"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(root, d, SkillFile), []byte("---\nname: x\ndescription: y\n---\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(root, d, "refs", "r.md"), []byte("ref"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	r := skill.Root{Path: root, Display: "skills", Kind: skill.KindProject}
+	res := Scan([]skill.Root{r}, DefaultScanLimits)
+	if len(res.Files) != 2 {
+		t.Fatalf("scan found %d skills", len(res.Files))
+	}
+	for _, want := range res.Files {
+		got, ok := ScanSkillDir(r, want.Dir, DefaultScanLimits)
+		if !ok || !reflect.DeepEqual(got, want) {
+			t.Errorf("ScanSkillDir(%s) = %+v, %v; Scan found %+v", want.Dir, got, ok, want)
+		}
+	}
+	if err := os.Remove(filepath.Join(root, "a", SkillFile)); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := ScanSkillDir(r, filepath.Join(root, "a"), DefaultScanLimits); ok {
+		t.Error("a folder without SKILL.md scanned as a skill")
+	}
+	if _, ok := ScanSkillDir(r, t.TempDir(), DefaultScanLimits); ok {
+		t.Error("a folder outside the root scanned as a skill")
 	}
 }

@@ -25,7 +25,13 @@ type Watcher struct {
 
 	mu      sync.Mutex
 	watched map[string]bool
+	changed map[string]bool // paths named by events since TakeChanged
+	lost    bool            // events were lost since TakeChanged
 }
+
+// maxChanged bounds the paths remembered between two TakeChanged calls;
+// beyond it the owner is told to scan everything.
+const maxChanged = 4096
 
 // NewWatcher starts watching nothing yet; call Sync with folders to watch.
 func NewWatcher(debounce time.Duration, log *slog.Logger) (*Watcher, error) {
@@ -111,6 +117,7 @@ func (w *Watcher) Run(ctx context.Context) {
 			if ev.Op == fsnotify.Chmod {
 				continue // metadata-only: indexers and virus scanners touch these
 			}
+			w.note(ev.Name)
 			if timer == nil {
 				timer = time.NewTimer(w.debounce)
 			} else {
@@ -123,6 +130,9 @@ func (w *Watcher) Run(ctx context.Context) {
 			}
 			if errors.Is(err, fsnotify.ErrEventOverflow) {
 				w.log.Warn("file event queue overflowed; rescanning everything")
+				w.mu.Lock()
+				w.lost = true
+				w.mu.Unlock()
 				w.notify()
 				continue
 			}
@@ -132,6 +142,35 @@ func (w *Watcher) Run(ctx context.Context) {
 			w.notify()
 		}
 	}
+}
+
+// note remembers the path of an event.
+func (w *Watcher) note(p string) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.changed == nil {
+		w.changed = map[string]bool{}
+	}
+	if len(w.changed) >= maxChanged {
+		w.lost = true
+		return
+	}
+	w.changed[filepath.Clean(p)] = true
+}
+
+// TakeChanged returns the paths named by the events seen since the last
+// call, and forgets them. all is set when some events were lost (the queue
+// overflowed, or too many paths changed): then only a scan of everything
+// is safe. A path may be a file or a folder, and may no longer exist.
+func (w *Watcher) TakeChanged() (paths []string, all bool) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for p := range w.changed {
+		paths = append(paths, p)
+	}
+	all = w.lost
+	w.changed, w.lost = nil, false
+	return paths, all
 }
 
 func (w *Watcher) notify() {

@@ -222,6 +222,35 @@ func WriteQueries(path, prefix string, tasks []string) error {
 // WriteWorkspace writes skills under dir as a workspace:
 // dir/skills/<name>/SKILL.md.
 func WriteWorkspace(dir string, skills []Skill) error {
+	return writeSkills(filepath.Join(dir, "skills"), skills)
+}
+
+// MaxRootSkills is the most skills WriteSplitWorkspace puts in one root,
+// well under the scan's bound on folders per root.
+const MaxRootSkills = 25000
+
+// WriteSplitWorkspace writes skills under dir in roots of at most perRoot
+// skills, dir/skills/part-NNN/<name>/SKILL.md, and a configuration file
+// (dir/.mcp/.mcp-config.yaml) whose roots are those parts: how a catalog
+// larger than one root's scan bound is served.
+func WriteSplitWorkspace(dir string, skills []Skill, perRoot int) error {
+	if perRoot <= 0 {
+		return fmt.Errorf("perRoot %d must be positive", perRoot)
+	}
+	for part, lo := 0, 0; lo < len(skills); part, lo = part+1, lo+perRoot {
+		if err := writeSkills(filepath.Join(dir, "skills", fmt.Sprintf("part-%03d", part)), skills[lo:min(len(skills), lo+perRoot)]); err != nil {
+			return err
+		}
+	}
+	if err := os.MkdirAll(filepath.Join(dir, ".mcp"), 0o755); err != nil {
+		return err
+	}
+	cfg := "# Written by routerbench gen: one root per part of the catalog.\nroots:\n  - path: skills/*\n    kind: project\n"
+	return os.WriteFile(filepath.Join(dir, ".mcp", ".mcp-config.yaml"), []byte(cfg), 0o644)
+}
+
+// writeSkills writes root/<name>/SKILL.md for each skill.
+func writeSkills(root string, skills []Skill) error {
 	for _, s := range skills {
 		fm, err := yaml.Marshal(struct {
 			Name        string `yaml:"name"`
@@ -230,7 +259,7 @@ func WriteWorkspace(dir string, skills []Skill) error {
 		if err != nil {
 			return err
 		}
-		p := filepath.Join(dir, "skills", s.Name, skillfs.SkillFile)
+		p := filepath.Join(root, s.Name, skillfs.SkillFile)
 		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
 			return err
 		}
