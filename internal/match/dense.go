@@ -35,6 +35,7 @@ type denseBlock struct {
 	q     []int8    // blockRows rows of stride
 	scale []float32 // per row: q times scale approximates the row
 	bound []float32 // per row: the approximate cosine is within bound of the exact one
+	sum   []int32   // per row: the sum of q, for scans that read the task as unsigned bytes
 }
 
 // newDense copies the usable vectors into a matrix of n slots. A vector is
@@ -89,6 +90,7 @@ func (d *dense) newBlock() *denseBlock {
 	return &denseBlock{
 		vecs: make([]float32, blockRows*d.dim), has: make([]bool, blockRows),
 		q: make([]int8, blockRows*d.stride), scale: make([]float32, blockRows), bound: make([]float32, blockRows),
+		sum: make([]int32, blockRows),
 	}
 }
 
@@ -143,13 +145,16 @@ func (b *denseBlock) quantize(r, dim, stride int) {
 		scale = float32(maxAbs / 127)
 	}
 	var res float64
+	var sum int32
 	for j, x := range row {
 		v := max(-127, min(127, math.Round(float64(x)/float64(scale))))
 		q[j] = int8(v)
+		sum += int32(v)
 		e := float64(x) - v*float64(scale)
 		res += e * e
 	}
 	b.scale[r] = scale
+	b.sum[r] = sum
 	// |q·v − q·v'| ≤ |q|·|v − v'| for a unit task vector q, plus the
 	// rounding of the approximate cosine to float32 and of the exact dot
 	// product (at most dim·2⁻²⁴ for unit vectors), with room to spare.
@@ -169,6 +174,7 @@ func (d *dense) own(touched map[int]bool) *dense {
 		nd.blocks[bi] = &denseBlock{
 			vecs: append([]float32(nil), o.vecs...), has: append([]bool(nil), o.has...),
 			q: append([]int8(nil), o.q...), scale: append([]float32(nil), o.scale...), bound: append([]float32(nil), o.bound...),
+			sum: append([]int32(nil), o.sum...),
 		}
 	}
 	return &nd
@@ -376,30 +382,37 @@ func (d *dense) exactScan(q []float32, n int, out []float32) {
 
 // int8Scan writes the approximate cosine of q with every row of slots
 // [0, n) into out, and returns how far the task's own quantisation can move
-// a cosine. The task vector is quantised to 15 bits (it is one vector, so
-// precision is cheap), each row to 8, and their dot product is exact in
-// integers.
+// a cosine. The task vector is quantised too (to 15 bits with AVX2, to 8
+// with AVX-512 VNNI, which reads it as unsigned bytes: q + 128, the excess
+// taken off with each row's sum), and the dot products are exact integers.
 func (d *dense) int8Scan(q []float32, n int, out []float32, sc *scratch) float32 {
 	var maxAbs float64
 	for _, x := range q {
 		maxAbs = max(maxAbs, math.Abs(float64(x)))
 	}
+	levels := 16383.0
+	if haveVNNI {
+		levels = 127
+	}
 	qs := 1.0
 	if maxAbs > 0 {
-		qs = maxAbs / 16383
+		qs = maxAbs / levels
 	}
 	q16 := sc.q16[:0]
+	q8 := sc.q8[:0]
 	var res float64
 	for _, x := range q {
 		v := math.Round(float64(x) / qs)
 		q16 = append(q16, int16(v))
+		q8 = append(q8, uint8(int(v)+128))
 		e := float64(x) - v*qs
 		res += e * e
 	}
 	for len(q16) < d.stride {
 		q16 = append(q16, 0)
+		q8 = append(q8, 128)
 	}
-	sc.q16 = q16
+	sc.q16, sc.q8 = q16, q8
 	if cap(sc.dots) < n {
 		sc.dots = make([]int32, n)
 	}
@@ -409,7 +422,14 @@ func (d *dense) int8Scan(q []float32, n int, out []float32, sc *scratch) float32
 			b := d.blocks[lo/blockRows]
 			r := lo % blockRows
 			rows := min(blockRows-r, hi-lo)
-			dotsInt8(q16, b.q[r*d.stride:(r+rows)*d.stride], d.stride, dots[lo:lo+rows])
+			if haveVNNI {
+				dotsU8(q8, b.q[r*d.stride:(r+rows)*d.stride], d.stride, dots[lo:lo+rows])
+				for k := range rows {
+					dots[lo+k] -= 128 * b.sum[r+k]
+				}
+			} else {
+				dotsInt8(q16, b.q[r*d.stride:(r+rows)*d.stride], d.stride, dots[lo:lo+rows])
+			}
 			for k := range rows {
 				out[lo+k] = float32(float64(dots[lo+k]) * qs * float64(b.scale[r+k]))
 			}
@@ -453,6 +473,18 @@ func dot(a, b []float32) float32 {
 		s0 += a[i] * b[i]
 	}
 	return (s0 + s1) + (s2 + s3)
+}
+
+// dotsU8Go is the portable form of dotsU8.
+func dotsU8Go(q []uint8, rows []int8, stride int, out []int32) {
+	for i := range out {
+		row := rows[i*stride : (i+1)*stride]
+		var s int32
+		for j, x := range row {
+			s += int32(q[j]) * int32(x)
+		}
+		out[i] = s
+	}
 }
 
 // dotsInt8Go is the portable form of dotsInt8: out[i] is the dot product of

@@ -5,6 +5,24 @@ import "golang.org/x/sys/cpu"
 // haveInt8Scan is set when the CPU runs dotsInt8AVX2.
 var haveInt8Scan = cpu.X86.HasAVX2 && cpu.X86.HasFMA
 
+// haveVNNI is set when the CPU runs dotsU8AVX512 (AVX-512 with VNNI).
+var haveVNNI = cpu.X86.HasAVX512F && cpu.X86.HasAVX512BW && cpu.X86.HasAVX512VNNI
+
+// dotsU8 sets out[i] to the dot product of q (unsigned bytes) with row i
+// of rows; stride is a multiple of 64 and len(q) >= stride. It needs
+// haveVNNI.
+func dotsU8(q []uint8, rows []int8, stride int, out []int32) {
+	if len(out) == 0 {
+		return
+	}
+	_ = q[stride-1]
+	_ = rows[len(out)*stride-1]
+	dotsU8AVX512(&q[0], &rows[0], stride, len(out), &out[0])
+}
+
+//go:noescape
+func dotsU8AVX512(q *uint8, rows *int8, stride, n int, out *int32)
+
 // dotsInt8 sets out[i] to the dot product of q with row i of rows, each
 // stride values long; stride is a multiple of 64 and len(q) >= stride.
 func dotsInt8(q []int16, rows []int8, stride int, out []int32) {

@@ -116,3 +116,45 @@ store:
 	VMOVUPS Y3, 96(R8)
 	VZEROUPPER
 	RET
+
+// func dotsU8AVX512(q *uint8, rows *int8, stride, n int, out *int32)
+//
+// For each of n rows of stride int8 values (stride a multiple of 64), out
+// gets the exact integer dot product with q, read as unsigned bytes:
+// VPDPBUSD multiplies 64 byte pairs and adds them in groups of four into
+// sixteen int32 lanes.
+TEXT ·dotsU8AVX512(SB), NOSPLIT, $0-40
+	MOVQ q+0(FP), SI
+	MOVQ rows+8(FP), DI
+	MOVQ stride+16(FP), CX
+	MOVQ n+24(FP), DX
+	MOVQ out+32(FP), R8
+	TESTQ DX, DX
+	JZ   u8done
+
+u8row:
+	VPXORD Z4, Z4, Z4
+	XORQ   AX, AX
+
+u8inner:
+	VMOVDQU64 (SI)(AX*1), Z0
+	VPDPBUSD  (DI)(AX*1), Z0, Z4
+	ADDQ      $64, AX
+	CMPQ      AX, CX
+	JLT       u8inner
+
+	VEXTRACTI64X4 $1, Z4, Y5
+	VPADDD        Y5, Y4, Y4
+	VEXTRACTI128  $1, Y4, X5
+	VPADDD        X5, X4, X4
+	VPHADDD       X4, X4, X4
+	VPHADDD       X4, X4, X4
+	VMOVD         X4, (R8)
+	ADDQ          $4, R8
+	ADDQ          CX, DI
+	DECQ          DX
+	JNZ           u8row
+	VZEROUPPER
+
+u8done:
+	RET

@@ -16,3 +16,7 @@ func dots8(q, _ []float32, rows *[8][]float32, out *[8]float32) {
 		out[r] = dot(q, row)
 	}
 }
+
+var haveVNNI = false
+
+func dotsU8(q []uint8, rows []int8, stride int, out []int32) { dotsU8Go(q, rows, stride, out) }

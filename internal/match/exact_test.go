@@ -96,8 +96,8 @@ func exactRendering(rk *Ranking) string {
 // withExhaustive runs f with the pruned BM25 pass and the int8 pre-scan
 // turned off (on == false) or forced on even for small inputs.
 func withExhaustive(on bool, f func()) {
-	pm, qm, hs := pruneMinPostings, quantizedMinRows, haveInt8Scan
-	defer func() { pruneMinPostings, quantizedMinRows, haveInt8Scan = pm, qm, hs }()
+	pm, qm, hs, vn := pruneMinPostings, quantizedMinRows, haveInt8Scan, haveVNNI
+	defer func() { pruneMinPostings, quantizedMinRows, haveInt8Scan, haveVNNI = pm, qm, hs, vn }()
 	if on {
 		pruneMinPostings, haveInt8Scan = math.MaxInt, false
 	} else {
@@ -148,6 +148,12 @@ func TestBoundedWorkIsExact(t *testing.T) {
 		t.Fatal(err)
 	}
 	checkExact(t, ix, tasks)
+	if haveVNNI {
+		haveVNNI = false
+		defer func() { haveVNNI = true }()
+		t.Log("again with the AVX2 kernel")
+		checkExact(t, ix, tasks)
+	}
 }
 
 func checkExact(t *testing.T, ix *Index, tasks []string) {

@@ -2,6 +2,7 @@ package match
 
 import (
 	"math"
+	"slices"
 	"sort"
 
 	"github.com/mcpsag/router/internal/skill"
@@ -140,7 +141,15 @@ func (ix *Index) sortCandidates(mode skill.MatchMode, rule skill.Fusion, cands [
 		}
 		return ix.ord[a.doc] < ix.ord[b.doc]
 	}
-	sort.Slice(cands, func(i, j int) bool { return less(cands[i], cands[j]) })
+	slices.SortFunc(cands, func(a, b *candidate) int {
+		switch {
+		case less(a, b):
+			return -1
+		case less(b, a):
+			return 1
+		}
+		return 0
+	})
 	if mode != skill.ModeHybrid || rule != skill.FusionTiebreak {
 		return
 	}

@@ -215,3 +215,25 @@ func TestDotsInt8MatchesPortable(t *testing.T) {
 		t.Errorf("AVX2 %v, portable %v", got[:4], want[:4])
 	}
 }
+
+func TestDotsU8MatchesPortable(t *testing.T) {
+	if !haveVNNI {
+		t.Skip("no AVX-512 VNNI")
+	}
+	r := rand.New(rand.NewPCG(9, 10))
+	const stride, n = 256, 29
+	q := make([]uint8, stride)
+	for i := range q {
+		q[i] = uint8(r.IntN(256))
+	}
+	rows := make([]int8, n*stride)
+	for i := range rows {
+		rows[i] = int8(r.IntN(255) - 127)
+	}
+	got, want := make([]int32, n), make([]int32, n)
+	dotsU8(q, rows, stride, got)
+	dotsU8Go(q, rows, stride, want)
+	if !slices.Equal(got, want) {
+		t.Errorf("AVX-512 %v, portable %v", got[:4], want[:4])
+	}
+}

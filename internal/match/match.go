@@ -3,7 +3,7 @@ package match
 import (
 	"context"
 	"fmt"
-	"sort"
+	"slices"
 	"strings"
 
 	"github.com/mcpsag/router/internal/skill"
@@ -86,6 +86,7 @@ type scratch struct {
 	heap2      []entry
 	heap3      []entry
 	q16        []int16
+	q8         []uint8
 	dots       []int32
 	q2         []float32
 	rescore    []int32
@@ -383,7 +384,15 @@ func (h *heap) offer(e entry) {
 // sorted sorts the entries best first, in place, and returns them.
 func (h heap) sorted() []entry {
 	out := h.s
-	sort.Slice(out, func(i, j int) bool { return worse(out[j], out[i]) })
+	slices.SortFunc(out, func(a, b entry) int {
+		switch {
+		case worse(b, a):
+			return -1
+		case worse(a, b):
+			return 1
+		}
+		return 0
+	})
 	return out
 }
 
