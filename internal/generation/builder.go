@@ -13,6 +13,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
+	"maps"
 	"path"
 	"path/filepath"
 	"runtime"
@@ -129,6 +130,8 @@ type Builder struct {
 	memo          map[string]*skillMemo   // SKILL.md path -> the skill built from it, for reuse
 	lastMemoFiles []skillfs.Found         // the scan files memo was made for
 	dirOrder      []string                // the SKILL.md paths of lastMemoFiles, in folder order
+	dirMemo       []*skillMemo            // memo of dirOrder's paths
+	dirPos        map[string]int          // SKILL.md path -> its place in dirOrder
 	cids          map[*skill.Skill][]byte // per-skill content digests of the served generation
 
 	parsedTotal atomic.Int64
@@ -242,7 +245,10 @@ func (b *Builder) build(ctx context.Context, prev *Generation, full bool, change
 	b.setProgress("index", 0, len(cat.Winners()))
 	g := &Generation{Catalog: cat, Model: model, vectors: vectors, digest: digest, db: b.db}
 	cfg := b.modelConfig(matchCfg, g)
-	g.ContentID, g.ID, b.cids = contentID(cat, model, vectors != nil, cfg, b.workspace, b.cids)
+	if b.cids == nil || !pass.Partial {
+		b.cids = map[*skill.Skill][]byte{} // a full scan drops the digests of skills gone
+	}
+	g.ContentID, g.ID = contentID(cat, model, vectors != nil, cfg, b.workspace, b.cids)
 	pass.phase("identity", &t)
 	var us match.UpdateStats
 	if g.Index, us, err = b.buildIndex(ctx, base, g, cfg); err != nil {
@@ -261,9 +267,14 @@ func (b *Builder) build(ctx context.Context, prev *Generation, full bool, change
 // another match configuration: over g's index data when only query-time
 // settings changed, else over an updated index.
 func (b *Builder) WithMatchConfig(ctx context.Context, g *Generation, cfg match.Config) (*Generation, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
 	next := *g
 	cfg = b.modelConfig(cfg, g)
-	next.ContentID, next.ID, b.cids = contentID(g.Catalog, g.Model, g.vectors != nil, cfg, b.workspace, b.cids)
+	if b.cids == nil {
+		b.cids = map[*skill.Skill][]byte{}
+	}
+	next.ContentID, next.ID = contentID(g.Catalog, g.Model, g.vectors != nil, cfg, b.workspace, b.cids)
 	var err error
 	if next.Index, err = g.Index.WithConfig(cfg); err != nil {
 		if next.Index, _, err = b.buildIndex(ctx, g.Index, &next, cfg); err != nil {
@@ -312,9 +323,14 @@ func (b *Builder) refreshCatalog(ctx context.Context, prev *Generation, full boo
 	pass.phase("parse", &t)
 
 	changes := store.FileChanges{Bodies: map[string]string{}}
-	next := make(map[string]*store.FileRecord, len(scan.Files))
-	for _, f := range scan.Files {
-		next[f.Path] = b.records[f.Path]
+	var next map[string]*store.FileRecord
+	if partial {
+		next = maps.Clone(b.records) // the same files: only records change
+	} else {
+		next = make(map[string]*store.FileRecord, len(scan.Files))
+		for _, f := range scan.Files {
+			next[f.Path] = b.records[f.Path]
+		}
 	}
 	for j, i := range todo {
 		f := scan.Files[i]
@@ -561,6 +577,12 @@ func (b *Builder) catalogInput(roots []skill.Root, scan skillfs.ScanResult, recs
 			b.dirOrder[i] = f.Path
 		}
 		slices.SortFunc(b.dirOrder, func(a, c string) int { return strings.Compare(filepath.Dir(a), filepath.Dir(c)) })
+		b.dirMemo = make([]*skillMemo, len(b.dirOrder))
+		b.dirPos = make(map[string]int, len(b.dirOrder))
+		for i, p := range b.dirOrder {
+			b.dirPos[p] = i
+			b.dirMemo[i] = b.memo[p]
+		}
 	}
 	b.lastMemoFiles = scan.Files
 	memo := b.memo
@@ -571,7 +593,10 @@ func (b *Builder) catalogInput(roots []skill.Root, scan skillfs.ScanResult, recs
 		if rec.Good == nil {
 			in.Invalid++
 			other = append(other, rec.Problems...)
-			delete(memo, f.Path)
+			if _, ok := memo[f.Path]; ok {
+				delete(memo, f.Path)
+				b.dirMemo[b.dirPos[f.Path]] = nil
+			}
 			continue
 		}
 		g := rec.Good
@@ -615,7 +640,10 @@ func (b *Builder) catalogInput(roots []skill.Root, scan skillfs.ScanResult, recs
 			_ = json.NewEncoder(h).Encode([]any{s.Dir, s.Root, s.ContentHash, s.Resources, s.ResourcesTruncated, s.Registry, s.Problems})
 			m.digestIn = h.Sum(nil)
 		}
-		memo[f.Path] = m
+		if memo[f.Path] != m {
+			memo[f.Path] = m
+			b.dirMemo[b.dirPos[f.Path]] = m
+		}
 		if m.stale != nil {
 			in.Problems = append(in.Problems, *m.stale)
 		}
@@ -639,8 +667,8 @@ func (b *Builder) catalogInput(roots []skill.Root, scan skillfs.ScanResult, recs
 	// digestInput: every skill's part, in folder order, then the counts
 	// and the problems no skill carries.
 	h := sha256.New()
-	for _, p := range b.dirOrder {
-		if m, ok := memo[p]; ok {
+	for _, m := range b.dirMemo {
+		if m != nil {
 			h.Write(m.digestIn)
 		}
 	}

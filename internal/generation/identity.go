@@ -25,12 +25,11 @@ import (
 // the workspace are written relative to it and modification times are left
 // out, so copies of one workspace give the same digest wherever they are.
 //
-// Each skill's part is hashed once and kept in cache (by skill) for the
-// next generation; contentID returns the cache of this generation's skills.
-func contentID(cat *catalog.Catalog, model embed.Identity, dense bool, cfg match.Config, workspace string, cache map[*skill.Skill][]byte) (string, uint64, map[*skill.Skill][]byte) {
+// Each skill's part is hashed once and added to cache (by skill) for the
+// next generations.
+func contentID(cat *catalog.Catalog, model embed.Identity, dense bool, cfg match.Config, workspace string, cache map[*skill.Skill][]byte) (string, uint64) {
 	prefix := workspace + string(os.PathSeparator)
 	d := digester{h: sha256.New(), prefix: prefix}
-	next := make(map[*skill.Skill][]byte, len(cat.Entries()))
 	d.str("mcpsag-generation-1")
 	if dense {
 		d.str(model.Fingerprint)
@@ -48,8 +47,8 @@ func contentID(cat *catalog.Catalog, model embed.Identity, dense bool, cfg match
 		sum, ok := cache[s]
 		if !ok {
 			sum = skillDigest(s, prefix)
+			cache[s] = sum
 		}
-		next[s] = sum
 		d.h.Write(sum)
 		d.int(int64(e.Rank))
 		d.bool(e.ShadowedBy != nil)
@@ -60,7 +59,7 @@ func contentID(cat *catalog.Catalog, model embed.Identity, dense bool, cfg match
 	if id == 0 {
 		id = 1
 	}
-	return hex.EncodeToString(sum[:16]), id, next
+	return hex.EncodeToString(sum[:16]), id
 }
 
 // skillDigest hashes what clients see of one skill.

@@ -42,16 +42,33 @@ func (b *Builder) vectors(ctx context.Context, prev *Generation, base *match.Ind
 		b.log.Warn("cannot record the embedding model in the cache; matching uses keywords only", "err", err)
 		return nil, embed.Identity{}, nil
 	}
-	known := knownVectors(prev, base, baseModel, id)
 	winners := cat.Winners()
 	out := make(map[*skill.Skill][]float32, len(winners))
-	var todo []*skill.Skill
+	var misses []*skill.Skill
 	for _, s := range winners {
-		if k, ok := known[s.Dir]; ok && k.hash == s.ContentHash && k.name == s.Name {
-			out[s] = k.vec
-			continue
+		// A skill unchanged since prev is the same *skill.Skill.
+		if prev != nil && prev.vectors != nil && prev.Model == id {
+			if v, ok := prev.vectors[s]; ok {
+				out[s] = v
+				continue
+			}
 		}
-		todo = append(todo, s)
+		misses = append(misses, s)
+	}
+	var todo []*skill.Skill
+	if len(misses) > 0 {
+		want := make(map[string]bool, len(misses))
+		for _, s := range misses {
+			want[s.Dir] = true
+		}
+		known := knownVectors(prev, base, baseModel, id, want)
+		for _, s := range misses {
+			if k, ok := known[s.Dir]; ok && k.hash == s.ContentHash && k.name == s.Name {
+				out[s] = k.vec
+				continue
+			}
+			todo = append(todo, s)
+		}
 	}
 	pass.DocumentsCached = len(winners) - len(todo)
 	if len(todo) == 0 {
@@ -94,19 +111,23 @@ type knownVector struct {
 	vec        []float32
 }
 
-// knownVectors returns, by skill folder, the vectors of prev (or of base,
-// restored from a snapshot) made by the model id.
-func knownVectors(prev *Generation, base *match.Index, baseModel, id embed.Identity) map[string]knownVector {
+// knownVectors returns, by skill folder (those in want), the vectors of
+// prev (or of base, restored from a snapshot) made by the model id.
+func knownVectors(prev *Generation, base *match.Index, baseModel, id embed.Identity, want map[string]bool) map[string]knownVector {
 	out := map[string]knownVector{}
 	if prev != nil && prev.vectors != nil && prev.Model == id {
 		for s, v := range prev.vectors {
-			out[s.Dir] = knownVector{s.ContentHash, s.Name, v}
+			if want[s.Dir] {
+				out[s.Dir] = knownVector{s.ContentHash, s.Name, v}
+			}
 		}
 		return out
 	}
 	if base != nil && baseModel == id {
 		base.EachVector(func(s *skill.Skill, v []float32) {
-			out[s.Dir] = knownVector{s.ContentHash, s.Name, v}
+			if want[s.Dir] {
+				out[s.Dir] = knownVector{s.ContentHash, s.Name, v}
+			}
 		})
 	}
 	return out

@@ -74,12 +74,13 @@ type Index struct {
 	generation   uint64
 	generationID string
 	model        string
-	docs         []*skill.Skill // by slot; nil for a free slot
-	hidden       []bool         // by slot
-	ord          []int32        // by slot: the skill's place among the indexed skills, in catalog order
-	bodyErr      []bool         // by slot: the body could not be read; indexed without it
-	srcVec       [][]float32    // by slot: the vector as given, to tell an unchanged one cheaply
-	byOrd        []int32        // the slots in catalog order
+	docs         []*skill.Skill   // by slot; nil for a free slot
+	hidden       []bool           // by slot
+	ord          []int32          // by slot: the skill's place among the indexed skills, in catalog order
+	bodyErr      []bool           // by slot: the body could not be read; indexed without it
+	srcVec       [][]float32      // by slot: the vector as given, to tell an unchanged one cheaply
+	byOrd        []int32          // the slots in catalog order
+	slotOf       map[string]int32 // skill folder -> slot
 	sparse       *sparse
 	dense        *dense // nil without vectors
 	phrases      *phrases
@@ -120,6 +121,10 @@ func Build(ctx context.Context, in BuildInput) (*Index, error) {
 	ix.byOrd = make([]int32, n)
 	ix.bodyErr = make([]bool, n)
 	ix.srcVec = vectors
+	ix.slotOf = make(map[string]int32, n)
+	for i, s := range ix.docs {
+		ix.slotOf[s.Dir] = int32(i)
+	}
 	for i := range n {
 		ix.ord[i], ix.byOrd[i] = int32(i), int32(i)
 	}
@@ -289,7 +294,7 @@ func (ix *Index) WithConfig(cfg Config) (*Index, error) {
 	sp.k1, sp.sum = cfg.BM25.K1, cfg.BM25.Scoring == ScoringSum
 	return &Index{
 		cfg: cfg, generation: ix.generation, generationID: ix.generationID, model: ix.model, docs: ix.docs, hidden: ix.hidden,
-		ord: ix.ord, bodyErr: ix.bodyErr, srcVec: ix.srcVec, byOrd: ix.byOrd,
+		ord: ix.ord, bodyErr: ix.bodyErr, srcVec: ix.srcVec, byOrd: ix.byOrd, slotOf: ix.slotOf,
 		sparse: &sp, dense: ix.dense, phrases: ix.phrases, embedder: ix.embedder, stats: ix.stats,
 	}, nil
 }

@@ -51,9 +51,12 @@ func (ix *Index) Update(ctx context.Context, in BuildInput) (*Index, UpdateStats
 	nx := &Index{cfg: cfg, generation: in.Generation, generationID: in.GenerationID, model: in.Model, embedder: in.Embedder}
 
 	// Match the new skills with the old slots.
-	slotOf := make(map[string]int32, len(ix.byOrd))
-	for _, d := range ix.byOrd {
-		slotOf[ix.docs[d].Dir] = d
+	slotOf := ix.slotOf
+	if slotOf == nil { // a restored snapshot
+		slotOf = make(map[string]int32, len(ix.byOrd))
+		for _, d := range ix.byOrd {
+			slotOf[ix.docs[d].Dir] = d
+		}
 	}
 	type item struct {
 		s    *skill.Skill
@@ -76,17 +79,19 @@ func (ix *Index) Update(ctx context.Context, in BuildInput) (*Index, UpdateStats
 		if d, ok := slotOf[s.Dir]; ok && !used[d] {
 			used[d] = true
 			it.slot = d
-			it.kept = sameIndexedText(ix.docs[d], s) && !ix.bodyErr[d]
+			it.kept = (ix.docs[d] == s || sameIndexedText(ix.docs[d], s)) && !ix.bodyErr[d]
 		}
 		items = append(items, it)
 	}
 	// Slots to drop (changed or removed) and to fill (changed or added).
 	var drop, fill []int32
 	var free []int32
+	var gone []string // folders of removed skills
 	for d, s := range ix.docs {
 		if s != nil && !used[d] {
 			drop = append(drop, int32(d))
 			free = append(free, int32(d))
+			gone = append(gone, s.Dir)
 			us.Removed++
 		} else if s == nil {
 			free = append(free, int32(d))
@@ -112,6 +117,17 @@ func (ix *Index) Update(ctx context.Context, in BuildInput) (*Index, UpdateStats
 			us.Added++
 		}
 		fill = append(fill, it.slot)
+	}
+
+	nx.slotOf = slotOf
+	if us.Added > 0 || us.Removed > 0 || ix.slotOf == nil {
+		nx.slotOf = maps.Clone(slotOf)
+		for _, dir := range gone {
+			delete(nx.slotOf, dir)
+		}
+		for _, it := range items {
+			nx.slotOf[it.s.Dir] = it.slot
+		}
 	}
 
 	// Per-slot arrays, in the new generation's own copies.
