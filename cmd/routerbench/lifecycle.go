@@ -144,6 +144,7 @@ func runLifecycle(ctx context.Context, o lifecycleOptions, logw io.Writer) (*lif
 		}
 		rep.GenerationID = st.GenerationId
 		rep.GenerationSame = st.GenerationId == coldID
+		p.settle(ctx)
 		rep.EditToServed, err = timeEdits(ctx, p, o)
 		p.stop()
 		if err != nil {
@@ -212,6 +213,19 @@ func (p *routerProcess) waitServing(ctx context.Context, timeout time.Duration) 
 			return nil, fmt.Errorf("router exited: %s", p.stderr.String())
 		}
 		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// settle waits until the router has built nothing for two seconds (after a
+// start, the file watcher's first sync asks for one more scan).
+func (p *routerProcess) settle(ctx context.Context) {
+	quiet := time.Now()
+	for time.Since(quiet) < 2*time.Second && ctx.Err() == nil {
+		st, err := p.client.Status(ctx, &routerv1.StatusRequest{})
+		if err != nil || st.GetReindexProgress().GetRunning() {
+			quiet = time.Now()
+		}
+		time.Sleep(50 * time.Millisecond)
 	}
 }
 

@@ -54,8 +54,9 @@ func contentID(cat *catalog.Catalog, model embed.Identity, dense bool, cfg match
 		d.bool(e.ShadowedBy != nil)
 	}
 	sum := d.h.Sum(nil)
-	// A positive, nonzero number, so it reads the same as an int64.
-	id := binary.BigEndian.Uint64(sum[:8]) &^ (1 << 63)
+	// A positive number under 2⁵³, so it survives JSON readers that hold
+	// numbers as doubles.
+	id := binary.BigEndian.Uint64(sum[:8]) >> 11
 	if id == 0 {
 		id = 1
 	}

@@ -1009,10 +1009,10 @@ type MatchResponse struct {
 	Abstained     bool          `protobuf:"varint,2,opt,name=abstained,proto3" json:"abstained,omitempty"`
 	AbstainReason AbstainReason `protobuf:"varint,3,opt,name=abstain_reason,json=abstainReason,proto3,enum=mcpsag.router.v1.AbstainReason" json:"abstain_reason,omitempty"`
 	AbstainDetail string        `protobuf:"bytes,4,opt,name=abstain_detail,json=abstainDetail,proto3" json:"abstain_detail,omitempty"`
-	// The index generation the answer was computed on: a number derived
-	// from generation_id, so every replica serving the same skill files,
-	// model and matching configuration gives the same one. Compare it for
-	// equality only: it changes with the generation, it does not grow.
+	// The index generation the answer was computed on: a number under 2^53
+	// made from generation_id, so every replica serving the same skill
+	// files, model and matching configuration gives the same one. Compare it
+	// for equality only: it changes with the generation, it does not grow.
 	IndexGeneration uint64 `protobuf:"varint,5,opt,name=index_generation,json=indexGeneration,proto3" json:"index_generation,omitempty"`
 	// Set when embeddings were unavailable and keywords alone were used.
 	Degraded bool      `protobuf:"varint,6,opt,name=degraded,proto3" json:"degraded,omitempty"`
