@@ -5,11 +5,15 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime/debug"
+	"strconv"
 	"testing"
 	"time"
 
+	"github.com/mcpsag/router/internal/embed"
 	"github.com/mcpsag/router/internal/match"
 	"github.com/mcpsag/router/internal/skillfs"
+	"github.com/mcpsag/router/internal/skillmd"
 	"github.com/mcpsag/router/internal/store"
 )
 
@@ -87,5 +91,54 @@ func BenchmarkEditToServed(b *testing.B) {
 		}
 		b.Logf("edit %d: %s %v", i, pass.Stats.Duration.Round(time.Millisecond), pass.Phases)
 		g = next
+	}
+}
+
+// BenchmarkWarmRestart opens the state folder MCPSAG_BENCH_STATE that a
+// router left for the workspace MCPSAG_BENCH_WORKSPACE (routerbench
+// lifecycle leaves one) and builds the first generation, as a restart does,
+// with the default model; it logs each step's duration.
+func BenchmarkWarmRestart(b *testing.B) {
+	ws, state := os.Getenv("MCPSAG_BENCH_WORKSPACE"), os.Getenv("MCPSAG_BENCH_STATE")
+	if ws == "" || state == "" {
+		b.Skip("set MCPSAG_BENCH_WORKSPACE and MCPSAG_BENCH_STATE (routerbench lifecycle leaves them)")
+	}
+	roots := skillfs.DefaultRoots()
+	if _, err := os.Stat(filepath.Join(ws, ".mcp", ".mcp-config.yaml")); err == nil {
+		roots = []skillfs.RootSpec{{Path: "skills/*", Kind: "project"}}
+	}
+	modelDir := filepath.Join("..", "..", "models", "mcpsag-static-v1")
+	if v := os.Getenv("MCPSAG_BENCH_GOGC"); v != "" {
+		n, _ := strconv.Atoi(v)
+		defer debug.SetGCPercent(debug.SetGCPercent(n))
+	}
+	for b.Loop() {
+		t0 := time.Now()
+		m := embed.NewManager(embed.Config{Dir: modelDir}, nil, nil)
+		if err := m.Reload(context.Background(), embed.Config{Dir: modelDir}); err != nil {
+			b.Fatal(err)
+		}
+		t1 := time.Now()
+		db, err := store.Open(state, store.Options{LockTimeout: time.Second, ParserVersion: skillmd.Version})
+		if err != nil {
+			b.Fatal(err)
+		}
+		t2 := time.Now()
+		bl, err := NewBuilder(Config{Workspace: ws, Roots: roots, Embedder: m}, db)
+		if err != nil {
+			b.Fatal(err)
+		}
+		t3 := time.Now()
+		_, pass, err := bl.Build(context.Background(), nil, false, match.DefaultConfig())
+		if err != nil {
+			b.Fatal(err)
+		}
+		t4 := time.Now()
+		b.Logf("model %s, store open %s, records %s, first build %s (parsed %d, embedded %d, analyzed %d): %v",
+			t1.Sub(t0).Round(time.Millisecond), t2.Sub(t1).Round(time.Millisecond), t3.Sub(t2).Round(time.Millisecond),
+			t4.Sub(t3).Round(time.Millisecond), pass.Stats.Parsed, pass.Stats.Embedded, pass.Analyzed, pass.Phases)
+		bl.Flush()
+		db.Close()
+		m.Close()
 	}
 }

@@ -68,6 +68,8 @@ type Generation struct {
 	vectors map[*skill.Skill][]float32 // by winning skill; nil when keyword-only
 	digest  string                     // fingerprint of the catalog input, host paths included
 	db      *store.DB
+	scan    *skillfs.ScanResult // the scan it was built from, and its roots
+	roots   []skill.Root
 }
 
 // Body returns a skill's SKILL.md body from the store. ok is false when the
@@ -94,6 +96,12 @@ type Pass struct {
 	// Partial is set when only the skill folders named by file events
 	// were scanned again.
 	Partial bool
+	// Restored is set when the first build of a start took the scan saved
+	// with the index snapshot instead of scanning: it serves what the last
+	// run served (plus any file whose record changed since), and the
+	// owner should scan everything next to catch changes made while it was
+	// down.
+	Restored bool
 }
 
 // Phase is one step of a build and its duration.
@@ -124,7 +132,9 @@ type Builder struct {
 	records       map[string]*store.FileRecord
 	registries    map[string]map[string]skill.RegistryEntry // root -> last good registry
 	restored      bool                                      // the index snapshot was tried
-	lastScan      *skillfs.ScanResult                       // the last scan, for rescans of changed skill folders
+	loading       chan struct{}                             // closed once the cached records are read
+	recordsErr    error
+	lastScan      *skillfs.ScanResult // the last scan, for rescans of changed skill folders
 	lastRoots     []skill.Root
 	scanIdx       map[string]int          // skill folder -> its index in lastScan.Files
 	memo          map[string]*skillMemo   // SKILL.md path -> the skill built from it, for reuse
@@ -139,7 +149,8 @@ type Builder struct {
 	snapshots   snapshotWriter
 }
 
-// NewBuilder loads the cached records from db.
+// NewBuilder returns a builder over db; it starts reading the cached records
+// and the index snapshot, which the first build waits for.
 func NewBuilder(cfg Config, db *store.DB) (*Builder, error) {
 	if cfg.Limits == (skillmd.Limits{}) {
 		cfg.Limits = skillmd.DefaultLimits
@@ -156,19 +167,29 @@ func NewBuilder(cfg Config, db *store.DB) (*Builder, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
-	recs, err := db.Files()
-	if err != nil {
-		return nil, err
-	}
-	b := &Builder{cfg: cfg, db: db, log: cfg.Logger, records: recs,
-		registries: make(map[string]map[string]skill.RegistryEntry)}
+	b := &Builder{cfg: cfg, db: db, log: cfg.Logger, registries: make(map[string]map[string]skill.RegistryEntry)}
+	var err error
 	if b.workspace, err = filepath.Abs(cfg.Workspace); err != nil {
 		return nil, fmt.Errorf("workspace %s: %w", cfg.Workspace, err)
 	}
 	b.snapshots.path = filepath.Join(filepath.Dir(db.Path()), SnapshotFile)
 	b.snapshots.log = cfg.Logger
 	b.progress.Store(&skill.Progress{})
+	// The cached records and the index snapshot are read while the first
+	// build scans the roots.
+	b.loading = make(chan struct{})
+	go func() {
+		defer close(b.loading)
+		b.records, b.recordsErr = db.Files()
+	}()
+	b.snapshots.startLoad()
 	return b, nil
+}
+
+// waitRecords waits for the cached records NewBuilder started to read.
+func (b *Builder) waitRecords() error {
+	<-b.loading
+	return b.recordsErr
 }
 
 // Flush waits until the last generation's index snapshot is written.
@@ -218,17 +239,21 @@ func (b *Builder) build(ctx context.Context, prev *Generation, full bool, change
 	start := time.Now()
 	defer b.progress.Store(&skill.Progress{})
 
-	cat, digest, pass, err := b.refreshCatalog(ctx, prev, full, changed)
-	if err != nil {
-		return nil, pass, err
-	}
 	var base *match.Index
 	var baseModel embed.Identity
+	var saved *savedScan
 	if prev != nil {
 		base, baseModel = prev.Index, prev.Model
 	} else if !b.restored {
 		b.restored = true
-		base, baseModel = b.snapshots.load()
+		base, baseModel, saved = b.snapshots.load()
+		if full || changed != nil {
+			saved = nil
+		}
+	}
+	cat, digest, pass, err := b.refreshCatalog(ctx, prev, full, changed, saved)
+	if err != nil {
+		return nil, pass, err
 	}
 	t := time.Now()
 	b.setProgress("embed", 0, len(cat.Winners()))
@@ -243,7 +268,7 @@ func (b *Builder) build(ctx context.Context, prev *Generation, full bool, change
 		return prev, pass, nil
 	}
 	b.setProgress("index", 0, len(cat.Winners()))
-	g := &Generation{Catalog: cat, Model: model, vectors: vectors, digest: digest, db: b.db}
+	g := &Generation{Catalog: cat, Model: model, vectors: vectors, digest: digest, db: b.db, scan: b.lastScan, roots: b.lastRoots}
 	cfg := b.modelConfig(matchCfg, g)
 	if b.cids == nil || !pass.Partial {
 		b.cids = map[*skill.Skill][]byte{} // a full scan drops the digests of skills gone
@@ -287,7 +312,7 @@ func (b *Builder) WithMatchConfig(ctx context.Context, g *Generation, cfg match.
 
 // refreshCatalog scans, parses what changed, updates the store and returns
 // the catalog: prev's when its input did not change.
-func (b *Builder) refreshCatalog(ctx context.Context, prev *Generation, full bool, changed []string) (*catalog.Catalog, string, Pass, error) {
+func (b *Builder) refreshCatalog(ctx context.Context, prev *Generation, full bool, changed []string, saved *savedScan) (*catalog.Catalog, string, Pass, error) {
 	var pass Pass
 	t := time.Now()
 	b.setProgress("scan", 0, 0)
@@ -295,8 +320,19 @@ func (b *Builder) refreshCatalog(ctx context.Context, prev *Generation, full boo
 	if err != nil {
 		return nil, "", pass, err
 	}
-	scan, partial := b.scan(roots, changed, prev != nil && !full)
+	var scan skillfs.ScanResult
+	partial := false
+	if saved != nil && slices.Equal(saved.roots, roots) {
+		scan = *saved.scan
+		b.setScan(&scan, roots)
+		pass.Restored = true
+	} else {
+		scan, partial = b.scan(roots, changed, prev != nil && !full)
+	}
 	pass.Dirs, pass.Partial = scan.Dirs, partial
+	if err := b.waitRecords(); err != nil {
+		return nil, "", pass, err
+	}
 	pass.phase("scan", &t)
 	if err := ctx.Err(); err != nil {
 		return nil, "", pass, err
@@ -406,12 +442,17 @@ func (b *Builder) scan(roots []skill.Root, changed []string, incremental bool) (
 		}
 	}
 	res = skillfs.Scan(roots, b.cfg.Scan)
-	b.lastScan, b.lastRoots = &res, roots
+	b.setScan(&res, roots)
+	return res, false
+}
+
+// setScan makes res the last scan, the base of rescans.
+func (b *Builder) setScan(res *skillfs.ScanResult, roots []skill.Root) {
+	b.lastScan, b.lastRoots = res, roots
 	b.scanIdx = make(map[string]int, len(res.Files))
 	for i, f := range res.Files {
 		b.scanIdx[f.Dir] = i
 	}
-	return res, false
 }
 
 // rescan scans again the skill folders that hold the changed paths (a
@@ -572,11 +613,15 @@ func (b *Builder) catalogInput(roots []skill.Root, scan skillfs.ScanResult, recs
 				b.memo[f.Path] = m
 			}
 		}
-		b.dirOrder = make([]string, len(scan.Files))
-		for i, f := range scan.Files {
-			b.dirOrder[i] = f.Path
+		order := make([]int, len(scan.Files))
+		for i := range order {
+			order[i] = i
 		}
-		slices.SortFunc(b.dirOrder, func(a, c string) int { return strings.Compare(filepath.Dir(a), filepath.Dir(c)) })
+		slices.SortFunc(order, func(a, c int) int { return strings.Compare(scan.Files[a].Dir, scan.Files[c].Dir) })
+		b.dirOrder = make([]string, len(scan.Files))
+		for i, k := range order {
+			b.dirOrder[i] = scan.Files[k].Path
+		}
 		b.dirMemo = make([]*skillMemo, len(b.dirOrder))
 		b.dirPos = make(map[string]int, len(b.dirOrder))
 		for i, p := range b.dirOrder {
@@ -636,9 +681,7 @@ func (b *Builder) catalogInput(roots []skill.Root, scan skillfs.ScanResult, recs
 				s.Registry = e
 			}
 			m.skill = s
-			h := sha256.New()
-			_ = json.NewEncoder(h).Encode([]any{s.Dir, s.Root, s.ContentHash, s.Resources, s.ResourcesTruncated, s.Registry, s.Problems})
-			m.digestIn = h.Sum(nil)
+			m.digestIn = inputDigest(s)
 		}
 		if memo[f.Path] != m {
 			memo[f.Path] = m

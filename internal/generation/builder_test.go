@@ -451,14 +451,37 @@ func TestIncrementalBuildsAnswerLikeFreshOnes(t *testing.T) {
 		t.Fatal(err)
 	}
 	ti.prev = g
-	if st := pass.Stats; st.Parsed != 0 || st.Embedded != 0 || pass.Analyzed != 0 || pass.Reused != 40 || pass.DocumentsCached != 40 {
-		t.Errorf("warm restart parsed %d, embedded %d, analyzed %d, reused %d, vectors reused %d; want 0, 0, 0, 40, 40",
-			st.Parsed, st.Embedded, pass.Analyzed, pass.Reused, pass.DocumentsCached)
+	if st := pass.Stats; st.Parsed != 0 || st.Embedded != 0 || pass.Analyzed != 0 || pass.Reused != 40 || pass.DocumentsCached != 40 || !pass.Restored {
+		t.Errorf("warm restart parsed %d, embedded %d, analyzed %d, reused %d, vectors reused %d, restored %v; want 0, 0, 0, 40, 40, true",
+			st.Parsed, st.Embedded, pass.Analyzed, pass.Reused, pass.DocumentsCached, pass.Restored)
 	}
 	check("after a restart")
 
+	// A file edited while the router was down: the restored generation
+	// serves the last run's version, the scan that follows the new one.
+	ti.restart()
+	p0 := filepath.Join(root, "s02", skillfs.SkillFile)
+	writeFile(t, p0, "---\nname: s02\ndescription: edited while the router was down, about csv to excel\n---\nbody\n")
+	bump(t, p0)
+	g, pass, err = ti.b.Build(ctx, nil, false, match.DefaultConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !pass.Restored || pass.Stats.Parsed != 0 {
+		t.Errorf("restart: restored %v, parsed %d; want the saved scan and nothing parsed", pass.Restored, pass.Stats.Parsed)
+	}
+	if got := mustLookup(t, g.Catalog, "s02").Description(); strings.Contains(got, "edited") {
+		t.Errorf("the restored generation already serves the edit: %q", got)
+	}
+	ti.prev = g
+	_, st = ti.reindex(false)
+	if st.Changed != 1 {
+		t.Errorf("the scan after the restart found %d changes, want 1", st.Changed)
+	}
+	check("the scan after a restart")
+
 	writeSkill(t, root, "b-new", "b-new", "sql query tuning for the restart")
-	ti.reindex(false)
+	_, st = ti.reindex(false)
 	check("an edit after a restart")
 
 	// File events that name a skill folder's files rescan that folder

@@ -126,7 +126,7 @@ func (d *digester) bool(v bool) {
 
 // rel writes workspace paths relative to the workspace.
 func (d *digester) rel(s string) string {
-	if d.prefix == string(os.PathSeparator) {
+	if d.prefix == "" || d.prefix == string(os.PathSeparator) {
 		return s
 	}
 	return strings.ReplaceAll(s, d.prefix, "")
@@ -142,4 +142,40 @@ func (d *digester) problems(ps []skill.Problem) {
 		d.int(int64(p.Line))
 		d.str(d.rel(p.Message))
 	}
+}
+
+// inputDigest hashes what a skill's catalog entry is built from (host
+// paths included): the part of digestInput that tells a rescan whether
+// anything changed.
+func inputDigest(s *skill.Skill) []byte {
+	d := digester{h: sha256.New()}
+	d.str(s.Dir)
+	d.str(s.Root.Path)
+	d.str(s.Root.Display)
+	d.str(string(s.Root.Kind))
+	d.str(s.Root.Agent)
+	d.int(int64(s.Root.Order))
+	d.str(s.ContentHash)
+	d.int(int64(len(s.Resources)))
+	for _, r := range s.Resources {
+		d.str(r.Path)
+		d.int(r.Size)
+	}
+	d.bool(s.ResourcesTruncated)
+	d.str(s.Registry.Owner)
+	d.int(int64(len(s.Registry.Tags)))
+	for _, t := range s.Registry.Tags {
+		d.str(t)
+	}
+	switch {
+	case s.Registry.Enabled == nil:
+		d.int(-1)
+	case *s.Registry.Enabled:
+		d.int(1)
+	default:
+		d.int(0)
+	}
+	d.str(s.Registry.Source)
+	d.problems(s.Problems)
+	return d.h.Sum(nil)
 }

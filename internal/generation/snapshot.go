@@ -16,6 +16,7 @@ import (
 	"github.com/mcpsag/router/internal/embed"
 	"github.com/mcpsag/router/internal/match"
 	"github.com/mcpsag/router/internal/skill"
+	"github.com/mcpsag/router/internal/skillfs"
 )
 
 // SnapshotFile is the index snapshot's name in the state folder. It is
@@ -34,6 +35,19 @@ type snapshotMeta struct {
 	Model   embed.Identity `json:"model"`
 	Skills  int            `json:"skills"`
 	Written time.Time      `json:"written"`
+	// Roots and ScanProblems go with the saved scan that follows the
+	// header (when Roots is set).
+	Roots        []skill.Root    `json:"roots,omitempty"`
+	ScanProblems []skill.Problem `json:"scan_problems,omitempty"`
+	// ContentID is the generation's; a restart that serves the same one
+	// does not write the snapshot again.
+	ContentID string `json:"content_id,omitempty"`
+}
+
+// savedScan is the scan a snapshot's generation was built from.
+type savedScan struct {
+	roots []skill.Root
+	scan  *skillfs.ScanResult
 }
 
 // snapshotDelay is how long the generations must stay unchanged before the
@@ -49,6 +63,12 @@ type snapshotWriter struct {
 	path string
 	log  *slog.Logger
 
+	loaded    chan struct{} // closed once startLoad's read is done
+	base      *match.Index
+	baseModel embed.Identity
+	saved     *savedScan
+	onDisk    string // the ContentID of the generation in the file
+
 	mu      sync.Mutex
 	pending *Generation
 	since   time.Time // when pending was queued
@@ -58,13 +78,17 @@ type snapshotWriter struct {
 	prunes  func()
 }
 
-// save queues g's index for writing.
+// save queues g's index for writing (unless the file holds it already).
 func (w *snapshotWriter) save(g *Generation) {
 	if w.path == "" || g.Index == nil {
 		return
 	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
+	if g.ContentID == w.onDisk {
+		w.pending = nil
+		return
+	}
 	w.pending, w.since = g, time.Now()
 	if w.running {
 		return
@@ -124,6 +148,9 @@ func (w *snapshotWriter) run() {
 			if err := w.write(g); err != nil {
 				w.log.Warn("writing the index snapshot failed; the next start analyzes every skill", "path", w.path, "err", err)
 			} else {
+				w.mu.Lock()
+				w.onDisk = g.ContentID
+				w.mu.Unlock()
 				w.log.Debug("index snapshot written", "path", w.path, "skills", g.Index.Len(), "duration", time.Since(start).String())
 			}
 		}
@@ -157,13 +184,22 @@ func (w *snapshotWriter) write(g *Generation) error {
 	tmp := f.Name()
 	err = func() error {
 		bw := bufio.NewWriterSize(f, 1<<20)
-		meta, err := json.Marshal(snapshotMeta{Model: g.Model, Skills: g.Index.Len(), Written: time.Now()})
+		m := snapshotMeta{Model: g.Model, Skills: g.Index.Len(), Written: time.Now(), ContentID: g.ContentID}
+		if g.scan != nil && len(g.roots) > 0 {
+			m.Roots, m.ScanProblems = g.roots, g.scan.Problems
+		}
+		meta, err := json.Marshal(m)
 		if err != nil {
 			return err
 		}
 		bw.WriteString(snapshotMagic)
 		bw.Write(binary.LittleEndian.AppendUint32(nil, uint32(len(meta))))
 		bw.Write(meta)
+		if len(m.Roots) > 0 {
+			if err := writeScan(bw, g.scan, g.roots); err != nil {
+				return err
+			}
+		}
 		if err := g.Index.WriteSnapshot(bw); err != nil {
 			return err
 		}
@@ -185,50 +221,79 @@ func (w *snapshotWriter) write(g *Generation) error {
 	return nil
 }
 
-// load reads the snapshot, or returns nil when there is none or it cannot
-// be used (another version, damaged): the build then analyzes every skill.
-func (w *snapshotWriter) load() (*match.Index, embed.Identity) {
+// startLoad reads the snapshot in the background; load returns it.
+func (w *snapshotWriter) startLoad() {
+	w.loaded = make(chan struct{})
+	go func() {
+		defer close(w.loaded)
+		w.base, w.baseModel, w.saved, w.onDisk = w.read()
+	}()
+}
+
+// load returns the snapshot startLoad read, once: nil when there is none or
+// it cannot be used (another version, damaged); the build then analyzes
+// every skill.
+func (w *snapshotWriter) load() (*match.Index, embed.Identity, *savedScan) {
+	if w.loaded == nil {
+		return nil, embed.Identity{}, nil
+	}
+	<-w.loaded
+	base, model, saved := w.base, w.baseModel, w.saved
+	w.base, w.saved = nil, nil // the first generation owns them now
+	return base, model, saved
+}
+
+// read reads the snapshot file.
+func (w *snapshotWriter) read() (*match.Index, embed.Identity, *savedScan, string) {
 	if w.path == "" {
-		return nil, embed.Identity{}
+		return nil, embed.Identity{}, nil, ""
 	}
 	start := time.Now()
-	ix, meta, err := readSnapshot(w.path)
+	ix, meta, saved, err := readSnapshot(w.path)
 	if err != nil {
 		if !errors.Is(err, os.ErrNotExist) {
 			w.log.Warn("index snapshot unusable; analyzing every skill", "path", w.path, "err", err)
 		}
-		return nil, embed.Identity{}
+		return nil, embed.Identity{}, nil, ""
 	}
 	w.log.Debug("index snapshot read", "path", w.path, "skills", meta.Skills, "duration", time.Since(start).String())
-	return ix, meta.Model
+	return ix, meta.Model, saved, meta.ContentID
 }
 
-func readSnapshot(path string) (*match.Index, snapshotMeta, error) {
+func readSnapshot(path string) (*match.Index, snapshotMeta, *savedScan, error) {
 	var meta snapshotMeta
 	f, err := os.Open(path)
 	if err != nil {
-		return nil, meta, err
+		return nil, meta, nil, err
 	}
 	defer f.Close()
 	r := bufio.NewReaderSize(f, 1<<20)
 	head := make([]byte, len(snapshotMagic)+4)
 	if _, err := io.ReadFull(r, head); err != nil || string(head[:len(snapshotMagic)]) != snapshotMagic {
-		return nil, meta, fmt.Errorf("not an index snapshot: %w", errors.Join(err, errors.New("bad magic")))
+		return nil, meta, nil, fmt.Errorf("not an index snapshot: %w", errors.Join(err, errors.New("bad magic")))
 	}
 	n := binary.LittleEndian.Uint32(head[len(snapshotMagic):])
-	if n > 1<<20 {
-		return nil, meta, fmt.Errorf("snapshot header of %d bytes", n)
+	if n > 64<<20 {
+		return nil, meta, nil, fmt.Errorf("snapshot header of %d bytes", n)
 	}
 	mj := make([]byte, n)
 	if _, err := io.ReadFull(r, mj); err != nil {
-		return nil, meta, err
+		return nil, meta, nil, err
 	}
 	if err := json.Unmarshal(mj, &meta); err != nil {
-		return nil, meta, fmt.Errorf("snapshot header: %w", err)
+		return nil, meta, nil, fmt.Errorf("snapshot header: %w", err)
+	}
+	var saved *savedScan
+	if len(meta.Roots) > 0 {
+		scan, err := readScan(r, meta.Roots, meta.ScanProblems)
+		if err != nil {
+			return nil, meta, nil, err
+		}
+		saved = &savedScan{roots: meta.Roots, scan: scan}
 	}
 	ix, err := match.ReadSnapshot(r)
 	if err != nil {
-		return nil, meta, err
+		return nil, meta, nil, err
 	}
-	return ix, meta, nil
+	return ix, meta, saved, nil
 }

@@ -4,6 +4,7 @@ import (
 	"math"
 	"runtime"
 	"sync"
+	"sync/atomic"
 )
 
 // dense holds the skill vectors as unit rows, one per document slot, in
@@ -71,6 +72,50 @@ func newDense(vectors [][]float32, n int) (d *dense, bad int) {
 		}
 	}
 	return d, bad
+}
+
+// restoreDense makes the matrix of a snapshot's vectors: the unit rows
+// (normalised as set does, on every CPU, block by block), without their
+// int8 forms, which the snapshot holds. It returns nil when no vector has
+// the dimension.
+func restoreDense(vectors [][]float32, n, dim int) *dense {
+	d := &dense{dim: dim, stride: (dim + 63) &^ 63}
+	d.grow(n)
+	counts := make([]int, len(d.blocks))
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for range runtime.GOMAXPROCS(0) {
+		wg.Go(func() {
+			for bi := int(next.Add(1) - 1); bi < len(d.blocks); bi = int(next.Add(1) - 1) {
+				b := d.blocks[bi]
+				for r := range blockRows {
+					i := bi*blockRows + r
+					if i >= n || i >= len(vectors) {
+						break
+					}
+					v := vectors[i]
+					norm, ok := unitNorm(v)
+					if len(v) != dim || !ok {
+						continue
+					}
+					row := b.vecs[r*dim : (r+1)*dim]
+					for j, x := range v {
+						row[j] = float32(float64(x) / norm)
+					}
+					b.has[r] = true
+					counts[bi]++
+				}
+			}
+		})
+	}
+	wg.Wait()
+	for _, c := range counts {
+		d.count += c
+	}
+	if d.count == 0 {
+		return nil
+	}
+	return d
 }
 
 // usable reports whether v can be a row of d.

@@ -28,7 +28,7 @@ const (
 	// SnapshotVersion changes with the layout or with anything that
 	// changes analysis (analyzers, normalisation); another version is
 	// not read.
-	SnapshotVersion = 1
+	SnapshotVersion = 3
 )
 
 // ErrSnapshotVersion is returned by ReadSnapshot for a snapshot of another
@@ -48,16 +48,44 @@ type snapshotHeader struct {
 // stub is what a snapshot keeps of a skill: enough for Update to tell
 // whether its indexed text changed.
 type stub struct {
-	Dir         string   `json:"d"`
-	Name        string   `json:"n"`
-	ContentHash string   `json:"h"`
-	Description string   `json:"s,omitempty"`
-	WhenToUse   string   `json:"w,omitempty"`
-	Tags        []string `json:"t,omitempty"`
-	RegTags     []string `json:"r,omitempty"`
-	Triggers    []string `json:"g,omitempty"`
-	Hidden      bool     `json:"x,omitempty"`
-	Agent       string   `json:"a,omitempty"`
+	Dir, Name, ContentHash, Description, WhenToUse string
+	Tags, RegTags, Triggers                        []string
+	Hidden                                         bool
+	Agent                                          string
+}
+
+func (e *enc) stub(st stub) {
+	for _, v := range []string{st.Dir, st.Name, st.ContentHash, st.Description, st.WhenToUse, st.Agent} {
+		e.str(v)
+	}
+	for _, list := range [][]string{st.Tags, st.RegTags, st.Triggers} {
+		e.u32(uint32(len(list)))
+		for _, v := range list {
+			e.str(v)
+		}
+	}
+	e.bool(st.Hidden)
+}
+
+func (d *dec) stub() stub {
+	var st stub
+	for _, v := range []*string{&st.Dir, &st.Name, &st.ContentHash, &st.Description, &st.WhenToUse, &st.Agent} {
+		*v = d.str()
+	}
+	for _, list := range []*[]string{&st.Tags, &st.RegTags, &st.Triggers} {
+		n := int(d.u32())
+		if d.err != nil || n > 1<<16 {
+			if d.err == nil {
+				d.err = fmt.Errorf("a list of %d strings", n)
+			}
+			return st
+		}
+		for range n {
+			*list = append(*list, d.str())
+		}
+	}
+	st.Hidden = d.bool()
+	return st
 }
 
 func stubOf(s *skill.Skill) stub {
@@ -102,11 +130,7 @@ func (ix *Index) WriteSnapshot(w io.Writer) error {
 			continue
 		}
 		e.u8(1)
-		sj, err := json.Marshal(stubOf(s))
-		if err != nil {
-			return err
-		}
-		e.str(string(sj))
+		e.stub(stubOf(s))
 		e.bool(ix.bodyErr[d])
 		v := ix.srcVec[d]
 		e.u32(uint32(len(v)))
@@ -179,6 +203,17 @@ func (ix *Index) WriteSnapshot(w io.Writer) error {
 			e.u32(uint32(r.i))
 		}
 	}
+	// The int8 rows, whose making is the costly part of restoring the
+	// vectors.
+	if ix.dense != nil {
+		e.u32(uint32(len(ix.dense.blocks)))
+		for _, b := range ix.dense.blocks {
+			e.i8s(b.q)
+			e.f32s(b.scale)
+			e.f32s(b.bound)
+			e.i32s(b.sum)
+		}
+	}
 	if e.err != nil {
 		return e.err
 	}
@@ -226,9 +261,9 @@ func ReadSnapshot(r io.Reader) (*Index, error) {
 		if d.u8() == 0 {
 			continue
 		}
-		var st stub
-		if err := json.Unmarshal([]byte(d.str()), &st); err != nil {
-			return nil, fmt.Errorf("match snapshot slot %d: %w", s, err)
+		st := d.stub()
+		if d.err != nil {
+			return nil, fmt.Errorf("match snapshot slot %d: %w", s, d.err)
 		}
 		ix.docs[s] = st.skill()
 		ix.hidden[s] = st.Hidden
@@ -336,6 +371,25 @@ func ReadSnapshot(r io.Reader) (*Index, error) {
 		}
 		ph.byFirst[t] = refs
 	}
+	type quantized struct {
+		q          []int8
+		scale, bnd []float32
+		sum        []int32
+	}
+	var qb []quantized
+	if h.Dim > 0 {
+		stride := (h.Dim + 63) &^ 63
+		nb := int(d.u32())
+		if d.err == nil && nb != (n+blockRows-1)/blockRows {
+			d.err = fmt.Errorf("%d vector blocks for %d slots", nb, n)
+		}
+		for range nb {
+			if d.err != nil {
+				break
+			}
+			qb = append(qb, quantized{q: d.i8s(blockRows * stride), scale: d.f32s(blockRows), bnd: d.f32s(blockRows), sum: d.i32s(blockRows)})
+		}
+	}
 	if d.err != nil {
 		return nil, fmt.Errorf("match snapshot: %w", d.err)
 	}
@@ -346,9 +400,12 @@ func ReadSnapshot(r io.Reader) (*Index, error) {
 	}
 	ix.phrases = ph
 	if h.Dim > 0 {
-		ix.dense, _ = newDense(ix.srcVec, n)
-		if ix.dense != nil && ix.dense.dim != h.Dim {
-			return nil, fmt.Errorf("match snapshot: vectors of %d dimensions, header says %d", ix.dense.dim, h.Dim)
+		ix.dense = restoreDense(ix.srcVec, n, h.Dim)
+		if ix.dense == nil || len(ix.dense.blocks) != len(qb) {
+			return nil, errors.New("match snapshot: vectors do not match their int8 rows")
+		}
+		for i, b := range ix.dense.blocks {
+			b.q, b.scale, b.bound, b.sum = qb[i].q, qb[i].scale, qb[i].bnd, qb[i].sum
 		}
 	}
 	return ix, nil
@@ -389,6 +446,7 @@ func (e *enc) str(s string) {
 	}
 }
 func (e *enc) u32s(v []uint32)  { e.bytes(asBytes(v)) }
+func (e *enc) i8s(v []int8)     { e.bytes(asBytes(v)) }
 func (e *enc) i32s(v []int32)   { e.bytes(asBytes(v)) }
 func (e *enc) u16s(v []uint16)  { e.bytes(asBytes(v)) }
 func (e *enc) f32s(v []float32) { e.bytes(asBytes(v)) }
@@ -447,7 +505,7 @@ func (d *dec) str() string {
 }
 
 // numeric reads n values into a new slice, little-endian on any host.
-func numeric[T uint16 | uint32 | int32 | float32](d *dec, n int) []T {
+func numeric[T int8 | uint16 | uint32 | int32 | float32](d *dec, n int) []T {
 	if d.err != nil || n < 0 || n > 1<<30 {
 		if d.err == nil {
 			d.err = fmt.Errorf("array of %d values", n)
@@ -462,13 +520,14 @@ func numeric[T uint16 | uint32 | int32 | float32](d *dec, n int) []T {
 	return out
 }
 func (d *dec) u32s(n int) []uint32  { return numeric[uint32](d, n) }
+func (d *dec) i8s(n int) []int8     { return numeric[int8](d, n) }
 func (d *dec) i32s(n int) []int32   { return numeric[int32](d, n) }
 func (d *dec) u16s(n int) []uint16  { return numeric[uint16](d, n) }
 func (d *dec) f32s(n int) []float32 { return numeric[float32](d, n) }
 
 // asBytes views a numeric slice as its bytes (host order; writers on
 // big-endian hosts swap first).
-func asBytes[T uint16 | uint32 | int32 | float32](v []T) []byte {
+func asBytes[T int8 | uint16 | uint32 | int32 | float32](v []T) []byte {
 	if len(v) == 0 {
 		return nil
 	}
@@ -490,7 +549,7 @@ var littleEndian = func() bool {
 }()
 
 // swap reverses the byte order of every value.
-func swap[T uint16 | uint32 | int32 | float32](v []T) {
+func swap[T int8 | uint16 | uint32 | int32 | float32](v []T) {
 	var zero T
 	swapBytes(unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(v))), len(v)*int(unsafe.Sizeof(zero))), int(unsafe.Sizeof(zero)))
 }

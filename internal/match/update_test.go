@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"testing"
 
@@ -248,6 +249,14 @@ func TestSnapshotRestoresForUpdate(t *testing.T) {
 		t.Errorf("restore then update with the same skills: %+v, %d bodies read", us, calls)
 	}
 	compareIndexes(t, "restored", restored, ix, tasks)
+	withExhaustive(false, func() { compareIndexes(t, "restored, int8 pre-scan", restored, ix, tasks) })
+	for bi, b := range ix.dense.blocks {
+		r := restored.dense.blocks[bi]
+		if !slices.Equal(b.q, r.q) || !slices.Equal(b.scale, r.scale) || !slices.Equal(b.bound, r.bound) ||
+			!slices.Equal(b.sum, r.sum) || !slices.Equal(b.vecs, r.vecs) || !slices.Equal(b.has, r.has) {
+			t.Fatalf("vector block %d differs after a restore", bi)
+		}
+	}
 
 	// Edit two skills and drop one; the restored base updates like a
 	// fresh build.

@@ -71,6 +71,8 @@ type Router struct {
 	allow    *allowlist.File
 	execs    decisions
 
+	restored atomic.Bool // the first generation came from the snapshot, unscanned
+
 	buildMu sync.Mutex // one build (scan, embed, publish) at a time; guards synced
 	synced  []string   // the scan folders the watcher was last synced to
 
@@ -146,6 +148,14 @@ func (r *Router) refreshLoop(ctx context.Context) {
 		defer t.Stop()
 		tick = t.C
 	}
+	if r.restored.Load() {
+		// The first generation came from the snapshot's saved scan:
+		// scan everything now for changes made while the router was
+		// down.
+		if _, err := r.reindex(ctx, false); err != nil && ctx.Err() == nil {
+			r.log.Error("scan after a restart failed; serving the restored generation", "err", err)
+		}
+	}
 	for {
 		var changed []string
 		select {
@@ -202,6 +212,9 @@ func (r *Router) reindexChanged(ctx context.Context, full bool, changed []string
 		r.cfg.OnPass(ctx, pass, err)
 	}
 	st := pass.Stats
+	if pass.Restored {
+		r.restored.Store(true)
+	}
 	r.mu.Lock()
 	r.lastReindex, r.lastErr = time.Now(), err
 	if err == nil && st.Published {

@@ -8,8 +8,10 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"runtime"
 	"sort"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -62,19 +64,35 @@ type ScanResult struct {
 // not look for skills inside it. Folders starting with "_" or "." are skipped.
 // Symbolic links are followed only when their target stays inside the root.
 // Unreadable files and folders are reported and skipped.
+//
+// Roots are walked concurrently (up to GOMAXPROCS at a time); the result
+// is the same as walking them one after the other.
 func Scan(roots []skill.Root, lim ScanLimits) ScanResult {
-	var res ScanResult
-	for _, r := range roots {
-		w := walker{root: r, lim: lim, res: &res, seen: map[string]bool{}}
-		real, err := filepath.EvalSymlinks(r.Path)
-		if err != nil {
-			if !os.IsNotExist(err) {
-				w.problem("root-unreadable", r.Path, "cannot open root: %v", err)
+	parts := make([]ScanResult, len(roots))
+	sem := make(chan struct{}, runtime.GOMAXPROCS(0))
+	var wg sync.WaitGroup
+	for i, r := range roots {
+		sem <- struct{}{}
+		wg.Go(func() {
+			defer func() { <-sem }()
+			w := walker{root: r, lim: lim, res: &parts[i], seen: map[string]bool{}}
+			real, err := filepath.EvalSymlinks(r.Path)
+			if err != nil {
+				if !os.IsNotExist(err) {
+					w.problem("root-unreadable", r.Path, "cannot open root: %v", err)
+				}
+				return
 			}
-			continue
-		}
-		w.realRoot = real
-		w.walk(r.Path, real, 0)
+			w.realRoot = real
+			w.walk(r.Path, real, 0)
+		})
+	}
+	wg.Wait()
+	var res ScanResult
+	for _, p := range parts {
+		res.Files = append(res.Files, p.Files...)
+		res.Dirs = append(res.Dirs, p.Dirs...)
+		res.Problems = append(res.Problems, p.Problems...)
 	}
 	sort.Slice(res.Files, func(i, j int) bool { return res.Files[i].Path < res.Files[j].Path })
 	return res
@@ -125,7 +143,7 @@ func (w *walker) walk(logical, real string, depth int) {
 		if e.Name() != SkillFile {
 			continue
 		}
-		if f, ok := w.skillFile(logical, real, e); ok {
+		if f, ok := w.skillFile(logical, real, e, entries); ok {
 			w.res.Files = append(w.res.Files, f)
 			return // a skill folder: its subfolders are resources
 		}
@@ -169,7 +187,9 @@ func (w *walker) resolveDir(logical, p string, e fs.DirEntry) (string, bool) {
 	return target, true
 }
 
-func (w *walker) skillFile(logical, real string, e fs.DirEntry) (Found, bool) {
+// skillFile makes the Found of a skill folder's SKILL.md; entries, when
+// given, are the folder's entries (read again when nil).
+func (w *walker) skillFile(logical, real string, e fs.DirEntry, entries []fs.DirEntry) (Found, bool) {
 	p := filepath.Join(real, SkillFile)
 	if e.Type()&fs.ModeSymlink != 0 {
 		target, err := filepath.EvalSymlinks(p)
@@ -192,20 +212,24 @@ func (w *walker) skillFile(logical, real string, e fs.DirEntry) (Found, bool) {
 		Root: w.root, Path: p, Dir: real, RelPath: filepath.ToSlash(rel),
 		Size: fi.Size(), ModTime: fi.ModTime(),
 	}
-	f.Resources, f.ResourcesTruncated = listResources(real, w.lim.MaxResources)
+	f.Resources, f.ResourcesTruncated = listResources(real, w.lim.MaxResources, entries)
 	return f, true
 }
 
 // listResources lists the regular files of a skill folder other than
 // SKILL.md, skipping hidden entries and symbolic links that leave the folder.
-func listResources(dir string, max int) ([]skill.Resource, bool) {
+// top, when given, are the folder's own entries, already read.
+func listResources(dir string, max int, top []fs.DirEntry) ([]skill.Resource, bool) {
 	var out []skill.Resource
 	truncated := false
 	var visit func(real, rel string, depth int)
 	visit = func(real, rel string, depth int) {
-		entries, err := os.ReadDir(real)
-		if err != nil {
-			return
+		entries := top
+		if depth > 0 || entries == nil {
+			var err error
+			if entries, err = os.ReadDir(real); err != nil {
+				return
+			}
 		}
 		for _, e := range entries {
 			name := e.Name()
