@@ -2,6 +2,7 @@ package store
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 
 	bolt "go.etcd.io/bbolt"
@@ -37,16 +38,28 @@ type Version struct {
 	Problems []skill.Problem `json:"problems,omitempty"`
 }
 
-// Files returns every file record, keyed by path.
+// Files returns every file record, keyed by path. A record that fails its
+// checksum, does not decode, breaks the record invariants, or whose good
+// version's body is missing or damaged is left out (and logged): its file is
+// then parsed again, so damage costs a parse, never a wrong answer.
 func (d *DB) Files() (map[string]*FileRecord, error) {
 	out := make(map[string]*FileRecord)
+	dropped := 0
 	err := d.bolt.View(func(tx *bolt.Tx) error {
+		bodies := tx.Bucket(bucketBodies)
 		return tx.Bucket(bucketFiles).ForEach(func(k, v []byte) error {
 			var r FileRecord
-			if err := json.Unmarshal(v, &r); err != nil {
-				// A record this code cannot read is dropped; the file
-				// will be parsed again.
+			payload, ok := unseal(k, v)
+			if !ok || json.Unmarshal(payload, &r) != nil || r.check() != nil {
+				dropped++
 				return nil
+			}
+			if r.Good != nil {
+				hash := []byte(r.Good.ContentHash)
+				if _, ok := unseal(hash, bodies.Get(hash)); !ok {
+					dropped++
+					return nil
+				}
 			}
 			r.Path = string(k)
 			out[r.Path] = &r
@@ -56,7 +69,45 @@ func (d *DB) Files() (map[string]*FileRecord, error) {
 	if err != nil {
 		return nil, fmt.Errorf("read file records: %w", err)
 	}
+	if dropped > 0 {
+		d.logger().Warn("cache records unreadable or inconsistent; their files will be parsed again",
+			"records", dropped, "kept", len(out))
+	}
 	return out, nil
+}
+
+// check tests the invariants the indexer relies on: hashes are sha256 hex,
+// a good version has a name, and a file without errors has a good version of
+// its current content.
+func (r *FileRecord) check() error {
+	if r.ContentHash != "" && !isSHA256Hex(r.ContentHash) {
+		return errors.New("content hash is not sha256 hex")
+	}
+	if r.Good == nil {
+		if !skill.HasErrors(r.Problems) {
+			return errors.New("no good version, and no error says why")
+		}
+		return nil
+	}
+	if r.Good.Name == "" || !isSHA256Hex(r.Good.ContentHash) {
+		return errors.New("good version without a name or content hash")
+	}
+	if !skill.HasErrors(r.Problems) && r.Good.ContentHash != r.ContentHash {
+		return errors.New("good version is not the current content, and no error says why")
+	}
+	return nil
+}
+
+func isSHA256Hex(s string) bool {
+	if len(s) != 64 {
+		return false
+	}
+	for _, c := range []byte(s) {
+		if (c < '0' || c > '9') && (c < 'a' || c > 'f') {
+			return false
+		}
+	}
+	return true
 }
 
 // FileChanges is one batch of cache updates, applied in one transaction.
@@ -78,7 +129,7 @@ func (d *DB) ApplyFiles(c FileChanges) error {
 		if err != nil {
 			return fmt.Errorf("encode record %s: %w", r.Path, err)
 		}
-		encoded[i] = b
+		encoded[i] = seal([]byte(r.Path), b)
 	}
 	return d.bolt.Update(func(tx *bolt.Tx) error {
 		files, bodies := tx.Bucket(bucketFiles), tx.Bucket(bucketBodies)
@@ -93,7 +144,7 @@ func (d *DB) ApplyFiles(c FileChanges) error {
 			}
 		}
 		for h, body := range c.Bodies {
-			if err := bodies.Put([]byte(h), []byte(body)); err != nil {
+			if err := bodies.Put([]byte(h), seal([]byte(h), []byte(body))); err != nil {
 				return fmt.Errorf("store body %s: %w", h, err)
 			}
 		}
@@ -119,12 +170,13 @@ func (d *DB) ApplyFiles(c FileChanges) error {
 	})
 }
 
-// Body returns the body stored under a content hash.
+// Body returns the body stored under a content hash; ok is false when none
+// is, or when the stored one fails its checksum.
 func (d *DB) Body(contentHash string) (body string, ok bool, err error) {
 	err = d.bolt.View(func(tx *bolt.Tx) error {
-		v := tx.Bucket(bucketBodies).Get([]byte(contentHash))
-		if v != nil {
-			body, ok = string(v), true // string() copies out of the mmap
+		key := []byte(contentHash)
+		if payload, sealed := unseal(key, tx.Bucket(bucketBodies).Get(key)); sealed {
+			body, ok = string(payload), true // string() copies out of the mmap
 		}
 		return nil
 	})

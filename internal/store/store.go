@@ -84,6 +84,11 @@ type DB struct {
 	dir  string
 	// Recovered says why the previous file was moved aside at open, or "".
 	Recovered string
+	// Degraded says why the cache lives in a temporary directory instead of
+	// the state directory (see OpenOrFallback), or "".
+	Degraded string
+	temp     bool // dir is a temporary directory, removed at Close
+	log      *slog.Logger
 }
 
 // Open opens (or creates) the cache in dir. A file that fails its integrity
@@ -121,7 +126,7 @@ func Open(dir string, opts Options) (*DB, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open cache %s: %w", path, err)
 	}
-	d := &DB{bolt: db, path: path, dir: dir, Recovered: recovered}
+	d := &DB{bolt: db, path: path, dir: dir, Recovered: recovered, log: log}
 	if opts.Holder != "" {
 		// Best effort: the lock is what matters, the file only names it.
 		_ = os.WriteFile(filepath.Join(dir, holderFile), []byte(opts.Holder+"\n"), 0o640)
@@ -131,13 +136,20 @@ func Open(dir string, opts Options) (*DB, error) {
 
 // openChecked opens path and verifies it. reason is non-empty when the error
 // means the file is unusable (and may be moved aside), empty when the error is
-// about the environment (lock, permissions).
+// about the environment (lock, permissions, space, a folder in the way).
+//
+// The file is locked and checked by verifyFile before bbolt maps it, so a
+// truncated or malformed file is an error rather than a fault; bbolt gets the
+// same locked file.
 func openChecked(path string, timeout time.Duration) (db *bolt.DB, reason string, err error) {
+	var f *os.File
 	defer func() {
 		if r := recover(); r != nil {
 			if db != nil {
 				closeQuietly(db)
 				db = nil
+			} else if f != nil {
+				f.Close()
 			}
 			reason, err = "corrupt", fmt.Errorf("bbolt panicked: %v", r)
 		}
@@ -145,15 +157,21 @@ func openChecked(path string, timeout time.Duration) (db *bolt.DB, reason string
 	old := debug.SetPanicOnFault(true)
 	defer debug.SetPanicOnFault(old)
 
-	db, err = bolt.Open(path, 0o640, &bolt.Options{Timeout: timeout})
-	if err != nil {
-		if errors.Is(err, bolterrors.ErrTimeout) || errors.Is(err, os.ErrPermission) {
+	if f, err = lockFile(path, timeout); err != nil {
+		return nil, "", err
+	}
+	if err := verifyLocked(f); err != nil {
+		f.Close()
+		if environmentError(err) {
 			return nil, "", err
 		}
 		return nil, "corrupt", err
 	}
-	if err := checkIntegrity(db); err != nil {
-		closeQuietly(db)
+	db, err = bolt.Open(path, 0o640, &bolt.Options{Timeout: timeout, OpenFile: func(string, int, os.FileMode) (*os.File, error) { return f, nil }})
+	if err != nil {
+		if errors.Is(err, bolterrors.ErrTimeout) || environmentError(err) {
+			return nil, "", err
+		}
 		return nil, "corrupt", err
 	}
 	if reason, err := ensureSchema(db); err != nil {
@@ -166,19 +184,6 @@ func openChecked(path string, timeout time.Duration) (db *bolt.DB, reason string
 func closeQuietly(db *bolt.DB) {
 	defer func() { _ = recover() }()
 	_ = db.Close()
-}
-
-func checkIntegrity(db *bolt.DB) error {
-	return db.View(func(tx *bolt.Tx) error {
-		var errs []error
-		for err := range tx.Check() {
-			errs = append(errs, err)
-			if len(errs) >= 5 {
-				break
-			}
-		}
-		return errors.Join(errs...)
-	})
 }
 
 // ensureSchema creates the buckets of a new file, or checks the version of an
@@ -216,10 +221,15 @@ func lockedError(dir string) error {
 // Path returns the cache file's path.
 func (d *DB) Path() string { return d.path }
 
-// Close closes the file and removes the holder note.
+// Close closes the file and removes the holder note (and a temporary
+// directory).
 func (d *DB) Close() error {
 	_ = os.Remove(filepath.Join(d.dir, holderFile))
-	return d.bolt.Close()
+	err := d.bolt.Close()
+	if d.temp {
+		_ = os.RemoveAll(d.dir)
+	}
+	return err
 }
 
 // Generation returns the last stored index generation (0 for a new cache).
