@@ -3,6 +3,7 @@ package auth
 import (
 	"context"
 	"strings"
+	"sync"
 	"time"
 
 	"google.golang.org/genproto/googleapis/rpc/errdetails"
@@ -60,6 +61,20 @@ func PeerAddr(ctx context.Context) string {
 type Guard struct {
 	Tokens   *Tokens
 	Recorder *telemetry.Recorder
+	// Failures limits failed authentication per client address and in
+	// total; nil means NewFailureLimiter's defaults.
+	Failures *FailureLimiter
+	failOnce sync.Once
+}
+
+// failures returns the failed-authentication limiter.
+func (g *Guard) failures() *FailureLimiter {
+	g.failOnce.Do(func() {
+		if g.Failures == nil {
+			g.Failures = NewFailureLimiter()
+		}
+	})
+	return g.Failures
 }
 
 // agentRequest is implemented by requests that name an agent.
@@ -71,15 +86,22 @@ func (g *Guard) check(ctx context.Context, method string, req any) (*Principal, 
 	if g.Tokens == nil {
 		return certPrincipal(ctx), telemetry.DecisionAllow, "", nil
 	}
+	fl := g.failures()
+	if err := fl.Admit(ctx, method, g.Recorder); err != nil {
+		return nil, telemetry.DecisionRateLimited, "auth_failures", err
+	}
 	tok, ok := bearer(ctx)
 	if !ok {
+		fl.Failed(ctx, method, telemetry.ReasonNoToken, g.Recorder)
 		return nil, telemetry.DecisionDeny, "no_token", status.Error(codes.Unauthenticated,
 			"missing bearer token: send the header 'authorization: Bearer <token>' (routerctl --token or MCPSAG_TOKEN)")
 	}
 	p, ok := g.Tokens.Authenticate(tok)
 	if !ok {
+		fl.Failed(ctx, method, telemetry.ReasonBadToken, g.Recorder)
 		return nil, telemetry.DecisionDeny, "bad_token", status.Error(codes.Unauthenticated, "invalid bearer token")
 	}
+	fl.Succeeded(ctx)
 	grp, known := methodGroups[method]
 	if !known {
 		// An authenticated caller may learn that a method does not exist:
@@ -119,7 +141,9 @@ func (g *Guard) Unary() grpc.UnaryServerInterceptor {
 		p, decision, reason, err := g.check(ctx, info.FullMethod, req)
 		admin := methodGroups[info.FullMethod] == GroupAdmin
 		if err != nil {
-			if admin || decision == telemetry.DecisionRateLimited {
+			// Refusals after failed authentication (p nil) are audited,
+			// sampled, by the failure limiter.
+			if admin || (decision == telemetry.DecisionRateLimited && p != nil) {
 				g.audit(ctx, info.FullMethod, p, decision, reason, status.Code(err))
 			}
 			return nil, err

@@ -17,6 +17,7 @@ const (
 	EventEmbeddingFallback = "skill_embedding_fallback"
 	EventReindexed         = "skill_reindexed"
 	EventAdminCall         = "admin_call"
+	EventAuthFailure       = "auth_failure"
 )
 
 // Metric names (OTel form). The Prometheus form, as served on /metrics and
@@ -42,6 +43,7 @@ const (
 	MetricIndexSkills       = "skillrouter.index.skills"           // skillrouter_index_skills
 	MetricReindexDuration   = "skillrouter.index.reindex.duration" // skillrouter_index_reindex_duration_seconds_{bucket,sum,count}
 	MetricAdminCalls        = "skillrouter.admin.calls"            // skillrouter_admin_calls_total
+	MetricAuthFailures      = "skillrouter.auth.failures"          // skillrouter_auth_failures_total
 	MetricRPCServerDuration = "rpc.server.call.duration"           // rpc_server_call_duration_seconds_{bucket,sum,count} (otelgrpc)
 )
 

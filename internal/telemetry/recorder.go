@@ -50,6 +50,7 @@ type Recorder struct {
 	cacheMisses     metric.Int64ObservableCounter
 	reindexDuration metric.Float64Histogram
 	adminCalls      metric.Int64Counter
+	authFailures    metric.Int64Counter
 
 	indexFn atomic.Pointer[func() IndexSize]
 
@@ -127,6 +128,7 @@ func newRecorder(mp metric.MeterProvider, lp otellog.LoggerProvider, log *slog.L
 	}
 	r.reindexDuration = f64h(MetricReindexDuration, "s", "Time to reindex, by outcome and full.", longBuckets)
 	r.adminCalls = i64c(MetricAdminCalls, "{call}", "Admin calls, by method and decision.")
+	r.authFailures = i64c(MetricAuthFailures, "{call}", "Calls that failed authentication or were refused after too many failures, by reason.")
 
 	_, err = m.Int64ObservableGauge(MetricIndexSkills, metric.WithUnit("{skill}"),
 		metric.WithDescription("Skills in the index, by state (served, disabled, shadowed, agent_scoped, invalid)."),

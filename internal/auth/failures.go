@@ -1,0 +1,244 @@
+package auth
+
+import (
+	"context"
+	"net"
+	"sync"
+	"time"
+
+	"golang.org/x/time/rate"
+	"google.golang.org/genproto/googleapis/rpc/errdetails"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/types/known/durationpb"
+
+	"github.com/mcpsag/router/internal/telemetry"
+)
+
+// Default failed-authentication limits: a client address may fail 10 times
+// at once, then once every 6 seconds; all clients together 100 times, then
+// 5 times a second.
+const (
+	DefaultClientFailureBurst = 10
+	DefaultClientFailureEvery = 6 * time.Second
+	DefaultGlobalFailureBurst = 100
+	DefaultGlobalFailureRate  = 5
+	// DefaultGoodFor is how long a successful authentication exempts an
+	// address from the global limit.
+	DefaultGoodFor = 10 * time.Minute
+	// DefaultMaxClients bounds the addresses the limiter remembers.
+	DefaultMaxClients = 10000
+)
+
+// auditEvery is how often refusals of one client (or of untracked clients)
+// are audited; the metric counts every one.
+const auditEvery = time.Minute
+
+// FailureLimiter limits failed authentication, per client address and in
+// total, against token guessing. Each missing or wrong token spends one unit
+// of the client's budget and of the global one. A client whose budget is spent
+// is refused, without its token being checked, until the budget refills. When
+// the global budget is spent (guessing from many addresses), clients that
+// have not authenticated successfully within GoodFor are refused likewise,
+// while known clients keep working. Refusals are ResourceExhausted errors with
+// a RetryInfo delay.
+//
+// Addresses are IPs (the port is dropped; an IPv6 address counts as its /64
+// prefix). Behind a proxy every client shares the proxy's address.
+type FailureLimiter struct {
+	ClientBurst int
+	ClientEvery time.Duration
+	GlobalBurst int
+	GlobalRate  rate.Limit
+	GoodFor     time.Duration
+	MaxClients  int
+	// Now is the clock; nil means time.Now.
+	Now func() time.Time
+
+	once    sync.Once
+	mu      sync.Mutex
+	clients map[string]*failureClient
+	global  *rate.Limiter
+	// Sampling of refusals of clients the limiter does not track.
+	untrackedAudited   time.Time
+	untrackedUnaudited int
+}
+
+type failureClient struct {
+	lim       *rate.Limiter
+	good      time.Time // last successful authentication
+	audited   time.Time // last audited refusal
+	unaudited int       // refusals since then
+}
+
+// NewFailureLimiter returns a limiter with the default limits.
+func NewFailureLimiter() *FailureLimiter {
+	return &FailureLimiter{
+		ClientBurst: DefaultClientFailureBurst, ClientEvery: DefaultClientFailureEvery,
+		GlobalBurst: DefaultGlobalFailureBurst, GlobalRate: DefaultGlobalFailureRate,
+		GoodFor: DefaultGoodFor, MaxClients: DefaultMaxClients,
+	}
+}
+
+func (l *FailureLimiter) init() {
+	l.once.Do(func() {
+		if l.ClientBurst <= 0 {
+			l.ClientBurst = DefaultClientFailureBurst
+		}
+		if l.ClientEvery <= 0 {
+			l.ClientEvery = DefaultClientFailureEvery
+		}
+		if l.GlobalBurst <= 0 {
+			l.GlobalBurst = DefaultGlobalFailureBurst
+		}
+		if l.GlobalRate <= 0 {
+			l.GlobalRate = DefaultGlobalFailureRate
+		}
+		if l.GoodFor <= 0 {
+			l.GoodFor = DefaultGoodFor
+		}
+		if l.MaxClients <= 0 {
+			l.MaxClients = DefaultMaxClients
+		}
+		if l.Now == nil {
+			l.Now = time.Now
+		}
+		l.clients = make(map[string]*failureClient)
+		l.global = rate.NewLimiter(l.GlobalRate, l.GlobalBurst)
+	})
+}
+
+// Admit returns nil when the caller at ctx's peer may present a token, or
+// the refusal (ResourceExhausted with RetryInfo) when it or all clients
+// failed too often. Refusals are recorded on rec.
+func (l *FailureLimiter) Admit(ctx context.Context, method string, rec *telemetry.Recorder) error {
+	l.init()
+	now := l.Now()
+	key := clientKey(ctx)
+	l.mu.Lock()
+	c := l.clients[key]
+	reason, wait := "", time.Duration(0)
+	switch {
+	case c != nil && c.lim.TokensAt(now) < 1:
+		reason, wait = telemetry.ReasonClientLimited, waitFor(c.lim, now)
+	case l.global.TokensAt(now) < 1 && (c == nil || now.Sub(c.good) > l.GoodFor):
+		reason, wait = telemetry.ReasonGlobalLimited, waitFor(l.global, now)
+	default:
+		l.mu.Unlock()
+		return nil
+	}
+	f := telemetry.AuthFailure{Peer: key, Method: method, Reason: reason, RetryAfter: wait}
+	audited, unaudited := &l.untrackedAudited, &l.untrackedUnaudited
+	if c != nil {
+		audited, unaudited = &c.audited, &c.unaudited
+	}
+	if now.Sub(*audited) >= auditEvery {
+		f.Audit, f.Unaudited = true, *unaudited
+		*audited, *unaudited = now, 0
+	} else {
+		*unaudited++
+	}
+	l.mu.Unlock()
+	rec.AuthFailed(ctx, f)
+
+	msg := "too many failed authentication attempts from this address; retry after the delay in RetryInfo"
+	if reason == telemetry.ReasonGlobalLimited {
+		msg = "too many failed authentication attempts on this router; retry after the delay in RetryInfo"
+	}
+	st, _ := status.New(codes.ResourceExhausted, msg).
+		WithDetails(&errdetails.RetryInfo{RetryDelay: durationpb.New(wait)})
+	return st.Err()
+}
+
+// Failed spends one unit of the caller's and the global budget and records
+// the failure (reason ReasonNoToken or ReasonBadToken) on rec, audited.
+func (l *FailureLimiter) Failed(ctx context.Context, method, reason string, rec *telemetry.Recorder) {
+	l.init()
+	now := l.Now()
+	key := clientKey(ctx)
+	l.mu.Lock()
+	if c := l.client(key, now); c != nil {
+		c.lim.AllowN(now, 1)
+	}
+	l.global.AllowN(now, 1)
+	l.mu.Unlock()
+	rec.AuthFailed(ctx, telemetry.AuthFailure{Peer: key, Method: method, Reason: reason, Audit: true})
+}
+
+// Succeeded notes that the caller authenticated, which exempts its address
+// from the global limit for GoodFor. It does not refund failures.
+func (l *FailureLimiter) Succeeded(ctx context.Context) {
+	l.init()
+	now := l.Now()
+	key := clientKey(ctx)
+	l.mu.Lock()
+	if c := l.client(key, now); c != nil {
+		c.good = now
+	}
+	l.mu.Unlock()
+}
+
+// client returns the entry for key, creating it; nil when the table is full
+// even after forgetting idle entries. Callers hold l.mu.
+func (l *FailureLimiter) client(key string, now time.Time) *failureClient {
+	if c := l.clients[key]; c != nil {
+		return c
+	}
+	if len(l.clients) >= l.MaxClients {
+		l.sweep(now)
+		if len(l.clients) >= l.MaxClients {
+			return nil
+		}
+	}
+	c := &failureClient{lim: rate.NewLimiter(rate.Every(l.ClientEvery), l.ClientBurst)}
+	l.clients[key] = c
+	return c
+}
+
+// sweep forgets clients whose budget is full and whose last success is older
+// than GoodFor: they are indistinguishable from new ones.
+func (l *FailureLimiter) sweep(now time.Time) {
+	for k, c := range l.clients {
+		if c.lim.TokensAt(now) >= float64(l.ClientBurst) && now.Sub(c.good) > l.GoodFor {
+			delete(l.clients, k)
+		}
+	}
+}
+
+// Clients returns how many addresses the limiter tracks.
+func (l *FailureLimiter) Clients() int {
+	l.init()
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return len(l.clients)
+}
+
+// waitFor is the time until lim has one token, rounded up to a millisecond.
+func waitFor(lim *rate.Limiter, now time.Time) time.Duration {
+	missing := 1 - lim.TokensAt(now)
+	if missing <= 0 {
+		return 0
+	}
+	d := time.Duration(missing / float64(lim.Limit()) * float64(time.Second))
+	return d.Truncate(time.Millisecond) + time.Millisecond
+}
+
+// clientKey is the address failures are counted against: the peer's IP
+// without the port; an IPv6 address counts as its /64 prefix, since one host
+// commonly holds a whole /64.
+func clientKey(ctx context.Context) string {
+	addr := PeerAddr(ctx)
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		host = addr
+	}
+	ip := net.ParseIP(host)
+	switch {
+	case ip == nil:
+		return host
+	case ip.To4() != nil:
+		return ip.To4().String()
+	default:
+		return ip.Mask(net.CIDRMask(64, 128)).String() + "/64"
+	}
+}
