@@ -1,7 +1,9 @@
 // Package config reads the router's settings from, in increasing precedence,
 // built-in defaults, a YAML file, MCPSAG_* environment variables and command
 // line flags. The file is by default .mcp/.mcp-config.yaml under the
-// workspace. Relative paths in it are relative to the workspace.
+// workspace. Relative paths in it are relative to the workspace; relative
+// paths given as flags or environment variables are relative to the working
+// directory, as with any command.
 package config
 
 import (
@@ -259,9 +261,9 @@ func Resolve(flags Overrides, getenv func(string) string) (Config, error) {
 	for _, o := range []Overrides{env, flags} {
 		cfg.Addr = first(o.Addr, cfg.Addr)
 		cfg.Workspace = first(o.Workspace, cfg.Workspace)
-		cfg.StateDir = first(o.StateDir, cfg.StateDir)
+		cfg.StateDir = first(fromWorkingDir(o.StateDir), cfg.StateDir)
 		cfg.AdminAddr = first(o.AdminAddr, cfg.AdminAddr)
-		cfg.Model.Dir = first(o.ModelDir, cfg.Model.Dir)
+		cfg.Model.Dir = first(fromWorkingDir(o.ModelDir), cfg.Model.Dir)
 		cfg.LogLevel = first(o.LogLevel, cfg.LogLevel)
 	}
 	if err := cfg.finish(); err != nil {
@@ -288,6 +290,11 @@ func readFile(path string, cfg *Config) error {
 	if len(data) > maxFileBytes {
 		return fmt.Errorf("config %s is over %d bytes", path, maxFileBytes)
 	}
+	return decodeFile(data, path, cfg)
+}
+
+// decodeFile decodes a config file's content into cfg.
+func decodeFile(data []byte, path string, cfg *Config) error {
 	if len(bytes.TrimSpace(data)) == 0 {
 		return nil
 	}
@@ -443,6 +450,19 @@ func isLoopback(addr string) bool {
 	}
 	ip := net.ParseIP(host)
 	return ip != nil && ip.IsLoopback()
+}
+
+// fromWorkingDir makes a path given on the command line or in the
+// environment absolute against the working directory; finish resolves the
+// config file's relative paths against the workspace instead.
+func fromWorkingDir(p string) string {
+	if p == "" || filepath.IsAbs(p) {
+		return p
+	}
+	if abs, err := filepath.Abs(p); err == nil {
+		return abs
+	}
+	return p
 }
 
 func first(vals ...string) string {

@@ -49,12 +49,62 @@ func TestPrecedence(t *testing.T) {
 		t.Errorf("env does not override the file: %+v", cfg)
 	}
 
-	cfg, err = Resolve(Overrides{Workspace: ws, Addr: "127.0.0.1:4444", StateDir: "st"}, envOf(map[string]string{"MCPSAG_ADDR": "127.0.0.1:3333"}))
+	st := filepath.Join(t.TempDir(), "st")
+	cfg, err = Resolve(Overrides{Workspace: ws, Addr: "127.0.0.1:4444", StateDir: st}, envOf(map[string]string{"MCPSAG_ADDR": "127.0.0.1:3333"}))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if cfg.Addr != "127.0.0.1:4444" || cfg.StateDir != filepath.Join(ws, "st") {
+	if cfg.Addr != "127.0.0.1:4444" || cfg.StateDir != st {
 		t.Errorf("flags do not override env: addr %s state %s", cfg.Addr, cfg.StateDir)
+	}
+}
+
+// TestRelativePathsResolve checks where relative paths point: flags and
+// environment variables against the working directory, like any command;
+// the config file's values against the workspace.
+func TestRelativePathsResolve(t *testing.T) {
+	ws := t.TempDir()
+	wd := t.TempDir()
+	t.Chdir(wd)
+	wd, _ = os.Getwd() // the working directory as the OS spells it
+	writeConfig(t, ws, "state_dir: file-state\nmodel:\n  dir: file-model\nexec:\n  allowlist_file: allow.txt\n")
+
+	cfg, err := Resolve(Overrides{Workspace: ws}, envOf(nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.StateDir != filepath.Join(ws, "file-state") || cfg.Model.Dir != filepath.Join(ws, "file-model") || cfg.Exec.AllowlistFile != filepath.Join(ws, "allow.txt") {
+		t.Errorf("config-file paths: state %s, model %s, allowlist %s; want them under the workspace %s", cfg.StateDir, cfg.Model.Dir, cfg.Exec.AllowlistFile, ws)
+	}
+
+	cfg, err = Resolve(Overrides{Workspace: ws}, envOf(map[string]string{"MCPSAG_STATE_DIR": "env-state", "MCPSAG_MODEL_DIR": "env-model"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.StateDir != filepath.Join(wd, "env-state") || cfg.Model.Dir != filepath.Join(wd, "env-model") {
+		t.Errorf("environment paths: state %s, model %s; want them under the working directory %s", cfg.StateDir, cfg.Model.Dir, wd)
+	}
+
+	cfg, err = Resolve(Overrides{Workspace: ws, StateDir: "state", ModelDir: "../m"}, envOf(map[string]string{"MCPSAG_STATE_DIR": "env-state"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.StateDir != filepath.Join(wd, "state") || cfg.Model.Dir != filepath.Join(filepath.Dir(wd), "m") {
+		t.Errorf("flag paths: state %s, model %s; want them under the working directory %s", cfg.StateDir, cfg.Model.Dir, wd)
+	}
+
+	// A relative workspace flag is relative to the working directory too,
+	// and the file's paths follow the workspace.
+	rel, err := filepath.Rel(wd, ws)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg, err = Resolve(Overrides{Workspace: rel}, envOf(nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.Workspace != ws || cfg.StateDir != filepath.Join(ws, "file-state") {
+		t.Errorf("relative workspace %s: workspace %s, state %s", rel, cfg.Workspace, cfg.StateDir)
 	}
 }
 
