@@ -108,6 +108,7 @@ func Open(dir string, opts Options) (*DB, error) {
 		return nil, fmt.Errorf("create state directory %s: %w", dir, err)
 	}
 	path := filepath.Join(dir, FileName)
+	note := damageNote(path)
 	db, reason, err := openChecked(path, opts.LockTimeout)
 	if errors.Is(err, bolterrors.ErrTimeout) {
 		return nil, lockedError(dir)
@@ -125,6 +126,9 @@ func Open(dir string, opts Options) (*DB, error) {
 	}
 	if err != nil {
 		return nil, fmt.Errorf("open cache %s: %w", path, err)
+	}
+	if note != "" && recovered == "" {
+		log.Warn("cache file damaged; bbolt works around it", "path", path, "damage", note)
 	}
 	d := &DB{bolt: db, path: path, dir: dir, Recovered: recovered, log: log}
 	if opts.Holder != "" {

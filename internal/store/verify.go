@@ -533,3 +533,37 @@ func environmentError(err error) bool {
 	}
 	return false
 }
+
+// damageNote describes damage to the cache file at path that bbolt works
+// around by itself, for a warning: an empty file (an interrupted first
+// write), or one meta page failing its checksum (bbolt then uses the other,
+// the previous transaction, and the next write repairs it). It returns ""
+// for a missing or unremarkable file, and never fails.
+func damageNote(path string) string {
+	f, err := os.Open(path)
+	if err != nil {
+		return ""
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil || !fi.Mode().IsRegular() {
+		return ""
+	}
+	if fi.Size() == 0 {
+		return "the cache file is empty (an interrupted first write?); building it from the skill folders"
+	}
+	ps, err := pageSize(f, fi.Size())
+	if err != nil {
+		return ""
+	}
+	for i := range 2 {
+		buf := make([]byte, pageHeaderSize+metaSize)
+		if _, err := f.ReadAt(buf, int64(i*ps)); err != nil {
+			return fmt.Sprintf("meta page %d unreadable: %v; using the other one (the previous transaction)", i, err)
+		}
+		if err := decodeMeta(buf[pageHeaderSize:]).valid(); err != nil {
+			return fmt.Sprintf("meta page %d is damaged (%v); using the other one (the previous transaction), and the next write repairs it", i, err)
+		}
+	}
+	return ""
+}

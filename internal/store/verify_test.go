@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"hash/fnv"
+	"log/slog"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -503,4 +504,33 @@ func FuzzOpen(f *testing.F) {
 		}
 		populate(t, db, 3)
 	})
+}
+
+// TestDamageBboltWorksAroundIsReported checks that damage bbolt survives by
+// itself (one bad meta page, an empty file) is still logged.
+func TestDamageBboltWorksAroundIsReported(t *testing.T) {
+	for name, breakIt := range map[string]func(path string){
+		"one meta page": func(path string) {
+			data := read(t, path)
+			data[4096+16+8] ^= 0xff // page size field of meta page 1
+			write(t, path, data)
+		},
+		"empty file": func(path string) { write(t, path, nil) },
+	} {
+		t.Run(name, func(t *testing.T) {
+			dir := t.TempDir()
+			tr := buildCache(t, dir, 20, 5)
+			breakIt(filepath.Join(dir, FileName))
+			var logs strings.Builder
+			db, err := Open(dir, Options{Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+			if err != nil {
+				t.Fatal(err)
+			}
+			db.Close()
+			if !strings.Contains(logs.String(), "cache file damaged") {
+				t.Errorf("no warning logged:\n%s", logs.String())
+			}
+			checkAnswers(t, dir, tr)
+		})
+	}
 }
