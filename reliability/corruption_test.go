@@ -33,6 +33,9 @@ type corruption struct {
 	environment bool
 	// asUser runs the router as another user (uid, gid).
 	asUser *syscall.Credential
+	// bundledModel runs the router on its bundled model, which it unpacks
+	// into the state directory.
+	bundledModel bool
 }
 
 func corruptions() []corruption {
@@ -135,6 +138,22 @@ func corruptions() []corruption {
 				return v
 			})
 		}},
+		{name: "bundled model copy damaged", bundledModel: true, damage: func(t *testing.T, dir string, r *rand.Rand) {
+			// Bit rot in the model the router unpacked into its state
+			// directory: weights that still load, but wrong.
+			onnx, _ := filepath.Glob(filepath.Join(dir, "models", "*", "model.onnx"))
+			if len(onnx) != 1 {
+				t.Fatalf("unpacked model not found in %s: %v", dir, onnx)
+			}
+			b, err := os.ReadFile(onnx[0])
+			if err != nil {
+				t.Fatal(err)
+			}
+			for range 64 {
+				b[4096+r.IntN(len(b)-4096)] ^= 0x10
+			}
+			writeBytes(t, onnx[0], b)
+		}},
 		{name: "folder in place of the file", environment: true, damage: func(t *testing.T, dir string, r *rand.Rand) {
 			p := filepath.Join(dir, cacheFile)
 			if err := os.Remove(p); err != nil {
@@ -175,7 +194,7 @@ func TestCorruptCacheIsRecovered(t *testing.T) {
 	prepareForOtherUsers(t, ws.Dir)
 
 	good := t.TempDir()
-	start(t, routerOpts{Workspace: ws.Dir, StateDir: good}).Stop()
+	start(t, routerOpts{Workspace: ws.Dir, StateDir: good, ModelDir: "-"}).Stop()
 	pristine, err := os.ReadFile(filepath.Join(good, cacheFile))
 	if err != nil {
 		t.Fatal(err)
@@ -190,8 +209,12 @@ func TestCorruptCacheIsRecovered(t *testing.T) {
 			for seed := range seeds {
 				state := t.TempDir()
 				writeBytes(t, filepath.Join(state, cacheFile), pristine)
-				c.damage(t, state, rand.New(rand.NewPCG(uint64(seed), 31)))
 				o := routerOpts{Workspace: ws.Dir, StateDir: state}
+				if c.bundledModel {
+					copyTree(t, filepath.Join(good, "models"), filepath.Join(state, "models"))
+					o.ModelDir = "-"
+				}
+				c.damage(t, state, rand.New(rand.NewPCG(uint64(seed), 31)))
 				if c.asUser != nil && os.Geteuid() == 0 {
 					o.Credential = c.asUser
 				}
@@ -231,6 +254,14 @@ func TestCorruptCacheIsRecovered(t *testing.T) {
 					outcome = "served from a temporary cache"
 				case r.logs.contains("cache file damaged"):
 					outcome = "worked around by bbolt, reported: " + damageOf(r.logs.matching("cache file damaged"))
+				case c.bundledModel:
+					onnx, _ := filepath.Glob(filepath.Join(state, "models", "*", "model.onnx"))
+					got, _ := os.ReadFile(onnx[0])
+					want, _ := os.ReadFile(filepath.Join(bundledModel, "model.onnx"))
+					if !bytes.Equal(got, want) {
+						t.Errorf("seed %d: the damaged model copy is still in use", seed)
+					}
+					outcome = "damaged model copy rewritten"
 				}
 				if c.environment {
 					st, err := r.RPC.Status(ctxT(t, 10*time.Second), &pb.StatusRequest{})
@@ -314,6 +345,27 @@ func firstLine(lines []string) string {
 		return ""
 	}
 	return clip(lines[0], 300)
+}
+
+// copyTree copies a folder tree of regular files.
+func copyTree(t *testing.T, from, to string) {
+	err := filepath.WalkDir(from, func(p string, d os.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(from, p)
+		if d.IsDir() {
+			return os.MkdirAll(filepath.Join(to, rel), 0o750)
+		}
+		b, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		return os.WriteFile(filepath.Join(to, rel), b, 0o640)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
 }
 
 func sizeOf(t *testing.T, p string) int64 {
