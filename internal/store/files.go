@@ -116,8 +116,10 @@ type FileChanges struct {
 	Delete []string
 	// Bodies maps content hashes of good versions to their body text.
 	Bodies map[string]string
-	// KeepBodies, when non-nil, lists every body hash still referenced;
-	// others are deleted in the same transaction.
+	// KeepBodies, when non-nil, lists every body hash still referenced.
+	// A body missing from it is deleted by the next ApplyFiles that also
+	// leaves it out, not by this one: the generation being served while the
+	// next one is built may still load it.
 	KeepBodies map[string]bool
 }
 
@@ -131,7 +133,11 @@ func (d *DB) ApplyFiles(c FileChanges) error {
 		}
 		encoded[i] = seal([]byte(r.Path), b)
 	}
-	return d.bolt.Update(func(tx *bolt.Tx) error {
+	d.mu.Lock()
+	retiring := d.retiring
+	d.mu.Unlock()
+	var retired map[string]bool // bodies left unreferenced by this batch
+	err := d.bolt.Update(func(tx *bolt.Tx) error {
 		files, bodies := tx.Bucket(bucketFiles), tx.Bucket(bucketBodies)
 		for i, r := range c.Put {
 			if err := files.Put([]byte(r.Path), encoded[i]); err != nil {
@@ -151,10 +157,15 @@ func (d *DB) ApplyFiles(c FileChanges) error {
 		if c.KeepBodies == nil {
 			return nil
 		}
+		retired = make(map[string]bool)
 		var stale [][]byte
 		err := bodies.ForEach(func(k, _ []byte) error {
-			if !c.KeepBodies[string(k)] {
+			switch {
+			case c.KeepBodies[string(k)]:
+			case retiring[string(k)]:
 				stale = append(stale, append([]byte(nil), k...))
+			default:
+				retired[string(k)] = true
 			}
 			return nil
 		})
@@ -168,6 +179,12 @@ func (d *DB) ApplyFiles(c FileChanges) error {
 		}
 		return nil
 	})
+	if err == nil && retired != nil {
+		d.mu.Lock()
+		d.retiring = retired
+		d.mu.Unlock()
+	}
+	return err
 }
 
 // Body returns the body stored under a content hash; ok is false when none

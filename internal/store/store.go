@@ -32,6 +32,7 @@ import (
 	"runtime/debug"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
@@ -89,6 +90,11 @@ type DB struct {
 	Degraded string
 	temp     bool // dir is a temporary directory, removed at Close
 	log      *slog.Logger
+
+	mu sync.Mutex
+	// retiring are bodies the last ApplyFiles found unreferenced; the next
+	// one deletes those still unreferenced.
+	retiring map[string]bool
 }
 
 // Open opens (or creates) the cache in dir. A file that fails its integrity

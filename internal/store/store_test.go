@@ -59,7 +59,9 @@ func TestRecordsRoundTrip(t *testing.T) {
 		t.Fatalf("Body = %q, %v, %v; want # Body", body, ok, err)
 	}
 
-	// Deleting the record and keeping no bodies removes both.
+	// Deleting the record removes it at once; its body stays readable
+	// through the next batch (the generation still served may load it) and
+	// goes with the one after.
 	if err := db.ApplyFiles(FileChanges{Delete: []string{rec.Path}, KeepBodies: map[string]bool{}}); err != nil {
 		t.Fatal(err)
 	}
@@ -67,8 +69,28 @@ func TestRecordsRoundTrip(t *testing.T) {
 	if len(files) != 0 {
 		t.Errorf("files after delete = %d, want 0", len(files))
 	}
+	if _, ok, _ := db.Body(abc); !ok {
+		t.Error("body deleted by the batch that left it unreferenced")
+	}
+	if err := db.ApplyFiles(FileChanges{KeepBodies: map[string]bool{}}); err != nil {
+		t.Fatal(err)
+	}
 	if _, ok, _ := db.Body(abc); ok {
-		t.Error("body survived garbage collection")
+		t.Error("body survived a second garbage collection")
+	}
+
+	// A body referenced again before the second batch is kept.
+	def := hashOf("def")
+	if err := db.ApplyFiles(FileChanges{Bodies: map[string]string{def: "# Def"}, KeepBodies: map[string]bool{def: true}}); err != nil {
+		t.Fatal(err)
+	}
+	for _, keep := range []map[string]bool{{}, {def: true}, {def: true}} {
+		if err := db.ApplyFiles(FileChanges{KeepBodies: keep}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, ok, _ := db.Body(def); !ok {
+		t.Error("a body referenced again was deleted")
 	}
 }
 
