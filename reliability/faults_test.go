@@ -358,6 +358,7 @@ func runClients(ctx context.Context, t *testing.T, rpc []pb.SkillRouterClient, t
 		go func(id int, c pb.SkillRouterClient) {
 			defer wg.Done()
 			var names []string
+			token := ""
 			n := id
 			call := func(method string, f func(context.Context) error) {
 				cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
@@ -378,11 +379,20 @@ func runClients(ctx context.Context, t *testing.T, rpc []pb.SkillRouterClient, t
 				n++
 				if len(names) == 0 || n%10 == 0 {
 					call("ListSkills", func(ctx context.Context) error {
-						resp, err := c.ListSkills(ctx, &pb.ListSkillsRequest{PageSize: 1000})
+						// Walk the pages in turn, so names come from the
+						// whole catalog.
+						resp, err := c.ListSkills(ctx, &pb.ListSkillsRequest{PageSize: 1000, PageToken: token})
+						if status.Code(err) == codes.InvalidArgument && token != "" {
+							token = "" // a token from an older generation
+							return nil
+						}
 						if err == nil {
-							names = names[:0]
-							for _, s := range resp.GetSkills() {
-								names = append(names, s.GetName())
+							token = resp.GetNextPageToken()
+							if len(resp.GetSkills()) > 0 {
+								names = names[:0]
+								for _, s := range resp.GetSkills() {
+									names = append(names, s.GetName())
+								}
 							}
 						}
 						return err
