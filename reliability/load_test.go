@@ -155,6 +155,11 @@ func TestLoadAndSoak(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	if testing.Verbose() {
+		for _, l := range r.logs.matching("index generation published") {
+			t.Logf("router: %s", clip(l, 300))
+		}
+	}
 	r.Stop()
 
 	total := 0
@@ -168,8 +173,9 @@ func TestLoadAndSoak(t *testing.T) {
 	for _, m := range methods {
 		total += stats.calls[m]
 		all = append(all, stats.latencies[m]...)
-		lines = append(lines, fmt.Sprintf("%s %d calls p50 %v p99 %v", m, stats.calls[m],
-			percentile(stats.latencies[m], 0.5).Round(10*time.Microsecond), percentile(stats.latencies[m], 0.99).Round(10*time.Microsecond)))
+		lines = append(lines, fmt.Sprintf("%s %d calls p50 %v p99 %v max %v", m, stats.calls[m],
+			percentile(stats.latencies[m], 0.5).Round(10*time.Microsecond), percentile(stats.latencies[m], 0.99).Round(10*time.Microsecond),
+			percentile(stats.latencies[m], 1).Round(time.Millisecond)))
 	}
 	n, errs := stats.unexpected()
 	t.Logf("load: 16 clients x %v, %d calls (%.0f/s), p50 %v, p99 %v; %d churn rounds (generation %d at the end); %d NotFound on removed skills, %d unexpected errors",
