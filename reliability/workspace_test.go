@@ -116,23 +116,25 @@ func parseSource(data []byte) (sourceSkill, bool) {
 	return sourceSkill{Name: fm.Name, Description: fm.Description, Body: body}, true
 }
 
-// syntheticSources builds skills from word lists: distinct names and
-// descriptions with a shared vocabulary, so matching has work to do.
+// syntheticSources builds 4,000 skills from word lists (verb, noun, domain):
+// distinct names and descriptions over a shared vocabulary, so matching has
+// work to do.
 func syntheticSources() ([]sourceSkill, []string, []query) {
 	verbs := []string{"analyze", "convert", "validate", "summarize", "deploy", "monitor", "translate", "compress", "schedule", "audit", "render", "index", "merge", "forecast", "classify", "encrypt", "migrate", "profile", "reconcile", "export"}
 	nouns := []string{"invoices", "logs", "images", "contracts", "metrics", "emails", "datasets", "videos", "tickets", "reports", "spreadsheets", "transcripts", "sensors", "orders", "genomes", "playlists", "budgets", "recipes", "maps", "receipts"}
 	domains := []string{"finance", "healthcare", "retail", "logistics", "education", "energy", "media", "legal", "travel", "security"}
 	var skills []sourceSkill
 	var queries []query
-	for i, v := range verbs {
-		for j, n := range nouns {
-			d := domains[(i+j)%len(domains)]
-			name := v + "-" + n
-			desc := fmt.Sprintf("%s %s for %s teams, with a summary of what changed", strings.ToUpper(v[:1])+v[1:], n, d)
-			body := fmt.Sprintf("# %s\n\nUse this skill to %s %s in %s workflows.\n\n## Steps\n\n1. Collect the %s.\n2. %s them.\n3. Report the result.\n", name, v, n, d, n, v)
-			skills = append(skills, sourceSkill{Name: name, Description: desc, Body: body})
-			if (i+j)%7 == 0 {
-				queries = append(queries, query{Query: fmt.Sprintf("please %s the %s from our %s system", v, n, d), Relevant: []string{name}})
+	for k, d := range domains {
+		for i, v := range verbs {
+			for j, n := range nouns {
+				name := v + "-" + n + "-" + d
+				desc := fmt.Sprintf("%s %s for %s teams, with a summary of what changed", strings.ToUpper(v[:1])+v[1:], n, d)
+				body := fmt.Sprintf("# %s\n\nUse this skill to %s %s in %s workflows.\n\n## Steps\n\n1. Collect the %s.\n2. %s them.\n3. Report the result.\n", name, v, n, d, n, v)
+				skills = append(skills, sourceSkill{Name: name, Description: desc, Body: body})
+				if (i+j+k)%37 == 0 {
+					queries = append(queries, query{Query: fmt.Sprintf("please %s the %s from our %s system", v, n, d), Relevant: []string{name}})
+				}
 			}
 		}
 	}
