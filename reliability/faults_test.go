@@ -128,10 +128,11 @@ func TestDiskFullDuringReindex(t *testing.T) {
 	}
 
 	disk.Fill(t, r)
-	// Big new bodies and many edits: more pages than the free list holds.
-	for i := range 120 {
+	// Big new bodies (12 MB in all) and many edits: more pages than the
+	// cache's free list can hold, whatever its history.
+	for i := range 300 {
 		s, _ := skillAt(10000 + i)
-		s.Body += strings.Repeat("\nA long appendix line that makes the body several pages long.", 300)
+		s.Body += strings.Repeat("\nA long appendix line that makes the body several pages long.", 650)
 		ws.writeSkill("skills", s, false)
 		ws.live[s.Name] = true
 	}
