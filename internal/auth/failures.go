@@ -108,26 +108,64 @@ func (l *FailureLimiter) init() {
 	})
 }
 
-// Admit returns nil when the caller at ctx's peer may present a token, or
-// the refusal (ResourceExhausted with RetryInfo) when it or all clients
-// failed too often. Refusals are recorded on rec.
-func (l *FailureLimiter) Admit(ctx context.Context, method string, rec *telemetry.Recorder) error {
+// Attempt runs one authentication for the caller at ctx's peer. When the
+// caller (or every client together) failed too often, it returns the refusal
+// (ResourceExhausted with RetryInfo) without running check. Otherwise it runs
+// check, which returns "" when the caller authenticated or the failure's
+// reason (telemetry.ReasonNoToken, ReasonBadToken), and returns that reason.
+// A failure spends one unit of the caller's and of the global budget; a
+// success exempts the caller's address from the global limit for GoodFor
+// (it refunds nothing). The limiter's lock is held across check, so
+// concurrent attempts cannot all pass before the first failure counts; check
+// must be quick (a token comparison is microseconds). Failures and refusals
+// are recorded on rec.
+func (l *FailureLimiter) Attempt(ctx context.Context, method string, rec *telemetry.Recorder, check func() string) (string, error) {
 	l.init()
-	now := l.Now()
 	key := clientKey(ctx)
 	l.mu.Lock()
+	now := l.Now()
+	if f, limited := l.refusal(key, method, now); limited {
+		l.mu.Unlock()
+		rec.AuthFailed(ctx, f)
+		msg := "too many failed authentication attempts from this address; retry after the delay in RetryInfo"
+		if f.Reason == telemetry.ReasonGlobalLimited {
+			msg = "too many failed authentication attempts on this router; retry after the delay in RetryInfo"
+		}
+		st, _ := status.New(codes.ResourceExhausted, msg).
+			WithDetails(&errdetails.RetryInfo{RetryDelay: durationpb.New(f.RetryAfter)})
+		return "", st.Err()
+	}
+	reason := check()
+	c := l.client(key, now)
+	if reason == "" {
+		if c != nil {
+			c.good = now
+		}
+		l.mu.Unlock()
+		return "", nil
+	}
+	if c != nil {
+		c.lim.AllowN(now, 1)
+	}
+	l.global.AllowN(now, 1)
+	l.mu.Unlock()
+	rec.AuthFailed(ctx, telemetry.AuthFailure{Peer: key, Method: method, Reason: reason, Audit: true})
+	return reason, nil
+}
+
+// refusal decides whether key is limited now and, if so, describes the
+// refusal (audited when due). Callers hold l.mu.
+func (l *FailureLimiter) refusal(key, method string, now time.Time) (telemetry.AuthFailure, bool) {
 	c := l.clients[key]
-	reason, wait := "", time.Duration(0)
+	f := telemetry.AuthFailure{Peer: key, Method: method}
 	switch {
 	case c != nil && c.lim.TokensAt(now) < 1:
-		reason, wait = telemetry.ReasonClientLimited, waitFor(c.lim, now)
+		f.Reason, f.RetryAfter = telemetry.ReasonClientLimited, waitFor(c.lim, now)
 	case l.global.TokensAt(now) < 1 && (c == nil || now.Sub(c.good) > l.GoodFor):
-		reason, wait = telemetry.ReasonGlobalLimited, waitFor(l.global, now)
+		f.Reason, f.RetryAfter = telemetry.ReasonGlobalLimited, waitFor(l.global, now)
 	default:
-		l.mu.Unlock()
-		return nil
+		return f, false
 	}
-	f := telemetry.AuthFailure{Peer: key, Method: method, Reason: reason, RetryAfter: wait}
 	audited, unaudited := &l.untrackedAudited, &l.untrackedUnaudited
 	if c != nil {
 		audited, unaudited = &c.audited, &c.unaudited
@@ -138,44 +176,7 @@ func (l *FailureLimiter) Admit(ctx context.Context, method string, rec *telemetr
 	} else {
 		*unaudited++
 	}
-	l.mu.Unlock()
-	rec.AuthFailed(ctx, f)
-
-	msg := "too many failed authentication attempts from this address; retry after the delay in RetryInfo"
-	if reason == telemetry.ReasonGlobalLimited {
-		msg = "too many failed authentication attempts on this router; retry after the delay in RetryInfo"
-	}
-	st, _ := status.New(codes.ResourceExhausted, msg).
-		WithDetails(&errdetails.RetryInfo{RetryDelay: durationpb.New(wait)})
-	return st.Err()
-}
-
-// Failed spends one unit of the caller's and the global budget and records
-// the failure (reason ReasonNoToken or ReasonBadToken) on rec, audited.
-func (l *FailureLimiter) Failed(ctx context.Context, method, reason string, rec *telemetry.Recorder) {
-	l.init()
-	now := l.Now()
-	key := clientKey(ctx)
-	l.mu.Lock()
-	if c := l.client(key, now); c != nil {
-		c.lim.AllowN(now, 1)
-	}
-	l.global.AllowN(now, 1)
-	l.mu.Unlock()
-	rec.AuthFailed(ctx, telemetry.AuthFailure{Peer: key, Method: method, Reason: reason, Audit: true})
-}
-
-// Succeeded notes that the caller authenticated, which exempts its address
-// from the global limit for GoodFor. It does not refund failures.
-func (l *FailureLimiter) Succeeded(ctx context.Context) {
-	l.init()
-	now := l.Now()
-	key := clientKey(ctx)
-	l.mu.Lock()
-	if c := l.client(key, now); c != nil {
-		c.good = now
-	}
-	l.mu.Unlock()
+	return f, true
 }
 
 // client returns the entry for key, creating it; nil when the table is full

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -68,35 +69,67 @@ func newTestLimiter(clock *fakeClock) *FailureLimiter {
 	return l
 }
 
+// guess is one failed attempt: nil when it was checked (and counted), the
+// refusal when it was not.
+func guess(l *FailureLimiter, ctx context.Context) error {
+	_, err := l.Attempt(ctx, "/m", nil, func() string { return telemetry.ReasonBadToken })
+	return err
+}
+
+// login is one successful attempt: nil, or the refusal.
+func login(l *FailureLimiter, ctx context.Context) error {
+	_, err := l.Attempt(ctx, "/m", nil, func() string { return "" })
+	return err
+}
+
 func TestFailureLimiterPerClient(t *testing.T) {
 	clock := &fakeClock{t: time.Unix(1e9, 0)}
 	l := newTestLimiter(clock)
 	attacker, other := from("203.0.113.9:4000"), from("198.51.100.1:5000")
 	for i := range DefaultClientFailureBurst {
-		if err := l.Admit(attacker, "/m", nil); err != nil {
+		if err := guess(l, attacker); err != nil {
 			t.Fatalf("attempt %d refused: %v", i+1, err)
 		}
-		l.Failed(attacker, "/m", telemetry.ReasonBadToken, nil)
 	}
-	err := l.Admit(attacker, "/m", nil)
-	if d := retryDelay(t, err); d <= 0 || d > DefaultClientFailureEvery+time.Millisecond {
+	if d := retryDelay(t, guess(l, attacker)); d <= 0 || d > DefaultClientFailureEvery+time.Millisecond {
 		t.Errorf("retry delay %v, want within (0, %v]", d, DefaultClientFailureEvery)
 	}
-	// Another port of the same host is the same client.
-	if err := l.Admit(from("203.0.113.9:4001"), "/m", nil); status.Code(err) != codes.ResourceExhausted {
+	// Another port of the same host is the same client, right token or not.
+	if err := login(l, from("203.0.113.9:4001")); status.Code(err) != codes.ResourceExhausted {
 		t.Errorf("same host, other port: %v, want refused", err)
 	}
-	if err := l.Admit(other, "/m", nil); err != nil {
+	if err := login(l, other); err != nil {
 		t.Errorf("an innocent address was refused: %v", err)
 	}
 	// The budget refills one attempt per ClientEvery.
 	clock.Add(DefaultClientFailureEvery)
-	if err := l.Admit(attacker, "/m", nil); err != nil {
+	if err := guess(l, attacker); err != nil {
 		t.Fatalf("after %v: %v, want one more attempt", DefaultClientFailureEvery, err)
 	}
-	l.Failed(attacker, "/m", telemetry.ReasonBadToken, nil)
-	if err := l.Admit(attacker, "/m", nil); status.Code(err) != codes.ResourceExhausted {
+	if err := guess(l, attacker); status.Code(err) != codes.ResourceExhausted {
 		t.Errorf("after the refilled attempt failed: %v, want refused", err)
+	}
+}
+
+// TestFailureLimiterConcurrentGuesses sends 200 guesses at once from one
+// address: only the budget's 10 may be checked, however they interleave.
+func TestFailureLimiterConcurrentGuesses(t *testing.T) {
+	l := newTestLimiter(&fakeClock{t: time.Unix(1e9, 0)})
+	ctx := from("203.0.113.5:1")
+	var checked atomic.Int64
+	var wg sync.WaitGroup
+	for range 200 {
+		wg.Go(func() {
+			_, _ = l.Attempt(ctx, "/m", nil, func() string {
+				checked.Add(1)
+				time.Sleep(time.Millisecond) // a slow check widens any race
+				return telemetry.ReasonBadToken
+			})
+		})
+	}
+	wg.Wait()
+	if n := checked.Load(); n != DefaultClientFailureBurst {
+		t.Errorf("%d of 200 concurrent guesses were checked, want %d", n, DefaultClientFailureBurst)
 	}
 }
 
@@ -104,12 +137,12 @@ func TestFailureLimiterIPv6Prefix(t *testing.T) {
 	clock := &fakeClock{t: time.Unix(1e9, 0)}
 	l := newTestLimiter(clock)
 	for i := range DefaultClientFailureBurst {
-		l.Failed(from(fmt.Sprintf("[2001:db8:1:2::%x]:443", i+1)), "/m", telemetry.ReasonBadToken, nil)
+		_ = guess(l, from(fmt.Sprintf("[2001:db8:1:2::%x]:443", i+1)))
 	}
-	if err := l.Admit(from("[2001:db8:1:2::ffff]:443"), "/m", nil); status.Code(err) != codes.ResourceExhausted {
+	if err := login(l, from("[2001:db8:1:2::ffff]:443")); status.Code(err) != codes.ResourceExhausted {
 		t.Errorf("another address of the same /64: %v, want refused", err)
 	}
-	if err := l.Admit(from("[2001:db8:1:3::1]:443"), "/m", nil); err != nil {
+	if err := login(l, from("[2001:db8:1:3::1]:443")); err != nil {
 		t.Errorf("another /64: %v, want admitted", err)
 	}
 }
@@ -118,28 +151,28 @@ func TestFailureLimiterGlobal(t *testing.T) {
 	clock := &fakeClock{t: time.Unix(1e9, 0)}
 	l := newTestLimiter(clock)
 	known := from("192.0.2.50:1")
-	l.Succeeded(known)
-	// Guessing spread over many addresses, a few attempts each.
+	if err := login(l, known); err != nil {
+		t.Fatal(err)
+	}
+	// Guessing spread over many addresses, one attempt each.
 	for i := range DefaultGlobalFailureBurst {
-		ctx := from(fmt.Sprintf("10.0.%d.%d:1", i/250, i%250))
-		if err := l.Admit(ctx, "/m", nil); err != nil {
+		if err := guess(l, from(fmt.Sprintf("10.0.%d.%d:1", i/250, i%250))); err != nil {
 			t.Fatalf("attempt %d refused early: %v", i+1, err)
 		}
-		l.Failed(ctx, "/m", telemetry.ReasonBadToken, nil)
 	}
-	err := l.Admit(from("10.9.9.9:1"), "/m", nil)
+	err := login(l, from("10.9.9.9:1"))
 	if d := retryDelay(t, err); d <= 0 || d > time.Second {
 		t.Errorf("global retry delay %v, want within (0, 1s]", d)
 	}
 	if !strings.Contains(status.Convert(err).Message(), "on this router") {
 		t.Errorf("global refusal message %q does not say it is router-wide", status.Convert(err).Message())
 	}
-	if err := l.Admit(known, "/m", nil); err != nil {
+	if err := login(l, known); err != nil {
 		t.Errorf("a client that authenticated recently was refused during a global limit: %v", err)
 	}
 	clock.Add(DefaultGoodFor + time.Second)
 	// By now the global budget has refilled.
-	if err := l.Admit(from("10.9.9.9:1"), "/m", nil); err != nil {
+	if err := login(l, from("10.9.9.9:1")); err != nil {
 		t.Errorf("after the global budget refilled: %v", err)
 	}
 }
@@ -150,8 +183,7 @@ func TestFailureLimiterMemoryIsBounded(t *testing.T) {
 	l.MaxClients = 50
 	l.GlobalBurst = 1 << 20
 	for i := range 5000 {
-		ctx := from(fmt.Sprintf("10.%d.%d.%d:1", i/65536, i/256%256, i%256))
-		l.Failed(ctx, "/m", telemetry.ReasonBadToken, nil)
+		_ = guess(l, from(fmt.Sprintf("10.%d.%d.%d:1", i/65536, i/256%256, i%256)))
 		clock.Add(time.Millisecond)
 	}
 	if n := l.Clients(); n > 50 {
@@ -159,11 +191,10 @@ func TestFailureLimiterMemoryIsBounded(t *testing.T) {
 	}
 	// Idle, refilled entries are forgotten to make room.
 	clock.Add(DefaultGoodFor + time.Duration(DefaultClientFailureBurst)*DefaultClientFailureEvery)
-	l.Failed(from("172.16.0.1:1"), "/m", telemetry.ReasonBadToken, nil)
-	for range DefaultClientFailureBurst {
-		l.Failed(from("172.16.0.1:1"), "/m", telemetry.ReasonBadToken, nil)
+	for range DefaultClientFailureBurst + 1 {
+		_ = guess(l, from("172.16.0.1:1"))
 	}
-	if err := l.Admit(from("172.16.0.1:1"), "/m", nil); status.Code(err) != codes.ResourceExhausted {
+	if err := guess(l, from("172.16.0.1:1")); status.Code(err) != codes.ResourceExhausted {
 		t.Errorf("a new attacker after the sweep was not tracked: %v", err)
 	}
 }

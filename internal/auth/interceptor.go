@@ -86,22 +86,26 @@ func (g *Guard) check(ctx context.Context, method string, req any) (*Principal, 
 	if g.Tokens == nil {
 		return certPrincipal(ctx), telemetry.DecisionAllow, "", nil
 	}
-	fl := g.failures()
-	if err := fl.Admit(ctx, method, g.Recorder); err != nil {
+	var p *Principal
+	failure, err := g.failures().Attempt(ctx, method, g.Recorder, func() string {
+		tok, ok := bearer(ctx)
+		if !ok {
+			return telemetry.ReasonNoToken
+		}
+		if p, ok = g.Tokens.Authenticate(tok); !ok {
+			return telemetry.ReasonBadToken
+		}
+		return ""
+	})
+	switch {
+	case err != nil:
 		return nil, telemetry.DecisionRateLimited, "auth_failures", err
-	}
-	tok, ok := bearer(ctx)
-	if !ok {
-		fl.Failed(ctx, method, telemetry.ReasonNoToken, g.Recorder)
+	case failure == telemetry.ReasonNoToken:
 		return nil, telemetry.DecisionDeny, "no_token", status.Error(codes.Unauthenticated,
 			"missing bearer token: send the header 'authorization: Bearer <token>' (routerctl --token or MCPSAG_TOKEN)")
-	}
-	p, ok := g.Tokens.Authenticate(tok)
-	if !ok {
-		fl.Failed(ctx, method, telemetry.ReasonBadToken, g.Recorder)
+	case failure != "":
 		return nil, telemetry.DecisionDeny, "bad_token", status.Error(codes.Unauthenticated, "invalid bearer token")
 	}
-	fl.Succeeded(ctx)
 	grp, known := methodGroups[method]
 	if !known {
 		// An authenticated caller may learn that a method does not exist:
