@@ -110,7 +110,7 @@ func settleTime(r *routerProc, before string, t0 time.Time, quiet, limit time.Du
 // skill's detail and body, shadowing, counts and Match answers) must equal
 // what a router with an empty state directory serves on the same files.
 func TestCrashConsistency(t *testing.T) {
-	cycles := scale(8, 200)
+	cycles := scale(4, 200)
 	n := scale(300, 600)
 	if testing.Short() {
 		cycles = 4
