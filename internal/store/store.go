@@ -10,12 +10,17 @@
 //	    model_fingerprint  -> hex sha256 of the embedding model in use
 //	    model_name         -> the model's display name
 //	files/
-//	    <absolute SKILL.md path> -> JSON FileRecord (stat, hashes, parsed metadata, problems)
+//	    <absolute SKILL.md path> -> sealed JSON FileRecord (stat, hashes, parsed metadata, problems)
 //	bodies/
-//	    <content sha256>   -> the SKILL.md body text of a good version
+//	    <content sha256>   -> sealed SKILL.md body text of a good version
 //	vectors/
 //	    <model fingerprint>/         (one nested bucket per model)
-//	        <text sha256>  -> little-endian float32 vector
+//	        <text sha256>  -> sealed little-endian float32 vector
+//
+// A sealed value starts with a format byte and a CRC-32C of its key and
+// payload (seal.go); one that fails the check is treated as absent. Before
+// bbolt maps the file, its structure is checked with plain reads
+// (verify.go), so a damaged file is moved aside instead of faulting.
 //
 // All buckets are created when the file is opened, in one transaction.
 // Transactions stay short: callers compute (parse, embed) outside them and
