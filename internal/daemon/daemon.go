@@ -183,20 +183,25 @@ func (m *Main) startTelemetry(ctx context.Context) error {
 // a private temporary one (standalone MCP sessions beside a daemon).
 func (m *Main) openCore(ctx context.Context, holder string, privateFallback bool) error {
 	cfg := m.Config
-	stateDir := cfg.StateDir
-	db, err := store.Open(stateDir, store.Options{
+	opts := store.Options{
 		LockTimeout:   2 * time.Second,
 		Holder:        holder,
 		Logger:        m.log.With("component", "store"),
 		ParserVersion: skillmd.Version,
-	})
+	}
+	// A state directory that cannot hold the cache (no permission, a full
+	// or read-only file system) degrades to a temporary cache, reported in
+	// Status; one held by another router is an error, or for a standalone
+	// MCP session a private temporary directory.
+	db, err := store.OpenOrFallback(cfg.StateDir, opts)
 	if errors.Is(err, store.ErrLocked) && privateFallback {
 		m.log.Warn("the state directory is in use; indexing into a private temporary one (run `router mcp --connect ADDR` to share the running router's index instead)",
-			"state_dir", stateDir, "err", err)
-		if stateDir, err = os.MkdirTemp("", "mcpsag-mcp-"); err != nil {
+			"state_dir", cfg.StateDir, "err", err)
+		var tmp string
+		if tmp, err = os.MkdirTemp("", "mcpsag-mcp-"); err != nil {
 			return err
 		}
-		db, err = store.Open(stateDir, store.Options{Holder: holder, Logger: m.log.With("component", "store"), ParserVersion: skillmd.Version})
+		db, err = store.OpenOrFallback(tmp, opts)
 	}
 	if err != nil {
 		return err
@@ -206,7 +211,7 @@ func (m *Main) openCore(ctx context.Context, holder string, privateFallback bool
 		m.log.Warn("cache was rebuilt", "reason", db.Recovered)
 	}
 	if cfg.Model.Dir == "" && !cfg.Model.Disabled {
-		if m.bundledModel, err = models.Default(filepath.Join(stateDir, "models")); err != nil {
+		if m.bundledModel, err = models.Default(filepath.Join(db.Dir(), "models")); err != nil {
 			m.log.Warn("bundled model could not be unpacked; matching uses keywords only", "err", err)
 		}
 	}
@@ -235,6 +240,7 @@ func (m *Main) openCore(ctx context.Context, holder string, privateFallback bool
 		Settings:         settingsOf(cfg),
 		Version:          buildinfo.Read().String(),
 		OnPass:           recordPass(rec),
+		StoreDegraded:    db.Degraded,
 		Logger:           m.log.With("component", "router"),
 	})
 	rec.RegisterIndexGauge(func() telemetry.IndexSize {

@@ -42,6 +42,9 @@ type Config struct {
 	// Settings are the initial hot-reloadable settings.
 	Settings Settings
 	Version  string
+	// StoreDegraded says why the cache lives in a temporary directory (see
+	// store.OpenOrFallback), or ""; Status reports it as degraded.
+	StoreDegraded string
 	// OnPass, when set, is called after every build (requested or in the
 	// background), with its error; telemetry records reindex events here.
 	OnPass func(ctx context.Context, p generation.Pass, err error)

@@ -3,6 +3,7 @@ package router
 import (
 	"context"
 	"fmt"
+	"strings"
 
 	"github.com/mcpsag/router/internal/skill"
 )
@@ -24,6 +25,10 @@ func (r *Router) Status(context.Context) (*skill.Status, error) {
 	}
 	r.mu.Unlock()
 	r.modelStatus(st)
+	if why := r.cfg.StoreDegraded; why != "" {
+		st.Degraded = true
+		st.DegradedReason = strings.TrimPrefix(st.DegradedReason+"; ", "; ") + why
+	}
 
 	g := r.current.Load()
 	if g == nil {

@@ -18,6 +18,7 @@ const (
 	EventReindexed         = "skill_reindexed"
 	EventAdminCall         = "admin_call"
 	EventMCPCall           = "mcp_call"
+	EventAuthFailure       = "auth_failure"
 )
 
 // Metric names (OTel form). The Prometheus form, as served on /metrics and
@@ -44,6 +45,7 @@ const (
 	MetricReindexDuration   = "skillrouter.index.reindex.duration" // skillrouter_index_reindex_duration_seconds_{bucket,sum,count}
 	MetricAdminCalls        = "skillrouter.admin.calls"            // skillrouter_admin_calls_total
 	MetricMCPCalls          = "skillrouter.mcp.calls"              // skillrouter_mcp_calls_total
+	MetricAuthFailures      = "skillrouter.auth.failures"          // skillrouter_auth_failures_total
 	MetricRPCServerDuration = "rpc.server.call.duration"           // rpc_server_call_duration_seconds_{bucket,sum,count} (otelgrpc)
 )
 

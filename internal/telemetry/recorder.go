@@ -53,6 +53,7 @@ type Recorder struct {
 	reindexDuration metric.Float64Histogram
 	adminCalls      metric.Int64Counter
 	mcpCalls        metric.Int64Counter
+	authFailures    metric.Int64Counter
 
 	indexFn atomic.Pointer[func() IndexSize]
 
@@ -131,6 +132,7 @@ func newRecorder(mp metric.MeterProvider, lp otellog.LoggerProvider, log *slog.L
 	r.reindexDuration = f64h(MetricReindexDuration, "s", "Time to reindex, by outcome and full.", longBuckets)
 	r.adminCalls = i64c(MetricAdminCalls, "{call}", "Admin calls, by method and decision.")
 	r.mcpCalls = i64c(MetricMCPCalls, "{call}", "MCP requests, by method, decision and outcome.")
+	r.authFailures = i64c(MetricAuthFailures, "{call}", "Calls that failed authentication or were refused after too many failures, by reason.")
 
 	_, err = m.Int64ObservableGauge(MetricIndexSkills, metric.WithUnit("{skill}"),
 		metric.WithDescription("Skills in the index, by state (served, disabled, shadowed, agent_scoped, invalid)."),
