@@ -21,7 +21,7 @@ const (
 	RuleExplicit         = "explicit"          // a full-strength trigger phrase or name mention
 	RuleNoSkills         = "no_skills"
 	RuleNoMatch          = "no_match"
-	RuleNoKeywordWeak    = "no_keyword_weak_dense" // no keyword evidence and a cosine under the model's threshold
+	RuleKeywordless      = "keywordless" // no keyword, trigger or name evidence: the model's cosine threshold
 )
 
 // Ranking is the whole evidence behind one match.
@@ -73,6 +73,7 @@ type entry struct {
 
 type scratch struct {
 	acc, cos, tf []float32
+	cover        [][]float32 // per BM25 group (sparse.groups)
 	touched      []int32
 }
 
@@ -91,10 +92,17 @@ func (ix *Index) Rank(ctx context.Context, req skill.MatchRequest, visible Visib
 	sc, _ := ix.scratch.Get().(*scratch)
 	if sc == nil || len(sc.acc) != n {
 		sc = &scratch{acc: make([]float32, n), cos: make([]float32, n), tf: make([]float32, n)}
+		sc.cover = make([][]float32, len(ix.sparse.groups()))
+		for g := range sc.cover {
+			sc.cover[g] = make([]float32, n)
+		}
 	}
 	defer func() {
 		for _, d := range sc.touched {
 			sc.acc[d] = 0
+			for g := range sc.cover {
+				sc.cover[g][d] = 0
+			}
 		}
 		sc.touched = sc.touched[:0]
 		ix.scratch.Put(sc)
@@ -127,7 +135,7 @@ func (ix *Index) Rank(ctx context.Context, req skill.MatchRequest, visible Visib
 	}
 
 	var qs queryStats
-	sc.touched, qs, err = ix.sparse.score(ctx, r.task, sc.acc, sc.tf, sc.touched)
+	sc.touched, qs, err = ix.sparse.score(ctx, r.task, sc.acc, sc.tf, sc.cover, sc.touched)
 	if err != nil {
 		if cerr := ctx.Err(); cerr != nil {
 			return nil, cerr
@@ -192,6 +200,7 @@ func (ix *Index) Rank(ctx context.Context, req skill.MatchRequest, visible Visib
 
 	rk := &Ranking{Probability: -1}
 	rk.Features = features(denseList, bm25List, qs)
+	ix.catalogFeatures(&rk.Features, sc, bm25List, qs)
 	for _, c := range cands {
 		rk.Features.Boost = max(rk.Features.Boost, c.boost)
 	}

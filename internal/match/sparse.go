@@ -41,6 +41,8 @@ type sparse struct {
 	n         int
 	k1        float64
 	sum       bool // per-field BM25 sum instead of BM25F
+	// vocab is the number of distinct (analyzer, term) pairs indexed.
+	vocab int
 }
 
 // sparseDoc is the text of one document, field by field, aligned with
@@ -115,7 +117,45 @@ func newSparse(ctx context.Context, fields []*sparseField, docs []sparseDoc, bm 
 	if err := s.mapDocs(); err != nil {
 		return nil, err
 	}
+	if err := s.countVocab(); err != nil {
+		return nil, err
+	}
 	return s, nil
+}
+
+// countVocab counts the distinct terms of each analyzer group over its
+// fields (a group of one field needs no set).
+func (s *sparse) countVocab() error {
+	for _, group := range s.groups() {
+		var seen map[string]bool
+		if len(group) > 1 {
+			seen = map[string]bool{}
+		}
+		for _, f := range group {
+			d, err := s.reader.FieldDict(f.name)
+			if err != nil {
+				return fmt.Errorf("bm25 dictionary of %s: %w", f.name, err)
+			}
+			for {
+				e, err := d.Next()
+				if err != nil {
+					_ = d.Close()
+					return fmt.Errorf("bm25 dictionary of %s: %w", f.name, err)
+				}
+				if e == nil {
+					break
+				}
+				if seen == nil {
+					s.vocab++
+				} else {
+					seen[e.Term] = true
+				}
+			}
+			_ = d.Close()
+		}
+		s.vocab += len(seen)
+	}
+	return nil
 }
 
 // mapDocs builds the bleve document number -> document table.
@@ -157,6 +197,11 @@ func (s *sparse) mapDocs() error {
 type queryStats struct {
 	terms, known int     // distinct (analyzer, term) pairs, and how many occur in some field
 	selfScore    float64 // the score of an ideal document that holds every term
+	// idfMass is, per analyzer group (sparse.groups), the summed idf of
+	// the task's distinct forms in that group (a form no skill holds
+	// counts with the largest idf); 0 for a group whose fields are empty
+	// in every skill, which cannot hold any term.
+	idfMass []float64
 }
 
 // coverage is the share of the task's terms that occur in some indexed
@@ -223,13 +268,16 @@ func (s *sparse) queryTerms(text string) []queryTerm {
 // score adds each document's BM25 score for text to acc and appends the
 // documents it touched (their first nonzero score) to touched. acc must be
 // all zero on entry, len(acc) == s.n; tf is scratch of the same length, all
-// zero, and left all zero.
+// zero, and left all zero. When cover is not nil it holds one slice of
+// length s.n per group (sparse.groups), all zero on entry: each document
+// touched gets, per group, the summed idf of the task's forms it holds in
+// that group's fields (zero again once the caller clears touched).
 //
 // With BM25F (the default) each term's frequencies in the fields of one
-// group (groups) are weighted, length-normalised per field and summed
-// before one saturation, and its idf counts the documents holding it in any
-// of them; the per-field sum scores each field as its own BM25 document.
-func (s *sparse) score(ctx context.Context, text string, acc, tf []float32, touched []int32) ([]int32, queryStats, error) {
+// group are weighted, length-normalised per field and summed before one
+// saturation, and its idf counts the documents holding it in any of them;
+// the per-field sum scores each field as its own BM25 document.
+func (s *sparse) score(ctx context.Context, text string, acc, tf []float32, cover [][]float32, touched []int32) ([]int32, queryStats, error) {
 	var st queryStats
 	if s.n == 0 {
 		return touched, st, nil
@@ -243,40 +291,29 @@ func (s *sparse) score(ctx context.Context, text string, acc, tf []float32, touc
 			counted[f.analyzer] = map[string]bool{}
 		}
 	}
-	looked := map[string]bool{} // forms already scored, per field (sum) or per group (BM25F)
+	looked := map[string]bool{} // forms already scored, per group
 	var tfd index.TermFieldDoc
 	var termDocs []int32
 	k1 := s.k1
 	groups := s.groups()
+	st.idfMass = make([]float64, len(groups))
 	for _, qt := range qts {
 		if err := ctx.Err(); err != nil {
 			return touched, st, err
 		}
-		for _, group := range groups {
-			if !s.sum {
-				// Two task words can share a form ("form", "forms"
-				// when stemmed): score it once per group.
-				a := group[0].analyzer
-				key := "\x01" + string(a) + "\x00" + qt[a]
-				if qt[a] == "" || looked[key] {
-					continue
-				}
-				looked[key] = true
+		for gi, group := range groups {
+			// Two task words can share a form ("form", "forms" when
+			// stemmed): score it once per group.
+			a := group[0].analyzer
+			t := qt[a]
+			key := string(a) + "\x00" + t
+			if t == "" || looked[key] {
+				continue
 			}
+			looked[key] = true
+			counted[a][t] = true
 			termDocs = termDocs[:0]
 			for _, f := range group {
-				t := qt[f.analyzer]
-				if t == "" {
-					continue
-				}
-				if s.sum {
-					key := f.name + "\x00" + t
-					if looked[key] {
-						continue
-					}
-					looked[key] = true
-				}
-				counted[f.analyzer][t] = true
 				tfr, err := s.reader.TermFieldReader(ctx, []byte(t), f.name, true, false, false)
 				if err != nil {
 					clearTF(tf, termDocs)
@@ -290,7 +327,7 @@ func (s *sparse) score(ctx context.Context, text string, acc, tf []float32, touc
 					_ = tfr.Close()
 					continue
 				}
-				known[f.analyzer][t] = true
+				known[a][t] = true
 				w := f.weight * s.idf(df)
 				b := f.b
 				for {
@@ -310,28 +347,37 @@ func (s *sparse) score(ctx context.Context, text string, acc, tf []float32, touc
 					d := s.docOf[num]
 					freq := float64(p.Freq)
 					norm := 1 - b + b*float64(f.lens[d])/f.avgLen
+					if tf[d] == 0 {
+						termDocs = append(termDocs, d)
+					}
 					if s.sum {
 						if acc[d] == 0 {
 							touched = append(touched, d)
 						}
 						acc[d] += float32(w * freq * (k1 + 1) / (freq + k1*norm))
+						tf[d] = 1 // marks d as holding the form
 						continue
-					}
-					if tf[d] == 0 {
-						termDocs = append(termDocs, d)
 					}
 					tf[d] += float32(f.weight * freq / norm)
 				}
 				_ = tfr.Close()
 			}
-			if s.sum {
-				continue
-			}
 			idf := s.idf(len(termDocs))
-			st.selfScore += idf * (k1 + 1)
+			if !s.emptyGroup(group) {
+				st.idfMass[gi] += idf
+			}
+			if !s.sum {
+				st.selfScore += idf * (k1 + 1)
+			}
 			for _, d := range termDocs {
 				x := float64(tf[d])
 				tf[d] = 0
+				if cover != nil {
+					cover[gi][d] += float32(idf)
+				}
+				if s.sum {
+					continue
+				}
 				if acc[d] == 0 {
 					touched = append(touched, d)
 				}
@@ -357,11 +403,9 @@ func clearTF(tf []float32, docs []int32) {
 // groups returns the fields in the groups BM25F combines: fields that
 // share an analyzer hold the same terms, so their frequencies are summed
 // before one saturation; a field with another analyzer holds other terms
-// (a plain "forms" is not a stemmed "form") and is scored on its own.
+// (a plain "forms" is not a stemmed "form") and is scored on its own. The
+// per-field sum scores each field alone but reads the same groups.
 func (s *sparse) groups() [][]*sparseField {
-	if s.sum {
-		return [][]*sparseField{s.fields}
-	}
 	var out [][]*sparseField
 	at := map[Analyzer]int{}
 	for _, f := range s.fields {
@@ -374,6 +418,16 @@ func (s *sparse) groups() [][]*sparseField {
 		out[i] = append(out[i], f)
 	}
 	return out
+}
+
+// emptyGroup reports whether no skill has text in any field of group.
+func (s *sparse) emptyGroup(group []*sparseField) bool {
+	for _, f := range group {
+		if f.avgLen > 0 {
+			return false
+		}
+	}
+	return true
 }
 
 func (s *sparse) hasField(name string) bool {
