@@ -53,19 +53,11 @@ func (ix *Index) catalogFeatures(f *Features, sc *scratch, bm25List []entry, qs 
 	if len(bm25List) == 0 {
 		f.NoKeyword = 1
 	}
-	var mass float64
-	for _, m := range qs.idfMass {
-		mass += m
-	}
-	if mass == 0 {
+	if qs.idfMass == 0 {
 		return
 	}
 	for _, e := range bm25List {
-		var held float64
-		for g := range sc.cover {
-			held += float64(sc.cover[g][e.doc])
-		}
-		f.CoverBest = max(f.CoverBest, held/mass)
+		f.CoverBest = max(f.CoverBest, float64(sc.cover[e.doc])/qs.idfMass)
 	}
 }
 

@@ -263,6 +263,7 @@ func (ix *Index) WithConfig(cfg Config) (*Index, error) {
 	}
 	sp := *ix.sparse
 	sp.fields = fields
+	sp.grouped = sp.groups() // the same groups, over the new weights
 	sp.k1, sp.sum = cfg.BM25.K1, cfg.BM25.Scoring == ScoringSum
 	return &Index{
 		cfg: cfg, generation: ix.generation, model: ix.model, docs: ix.docs, hidden: ix.hidden,

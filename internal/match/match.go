@@ -73,7 +73,7 @@ type entry struct {
 
 type scratch struct {
 	acc, cos, tf []float32
-	cover        [][]float32 // per BM25 group (sparse.groups)
+	cover        []float32 // idf mass of the task each skill holds
 	touched      []int32
 }
 
@@ -91,18 +91,11 @@ func (ix *Index) Rank(ctx context.Context, req skill.MatchRequest, visible Visib
 	n := len(ix.docs)
 	sc, _ := ix.scratch.Get().(*scratch)
 	if sc == nil || len(sc.acc) != n {
-		sc = &scratch{acc: make([]float32, n), cos: make([]float32, n), tf: make([]float32, n)}
-		sc.cover = make([][]float32, len(ix.sparse.groups()))
-		for g := range sc.cover {
-			sc.cover[g] = make([]float32, n)
-		}
+		sc = &scratch{acc: make([]float32, n), cos: make([]float32, n), tf: make([]float32, n), cover: make([]float32, n)}
 	}
 	defer func() {
 		for _, d := range sc.touched {
-			sc.acc[d] = 0
-			for g := range sc.cover {
-				sc.cover[g][d] = 0
-			}
+			sc.acc[d], sc.cover[d] = 0, 0
 		}
 		sc.touched = sc.touched[:0]
 		ix.scratch.Put(sc)

@@ -41,6 +41,10 @@ type sparse struct {
 	n         int
 	k1        float64
 	sum       bool // per-field BM25 sum instead of BM25F
+	// grouped are the fields in groups (groups), empty[g] whether no
+	// skill has text in group g.
+	grouped [][]*sparseField
+	empty   []bool
 	// vocab is the number of distinct (analyzer, term) pairs indexed.
 	vocab int
 }
@@ -63,10 +67,12 @@ func newSparse(ctx context.Context, fields []*sparseField, docs []sparseDoc, bm 
 		return nil, err
 	}
 	s := &sparse{fields: fields, analyzers: ans, n: len(docs), k1: bm.K1, sum: bm.Scoring == ScoringSum}
+	s.grouped = s.groups()
 	for _, f := range fields {
 		f.lens = make([]uint32, len(docs))
 	}
 	if len(docs) == 0 {
+		s.empty = make([]bool, len(s.grouped))
 		return s, nil
 	}
 	idx, err := bleve.NewUsing("", im, scorch.Name, scorch.Name, nil)
@@ -120,13 +126,16 @@ func newSparse(ctx context.Context, fields []*sparseField, docs []sparseDoc, bm 
 	if err := s.countVocab(); err != nil {
 		return nil, err
 	}
+	for _, group := range s.grouped {
+		s.empty = append(s.empty, s.emptyGroup(group))
+	}
 	return s, nil
 }
 
 // countVocab counts the distinct terms of each analyzer group over its
 // fields (a group of one field needs no set).
 func (s *sparse) countVocab() error {
-	for _, group := range s.groups() {
+	for _, group := range s.grouped {
 		var seen map[string]bool
 		if len(group) > 1 {
 			seen = map[string]bool{}
@@ -197,11 +206,11 @@ func (s *sparse) mapDocs() error {
 type queryStats struct {
 	terms, known int     // distinct (analyzer, term) pairs, and how many occur in some field
 	selfScore    float64 // the score of an ideal document that holds every term
-	// idfMass is, per analyzer group (sparse.groups), the summed idf of
-	// the task's distinct forms in that group (a form no skill holds
-	// counts with the largest idf); 0 for a group whose fields are empty
-	// in every skill, which cannot hold any term.
-	idfMass []float64
+	// idfMass is the summed idf of the task's distinct forms, per
+	// analyzer group (sparse.groups; a form no skill holds counts with the
+	// largest idf), leaving out groups whose fields are empty in every
+	// skill, which cannot hold any term.
+	idfMass float64
 }
 
 // coverage is the share of the task's terms that occur in some indexed
@@ -268,16 +277,16 @@ func (s *sparse) queryTerms(text string) []queryTerm {
 // score adds each document's BM25 score for text to acc and appends the
 // documents it touched (their first nonzero score) to touched. acc must be
 // all zero on entry, len(acc) == s.n; tf is scratch of the same length, all
-// zero, and left all zero. When cover is not nil it holds one slice of
-// length s.n per group (sparse.groups), all zero on entry: each document
-// touched gets, per group, the summed idf of the task's forms it holds in
-// that group's fields (zero again once the caller clears touched).
+// zero, and left all zero. When cover is not nil it has length s.n and is
+// all zero on entry: each document touched gets the summed idf of the
+// task's forms it holds, per group (sparse.groups) that holds them, in any
+// of the group's fields (the caller clears it with acc).
 //
 // With BM25F (the default) each term's frequencies in the fields of one
 // group are weighted, length-normalised per field and summed before one
 // saturation, and its idf counts the documents holding it in any of them;
 // the per-field sum scores each field as its own BM25 document.
-func (s *sparse) score(ctx context.Context, text string, acc, tf []float32, cover [][]float32, touched []int32) ([]int32, queryStats, error) {
+func (s *sparse) score(ctx context.Context, text string, acc, tf, cover []float32, touched []int32) ([]int32, queryStats, error) {
 	var st queryStats
 	if s.n == 0 {
 		return touched, st, nil
@@ -295,8 +304,7 @@ func (s *sparse) score(ctx context.Context, text string, acc, tf []float32, cove
 	var tfd index.TermFieldDoc
 	var termDocs []int32
 	k1 := s.k1
-	groups := s.groups()
-	st.idfMass = make([]float64, len(groups))
+	groups := s.grouped
 	for _, qt := range qts {
 		if err := ctx.Err(); err != nil {
 			return touched, st, err
@@ -363,8 +371,8 @@ func (s *sparse) score(ctx context.Context, text string, acc, tf []float32, cove
 				_ = tfr.Close()
 			}
 			idf := s.idf(len(termDocs))
-			if !s.emptyGroup(group) {
-				st.idfMass[gi] += idf
+			if !s.empty[gi] {
+				st.idfMass += idf
 			}
 			if !s.sum {
 				st.selfScore += idf * (k1 + 1)
@@ -373,7 +381,7 @@ func (s *sparse) score(ctx context.Context, text string, acc, tf []float32, cove
 				x := float64(tf[d])
 				tf[d] = 0
 				if cover != nil {
-					cover[gi][d] += float32(idf)
+					cover[d] += float32(idf)
 				}
 				if s.sum {
 					continue
