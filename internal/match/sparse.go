@@ -133,36 +133,56 @@ func newSparse(ctx context.Context, fields []*sparseField, docs []sparseDoc, bm 
 }
 
 // countVocab counts the distinct terms of each analyzer group over its
-// fields (a group of one field needs no set).
+// fields. Each field's dictionary is sorted, so a group's union is counted
+// by merging them, without a set.
 func (s *sparse) countVocab() error {
 	for _, group := range s.grouped {
-		var seen map[string]bool
-		if len(group) > 1 {
-			seen = map[string]bool{}
+		dicts := make([]index.FieldDict, 0, len(group))
+		heads := make([]*index.DictEntry, 0, len(group))
+		closeAll := func() {
+			for _, d := range dicts {
+				_ = d.Close()
+			}
 		}
 		for _, f := range group {
 			d, err := s.reader.FieldDict(f.name)
 			if err != nil {
+				closeAll()
 				return fmt.Errorf("bm25 dictionary of %s: %w", f.name, err)
 			}
-			for {
-				e, err := d.Next()
-				if err != nil {
-					_ = d.Close()
-					return fmt.Errorf("bm25 dictionary of %s: %w", f.name, err)
-				}
-				if e == nil {
-					break
-				}
-				if seen == nil {
-					s.vocab++
-				} else {
-					seen[e.Term] = true
+			dicts = append(dicts, d)
+			e, err := d.Next()
+			if err != nil {
+				closeAll()
+				return fmt.Errorf("bm25 dictionary of %s: %w", f.name, err)
+			}
+			heads = append(heads, e)
+		}
+		for {
+			least := -1
+			for i, e := range heads {
+				if e != nil && (least < 0 || e.Term < heads[least].Term) {
+					least = i
 				}
 			}
-			_ = d.Close()
+			if least < 0 {
+				break
+			}
+			s.vocab++
+			term := heads[least].Term
+			for i, e := range heads {
+				for e != nil && e.Term == term {
+					next, err := dicts[i].Next()
+					if err != nil {
+						closeAll()
+						return fmt.Errorf("bm25 dictionary of %s: %w", group[i].name, err)
+					}
+					e = next
+				}
+				heads[i] = e
+			}
 		}
-		s.vocab += len(seen)
+		closeAll()
 	}
 	return nil
 }
