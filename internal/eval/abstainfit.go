@@ -256,7 +256,7 @@ func FitTasks(groups []TaskGroup, tasks []AbstentionTask, opt FitOptions) (*Abst
 	fit.CrossValidated = fs.figures(cv)
 
 	// Hold out one class of groups at a time (with the test fold's texts).
-	heldOut := func(what string, classes []string, classOf func(TaskGroup) string) ([]GroupFigures, error) {
+	heldOut := func(what string, classes []string, classOf func(TaskGroup) string) []GroupFigures {
 		out := append([]bool(nil), cv...)
 		for _, cl := range classes {
 			held := func(i int) bool { return classOf(groups[tasks[i].Group]) == cl }
@@ -273,7 +273,7 @@ func FitTasks(groups []TaskGroup, tasks []AbstentionTask, opt FitOptions) (*Abst
 				}
 			}
 		}
-		return fs.figures(out), nil
+		return fs.figures(out)
 	}
 	var catalogs, sizes []string
 	seenC, seenS := map[string]bool{}, map[string]bool{}
@@ -287,13 +287,8 @@ func FitTasks(groups []TaskGroup, tasks []AbstentionTask, opt FitOptions) (*Abst
 			sizes = append(sizes, s)
 		}
 	}
-	var err error
-	if fit.LeaveCatalogOut, err = heldOut("catalog", catalogs, func(g TaskGroup) string { return g.Catalog }); err != nil {
-		return nil, err
-	}
-	if fit.LeaveSizeOut, err = heldOut("size", sizes, sizeClass); err != nil {
-		return nil, err
-	}
+	fit.LeaveCatalogOut = heldOut("catalog", catalogs, func(g TaskGroup) string { return g.Catalog })
+	fit.LeaveSizeOut = heldOut("size", sizes, sizeClass)
 
 	cls, err := fs.fitCutoff(train)
 	if err != nil {
