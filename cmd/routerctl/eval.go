@@ -22,12 +22,14 @@ type evalFlags struct {
 	offlineFlags
 	fusion   string
 	perQuery bool
+	foreign  int
 }
 
 func (o *evalFlags) register(f *pflag.FlagSet) {
 	o.offlineFlags.register(f, "`mode`: hybrid, dense or bm25")
 	f.StringVar(&o.fusion, "fusion", "", "fusion `rule`: adaptive, convex, rrf or tiebreak (default: the configured one)")
 	f.BoolVar(&o.perQuery, "per-query", false, "include every query's outcome (with --json)")
+	f.IntVar(&o.foreign, "foreign", 0, "run `N` answerable queries of FILE against DIR, another set's catalog, as tasks it cannot serve")
 }
 
 func newEvalCmd(e *env) *cobra.Command {
@@ -46,10 +48,16 @@ an empty "relevant" list means the right answer is to abstain. --config
 evaluates the match settings of a router config file (for example one that
 routerctl calibrate wrote); a report on the set a config was calibrated on
 says its abstention figures are in-sample. On a terminal, progress is shown
-on stderr.`,
+on stderr.
+
+--foreign N runs the cross-catalog protocol instead: N queries of FILE that
+need a skill (drawn with a fixed seed) are relabelled as needing none and
+matched against DIR, which must be another set's catalog; it reports the
+share declined and lists the tasks that got a skill.`,
 		Example: `  routerctl eval --skills ../shared/eval/metatool/skills --queries ../shared/eval/metatool/queries.jsonl
   routerctl eval --skills DIR --queries FILE --mode bm25 --json
-  routerctl eval --skills DIR --queries FILE --config calibrated.yaml`,
+  routerctl eval --skills DIR --queries FILE --config calibrated.yaml
+  routerctl eval --skills CORPORA --queries ../shared/eval/metatool/queries.jsonl --foreign 500`,
 		Args: noArgs,
 	}
 	o.register(cmd.Flags())
@@ -66,11 +74,26 @@ func runEval(ctx context.Context, e *env, o *evalFlags) error {
 	default:
 		return usageErrorf("--fusion %q: want adaptive, convex, rrf or tiebreak", o.fusion)
 	}
+	if o.foreign < 0 {
+		return usageErrorf("--foreign %d: want a positive number of queries", o.foreign)
+	}
 	c, qs, _, err := o.open(ctx, e)
 	if err != nil {
 		return err
 	}
 	defer c.Close()
+	if o.foreign > 0 {
+		cr, err := eval.CrossCatalog(ctx, c.Index, qs, eval.CrossOptions{N: o.foreign,
+			Run: eval.RunOptions{Mode: skill.MatchMode(o.mode), Fusion: skill.Fusion(o.fusion), Set: filepath.Base(filepath.Dir(o.queries))}})
+		e.progress.Clear()
+		if err != nil {
+			return err
+		}
+		if e.json {
+			return e.printJSON(cr)
+		}
+		return cr.WriteText(e.stdout)
+	}
 	rep, err := c.Evaluate(ctx, qs, eval.RunOptions{
 		Mode: skill.MatchMode(o.mode), Fusion: skill.Fusion(o.fusion), PerQuery: o.perQuery,
 		Set: filepath.Base(filepath.Dir(o.queries)), Progress: e.evalProgress(),

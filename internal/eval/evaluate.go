@@ -3,6 +3,7 @@ package eval
 import (
 	"context"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/mcpsag/router/internal/match"
@@ -52,6 +53,11 @@ type Report struct {
 	// that needs a skill as a miss.
 	EndToEndHit1 float64    `json:"end_to_end_hit_at_1"`
 	Abstention   Abstention `json:"abstention"`
+	// Named counts the queries that need a skill and name one of their
+	// relevant skills or fire one of its triggers; NamedAbstained how many
+	// of them were abstained on.
+	Named          int `json:"named"`
+	NamedAbstained int `json:"named_abstained_on"`
 	// Rules counts which rule made each abstention decision.
 	Rules   map[string]int `json:"rules"`
 	Latency Latency        `json:"latency"`
@@ -75,6 +81,9 @@ type QueryResult struct {
 	Probability float64  `json:"probability"`
 	Degraded    bool     `json:"degraded"`
 	NDCG10      float64  `json:"ndcg_at_10"`
+	// Named is set when the task names a relevant skill or fires one of
+	// its triggers.
+	Named bool `json:"named,omitempty"`
 }
 
 // Evaluate runs the queries on the corpus's index.
@@ -147,11 +156,19 @@ func Run(ctx context.Context, ix *match.Index, qs []Query, opt RunOptions) (*Rep
 			rep.Degraded++
 		}
 		var m Ranking
+		named := false
 		if q.NeedSkill() {
 			rep.NeedSkill++
 			for _, r := range q.Relevant {
 				if !known[r] {
 					missing++
+				}
+			}
+			named = namesRelevant(rk.Ranked, q.Relevant)
+			if named {
+				rep.Named++
+				if res.Abstained {
+					rep.NamedAbstained++
 				}
 			}
 			m = queryRanking(ranked, q.Relevant)
@@ -166,7 +183,7 @@ func Run(ctx context.Context, ix *match.Index, qs []Query, opt RunOptions) (*Rep
 			qr := QueryResult{
 				ID: q.ID, Relevant: q.Relevant, Ranked: ranked, Abstained: res.Abstained,
 				Reason: res.AbstainDetail, Rule: rk.Rule, Probability: rk.Probability,
-				Degraded: res.Degraded, NDCG10: m.NDCG10,
+				Degraded: res.Degraded, NDCG10: m.NDCG10, Named: named,
 			}
 			for _, c := range res.Candidates {
 				qr.Returned = append(qr.Returned, c.Skill.Name)
@@ -193,4 +210,15 @@ func Run(ctx context.Context, ix *match.Index, qs []Query, opt RunOptions) (*Rep
 		rep.Notes = append(rep.Notes, "no query needs no skill: abstention recall is undefined")
 	}
 	return rep, nil
+}
+
+// namesRelevant reports whether a relevant skill among the ranked
+// candidates was named by the task or fired one of its triggers.
+func namesRelevant(ranked []skill.Candidate, relevant []string) bool {
+	for _, c := range ranked {
+		if (c.NameMentioned || len(c.TriggersFired) > 0) && slices.Contains(relevant, c.Skill.Name) {
+			return true
+		}
+	}
+	return false
 }

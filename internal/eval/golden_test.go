@@ -98,7 +98,8 @@ func goldenText(rep *eval.Report) string {
 	m := rep.Ranking
 	fmt.Fprintf(&b, "hit@1 %.1f  recall@3 %.1f  recall@5 %.1f  mrr@10 %.1f  ndcg@10 %.1f\n", m.Hit1, m.R3, m.R5, m.MRR10, m.NDCG10)
 	a := rep.Abstention
-	fmt.Fprintf(&b, "abstained %d (correct %d of %d, wrong on answerable %d)\n\n", a.Abstained, a.Correct, a.NoSkill, a.WrongOnAnswerable)
+	fmt.Fprintf(&b, "abstained %d (correct %d of %d, wrong on answerable %d; named %d, abstained on %d)\n\n",
+		a.Abstained, a.Correct, a.NoSkill, a.WrongOnAnswerable, rep.Named, rep.NamedAbstained)
 	for _, q := range rep.PerQuery {
 		want := strings.Join(q.Relevant, ",")
 		if want == "" {

@@ -3,6 +3,7 @@ package eval
 import (
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"text/tabwriter"
 )
@@ -44,6 +45,9 @@ func (r *Report) WriteText(w io.Writer) error {
 	a := r.Abstention
 	fmt.Fprintf(&b, "\nabstention: %d abstained, %d correctly; precision %s, recall %s; %d queries that need a skill abstained on\n",
 		a.Abstained, a.Correct, pct(a.Precision), pct(a.Recall), a.WrongOnAnswerable)
+	if r.Named > 0 {
+		fmt.Fprintf(&b, "queries that name a relevant skill or fire its trigger: %d, abstained on %d\n", r.Named, r.NamedAbstained)
+	}
 	fmt.Fprintf(&b, "decided by: %s\n", rules(r.Rules))
 	fmt.Fprintf(&b, "latency: p50 %s, p99 %s, mean %s\n", r.Latency.P50, r.Latency.P99, r.Latency.Mean)
 	for _, n := range r.Notes {
@@ -55,10 +59,21 @@ func (r *Report) WriteText(w io.Writer) error {
 
 func rules(m map[string]int) string {
 	var parts []string
-	for _, k := range []string{"threshold", "keyword_threshold", "classifier", "explicit", "no_match", "no_skills"} {
+	known := []string{"threshold", "keyword_threshold", "classifier", "keywordless", "explicit", "no_match", "no_skills"}
+	for _, k := range known {
 		if m[k] > 0 {
 			parts = append(parts, fmt.Sprintf("%s %d", k, m[k]))
 		}
+	}
+	var other []string
+	for k := range m {
+		if !slices.Contains(known, k) && m[k] > 0 {
+			other = append(other, k)
+		}
+	}
+	slices.Sort(other)
+	for _, k := range other {
+		parts = append(parts, fmt.Sprintf("%s %d", k, m[k]))
 	}
 	return strings.Join(parts, ", ")
 }

@@ -152,8 +152,26 @@ func (b *Builder) modelConfig(cfg match.Config, g *Generation) match.Config {
 
 // buildIndex builds the match index of g under cfg.
 func (b *Builder) buildIndex(ctx context.Context, g *Generation, cfg match.Config) (*match.Index, error) {
+	return b.indexOf(ctx, g, g.Catalog.Winners(), cfg)
+}
+
+// SubsetIndex builds a match index over the winning skills of g that keep
+// accepts, with their vectors and bodies, as if they were the whole
+// catalog (their own term statistics and length norms). Evaluations use it
+// to measure matching on smaller catalogs drawn from a large one.
+func (b *Builder) SubsetIndex(ctx context.Context, g *Generation, keep func(*skill.Skill) bool, cfg match.Config) (*match.Index, error) {
+	var skills []*skill.Skill
+	for _, s := range g.Catalog.Winners() {
+		if keep(s) {
+			skills = append(skills, s)
+		}
+	}
+	return b.indexOf(ctx, g, skills, cfg)
+}
+
+// indexOf builds a match index of winners, skills of g, under cfg.
+func (b *Builder) indexOf(ctx context.Context, g *Generation, winners []*skill.Skill, cfg match.Config) (*match.Index, error) {
 	cfg = b.modelConfig(cfg, g)
-	winners := g.Catalog.Winners()
 	bodies, err := b.bodyStarts(winners, cfg.Fields.BodyChars)
 	if err != nil {
 		return nil, fmt.Errorf("read skill bodies: %w", err)

@@ -37,6 +37,9 @@ type Field struct {
 	Weight float64 `json:"weight" yaml:"weight"`
 	// Analyzer is "stem", "light" or "plain".
 	Analyzer Analyzer `json:"analyzer" yaml:"analyzer"`
+	// B, when set, is this field's length normalisation (0 to 1) in place
+	// of bm25.b.
+	B *float64 `json:"b,omitempty" yaml:"b,omitempty"`
 }
 
 // Fields configures what BM25 indexes.
@@ -51,13 +54,27 @@ type Fields struct {
 	BodyChars int `json:"body_chars" yaml:"body_chars"`
 }
 
-// BM25 holds the Okapi BM25 parameters.
+// BM25 holds the keyword scoring parameters.
 type BM25 struct {
-	// K1 is the term-frequency saturation (0 means 1.2).
+	// K1 is the term-frequency saturation (0 means 3).
 	K1 float64 `json:"k1" yaml:"k1"`
-	// B is the length normalisation, 0 to 1.
+	// B is the length normalisation, 0 to 1, of every field that does not
+	// set its own.
 	B float64 `json:"b" yaml:"b"`
+	// Scoring is "bm25f" (empty: the default): a term's frequencies in the
+	// fields that share an analyzer are weighted, length-normalised per
+	// field and summed before one saturation, with one idf over the
+	// documents holding it in any of them; or "sum": every field is
+	// scored as its own Okapi BM25 document and the weighted scores are
+	// added (the former scoring, best with k1 1.2, kept for comparison).
+	Scoring string `json:"scoring,omitempty" yaml:"scoring,omitempty"`
 }
+
+// Keyword scorings.
+const (
+	ScoringBM25F = "bm25f"
+	ScoringSum   = "sum"
+)
 
 // FusionConfig configures how the dense and BM25 rankings combine.
 type FusionConfig struct {
@@ -171,16 +188,16 @@ type Config struct {
 	CalibratedOn string `json:"calibrated_on,omitempty" yaml:"calibrated_on,omitempty"`
 }
 
-// Defaults. The fusion rule, the field analyzers, the convex weight and the
-// adaptive weight were chosen on the dev sets; docs/matching.md has the
-// numbers.
+// Defaults. The fusion rule, the field analyzers, the convex weight, the
+// adaptive weight and k1 were chosen on the dev sets; docs/matching.md has
+// the numbers.
 const (
 	DefaultTopK         = 3
 	DefaultMaxTopK      = 50
 	DefaultMaxTaskBytes = 16 << 10
 	DefaultPool         = 100
 	DefaultRRFK         = 60
-	DefaultK1           = 1.2
+	DefaultK1           = 3
 	DefaultB            = 0.75
 )
 
@@ -196,7 +213,7 @@ func DefaultConfig() Config {
 			Body:        Field{Weight: 1, Analyzer: AnalyzerPlain},
 			BodyChars:   8000,
 		},
-		BM25: BM25{K1: DefaultK1, B: DefaultB},
+		BM25: BM25{K1: DefaultK1, B: DefaultB, Scoring: ScoringBM25F},
 		Fusion: FusionConfig{
 			Rule:            skill.FusionAdaptive,
 			ConvexWeight:    0.1,
@@ -309,6 +326,9 @@ func (c Config) Validate() error {
 	}
 	for _, f := range fields {
 		nonNeg(f.name+".weight", f.f.Weight)
+		if f.f.B != nil {
+			unit(f.name+".b", *f.f.B)
+		}
 		if !f.f.Analyzer.valid() {
 			bad(f.name+".analyzer", "%q is not stem, light or plain", f.f.Analyzer)
 		}
@@ -318,6 +338,9 @@ func (c Config) Validate() error {
 	}
 	nonNeg("bm25.k1", c.BM25.K1)
 	unit("bm25.b", c.BM25.B)
+	if sc := c.BM25.Scoring; sc != "" && sc != ScoringBM25F && sc != ScoringSum {
+		bad("bm25.scoring", "%q is not bm25f or sum", sc)
+	}
 	unit("fusion.convex_weight", c.Fusion.ConvexWeight)
 	unit("fusion.adaptive_weight", c.Fusion.AdaptiveWeight)
 	unit("fusion.rrf_dense_weight", c.Fusion.RRFDenseWeight)

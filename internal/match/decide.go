@@ -44,6 +44,23 @@ func features(denseList, bm25List []entry, qs queryStats) Features {
 	return f
 }
 
+// catalogFeatures adds the features that compare the task with the whole
+// catalog: how much of the task's idf mass the best keyword candidate
+// holds, and the catalog's size and vocabulary.
+func (ix *Index) catalogFeatures(f *Features, sc *scratch, bm25List []entry, qs queryStats) {
+	f.Skills = math.Log1p(float64(len(ix.docs)))
+	f.Vocab = math.Log1p(float64(ix.sparse.vocab))
+	if len(bm25List) == 0 {
+		f.NoKeyword = 1
+	}
+	if qs.idfMass == 0 {
+		return
+	}
+	for _, e := range bm25List {
+		f.CoverBest = max(f.CoverBest, float64(sc.cover[e.doc])/qs.idfMass)
+	}
+}
+
 // classifier returns the calibrated classifier for the matching mode, or
 // nil.
 func (ix *Index) classifier(mode skill.MatchMode) *Classifier {
@@ -125,6 +142,17 @@ func (ix *Index) decide(rk *Ranking, res *skill.MatchResult, r resolved, mode sk
 		rk.Rule = RuleThreshold
 		if c1 := float64(denseList[0].score); c1 < thr {
 			abstain(RuleThreshold, skill.AbstainBelowThreshold, "best cosine %.3f is below the threshold %.3f", c1, thr)
+		}
+		return
+	}
+	// No keyword, trigger or name evidence: the classifier's features
+	// (BM25 ratios, covers) say nothing about such a task, so the model's
+	// cosine threshold decides it alone.
+	if thr := ix.cfg.Abstain.Threshold; len(bm25List) == 0 && !anyFired && thr > 0 {
+		rk.Rule = RuleKeywordless
+		if c1 := float64(denseList[0].score); c1 < thr {
+			abstain(RuleKeywordless, skill.AbstainBelowThreshold,
+				"no skill shares a word with the task, and the best cosine %.3f is below the model's threshold %.3f", c1, thr)
 		}
 		return
 	}

@@ -35,7 +35,7 @@ func ExampleIndex_Match() {
 	res, _ = ix.Match(context.Background(), skill.MatchRequest{Task: "What is the capital of Peru?", Options: skill.MatchOptions{Mode: skill.ModeKeyword}}, nil)
 	fmt.Println(res.Abstained, res.AbstainReason)
 	// Output:
-	// pdf-forms: bm25 #1 (6.24); trigger "fill pdf form"; names the skill; boost +0.300
+	// pdf-forms: bm25 #1 (4.09); trigger "fill pdf form"; names the skill; boost +0.300
 	// true no_match
 }
 

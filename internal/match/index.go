@@ -106,7 +106,7 @@ func Build(ctx context.Context, in BuildInput) (*Index, error) {
 	n := len(ix.docs)
 	ix.stats.Skills = n
 
-	fields := sparseFields(cfg.Fields)
+	fields := sparseFields(cfg.Fields, cfg.BM25)
 	texts := make([]sparseDoc, n)
 	withBody := cfg.Fields.BodyChars > 0 && cfg.Fields.Body.Weight > 0 && in.Body != nil
 	for i, s := range ix.docs {
@@ -162,11 +162,15 @@ const (
 )
 
 // sparseFields lists the fields with a positive weight.
-func sparseFields(c Fields) []*sparseField {
+func sparseFields(c Fields, bm BM25) []*sparseField {
 	var out []*sparseField
 	add := func(name string, f Field) {
 		if f.Weight > 0 {
-			out = append(out, &sparseField{name: name, weight: f.Weight, analyzer: f.Analyzer})
+			b := bm.B
+			if f.B != nil {
+				b = *f.B
+			}
+			out = append(out, &sparseField{name: name, weight: f.Weight, b: b, analyzer: f.Analyzer})
 		}
 	}
 	add(fieldName, c.Name)
@@ -243,7 +247,7 @@ func (ix *Index) WithConfig(cfg Config) (*Index, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, fmt.Errorf("match config: %w", err)
 	}
-	fields := sparseFields(cfg.Fields)
+	fields := sparseFields(cfg.Fields, cfg.BM25)
 	if len(fields) != len(ix.sparse.fields) {
 		return nil, errors.New("match config: the set of indexed fields changed; rebuild the index")
 	}
@@ -259,7 +263,8 @@ func (ix *Index) WithConfig(cfg Config) (*Index, error) {
 	}
 	sp := *ix.sparse
 	sp.fields = fields
-	sp.k1, sp.b = cfg.BM25.K1, cfg.BM25.B
+	sp.grouped = sp.groups() // the same groups, over the new weights
+	sp.k1, sp.sum = cfg.BM25.K1, cfg.BM25.Scoring == ScoringSum
 	return &Index{
 		cfg: cfg, generation: ix.generation, model: ix.model, docs: ix.docs, hidden: ix.hidden,
 		sparse: &sp, dense: ix.dense, phrases: ix.phrases, embedder: ix.embedder, stats: ix.stats,

@@ -21,6 +21,7 @@ const (
 	RuleExplicit         = "explicit"          // a full-strength trigger phrase or name mention
 	RuleNoSkills         = "no_skills"
 	RuleNoMatch          = "no_match"
+	RuleKeywordless      = "keywordless" // no keyword, trigger or name evidence: the model's cosine threshold
 )
 
 // Ranking is the whole evidence behind one match.
@@ -71,8 +72,9 @@ type entry struct {
 }
 
 type scratch struct {
-	acc, cos []float32
-	touched  []int32
+	acc, cos, tf []float32
+	cover        []float32 // idf mass of the task each skill holds
+	touched      []int32
 }
 
 // Rank is Match with its evidence: the candidates before the cut-off rules,
@@ -89,11 +91,11 @@ func (ix *Index) Rank(ctx context.Context, req skill.MatchRequest, visible Visib
 	n := len(ix.docs)
 	sc, _ := ix.scratch.Get().(*scratch)
 	if sc == nil || len(sc.acc) != n {
-		sc = &scratch{acc: make([]float32, n), cos: make([]float32, n)}
+		sc = &scratch{acc: make([]float32, n), cos: make([]float32, n), tf: make([]float32, n), cover: make([]float32, n)}
 	}
 	defer func() {
 		for _, d := range sc.touched {
-			sc.acc[d] = 0
+			sc.acc[d], sc.cover[d] = 0, 0
 		}
 		sc.touched = sc.touched[:0]
 		ix.scratch.Put(sc)
@@ -126,7 +128,7 @@ func (ix *Index) Rank(ctx context.Context, req skill.MatchRequest, visible Visib
 	}
 
 	var qs queryStats
-	sc.touched, qs, err = ix.sparse.score(ctx, r.task, sc.acc, sc.touched)
+	sc.touched, qs, err = ix.sparse.score(ctx, r.task, sc.acc, sc.tf, sc.cover, sc.touched)
 	if err != nil {
 		if cerr := ctx.Err(); cerr != nil {
 			return nil, cerr
@@ -191,6 +193,10 @@ func (ix *Index) Rank(ctx context.Context, req skill.MatchRequest, visible Visib
 
 	rk := &Ranking{Probability: -1}
 	rk.Features = features(denseList, bm25List, qs)
+	ix.catalogFeatures(&rk.Features, sc, bm25List, qs)
+	for _, c := range cands {
+		rk.Features.Boost = max(rk.Features.Boost, c.boost)
+	}
 	depth := max(r.topK, RankDepth)
 	for i, c := range cands {
 		if i == depth {
