@@ -42,7 +42,19 @@ type Config struct {
 	Workers int
 	// Embedder embeds skills and tasks; nil means keyword-only matching.
 	Embedder *embed.Manager
-	Logger   *slog.Logger
+	// Tools gives the tools of connected MCP servers, indexed with the
+	// skills; nil means none.
+	Tools  ToolSource
+	Logger *slog.Logger
+}
+
+// ToolSource gives a build the tools of the connected MCP servers;
+// upstream.Manager is one.
+type ToolSource interface {
+	// Tools returns the entries of kind tool served now, with unique
+	// names, and a digest that changes whenever they do. It must not
+	// block on a server.
+	Tools() ([]*skill.Skill, string)
 }
 
 // Generation is one immutable snapshot of the skills on disk, ready to serve:
@@ -280,6 +292,9 @@ func (b *Builder) refreshCatalog(ctx context.Context, prev *Generation, full boo
 	b.records = next
 
 	in := b.catalogInput(roots, scan, next)
+	if b.cfg.Tools != nil {
+		in.Tools, _ = b.cfg.Tools.Tools()
+	}
 	digest := digestInput(in)
 	st.FinishedAt = time.Now()
 	if prev != nil && digest == prev.digest {
@@ -429,5 +444,8 @@ func digestInput(in catalog.Input) string {
 		_ = enc.Encode([]any{s.Dir, s.Root, s.ContentHash, s.Resources, s.ResourcesTruncated, s.Registry, s.Problems})
 	}
 	_ = enc.Encode([]any{in.Files, in.Invalid, in.Problems})
+	for _, t := range in.Tools {
+		_ = enc.Encode([]any{t.Name, t.ContentHash, t.Tool.Trusted, t.Tool.Agents})
+	}
 	return hex.EncodeToString(h.Sum(nil))
 }

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
+	"unicode"
 	"unicode/utf8"
 
 	"github.com/mcpsag/router/internal/catalog"
@@ -48,7 +50,7 @@ func (b *Builder) vectors(ctx context.Context, prev *Generation, cat *catalog.Ca
 	}
 	texts := make([]string, len(winners))
 	for i, s := range winners {
-		texts[i] = embed.DocumentText(s.Name, s.Description(), bodies[s.ContentHash], bodyChars)
+		texts[i] = documentText(s, bodies, bodyChars)
 	}
 	vecs, computed, err := embed.EmbedDocuments(ctx, m, b.db, texts, m.Config().BatchSize)
 	pass.Stats.Embedded = computed
@@ -74,6 +76,39 @@ func (b *Builder) vectors(ctx context.Context, prev *Generation, cat *catalog.Ca
 		}
 	}
 	return out, id, nil
+}
+
+// documentText is the text embedded for an entry: a skill's name,
+// description and body start, or a tool's name as words, its title and
+// description, and its parameters in place of a body. The server's name is
+// left out: it is a namespace, matched by keywords.
+func documentText(s *skill.Skill, bodies map[string]string, bodyChars int) string {
+	if !s.IsTool() {
+		return embed.DocumentText(s.Name, s.Description(), bodies[s.ContentHash], bodyChars)
+	}
+	desc := s.Description()
+	if t := s.Tool.Title; t != "" && !strings.EqualFold(t, s.Tool.Name) {
+		desc = t + ". " + desc
+	}
+	return embed.DocumentText(nameWords(s.Tool.Name), desc, s.ParamText(), bodyChars)
+}
+
+// nameWords spells a tool name as words: camelCase humps, digits and
+// separators become spaces ("getPM2.5Level" reads "get PM2 5 Level").
+func nameWords(name string) string {
+	var b strings.Builder
+	var prev rune
+	for _, r := range name {
+		switch {
+		case !unicode.IsLetter(r) && !unicode.IsDigit(r):
+			r = ' '
+		case unicode.IsUpper(r) && unicode.IsLower(prev):
+			b.WriteByte(' ')
+		}
+		b.WriteRune(r)
+		prev = r
+	}
+	return strings.Join(strings.Fields(b.String()), " ")
 }
 
 // sameVectors reports whether vectors made by model are the ones prev serves.
@@ -120,9 +155,11 @@ func (b *Builder) bodyStarts(skills []*skill.Skill, chars int) (map[string]strin
 	if chars <= 0 {
 		return out, nil
 	}
-	hashes := make([]string, len(skills))
-	for i, s := range skills {
-		hashes[i] = s.ContentHash
+	hashes := make([]string, 0, len(skills))
+	for _, s := range skills {
+		if !s.IsTool() {
+			hashes = append(hashes, s.ContentHash)
+		}
 	}
 	err := b.db.Bodies(hashes, func(hash string, body []byte) {
 		out[hash] = string(runePrefix(body, chars+1))
@@ -181,6 +218,9 @@ func (b *Builder) indexOf(ctx context.Context, g *Generation, winners []*skill.S
 		Generation: g.ID,
 		Config:     cfg,
 		Body: func(s *skill.Skill) (string, error) {
+			if s.IsTool() {
+				return "", nil // a tool has no body; its parameters are a field of their own
+			}
 			body, ok := bodies[s.ContentHash]
 			if !ok {
 				return "", errors.New("body not in the cache")

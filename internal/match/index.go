@@ -137,7 +137,7 @@ func Build(ctx context.Context, in BuildInput) (*Index, error) {
 	stem := ix.sparse.analyzers[AnalyzerStem]
 	df := map[string]int{}
 	for _, s := range ix.docs {
-		short := normalizeText(strings.Join([]string{s.Name, description(s), strings.Join(s.Tags(), " "),
+		short := normalizeText(strings.Join([]string{s.MatchName(), description(s), strings.Join(s.Tags(), " "),
 			strings.Join(s.Frontmatter.Triggers, " ")}, " "))
 		seen := map[string]bool{}
 		for _, t := range terms(stem, short) {
@@ -159,6 +159,7 @@ const (
 	fieldTags        = "tags"
 	fieldTriggers    = "triggers"
 	fieldBody        = "body"
+	fieldParams      = "params"
 )
 
 // sparseFields lists the fields with a positive weight.
@@ -180,6 +181,7 @@ func sparseFields(c Fields, bm BM25) []*sparseField {
 	if c.BodyChars > 0 {
 		add(fieldBody, c.Body)
 	}
+	add(fieldParams, c.Params)
 	return out
 }
 
@@ -190,7 +192,7 @@ func docText(s *skill.Skill, fields []*sparseField, body string) sparseDoc {
 		var t string
 		switch f.name {
 		case fieldName:
-			t = s.Name
+			t = s.MatchName()
 		case fieldDescription:
 			t = description(s)
 		case fieldTags:
@@ -199,6 +201,8 @@ func docText(s *skill.Skill, fields []*sparseField, body string) sparseDoc {
 			t = strings.Join(s.Frontmatter.Triggers, " . ")
 		case fieldBody:
 			t = body
+		case fieldParams:
+			t = s.ParamText()
 		}
 		d[i] = normalizeText(t)
 	}

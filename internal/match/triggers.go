@@ -89,7 +89,7 @@ func newPhrases(docs []*skill.Skill, an analysis.Analyzer, df map[string]int) *p
 		p.list = append(p.list, ph)
 	}
 	for i, s := range docs {
-		add(i, phraseName, s.Name)
+		add(i, phraseName, s.SpokenName())
 		seen := map[string]bool{}
 		for j, t := range s.Frontmatter.Triggers {
 			key := strings.ToLower(strings.TrimSpace(t))
