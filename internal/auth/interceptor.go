@@ -29,6 +29,7 @@ var methodGroups = map[string]Group{
 	routerv1.SkillRouter_Load_FullMethodName:                         GroupLoad,
 	routerv1.SkillRouter_AuthorizeExec_FullMethodName:                GroupExec,
 	routerv1.SkillRouter_ReportExecResult_FullMethodName:             GroupExec,
+	routerv1.SkillRouter_CallTool_FullMethodName:                     GroupExec,
 	routerv1.SkillRouter_Reindex_FullMethodName:                      GroupAdmin,
 	"/grpc.reflection.v1.ServerReflection/ServerReflectionInfo":      GroupRead,
 	"/grpc.reflection.v1alpha.ServerReflection/ServerReflectionInfo": GroupRead,

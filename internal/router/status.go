@@ -8,8 +8,8 @@ import (
 	"github.com/mcpsag/router/internal/skill"
 )
 
-// Status reports the served generation, the last reindex, validation and the
-// embedding model.
+// Status reports the served generation, the last reindex, validation, the
+// embedding model and the MCP servers.
 func (r *Router) Status(context.Context) (*skill.Status, error) {
 	st := &skill.Status{
 		Version:     r.cfg.Version,
@@ -29,6 +29,9 @@ func (r *Router) Status(context.Context) (*skill.Status, error) {
 		st.Degraded = true
 		st.DegradedReason = strings.TrimPrefix(st.DegradedReason+"; ", "; ") + why
 	}
+	if up := r.cfg.Upstream; up != nil {
+		st.Servers = up.Servers()
+	}
 
 	g := r.current.Load()
 	if g == nil {
@@ -43,6 +46,8 @@ func (r *Router) Status(context.Context) (*skill.Status, error) {
 	st.Shadowed = len(st.Shadows)
 	for _, s := range cat.Visible("") {
 		switch {
+		case s.IsTool():
+			st.Tools++
 		case !s.Enabled():
 			st.Disabled++
 		case s.Frontmatter.Hidden:
