@@ -34,6 +34,7 @@ import (
 	"github.com/mcpsag/router/internal/store"
 	"github.com/mcpsag/router/internal/telemetry"
 	"github.com/mcpsag/router/internal/tlsconfig"
+	"github.com/mcpsag/router/internal/upstream"
 	"github.com/mcpsag/router/models"
 )
 
@@ -51,6 +52,7 @@ type Main struct {
 	tel      *telemetry.Telemetry
 	db       *store.DB
 	embedder *embed.Manager
+	upstream *upstream.Manager
 	router   *router.Router
 	// served is the router as the fronts call it: the telemetry
 	// decorator over router.
@@ -226,8 +228,18 @@ func (m *Main) openCore(ctx context.Context, holder string, privateFallback bool
 			return st.QueryCacheHits, st.QueryCacheMisses
 		})
 	}
+	getenv := m.Getenv
+	if getenv == nil {
+		getenv = os.Getenv
+	}
+	m.upstream = upstream.New(upstream.Options{
+		ClientName: "mcpsag-router", ClientVersion: buildinfo.Read().String(), Getenv: getenv,
+		Logger: m.log,
+	})
+	m.upstream.Apply(cfg.Servers())
 	builder, err := generation.NewBuilder(m.builderConfig(), db)
 	if err != nil {
+		m.closeUpstream()
 		return err
 	}
 	m.router = router.New(router.Config{
@@ -241,6 +253,7 @@ func (m *Main) openCore(ctx context.Context, holder string, privateFallback bool
 		Version:          buildinfo.Read().String(),
 		OnPass:           recordPass(rec),
 		StoreDegraded:    db.Degraded,
+		Upstream:         m.upstream,
 		Logger:           m.log.With("component", "router"),
 	})
 	rec.RegisterIndexGauge(func() telemetry.IndexSize {
@@ -265,7 +278,7 @@ func (m *Main) closeCore() error {
 		errs = append(errs, m.router.Close())
 		m.router = nil
 	}
-	errs = append(errs, m.closeEmbedder(), m.closeStore())
+	errs = append(errs, m.closeUpstream(), m.closeEmbedder(), m.closeStore())
 	return errors.Join(errs...)
 }
 
@@ -337,6 +350,16 @@ func (m *Main) closeTelemetry() error {
 	defer cancel()
 	err := m.tel.Shutdown(ctx)
 	m.tel = nil
+	return err
+}
+
+// closeUpstream stops the MCP servers the router started.
+func (m *Main) closeUpstream() error {
+	if m.upstream == nil {
+		return nil
+	}
+	err := m.upstream.Close()
+	m.upstream = nil
 	return err
 }
 
