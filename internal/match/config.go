@@ -50,7 +50,8 @@ type Fields struct {
 	Triggers    Field `json:"triggers" yaml:"triggers"`
 	Body        Field `json:"body" yaml:"body"`
 	// Params indexes the names and descriptions of a tool's parameters
-	// (skills have none).
+	// and results. The field exists only in an index that holds a tool
+	// with parameters or results, so it changes nothing for skills.
 	Params Field `json:"params" yaml:"params"`
 	// BodyChars is how many characters of the body are indexed, cut back
 	// to a word boundary; 0 indexes no body.
@@ -214,7 +215,7 @@ func DefaultConfig() Config {
 			Tags:        Field{Weight: 1, Analyzer: AnalyzerStem},
 			Triggers:    Field{Weight: 1, Analyzer: AnalyzerStem},
 			Body:        Field{Weight: 1, Analyzer: AnalyzerPlain},
-			Params:      Field{Weight: 1, Analyzer: AnalyzerStem},
+			Params:      Field{Weight: 1, Analyzer: AnalyzerPlain},
 			BodyChars:   8000,
 		},
 		BM25: BM25{K1: DefaultK1, B: DefaultB, Scoring: ScoringBM25F},
@@ -285,7 +286,7 @@ func (c Config) withDefaults() Config {
 		c.Fields.Body.Analyzer = AnalyzerPlain
 	}
 	if c.Fields.Params.Analyzer == "" {
-		c.Fields.Params.Analyzer = AnalyzerStem
+		c.Fields.Params.Analyzer = AnalyzerPlain
 	}
 	return c
 }

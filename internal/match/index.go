@@ -106,7 +106,14 @@ func Build(ctx context.Context, in BuildInput) (*Index, error) {
 	n := len(ix.docs)
 	ix.stats.Skills = n
 
-	fields := sparseFields(cfg.Fields, cfg.BM25)
+	hasParams := false
+	for _, s := range ix.docs {
+		if s.IsTool() && s.ParamText() != "" {
+			hasParams = true
+			break
+		}
+	}
+	fields := sparseFields(cfg.Fields, cfg.BM25, hasParams)
 	texts := make([]sparseDoc, n)
 	withBody := cfg.Fields.BodyChars > 0 && cfg.Fields.Body.Weight > 0 && in.Body != nil
 	for i, s := range ix.docs {
@@ -162,8 +169,9 @@ const (
 	fieldParams      = "params"
 )
 
-// sparseFields lists the fields with a positive weight.
-func sparseFields(c Fields, bm BM25) []*sparseField {
+// sparseFields lists the fields with a positive weight; the parameters
+// field only when params is set (the index holds a tool with parameters).
+func sparseFields(c Fields, bm BM25, params bool) []*sparseField {
 	var out []*sparseField
 	add := func(name string, f Field) {
 		if f.Weight > 0 {
@@ -181,7 +189,9 @@ func sparseFields(c Fields, bm BM25) []*sparseField {
 	if c.BodyChars > 0 {
 		add(fieldBody, c.Body)
 	}
-	add(fieldParams, c.Params)
+	if params {
+		add(fieldParams, c.Params)
+	}
 	return out
 }
 
@@ -222,6 +232,16 @@ func description(s *skill.Skill) string {
 	return d
 }
 
+// hasParams reports whether an indexed tool has parameters or results.
+func (ix *Index) hasParams() bool {
+	for _, s := range ix.docs {
+		if s.IsTool() && s.ParamText() != "" {
+			return true
+		}
+	}
+	return false
+}
+
 // Len returns the number of indexed skills.
 func (ix *Index) Len() int { return len(ix.docs) }
 
@@ -251,7 +271,7 @@ func (ix *Index) WithConfig(cfg Config) (*Index, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, fmt.Errorf("match config: %w", err)
 	}
-	fields := sparseFields(cfg.Fields, cfg.BM25)
+	fields := sparseFields(cfg.Fields, cfg.BM25, ix.sparse.hasField(fieldParams) || (cfg.Fields.Params.Weight > 0 && ix.hasParams()))
 	if len(fields) != len(ix.sparse.fields) {
 		return nil, errors.New("match config: the set of indexed fields changed; rebuild the index")
 	}

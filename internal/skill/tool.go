@@ -44,6 +44,9 @@ type Tool struct {
 	// Params are the top-level properties of the input schema, with their
 	// descriptions normalised; they are indexed as a field of their own.
 	Params []ToolParam
+	// Results are the top-level properties of the output schema, when the
+	// server declares one; they are indexed with the parameters.
+	Results []ToolParam
 	// Hints are the server's annotations. They are hints from the server,
 	// trusted only as far as the server is.
 	Hints ToolHints
@@ -101,14 +104,15 @@ func (s *Skill) SpokenName() string {
 	}, s.Tool.Name)
 }
 
-// ParamText is the text of a tool's parameters as matching indexes it: one
-// line per parameter, its name and description. Skills have none.
+// ParamText is the text of a tool's parameters and results as matching
+// indexes it: one line per parameter, then per result, its name and
+// description. Skills have none.
 func (s *Skill) ParamText() string {
-	if !s.IsTool() || len(s.Tool.Params) == 0 {
+	if !s.IsTool() || len(s.Tool.Params)+len(s.Tool.Results) == 0 {
 		return ""
 	}
 	var b strings.Builder
-	for _, p := range s.Tool.Params {
+	for _, p := range append(s.Tool.Params[:len(s.Tool.Params):len(s.Tool.Params)], s.Tool.Results...) {
 		b.WriteString(p.Name)
 		if p.Description != "" {
 			b.WriteString(": ")

@@ -42,8 +42,9 @@ type wireTool struct {
 	Name        string          `json:"name"`
 	Title       string          `json:"title"`
 	Description string          `json:"description"`
-	InputSchema json.RawMessage `json:"inputSchema"`
-	Annotations *struct {
+	InputSchema  json.RawMessage `json:"inputSchema"`
+	OutputSchema json.RawMessage `json:"outputSchema"`
+	Annotations  *struct {
 		Title           string `json:"title"`
 		ReadOnlyHint    bool   `json:"readOnlyHint"`
 		IdempotentHint  bool   `json:"idempotentHint"`
@@ -216,6 +217,13 @@ func entry(cfg *ServerConfig, w wireTool, schema json.RawMessage, name string, d
 		Server: cfg.Name, Name: w.Name, Title: title, InputSchema: schema,
 		Params: params(schema), Trusted: cfg.Trusted(), Agents: cfg.Agents,
 	}
+	if out := bytes.TrimSpace(w.OutputSchema); len(out) > 0 && string(out) != "null" {
+		if _, problem := checkSchema(out); problem != "" {
+			diag.addf("tool %s: its output schema is not used (%s)", shown, strings.Replace(problem, "input schema", "output schema", 1))
+		} else {
+			t.Results = params(out)
+		}
+	}
 	if a := w.Annotations; a != nil {
 		t.Hints = skill.ToolHints{ReadOnly: a.ReadOnlyHint, Idempotent: a.IdempotentHint, Destructive: a.DestructiveHint, OpenWorld: a.OpenWorldHint}
 		t.Hints.Title, _ = Clean(a.Title, MaxTitleChars)
@@ -229,18 +237,22 @@ func entry(cfg *ServerConfig, w wireTool, schema json.RawMessage, name string, d
 		Root:        skill.Root{Kind: skill.KindServer, Display: cfg.Name},
 		RelPath:     w.Name,
 	}
-	s.ContentHash = DefinitionHash(t, desc)
+	s.ContentHash = DefinitionHash(t, desc, w.OutputSchema)
 	s.FrontmatterHash = s.ContentHash
 	s.Size = int64(len(schema) + len(desc) + len(title))
 	return s
 }
 
-// DefinitionHash is the hex sha256 of what defines a tool to a model: its
-// upstream name, title, description (as served), input schema and hints.
-// Allowlist pins name it: a server that changes a tool's definition no
-// longer matches a pinned entry.
-func DefinitionHash(t *skill.Tool, description string) string {
-	b, _ := json.Marshal([]any{t.Name, t.Title, description, t.InputSchema, t.Hints})
+// DefinitionHash is the hex sha256 of what defines a tool: its upstream
+// name, title, description (as served), input and output schemas and
+// hints. Allowlist pins name it: a server that changes a tool's definition
+// no longer matches a pinned entry.
+func DefinitionHash(t *skill.Tool, description string, outputSchema json.RawMessage) string {
+	out := bytes.TrimSpace(outputSchema)
+	if len(out) == 0 {
+		out = []byte("null")
+	}
+	b, _ := json.Marshal([]any{t.Name, t.Title, description, t.InputSchema, json.RawMessage(out), t.Hints})
 	return skill.Hash(b)
 }
 

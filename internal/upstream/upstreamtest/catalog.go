@@ -22,7 +22,9 @@ type CatalogTool struct {
 	// skill name the dev set's queries use for it.
 	Name, Label string
 	Description string
-	InputSchema json.RawMessage
+	// InputSchema is built from the parameters the skill's body lists;
+	// OutputSchema from the values it returns (nil when it lists none).
+	InputSchema, OutputSchema json.RawMessage
 }
 
 // paramLine is one line of a dev-set skill's "## Parameters" section:
@@ -31,10 +33,10 @@ var paramLine = regexp.MustCompile("^- `([^`]+)` \\(([^,)]+)(, required)?\\)(?::
 
 // LoadCatalog reads a dev set (../shared/eval/<set>: skills/<name>/SKILL.md
 // and mapping.json, original tool name to skill name) back into the tools it
-// was made from: each skill's original name, its description, and an input
+// was made from: each skill's original name, its description, an input
 // schema built from the parameters its body lists (name, type, required,
-// description). Sets whose bodies list no parameters give tools with an
-// empty object schema.
+// description) and an output schema from the values it returns. Sets whose
+// bodies list no parameters give tools with an empty object schema.
 func LoadCatalog(dir string) ([]CatalogTool, error) {
 	b, err := os.ReadFile(filepath.Join(dir, "mapping.json"))
 	if err != nil {
@@ -54,11 +56,18 @@ func LoadCatalog(dir string) ([]CatalogTool, error) {
 		if p == nil {
 			return nil, fmt.Errorf("dev set %s: %s: %v", dir, label, problems)
 		}
-		schema, err := inputSchema(p.Body)
+		in, err := objectSchema(p.Body, "## Parameters")
 		if err != nil {
 			return nil, fmt.Errorf("dev set %s: %s: %w", dir, label, err)
 		}
-		out = append(out, CatalogTool{Name: original, Label: label, Description: p.Frontmatter.Description, InputSchema: schema})
+		res, err := objectSchema(p.Body, "## Returns")
+		if err != nil {
+			return nil, fmt.Errorf("dev set %s: %s: %w", dir, label, err)
+		}
+		if string(res) == `{"type":"object","properties":{}}` {
+			res = nil
+		}
+		out = append(out, CatalogTool{Name: original, Label: label, Description: p.Frontmatter.Description, InputSchema: in, OutputSchema: res})
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
 	return out, nil
@@ -70,9 +79,9 @@ var jsonTypes = map[string]string{
 	"list": "array", "dict": "object",
 }
 
-// inputSchema builds an object schema from a body's "## Parameters" lines,
-// in their order.
-func inputSchema(body string) (json.RawMessage, error) {
+// objectSchema builds an object schema from the lines of one section of a
+// body ("## Parameters" or "## Returns"), in their order.
+func objectSchema(body, section string) (json.RawMessage, error) {
 	var b strings.Builder
 	b.WriteString(`{"type":"object","properties":{`)
 	var required []string
@@ -83,7 +92,7 @@ func inputSchema(body string) (json.RawMessage, error) {
 	for sc.Scan() {
 		line := strings.TrimSpace(sc.Text())
 		if strings.HasPrefix(line, "## ") {
-			in = line == "## Parameters"
+			in = line == section
 			continue
 		}
 		m := paramLine.FindStringSubmatch(line)
@@ -127,7 +136,11 @@ func NewCatalogServer(tools []CatalogTool) *mcpsdk.Server {
 	srv := mcpsdk.NewServer(&mcpsdk.Implementation{Name: "mcpsag-catalog", Version: "1.0"}, &mcpsdk.ServerOptions{PageSize: 500})
 	for _, t := range tools {
 		name := t.Name
-		srv.AddTool(&mcpsdk.Tool{Name: t.Name, Description: t.Description, InputSchema: t.InputSchema},
+		tool := &mcpsdk.Tool{Name: t.Name, Description: t.Description, InputSchema: t.InputSchema}
+		if t.OutputSchema != nil {
+			tool.OutputSchema = t.OutputSchema
+		}
+		srv.AddTool(tool,
 			func(_ context.Context, req *mcpsdk.CallToolRequest) (*mcpsdk.CallToolResult, error) {
 				return &mcpsdk.CallToolResult{Content: []mcpsdk.Content{&mcpsdk.TextContent{
 					Text: fmt.Sprintf("called %s with %s", name, req.Params.Arguments)}}}, nil

@@ -10,6 +10,7 @@ package upstreamtest
 
 import (
 	"bufio"
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -18,6 +19,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	mcpsdk "github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 // Raw is a scripted MCP server. The zero value answers initialize and lists
@@ -225,12 +228,27 @@ func (s *Raw) watch(changed func()) {
 }
 
 // EnvSpec names the environment variable that carries a Raw server's spec
-// file to the test binary.
-const EnvSpec = "MCPSAG_UPSTREAMTEST_SPEC"
+// file to the test binary; EnvCatalog the dev set a catalog server serves.
+const (
+	EnvSpec    = "MCPSAG_UPSTREAMTEST_SPEC"
+	EnvCatalog = "MCPSAG_UPSTREAMTEST_CATALOG"
+)
 
-// Main serves a Raw server on stdin and stdout and exits when the process
-// was started by Command; otherwise it returns. Call it first in TestMain.
+// Main serves a Raw server (EnvSpec) or a dev set's catalog (EnvCatalog) on
+// stdin and stdout and exits, when the test binary was started as a
+// server; otherwise it returns. Call it first in TestMain.
 func Main() {
+	if dir := os.Getenv(EnvCatalog); dir != "" {
+		tools, err := LoadCatalog(dir)
+		if err == nil {
+			err = NewCatalogServer(tools).Run(context.Background(), &mcpsdk.StdioTransport{})
+		}
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "upstreamtest:", err)
+			os.Exit(1)
+		}
+		os.Exit(0)
+	}
 	path := os.Getenv(EnvSpec)
 	if path == "" {
 		return
