@@ -97,15 +97,21 @@ func waitServers(t *testing.T, c routerv1.SkillRouterClient, names ...string) *r
 
 func toolList(t *testing.T, c routerv1.SkillRouterClient) map[string]*routerv1.SkillSummary {
 	t.Helper()
-	res, err := c.ListSkills(ctx(t), &routerv1.ListSkillsRequest{Kinds: routerv1.KindFilter_KIND_FILTER_TOOLS, PageSize: 1000})
-	if err != nil {
-		t.Fatal(err)
-	}
 	out := map[string]*routerv1.SkillSummary{}
-	for _, s := range res.GetSkills() {
-		out[s.GetName()] = s
+	req := &routerv1.ListSkillsRequest{Kinds: routerv1.KindFilter_KIND_FILTER_TOOLS, PageSize: 1000}
+	for {
+		res, err := c.ListSkills(ctx(t), req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, s := range res.GetSkills() {
+			out[s.GetName()] = s
+		}
+		if res.GetNextPageToken() == "" {
+			return out
+		}
+		req.PageToken = res.GetNextPageToken()
 	}
-	return out
 }
 
 func reasonOf(err error) string {

@@ -403,7 +403,13 @@ func (c *client) list(ctx context.Context, sess *mcpsdk.ClientSession, pages *ra
 				break
 			}
 			res, err := sess.ListTools(lctx, &mcpsdk.ListToolsParams{Cursor: cursor})
-			if err != nil {
+			got, next, ok := pages.take()
+			switch {
+			case err != nil && ok:
+				// The answer is a tools array, but some tool in it does
+				// not decode as the protocol says: read it tool by tool.
+				diag = append(diag, fmt.Sprintf("a tools/list page does not decode as the protocol says (%s); its tools were read one by one", skill.Clip(c.redact(err), 200)))
+			case err != nil:
 				if ctx.Err() != nil {
 					return ctx.Err()
 				}
@@ -411,10 +417,8 @@ func (c *client) list(ctx context.Context, sess *mcpsdk.ClientSession, pages *ra
 					return fmt.Errorf("tools/list: no answer within startup_timeout %s", c.cfg.StartupTimeout)
 				}
 				return fmt.Errorf("tools/list: %s", c.redact(err))
-			}
-			got, ok := pages.take()
-			if !ok { // answered from the SDK's cache: re-encode its tools
-				got = got[:0]
+			case !ok: // answered from the SDK's cache: re-encode its tools
+				got, next = got[:0], res.NextCursor
 				for _, t := range res.Tools {
 					b, _ := json.Marshal(t)
 					got = append(got, b)
@@ -428,16 +432,16 @@ func (c *client) list(ctx context.Context, sess *mcpsdk.ClientSession, pages *ra
 				}
 			}
 			switch {
-			case res.NextCursor == "":
+			case next == "":
 				break pages
 			case truncated > 0:
 				break pages
-			case seen[res.NextCursor]:
+			case seen[next]:
 				diag = append(diag, "the server repeated a page cursor; listing stopped there")
 				break pages
 			}
-			seen[res.NextCursor] = true
-			cursor = res.NextCursor
+			seen[next] = true
+			cursor = next
 		}
 	}
 	set := normalize(&c.cfg, raw, truncated)

@@ -91,7 +91,7 @@ type toolSet struct {
 func normalize(cfg *ServerConfig, raw []json.RawMessage, truncated int) *toolSet {
 	ts := &toolSet{listed: len(raw) + truncated}
 	if truncated > 0 {
-		ts.diag.addf("the server lists more than %d tools (max_tools); %d are left out", cfg.MaxTools, truncated)
+		ts.diag.addf("the server lists more than %d tools (max_tools): the first %d are served, the rest left out", cfg.MaxTools, cfg.MaxTools)
 	}
 	type kept struct {
 		w      wireTool

@@ -22,16 +22,19 @@ type rawPages struct {
 	mu      sync.Mutex
 	pending map[string]bool // request ids of tools/list calls in flight
 	last    []json.RawMessage
+	cursor  string
 	ok      bool
 }
 
-// take returns the raw tools of the last tools/list answer and forgets them.
-func (p *rawPages) take() ([]json.RawMessage, bool) {
+// take returns the raw tools and next cursor of the last tools/list answer
+// and forgets them; ok is false when there was none, or it was not a JSON
+// object with a tools array.
+func (p *rawPages) take() (tools []json.RawMessage, cursor string, ok bool) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	out, ok := p.last, p.ok
-	p.last, p.ok = nil, false
-	return out, ok
+	tools, cursor, ok = p.last, p.cursor, p.ok
+	p.last, p.cursor, p.ok = nil, "", false
+	return tools, cursor, ok
 }
 
 func (t *rawTransport) Connect(ctx context.Context) (mcpsdk.Connection, error) {
@@ -72,11 +75,14 @@ func (c *rawConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 		if c.pages.pending[key] {
 			delete(c.pages.pending, key)
 			var page struct {
-				Tools []json.RawMessage `json:"tools"`
+				Tools      []json.RawMessage `json:"tools"`
+				NextCursor json.RawMessage   `json:"nextCursor"`
 			}
-			c.pages.last, c.pages.ok = nil, false
-			if resp.Error == nil && json.Unmarshal(resp.Result, &page) == nil {
-				c.pages.last, c.pages.ok = page.Tools, true
+			c.pages.last, c.pages.cursor, c.pages.ok = nil, "", false
+			if resp.Error == nil && json.Unmarshal(resp.Result, &page) == nil && page.Tools != nil {
+				var cursor string
+				_ = json.Unmarshal(page.NextCursor, &cursor)
+				c.pages.last, c.pages.cursor, c.pages.ok = page.Tools, cursor, true
 			}
 		}
 		c.pages.mu.Unlock()
