@@ -18,7 +18,7 @@ import (
 
 // scripted returns the YAML of a server entry that runs this test binary as
 // a scripted MCP server.
-func scripted(t *testing.T, spec *upstreamtest.Raw, extra string) string {
+func scripted(t testing.TB, spec *upstreamtest.Raw, extra string) string {
 	t.Helper()
 	path, err := upstreamtest.WriteSpec(t.TempDir(), spec)
 	if err != nil {

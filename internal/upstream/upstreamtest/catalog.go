@@ -56,11 +56,11 @@ func LoadCatalog(dir string) ([]CatalogTool, error) {
 		if p == nil {
 			return nil, fmt.Errorf("dev set %s: %s: %v", dir, label, problems)
 		}
-		in, err := objectSchema(p.Body, "## Parameters")
+		in, err := ObjectSchema(p.Body, "## Parameters")
 		if err != nil {
 			return nil, fmt.Errorf("dev set %s: %s: %w", dir, label, err)
 		}
-		res, err := objectSchema(p.Body, "## Returns")
+		res, err := ObjectSchema(p.Body, "## Returns")
 		if err != nil {
 			return nil, fmt.Errorf("dev set %s: %s: %w", dir, label, err)
 		}
@@ -79,9 +79,9 @@ var jsonTypes = map[string]string{
 	"list": "array", "dict": "object",
 }
 
-// objectSchema builds an object schema from the lines of one section of a
-// body ("## Parameters" or "## Returns"), in their order.
-func objectSchema(body, section string) (json.RawMessage, error) {
+// ObjectSchema builds an object schema from the lines of one section of a
+// dev-set skill's body ("## Parameters" or "## Returns"), in their order.
+func ObjectSchema(body, section string) (json.RawMessage, error) {
 	var b strings.Builder
 	b.WriteString(`{"type":"object","properties":{`)
 	var required []string
