@@ -168,6 +168,9 @@ func withTool(s *skill.Skill, kind routerv1.EntryKind, t *routerv1.ToolInfo, tru
 	for _, p := range t.GetParams() {
 		s.Tool.Params = append(s.Tool.Params, skill.ToolParam{Name: p.GetName(), Description: p.GetDescription(), Type: p.GetType(), Required: p.GetRequired()})
 	}
+	for _, p := range t.GetResults() {
+		s.Tool.Results = append(s.Tool.Results, skill.ToolParam{Name: p.GetName(), Description: p.GetDescription(), Type: p.GetType(), Required: p.GetRequired()})
+	}
 	if s.ContentHash == "" {
 		s.ContentHash = t.GetDefinitionSha256()
 	}

@@ -72,6 +72,9 @@ func toolPB(s *skill.Skill) *routerv1.ToolInfo {
 	for _, p := range t.Params {
 		out.Params = append(out.Params, &routerv1.ToolParam{Name: p.Name, Description: p.Description, Type: p.Type, Required: p.Required})
 	}
+	for _, p := range t.Results {
+		out.Results = append(out.Results, &routerv1.ToolParam{Name: p.Name, Description: p.Description, Type: p.Type, Required: p.Required})
+	}
 	return out
 }
 

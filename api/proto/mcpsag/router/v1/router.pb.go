@@ -883,8 +883,11 @@ type ToolInfo struct {
 	Agents []string `protobuf:"bytes,7,rep,name=agents,proto3" json:"agents,omitempty"`
 	// sha256 of the tool's definition, as an allowlist entry pins it.
 	DefinitionSha256 string `protobuf:"bytes,8,opt,name=definition_sha256,json=definitionSha256,proto3" json:"definition_sha256,omitempty"`
-	unknownFields    protoimpl.UnknownFields
-	sizeCache        protoimpl.SizeCache
+	// The top-level properties of the output schema, when the server
+	// declares one.
+	Results       []*ToolParam `protobuf:"bytes,9,rep,name=results,proto3" json:"results,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *ToolInfo) Reset() {
@@ -971,6 +974,13 @@ func (x *ToolInfo) GetDefinitionSha256() string {
 		return x.DefinitionSha256
 	}
 	return ""
+}
+
+func (x *ToolInfo) GetResults() []*ToolParam {
+	if x != nil {
+		return x.Results
+	}
+	return nil
 }
 
 // SkillSource locates a skill.
@@ -4526,7 +4536,7 @@ const file_mcpsag_router_v1_router_proto_rawDesc = "" +
 	"\n" +
 	"open_world\x18\x05 \x01(\bH\x01R\topenWorld\x88\x01\x01B\x0e\n" +
 	"\f_destructiveB\r\n" +
-	"\v_open_world\"\xad\x02\n" +
+	"\v_open_world\"\xe4\x02\n" +
 	"\bToolInfo\x12\x16\n" +
 	"\x06server\x18\x01 \x01(\tR\x06server\x12#\n" +
 	"\rupstream_name\x18\x02 \x01(\tR\fupstreamName\x12\x14\n" +
@@ -4535,7 +4545,8 @@ const file_mcpsag_router_v1_router_proto_rawDesc = "" +
 	"\x06params\x18\x05 \x03(\v2\x1b.mcpsag.router.v1.ToolParamR\x06params\x121\n" +
 	"\x05hints\x18\x06 \x01(\v2\x1b.mcpsag.router.v1.ToolHintsR\x05hints\x12\x16\n" +
 	"\x06agents\x18\a \x03(\tR\x06agents\x12+\n" +
-	"\x11definition_sha256\x18\b \x01(\tR\x10definitionSha256\"}\n" +
+	"\x11definition_sha256\x18\b \x01(\tR\x10definitionSha256\x125\n" +
+	"\aresults\x18\t \x03(\v2\x1b.mcpsag.router.v1.ToolParamR\aresults\"}\n" +
 	"\vSkillSource\x120\n" +
 	"\x04kind\x18\x01 \x01(\x0e2\x1c.mcpsag.router.v1.SourceKindR\x04kind\x12\x12\n" +
 	"\x04root\x18\x02 \x01(\tR\x04root\x12\x14\n" +
@@ -5037,99 +5048,100 @@ var file_mcpsag_router_v1_router_proto_goTypes = []any{
 var file_mcpsag_router_v1_router_proto_depIdxs = []int32{
 	12, // 0: mcpsag.router.v1.ToolInfo.params:type_name -> mcpsag.router.v1.ToolParam
 	13, // 1: mcpsag.router.v1.ToolInfo.hints:type_name -> mcpsag.router.v1.ToolHints
-	0,  // 2: mcpsag.router.v1.SkillSource.kind:type_name -> mcpsag.router.v1.SourceKind
-	15, // 3: mcpsag.router.v1.SkillSummary.source:type_name -> mcpsag.router.v1.SkillSource
-	3,  // 4: mcpsag.router.v1.SkillSummary.trust:type_name -> mcpsag.router.v1.Trust
-	1,  // 5: mcpsag.router.v1.SkillSummary.kind:type_name -> mcpsag.router.v1.EntryKind
-	14, // 6: mcpsag.router.v1.SkillSummary.tool:type_name -> mcpsag.router.v1.ToolInfo
-	4,  // 7: mcpsag.router.v1.MatchOptions.fusion:type_name -> mcpsag.router.v1.Fusion
-	5,  // 8: mcpsag.router.v1.MatchOptions.mode:type_name -> mcpsag.router.v1.MatchMode
-	2,  // 9: mcpsag.router.v1.MatchOptions.kinds:type_name -> mcpsag.router.v1.KindFilter
-	17, // 10: mcpsag.router.v1.MatchRequest.options:type_name -> mcpsag.router.v1.MatchOptions
-	16, // 11: mcpsag.router.v1.Candidate.skill:type_name -> mcpsag.router.v1.SkillSummary
-	19, // 12: mcpsag.router.v1.Candidate.scores:type_name -> mcpsag.router.v1.Scores
-	20, // 13: mcpsag.router.v1.MatchResponse.candidates:type_name -> mcpsag.router.v1.Candidate
-	6,  // 14: mcpsag.router.v1.MatchResponse.abstain_reason:type_name -> mcpsag.router.v1.AbstainReason
-	5,  // 15: mcpsag.router.v1.MatchResponse.mode:type_name -> mcpsag.router.v1.MatchMode
-	4,  // 16: mcpsag.router.v1.MatchResponse.fusion:type_name -> mcpsag.router.v1.Fusion
-	2,  // 17: mcpsag.router.v1.ListSkillsRequest.kinds:type_name -> mcpsag.router.v1.KindFilter
-	15, // 18: mcpsag.router.v1.ShadowedSkill.winner:type_name -> mcpsag.router.v1.SkillSource
-	15, // 19: mcpsag.router.v1.ShadowedSkill.shadowed:type_name -> mcpsag.router.v1.SkillSource
-	16, // 20: mcpsag.router.v1.ListSkillsResponse.skills:type_name -> mcpsag.router.v1.SkillSummary
-	23, // 21: mcpsag.router.v1.ListSkillsResponse.catalog:type_name -> mcpsag.router.v1.RenderedCatalog
-	24, // 22: mcpsag.router.v1.ListSkillsResponse.shadowed:type_name -> mcpsag.router.v1.ShadowedSkill
-	7,  // 23: mcpsag.router.v1.Problem.severity:type_name -> mcpsag.router.v1.Severity
-	53, // 24: mcpsag.router.v1.Frontmatter.metadata:type_name -> mcpsag.router.v1.Frontmatter.MetadataEntry
-	54, // 25: mcpsag.router.v1.Frontmatter.extra:type_name -> mcpsag.router.v1.Frontmatter.ExtraEntry
-	29, // 26: mcpsag.router.v1.SkillDetail.frontmatter:type_name -> mcpsag.router.v1.Frontmatter
-	15, // 27: mcpsag.router.v1.SkillDetail.source:type_name -> mcpsag.router.v1.SkillSource
-	15, // 28: mcpsag.router.v1.SkillDetail.shadows:type_name -> mcpsag.router.v1.SkillSource
-	15, // 29: mcpsag.router.v1.SkillDetail.shadowed_by:type_name -> mcpsag.router.v1.SkillSource
-	28, // 30: mcpsag.router.v1.SkillDetail.resources:type_name -> mcpsag.router.v1.Resource
-	27, // 31: mcpsag.router.v1.SkillDetail.problems:type_name -> mcpsag.router.v1.Problem
-	3,  // 32: mcpsag.router.v1.SkillDetail.trust:type_name -> mcpsag.router.v1.Trust
-	56, // 33: mcpsag.router.v1.SkillDetail.modified:type_name -> google.protobuf.Timestamp
-	1,  // 34: mcpsag.router.v1.SkillDetail.kind:type_name -> mcpsag.router.v1.EntryKind
-	14, // 35: mcpsag.router.v1.SkillDetail.tool:type_name -> mcpsag.router.v1.ToolInfo
-	30, // 36: mcpsag.router.v1.GetSkillResponse.skill:type_name -> mcpsag.router.v1.SkillDetail
-	8,  // 37: mcpsag.router.v1.LoadRequest.level:type_name -> mcpsag.router.v1.LoadLevel
-	15, // 38: mcpsag.router.v1.Provenance.source:type_name -> mcpsag.router.v1.SkillSource
-	3,  // 39: mcpsag.router.v1.Provenance.trust:type_name -> mcpsag.router.v1.Trust
-	8,  // 40: mcpsag.router.v1.LoadResponse.level:type_name -> mcpsag.router.v1.LoadLevel
-	16, // 41: mcpsag.router.v1.LoadResponse.summary:type_name -> mcpsag.router.v1.SkillSummary
-	28, // 42: mcpsag.router.v1.LoadResponse.resources:type_name -> mcpsag.router.v1.Resource
-	33, // 43: mcpsag.router.v1.LoadResponse.provenance:type_name -> mcpsag.router.v1.Provenance
-	57, // 44: mcpsag.router.v1.ReindexStats.duration:type_name -> google.protobuf.Duration
-	56, // 45: mcpsag.router.v1.ReindexStats.finished_at:type_name -> google.protobuf.Timestamp
-	36, // 46: mcpsag.router.v1.ReindexResponse.stats:type_name -> mcpsag.router.v1.ReindexStats
-	57, // 47: mcpsag.router.v1.ModelStatus.load_duration:type_name -> google.protobuf.Duration
-	57, // 48: mcpsag.router.v1.ModelStatus.query_latency:type_name -> google.protobuf.Duration
-	55, // 49: mcpsag.router.v1.ValidationSummary.by_code:type_name -> mcpsag.router.v1.ValidationSummary.ByCodeEntry
-	56, // 50: mcpsag.router.v1.ConfigStatus.loaded_at:type_name -> google.protobuf.Timestamp
-	56, // 51: mcpsag.router.v1.StatusResponse.started_at:type_name -> google.protobuf.Timestamp
-	36, // 52: mcpsag.router.v1.StatusResponse.last_reindex:type_name -> mcpsag.router.v1.ReindexStats
-	42, // 53: mcpsag.router.v1.StatusResponse.reindex_progress:type_name -> mcpsag.router.v1.ReindexProgress
-	41, // 54: mcpsag.router.v1.StatusResponse.validation:type_name -> mcpsag.router.v1.ValidationSummary
-	24, // 55: mcpsag.router.v1.StatusResponse.shadowed:type_name -> mcpsag.router.v1.ShadowedSkill
-	39, // 56: mcpsag.router.v1.StatusResponse.model:type_name -> mcpsag.router.v1.ModelStatus
-	40, // 57: mcpsag.router.v1.StatusResponse.flags:type_name -> mcpsag.router.v1.FeatureFlags
-	43, // 58: mcpsag.router.v1.StatusResponse.config:type_name -> mcpsag.router.v1.ConfigStatus
-	45, // 59: mcpsag.router.v1.StatusResponse.servers:type_name -> mcpsag.router.v1.ServerStatus
-	9,  // 60: mcpsag.router.v1.ServerStatus.state:type_name -> mcpsag.router.v1.ServerState
-	3,  // 61: mcpsag.router.v1.ServerStatus.trust:type_name -> mcpsag.router.v1.Trust
-	56, // 62: mcpsag.router.v1.ServerStatus.last_error_at:type_name -> google.protobuf.Timestamp
-	56, // 63: mcpsag.router.v1.ServerStatus.connected_at:type_name -> google.protobuf.Timestamp
-	56, // 64: mcpsag.router.v1.ServerStatus.listed_at:type_name -> google.protobuf.Timestamp
-	56, // 65: mcpsag.router.v1.ServerStatus.next_attempt:type_name -> google.protobuf.Timestamp
-	10, // 66: mcpsag.router.v1.AuthorizeExecResponse.decision:type_name -> mcpsag.router.v1.ExecDecision
-	11, // 67: mcpsag.router.v1.AuthorizeExecResponse.deny_reason:type_name -> mcpsag.router.v1.ExecDenyReason
-	57, // 68: mcpsag.router.v1.ReportExecResultRequest.duration:type_name -> google.protobuf.Duration
-	51, // 69: mcpsag.router.v1.CallToolResponse.content:type_name -> mcpsag.router.v1.ToolContent
-	3,  // 70: mcpsag.router.v1.CallToolResponse.trust:type_name -> mcpsag.router.v1.Trust
-	57, // 71: mcpsag.router.v1.CallToolResponse.duration:type_name -> google.protobuf.Duration
-	18, // 72: mcpsag.router.v1.SkillRouter.Match:input_type -> mcpsag.router.v1.MatchRequest
-	22, // 73: mcpsag.router.v1.SkillRouter.ListSkills:input_type -> mcpsag.router.v1.ListSkillsRequest
-	26, // 74: mcpsag.router.v1.SkillRouter.GetSkill:input_type -> mcpsag.router.v1.GetSkillRequest
-	32, // 75: mcpsag.router.v1.SkillRouter.Load:input_type -> mcpsag.router.v1.LoadRequest
-	35, // 76: mcpsag.router.v1.SkillRouter.Reindex:input_type -> mcpsag.router.v1.ReindexRequest
-	38, // 77: mcpsag.router.v1.SkillRouter.Status:input_type -> mcpsag.router.v1.StatusRequest
-	46, // 78: mcpsag.router.v1.SkillRouter.AuthorizeExec:input_type -> mcpsag.router.v1.AuthorizeExecRequest
-	48, // 79: mcpsag.router.v1.SkillRouter.ReportExecResult:input_type -> mcpsag.router.v1.ReportExecResultRequest
-	50, // 80: mcpsag.router.v1.SkillRouter.CallTool:input_type -> mcpsag.router.v1.CallToolRequest
-	21, // 81: mcpsag.router.v1.SkillRouter.Match:output_type -> mcpsag.router.v1.MatchResponse
-	25, // 82: mcpsag.router.v1.SkillRouter.ListSkills:output_type -> mcpsag.router.v1.ListSkillsResponse
-	31, // 83: mcpsag.router.v1.SkillRouter.GetSkill:output_type -> mcpsag.router.v1.GetSkillResponse
-	34, // 84: mcpsag.router.v1.SkillRouter.Load:output_type -> mcpsag.router.v1.LoadResponse
-	37, // 85: mcpsag.router.v1.SkillRouter.Reindex:output_type -> mcpsag.router.v1.ReindexResponse
-	44, // 86: mcpsag.router.v1.SkillRouter.Status:output_type -> mcpsag.router.v1.StatusResponse
-	47, // 87: mcpsag.router.v1.SkillRouter.AuthorizeExec:output_type -> mcpsag.router.v1.AuthorizeExecResponse
-	49, // 88: mcpsag.router.v1.SkillRouter.ReportExecResult:output_type -> mcpsag.router.v1.ReportExecResultResponse
-	52, // 89: mcpsag.router.v1.SkillRouter.CallTool:output_type -> mcpsag.router.v1.CallToolResponse
-	81, // [81:90] is the sub-list for method output_type
-	72, // [72:81] is the sub-list for method input_type
-	72, // [72:72] is the sub-list for extension type_name
-	72, // [72:72] is the sub-list for extension extendee
-	0,  // [0:72] is the sub-list for field type_name
+	12, // 2: mcpsag.router.v1.ToolInfo.results:type_name -> mcpsag.router.v1.ToolParam
+	0,  // 3: mcpsag.router.v1.SkillSource.kind:type_name -> mcpsag.router.v1.SourceKind
+	15, // 4: mcpsag.router.v1.SkillSummary.source:type_name -> mcpsag.router.v1.SkillSource
+	3,  // 5: mcpsag.router.v1.SkillSummary.trust:type_name -> mcpsag.router.v1.Trust
+	1,  // 6: mcpsag.router.v1.SkillSummary.kind:type_name -> mcpsag.router.v1.EntryKind
+	14, // 7: mcpsag.router.v1.SkillSummary.tool:type_name -> mcpsag.router.v1.ToolInfo
+	4,  // 8: mcpsag.router.v1.MatchOptions.fusion:type_name -> mcpsag.router.v1.Fusion
+	5,  // 9: mcpsag.router.v1.MatchOptions.mode:type_name -> mcpsag.router.v1.MatchMode
+	2,  // 10: mcpsag.router.v1.MatchOptions.kinds:type_name -> mcpsag.router.v1.KindFilter
+	17, // 11: mcpsag.router.v1.MatchRequest.options:type_name -> mcpsag.router.v1.MatchOptions
+	16, // 12: mcpsag.router.v1.Candidate.skill:type_name -> mcpsag.router.v1.SkillSummary
+	19, // 13: mcpsag.router.v1.Candidate.scores:type_name -> mcpsag.router.v1.Scores
+	20, // 14: mcpsag.router.v1.MatchResponse.candidates:type_name -> mcpsag.router.v1.Candidate
+	6,  // 15: mcpsag.router.v1.MatchResponse.abstain_reason:type_name -> mcpsag.router.v1.AbstainReason
+	5,  // 16: mcpsag.router.v1.MatchResponse.mode:type_name -> mcpsag.router.v1.MatchMode
+	4,  // 17: mcpsag.router.v1.MatchResponse.fusion:type_name -> mcpsag.router.v1.Fusion
+	2,  // 18: mcpsag.router.v1.ListSkillsRequest.kinds:type_name -> mcpsag.router.v1.KindFilter
+	15, // 19: mcpsag.router.v1.ShadowedSkill.winner:type_name -> mcpsag.router.v1.SkillSource
+	15, // 20: mcpsag.router.v1.ShadowedSkill.shadowed:type_name -> mcpsag.router.v1.SkillSource
+	16, // 21: mcpsag.router.v1.ListSkillsResponse.skills:type_name -> mcpsag.router.v1.SkillSummary
+	23, // 22: mcpsag.router.v1.ListSkillsResponse.catalog:type_name -> mcpsag.router.v1.RenderedCatalog
+	24, // 23: mcpsag.router.v1.ListSkillsResponse.shadowed:type_name -> mcpsag.router.v1.ShadowedSkill
+	7,  // 24: mcpsag.router.v1.Problem.severity:type_name -> mcpsag.router.v1.Severity
+	53, // 25: mcpsag.router.v1.Frontmatter.metadata:type_name -> mcpsag.router.v1.Frontmatter.MetadataEntry
+	54, // 26: mcpsag.router.v1.Frontmatter.extra:type_name -> mcpsag.router.v1.Frontmatter.ExtraEntry
+	29, // 27: mcpsag.router.v1.SkillDetail.frontmatter:type_name -> mcpsag.router.v1.Frontmatter
+	15, // 28: mcpsag.router.v1.SkillDetail.source:type_name -> mcpsag.router.v1.SkillSource
+	15, // 29: mcpsag.router.v1.SkillDetail.shadows:type_name -> mcpsag.router.v1.SkillSource
+	15, // 30: mcpsag.router.v1.SkillDetail.shadowed_by:type_name -> mcpsag.router.v1.SkillSource
+	28, // 31: mcpsag.router.v1.SkillDetail.resources:type_name -> mcpsag.router.v1.Resource
+	27, // 32: mcpsag.router.v1.SkillDetail.problems:type_name -> mcpsag.router.v1.Problem
+	3,  // 33: mcpsag.router.v1.SkillDetail.trust:type_name -> mcpsag.router.v1.Trust
+	56, // 34: mcpsag.router.v1.SkillDetail.modified:type_name -> google.protobuf.Timestamp
+	1,  // 35: mcpsag.router.v1.SkillDetail.kind:type_name -> mcpsag.router.v1.EntryKind
+	14, // 36: mcpsag.router.v1.SkillDetail.tool:type_name -> mcpsag.router.v1.ToolInfo
+	30, // 37: mcpsag.router.v1.GetSkillResponse.skill:type_name -> mcpsag.router.v1.SkillDetail
+	8,  // 38: mcpsag.router.v1.LoadRequest.level:type_name -> mcpsag.router.v1.LoadLevel
+	15, // 39: mcpsag.router.v1.Provenance.source:type_name -> mcpsag.router.v1.SkillSource
+	3,  // 40: mcpsag.router.v1.Provenance.trust:type_name -> mcpsag.router.v1.Trust
+	8,  // 41: mcpsag.router.v1.LoadResponse.level:type_name -> mcpsag.router.v1.LoadLevel
+	16, // 42: mcpsag.router.v1.LoadResponse.summary:type_name -> mcpsag.router.v1.SkillSummary
+	28, // 43: mcpsag.router.v1.LoadResponse.resources:type_name -> mcpsag.router.v1.Resource
+	33, // 44: mcpsag.router.v1.LoadResponse.provenance:type_name -> mcpsag.router.v1.Provenance
+	57, // 45: mcpsag.router.v1.ReindexStats.duration:type_name -> google.protobuf.Duration
+	56, // 46: mcpsag.router.v1.ReindexStats.finished_at:type_name -> google.protobuf.Timestamp
+	36, // 47: mcpsag.router.v1.ReindexResponse.stats:type_name -> mcpsag.router.v1.ReindexStats
+	57, // 48: mcpsag.router.v1.ModelStatus.load_duration:type_name -> google.protobuf.Duration
+	57, // 49: mcpsag.router.v1.ModelStatus.query_latency:type_name -> google.protobuf.Duration
+	55, // 50: mcpsag.router.v1.ValidationSummary.by_code:type_name -> mcpsag.router.v1.ValidationSummary.ByCodeEntry
+	56, // 51: mcpsag.router.v1.ConfigStatus.loaded_at:type_name -> google.protobuf.Timestamp
+	56, // 52: mcpsag.router.v1.StatusResponse.started_at:type_name -> google.protobuf.Timestamp
+	36, // 53: mcpsag.router.v1.StatusResponse.last_reindex:type_name -> mcpsag.router.v1.ReindexStats
+	42, // 54: mcpsag.router.v1.StatusResponse.reindex_progress:type_name -> mcpsag.router.v1.ReindexProgress
+	41, // 55: mcpsag.router.v1.StatusResponse.validation:type_name -> mcpsag.router.v1.ValidationSummary
+	24, // 56: mcpsag.router.v1.StatusResponse.shadowed:type_name -> mcpsag.router.v1.ShadowedSkill
+	39, // 57: mcpsag.router.v1.StatusResponse.model:type_name -> mcpsag.router.v1.ModelStatus
+	40, // 58: mcpsag.router.v1.StatusResponse.flags:type_name -> mcpsag.router.v1.FeatureFlags
+	43, // 59: mcpsag.router.v1.StatusResponse.config:type_name -> mcpsag.router.v1.ConfigStatus
+	45, // 60: mcpsag.router.v1.StatusResponse.servers:type_name -> mcpsag.router.v1.ServerStatus
+	9,  // 61: mcpsag.router.v1.ServerStatus.state:type_name -> mcpsag.router.v1.ServerState
+	3,  // 62: mcpsag.router.v1.ServerStatus.trust:type_name -> mcpsag.router.v1.Trust
+	56, // 63: mcpsag.router.v1.ServerStatus.last_error_at:type_name -> google.protobuf.Timestamp
+	56, // 64: mcpsag.router.v1.ServerStatus.connected_at:type_name -> google.protobuf.Timestamp
+	56, // 65: mcpsag.router.v1.ServerStatus.listed_at:type_name -> google.protobuf.Timestamp
+	56, // 66: mcpsag.router.v1.ServerStatus.next_attempt:type_name -> google.protobuf.Timestamp
+	10, // 67: mcpsag.router.v1.AuthorizeExecResponse.decision:type_name -> mcpsag.router.v1.ExecDecision
+	11, // 68: mcpsag.router.v1.AuthorizeExecResponse.deny_reason:type_name -> mcpsag.router.v1.ExecDenyReason
+	57, // 69: mcpsag.router.v1.ReportExecResultRequest.duration:type_name -> google.protobuf.Duration
+	51, // 70: mcpsag.router.v1.CallToolResponse.content:type_name -> mcpsag.router.v1.ToolContent
+	3,  // 71: mcpsag.router.v1.CallToolResponse.trust:type_name -> mcpsag.router.v1.Trust
+	57, // 72: mcpsag.router.v1.CallToolResponse.duration:type_name -> google.protobuf.Duration
+	18, // 73: mcpsag.router.v1.SkillRouter.Match:input_type -> mcpsag.router.v1.MatchRequest
+	22, // 74: mcpsag.router.v1.SkillRouter.ListSkills:input_type -> mcpsag.router.v1.ListSkillsRequest
+	26, // 75: mcpsag.router.v1.SkillRouter.GetSkill:input_type -> mcpsag.router.v1.GetSkillRequest
+	32, // 76: mcpsag.router.v1.SkillRouter.Load:input_type -> mcpsag.router.v1.LoadRequest
+	35, // 77: mcpsag.router.v1.SkillRouter.Reindex:input_type -> mcpsag.router.v1.ReindexRequest
+	38, // 78: mcpsag.router.v1.SkillRouter.Status:input_type -> mcpsag.router.v1.StatusRequest
+	46, // 79: mcpsag.router.v1.SkillRouter.AuthorizeExec:input_type -> mcpsag.router.v1.AuthorizeExecRequest
+	48, // 80: mcpsag.router.v1.SkillRouter.ReportExecResult:input_type -> mcpsag.router.v1.ReportExecResultRequest
+	50, // 81: mcpsag.router.v1.SkillRouter.CallTool:input_type -> mcpsag.router.v1.CallToolRequest
+	21, // 82: mcpsag.router.v1.SkillRouter.Match:output_type -> mcpsag.router.v1.MatchResponse
+	25, // 83: mcpsag.router.v1.SkillRouter.ListSkills:output_type -> mcpsag.router.v1.ListSkillsResponse
+	31, // 84: mcpsag.router.v1.SkillRouter.GetSkill:output_type -> mcpsag.router.v1.GetSkillResponse
+	34, // 85: mcpsag.router.v1.SkillRouter.Load:output_type -> mcpsag.router.v1.LoadResponse
+	37, // 86: mcpsag.router.v1.SkillRouter.Reindex:output_type -> mcpsag.router.v1.ReindexResponse
+	44, // 87: mcpsag.router.v1.SkillRouter.Status:output_type -> mcpsag.router.v1.StatusResponse
+	47, // 88: mcpsag.router.v1.SkillRouter.AuthorizeExec:output_type -> mcpsag.router.v1.AuthorizeExecResponse
+	49, // 89: mcpsag.router.v1.SkillRouter.ReportExecResult:output_type -> mcpsag.router.v1.ReportExecResultResponse
+	52, // 90: mcpsag.router.v1.SkillRouter.CallTool:output_type -> mcpsag.router.v1.CallToolResponse
+	82, // [82:91] is the sub-list for method output_type
+	73, // [73:82] is the sub-list for method input_type
+	73, // [73:73] is the sub-list for extension type_name
+	73, // [73:73] is the sub-list for extension extendee
+	0,  // [0:73] is the sub-list for field type_name
 }
 
 func init() { file_mcpsag_router_v1_router_proto_init() }
