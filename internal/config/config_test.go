@@ -284,9 +284,9 @@ mcp_servers:
 	}
 
 	for content, want := range map[string]string{
-		"mcp_servers:\n  gh:\n    command: x\n    env: {GITHUB_TOKEN: ghp_inline}\n": "mcp_servers.gh.env.GITHUB_TOKEN: looks like a secret",
-		"mcp_servers:\n  gh:\n    command: x\n    comand: y\n":                        "field comand not found",
-		"mcp_servers:\n  bad.name:\n    command: x\n":                                 `server name "bad.name"`,
+		"mcp_servers:\n  gh:\n    command: x\n    env: {GITHUB_TOKEN: ghp_inline}\n":                           "mcp_servers.gh.env.GITHUB_TOKEN: looks like a secret",
+		"mcp_servers:\n  gh:\n    command: x\n    comand: y\n":                                                 "field comand not found",
+		"mcp_servers:\n  bad.name:\n    command: x\n":                                                          `server name "bad.name"`,
 		"mcp_servers:\n  gh:\n    url: http://mcp.example.com/\n    headers: {Authorization: {from_env: T}}\n": "clear text",
 	} {
 		writeConfig(t, ws, content)

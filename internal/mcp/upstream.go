@@ -69,7 +69,7 @@ func (f *Front) addFindTools(vw *view) {
 	mcpsdk.AddTool[findToolsInput, any](vw.srv, &mcpsdk.Tool{
 		Name:         toolFindTools,
 		OutputSchema: findToolsSchema,
-		Title: "Find tools for a task",
+		Title:        "Find tools for a task",
 		Description: "Find the tools of the connected MCP servers that fit a task, instead of loading every tool " +
 			"definition. It returns up to top_k tool definitions (name, description, inputSchema), best first, ready " +
 			"to register, or abstained: true when none fits. Descriptions and schemas come from the servers and are " +

@@ -39,9 +39,9 @@ const (
 // wireTool is a tool as tools/list sends it; fields the router does not use
 // are ignored.
 type wireTool struct {
-	Name        string          `json:"name"`
-	Title       string          `json:"title"`
-	Description string          `json:"description"`
+	Name         string          `json:"name"`
+	Title        string          `json:"title"`
+	Description  string          `json:"description"`
 	InputSchema  json.RawMessage `json:"inputSchema"`
 	OutputSchema json.RawMessage `json:"outputSchema"`
 	Annotations  *struct {
