@@ -55,6 +55,11 @@ type ToolSource interface {
 	// names, and a digest that changes whenever they do. It must not
 	// block on a server.
 	Tools() ([]*skill.Skill, string)
+	// Settled reports whether every enabled server has its tools listed.
+	// While one has not (it is starting, or failing), the vectors of
+	// texts the build does not use are kept in the cache: that server's
+	// tools come back without being embedded again.
+	Settled() bool
 }
 
 // Generation is one immutable snapshot of the skills on disk, ready to serve:

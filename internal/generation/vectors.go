@@ -70,7 +70,10 @@ func (b *Builder) vectors(ctx context.Context, prev *Generation, cat *catalog.Ca
 		out[s] = vecs[i]
 		keep[embed.TextHash(id, texts[i])] = true
 	}
-	if pass.Stats.Published || computed > 0 {
+	// While a server is not settled its tools are missing from texts: keep
+	// their vectors for when it is back.
+	settled := b.cfg.Tools == nil || b.cfg.Tools.Settled()
+	if (pass.Stats.Published || computed > 0) && settled {
 		if _, err := b.db.PruneVectors(id.Fingerprint, keep); err != nil {
 			b.log.Warn("pruning stale vectors failed", "err", err)
 		}

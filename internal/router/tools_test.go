@@ -44,6 +44,7 @@ func (f *fakeUpstream) set(digest string, tools ...*skill.Skill) {
 }
 
 func (f *fakeUpstream) Changes() <-chan struct{} { return f.changes }
+func (f *fakeUpstream) Settled() bool            { return true }
 func (f *fakeUpstream) Servers() []skill.ServerStatus {
 	return []skill.ServerStatus{{Name: "gh", State: skill.ServerReady, Tools: 2}}
 }

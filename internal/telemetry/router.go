@@ -210,8 +210,13 @@ func (t *Router) CallTool(ctx context.Context, call skill.ToolCall) (res *skill.
 		var de *skill.Error
 		errors.As(err, &de)
 		code := skill.ErrorCode(err)
-		if de != nil && (code == skill.CodePermissionDenied || code == skill.CodeNotFound || code == skill.CodeFailedPrecondition) {
+		switch {
+		case de == nil:
+		case code == skill.CodePermissionDenied, code == skill.CodeNotFound, code == skill.CodeFailedPrecondition,
+			code == skill.CodeInvalidArgument:
 			rec.Decision, rec.Reason = skill.DecisionDeny, denyReason(err)
+		case code == skill.CodeResourceExhausted:
+			rec.Decision, rec.Reason = skill.DecisionRateLimited, denyReason(err)
 		}
 		rec.Outcome = code.String()
 		rec.Tool = call.Name

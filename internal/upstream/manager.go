@@ -169,6 +169,22 @@ func (m *Manager) Tools() ([]*skill.Skill, string) {
 	return out, hex.EncodeToString(h.Sum(nil))
 }
 
+// Settled reports whether every enabled server is ready (its tools listed).
+func (m *Manager) Settled() bool {
+	m.mu.Lock()
+	clients := make([]*client, 0, len(m.clients))
+	for _, c := range m.clients {
+		clients = append(clients, c)
+	}
+	m.mu.Unlock()
+	for _, c := range clients {
+		if c.live() == nil {
+			return false
+		}
+	}
+	return true
+}
+
 // Servers describes every configured server, sorted by name; disabled ones
 // included.
 func (m *Manager) Servers() []skill.ServerStatus {
