@@ -147,7 +147,7 @@ func (o *offlineFlags) register(f *pflag.FlagSet, modes string) {
 // check reports missing required flags and a mode outside modes.
 func (o *offlineFlags) check(modes ...string) error {
 	if (o.skills == "" && o.configFile == "") || o.queries == "" {
-		return usageError{"--skills (or a --config with mcp_servers) and --queries are required"}
+		return usageError{"--skills and --queries are required (a --config with mcp_servers may stand in for --skills)"}
 	}
 	for _, m := range modes {
 		if o.mode == m {
