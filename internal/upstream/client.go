@@ -338,7 +338,9 @@ func (c *client) transport() (tr mcpsdk.Transport, exited func() string, cleanup
 		}
 		c.setRedactor(resolved)
 		base := http.DefaultTransport.(*http.Transport).Clone()
-		base.ResponseHeaderTimeout = c.cfg.StartupTimeout
+		// A server may hold a call's response headers until the result
+		// is ready: allow the longer of the two deadlines.
+		base.ResponseHeaderTimeout = max(c.cfg.StartupTimeout, c.cfg.CallTimeout)
 		hc := &http.Client{Transport: &headerTransport{base: base, headers: h}}
 		tr := &mcpsdk.StreamableClientTransport{Endpoint: c.cfg.URL, HTTPClient: hc, MaxRetries: 2}
 		return tr, exited, base.CloseIdleConnections, nil
