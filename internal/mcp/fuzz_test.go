@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"path"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	mcpsdk "github.com/modelcontextprotocol/go-sdk/mcp"
@@ -14,8 +15,9 @@ import (
 // the SDK's decoding and validation, then the handler) and checks that each
 // call gets an answer and the server keeps serving.
 func FuzzToolArguments(f *testing.F) {
-	h := newHarness(f)
-	withTools(h)
+	var servers atomic.Bool
+	servers.Store(true)
+	h, _ := newToolsHarness(f, &servers)
 	h.cat.publish(func(c *catalog) { c.flags.SkillsExec, c.flags.ToolsCall = true, true })
 	h.waitChanged("tools")
 	tools := []string{toolFind, toolList, toolLoad, toolRead, toolExec, toolFindTools, toolCall}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 
 	mcpsdk "github.com/modelcontextprotocol/go-sdk/mcp"
@@ -21,30 +22,39 @@ func toolEntry(server, name, desc, schema string, trusted bool) *skill.Skill {
 			Hints: skill.ToolHints{ReadOnly: true, Destructive: &yes, Title: "hint"}}}
 }
 
-// withTools makes the fake router serve two tools: find_tools matches them,
-// call_tool calls them while flag tools_call is on.
-func withTools(h *harness) *[]skill.ToolCall {
+// newToolsHarness is a harness whose fake router serves two tools: find_tools
+// matches them, call_tool calls them while flag tools_call is on. With
+// servers false the router reports no MCP server until servers is set.
+func newToolsHarness(t testing.TB, servers *atomic.Bool) (*harness, *[]skill.ToolCall) {
+	cat := newCatalog()
+	fake := cat.router()
+	calls := withTools(fake, servers)
+	return newHarnessOver(t, cat, fake), calls
+}
+
+// withTools makes fake serve two tools (see newToolsHarness).
+func withTools(fake *fakeRouter, servers *atomic.Bool) *[]skill.ToolCall {
 	var mu sync.Mutex
 	var calls []skill.ToolCall
 	// The schema's keys are deliberately unsorted: it must come back verbatim.
 	gh := toolEntry("gh", "create_issue", "Create an issue", `{"type":"object","properties":{"title":{"type":"string"},"body":{"type":"string"}},"required":["title"]}`, true)
 	fs := toolEntry("fs", "read_file", "Read a file", `{"type":"object"}`, false)
-	inner := h.fake.StatusFunc
-	h.fake.StatusFunc = func(ctx context.Context) (*skill.Status, error) {
+	inner := fake.StatusFunc
+	fake.StatusFunc = func(ctx context.Context) (*skill.Status, error) {
 		st, err := inner(ctx)
-		if err == nil {
+		if err == nil && servers.Load() {
 			st.Tools, st.Servers = 2, []skill.ServerStatus{{Name: "gh"}, {Name: "fs"}}
 		}
 		return st, err
 	}
-	match := h.fake.MatchFunc
-	h.fake.MatchFunc = func(ctx context.Context, req skill.MatchRequest) (*skill.MatchResult, error) {
+	match := fake.MatchFunc
+	fake.MatchFunc = func(ctx context.Context, req skill.MatchRequest) (*skill.MatchResult, error) {
 		if req.Options.Kinds != skill.KindsTools {
 			return match(ctx, req)
 		}
 		return &skill.MatchResult{Generation: 9, Candidates: []skill.Candidate{{Skill: gh, Fused: 0.8, Reason: "r"}, {Skill: fs, Fused: 0.5}}}, nil
 	}
-	h.fake.CallToolFunc = func(ctx context.Context, c skill.ToolCall) (*skill.ToolResult, error) {
+	fake.CallToolFunc = func(ctx context.Context, c skill.ToolCall) (*skill.ToolResult, error) {
 		mu.Lock()
 		calls = append(calls, c)
 		mu.Unlock()
@@ -59,12 +69,13 @@ func withTools(h *harness) *[]skill.ToolCall {
 }
 
 func TestFindToolsAndCallTool(t *testing.T) {
-	h := newHarness(t)
+	var servers atomic.Bool
+	h, calls := newToolsHarness(t, &servers)
 	ctx := context.Background()
 	if _, err := h.cs.CallTool(ctx, &mcpsdk.CallToolParams{Name: toolFindTools, Arguments: map[string]any{"task": "x"}}); err == nil {
 		t.Fatal("find_tools is offered with no MCP servers configured")
 	}
-	calls := withTools(h)
+	servers.Store(true)
 	h.cat.publish(nil)
 	h.waitChanged("tools")
 
@@ -122,22 +133,24 @@ func TestFindToolsAndCallTool(t *testing.T) {
 }
 
 func TestSkillToolsAskForSkills(t *testing.T) {
-	h := newHarness(t)
+	cat := newCatalog()
+	fake := cat.router()
 	var kinds []skill.KindFilter
-	match, list := h.fake.MatchFunc, h.fake.ListFunc
+	match, list := fake.MatchFunc, fake.ListFunc
 	var mu sync.Mutex
-	h.fake.MatchFunc = func(ctx context.Context, req skill.MatchRequest) (*skill.MatchResult, error) {
+	fake.MatchFunc = func(ctx context.Context, req skill.MatchRequest) (*skill.MatchResult, error) {
 		mu.Lock()
 		kinds = append(kinds, req.Options.Kinds)
 		mu.Unlock()
 		return match(ctx, req)
 	}
-	h.fake.ListFunc = func(ctx context.Context, req skill.ListRequest) (*skill.ListResult, error) {
+	fake.ListFunc = func(ctx context.Context, req skill.ListRequest) (*skill.ListResult, error) {
 		mu.Lock()
 		kinds = append(kinds, req.Kinds)
 		mu.Unlock()
 		return list(ctx, req)
 	}
+	h := newHarnessOver(t, cat, fake)
 	var found findOutput
 	var listed listOutput
 	h.ok(toolFind, map[string]any{"task": "fill a pdf form"}, &found)
