@@ -5,6 +5,7 @@
 package models
 
 import (
+	"bytes"
 	"crypto/sha256"
 	"embed"
 	"encoding/hex"
@@ -12,6 +13,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"time"
 )
 
 // DefaultName is the bundled model's name and folder.
@@ -36,9 +38,10 @@ var Calibration []byte
 
 // Default writes the bundled model under dir, in a folder named after the
 // model and its content hash, and returns that folder. It writes only when
-// the folder is missing, so repeated starts reuse it; a half-written folder
-// from a crash is never used, because files are written to a temporary
-// folder that is renamed into place when complete.
+// the folder is missing or its files differ from the bundled ones (a damaged
+// copy is replaced), so repeated starts reuse it; a half-written folder from
+// a crash is never used, because files are written to a temporary folder
+// that is renamed into place when complete.
 func Default(dir string) (string, error) {
 	files, err := fs.Sub(bundled, DefaultName)
 	if err != nil {
@@ -55,7 +58,16 @@ func Default(dir string) (string, error) {
 	}
 	target := filepath.Join(dir, DefaultName+"-"+hex.EncodeToString(h.Sum(nil))[:12])
 	if fi, err := os.Stat(target); err == nil && fi.IsDir() {
-		return target, nil
+		if intact(files, target, names) {
+			return target, nil
+		}
+		// A damaged copy (the folder is derived data): set it aside and
+		// write it again.
+		aside := fmt.Sprintf("%s.damaged-%d", target, time.Now().UnixNano())
+		if err := os.Rename(target, aside); err != nil {
+			return "", fmt.Errorf("bundled model: replace the damaged copy in %s: %w", target, err)
+		}
+		defer os.RemoveAll(aside)
 	}
 	if err := os.MkdirAll(dir, 0o750); err != nil {
 		return "", fmt.Errorf("bundled model: %w", err)
@@ -78,4 +90,19 @@ func Default(dir string) (string, error) {
 		return "", fmt.Errorf("bundled model: %w", err)
 	}
 	return target, nil
+}
+
+// intact reports whether every named file in dir equals the bundled one.
+func intact(files fs.FS, dir string, names []string) bool {
+	for _, n := range names {
+		want, err := fs.ReadFile(files, n)
+		if err != nil {
+			return false
+		}
+		got, err := os.ReadFile(filepath.Join(dir, n))
+		if err != nil || !bytes.Equal(got, want) {
+			return false
+		}
+	}
+	return true
 }

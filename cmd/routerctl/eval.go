@@ -2,8 +2,11 @@ package main
 
 import (
 	"context"
+	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -13,6 +16,7 @@ import (
 	"github.com/mcpsag/router/internal/embed"
 	"github.com/mcpsag/router/internal/eval"
 	"github.com/mcpsag/router/internal/skill"
+	"github.com/mcpsag/router/internal/upstream"
 	"github.com/mcpsag/router/models"
 )
 
@@ -20,9 +24,9 @@ import (
 // and its use in runEval.
 type evalFlags struct {
 	offlineFlags
-	fusion   string
-	perQuery bool
-	foreign  int
+	fusion, toolLabels string
+	perQuery           bool
+	foreign            int
 }
 
 func (o *evalFlags) register(f *pflag.FlagSet) {
@@ -30,6 +34,7 @@ func (o *evalFlags) register(f *pflag.FlagSet) {
 	f.StringVar(&o.fusion, "fusion", "", "fusion `rule`: adaptive, convex, rrf or tiebreak (default: the configured one)")
 	f.BoolVar(&o.perQuery, "per-query", false, "include every query's outcome (with --json)")
 	f.IntVar(&o.foreign, "foreign", 0, "run `N` answerable queries of FILE against DIR, another set's catalog, as tasks it cannot serve")
+	f.StringVar(&o.toolLabels, "tool-labels", "", "JSON `FILE` mapping tools' upstream names to the names the queries use (a dev set's mapping.json)")
 }
 
 func newEvalCmd(e *env) *cobra.Command {
@@ -53,11 +58,19 @@ on stderr.
 --foreign N runs the cross-catalog protocol instead: N queries of FILE that
 need a skill (drawn with a fixed seed) are relabelled as needing none and
 matched against DIR, which must be another set's catalog; it reports the
-share declined and lists the tasks that got a skill.`,
+share declined and lists the tasks that got a skill.
+
+When the config file has mcp_servers, their tools are indexed too, as the
+router indexes them, and --skills may be left out to evaluate tools alone.
+--tool-labels maps tools' upstream names to the names the queries use, so a
+catalog served by an MCP server is scored against the labels of its skill
+form.`,
 		Example: `  routerctl eval --skills ../shared/eval/metatool/skills --queries ../shared/eval/metatool/queries.jsonl
   routerctl eval --skills DIR --queries FILE --mode bm25 --json
   routerctl eval --skills DIR --queries FILE --config calibrated.yaml
-  routerctl eval --skills CORPORA --queries ../shared/eval/metatool/queries.jsonl --foreign 500`,
+  routerctl eval --skills CORPORA --queries ../shared/eval/metatool/queries.jsonl --foreign 500
+  routerctl eval --config servers.yaml --queries ../shared/eval/seal-tools/queries.jsonl \
+      --tool-labels ../shared/eval/seal-tools/mapping.json`,
 		Args: noArgs,
 	}
 	o.register(cmd.Flags())
@@ -76,6 +89,16 @@ func runEval(ctx context.Context, e *env, o *evalFlags) error {
 	}
 	if o.foreign < 0 {
 		return usageErrorf("--foreign %d: want a positive number of queries", o.foreign)
+	}
+	var labels map[string]string
+	if o.toolLabels != "" {
+		b, err := os.ReadFile(o.toolLabels)
+		if err != nil {
+			return err
+		}
+		if err := json.Unmarshal(b, &labels); err != nil {
+			return fmt.Errorf("--tool-labels %s: want a JSON object of names: %w", o.toolLabels, err)
+		}
 	}
 	c, qs, _, err := o.open(ctx, e)
 	if err != nil {
@@ -96,7 +119,7 @@ func runEval(ctx context.Context, e *env, o *evalFlags) error {
 	}
 	rep, err := c.Evaluate(ctx, qs, eval.RunOptions{
 		Mode: skill.MatchMode(o.mode), Fusion: skill.Fusion(o.fusion), PerQuery: o.perQuery,
-		Set: filepath.Base(filepath.Dir(o.queries)), Progress: e.evalProgress(),
+		Set: filepath.Base(filepath.Dir(o.queries)), Progress: e.evalProgress(), ToolLabels: labels,
 	})
 	e.progress.Clear()
 	if err != nil {
@@ -114,7 +137,7 @@ type offlineFlags struct {
 }
 
 func (o *offlineFlags) register(f *pflag.FlagSet, modes string) {
-	f.StringVar(&o.skills, "skills", "", "skill root or workspace `DIR` (required)")
+	f.StringVar(&o.skills, "skills", "", "skill root or workspace `DIR` (required unless --config has mcp_servers)")
 	f.StringVar(&o.queries, "queries", "", "labelled queries `FILE`, JSON lines (required)")
 	f.StringVar(&o.modelDir, "model-dir", "", "embedding model `DIR` (default: the config's model.dir, else the bundled model)")
 	f.StringVar(&o.configFile, "config", "", "router config `FILE` whose model and match settings to use")
@@ -123,8 +146,8 @@ func (o *offlineFlags) register(f *pflag.FlagSet, modes string) {
 
 // check reports missing required flags and a mode outside modes.
 func (o *offlineFlags) check(modes ...string) error {
-	if o.skills == "" || o.queries == "" {
-		return usageError{"--skills and --queries are required"}
+	if (o.skills == "" && o.configFile == "") || o.queries == "" {
+		return usageError{"--skills and --queries are required (a --config with mcp_servers may stand in for --skills)"}
 	}
 	for _, m := range modes {
 		if o.mode == m {
@@ -143,6 +166,7 @@ func (o *offlineFlags) open(ctx context.Context, e *env) (*eval.Corpus, []eval.Q
 	var cfg *config.Config
 	mcfg := config.Default().Match // what the router does without a config file
 	var ecfg embed.Config
+	var servers []upstream.ServerConfig
 	if o.configFile != "" {
 		c, err := config.Resolve(config.Overrides{ConfigFile: o.configFile, Workspace: filepath.Dir(o.configFile)}, func(string) string { return "" })
 		if err != nil {
@@ -154,6 +178,10 @@ func (o *offlineFlags) open(ctx context.Context, e *env) (*eval.Corpus, []eval.Q
 		if o.modelDir == "" {
 			o.modelDir = c.Model.Dir
 		}
+		servers = c.Servers()
+	}
+	if o.skills == "" && len(servers) == 0 {
+		return nil, nil, nil, usageErrorf("--config %s has no mcp_servers: give --skills", o.configFile)
 	}
 	if o.modelDir == "" && o.mode != "bm25" {
 		if o.modelDir, err = models.Default(filepath.Join(os.TempDir(), "mcpsag-models")); err != nil {
@@ -163,15 +191,20 @@ func (o *offlineFlags) open(ctx context.Context, e *env) (*eval.Corpus, []eval.Q
 	if o.mode == "bm25" {
 		o.modelDir = ""
 	}
-	e.note("indexing %s ...", o.skills)
-	c, err := eval.Open(ctx, eval.Options{Skills: o.skills, ModelDir: o.modelDir, Embed: ecfg, Config: &mcfg, Progress: e.evalProgress()})
+	what := o.skills
+	if len(servers) > 0 {
+		what = strings.TrimPrefix(fmt.Sprintf("%s and the tools of %d MCP servers", o.skills, len(servers)), " and ")
+	}
+	e.note("indexing %s ...", what)
+	c, err := eval.Open(ctx, eval.Options{Skills: o.skills, ModelDir: o.modelDir, Embed: ecfg, Config: &mcfg,
+		Progress: e.evalProgress(), Servers: servers})
 	if err != nil {
 		return nil, nil, nil, err
 	}
 	if c.DenseErr != nil && o.mode != "bm25" {
 		e.note("dense matching unavailable: %v; results are keyword-only", c.DenseErr)
 	}
-	e.note("%d skills indexed in %s (match index %s); running %d queries",
+	e.note("%d skills and tools indexed in %s (match index %s); running %d queries",
 		c.Index.Len(), c.BuildTime.Round(time.Millisecond), c.IndexTime.Round(time.Millisecond), len(qs))
 	return c, qs, cfg, nil
 }

@@ -14,14 +14,16 @@ import (
 
 func newListCmd(e *env) *cobra.Command {
 	var (
-		agent                      string
+		agent, kinds               string
 		shadowed, hidden, disabled bool
 		budget                     int
 	)
 	cmd := &cobra.Command{
 		Use:   "list",
-		Short: "list the skills an agent sees",
-		Long: `Lists the skills an agent sees (all pages), sorted by name. --shadowed lists
+		Short: "list the skills and tools an agent sees",
+		Long: `Lists the skills and the tools of connected MCP servers an agent sees (all
+pages), sorted by name; --kinds skills or --kinds tools lists one kind. Tools
+are named server.tool and their source is their server. --shadowed lists
 name collisions instead: which copy is served and which is hidden, and why.
 --budget N prints the prompt-ready catalog the router renders within N
 characters, and says which skills it shortened or cut.
@@ -31,6 +33,7 @@ holds the collisions and "catalog" the rendered catalog.`,
 		Example: `  routerctl list
   routerctl list --agent reviewer --hidden
   routerctl list --shadowed
+  routerctl list --kinds tools
   routerctl list --budget 800`,
 		Args: noArgs,
 	}
@@ -40,12 +43,18 @@ holds the collisions and "catalog" the rendered catalog.`,
 	f.BoolVar(&hidden, "hidden", false, "include skills marked hidden")
 	f.BoolVar(&disabled, "disabled", false, "include skills disabled in registry.json")
 	f.IntVar(&budget, "budget", 0, "render the catalog within `N` characters")
+	f.StringVar(&kinds, "kinds", "", "list `kinds`: skills, tools or both (default both)")
 	cmd.RunE = e.remote(0, func(ctx context.Context, c routerv1.SkillRouterClient, _ []string) error {
 		if budget < 0 {
 			return usageErrorf("--budget %d: want a positive number of characters", budget)
 		}
+		kf, err := kindsFilter(kinds)
+		if err != nil {
+			return err
+		}
 		all := &routerv1.ListSkillsResponse{}
-		req := &routerv1.ListSkillsRequest{Agent: agent, PageSize: 1000, IncludeHidden: hidden, IncludeDisabled: disabled, CatalogCharBudget: int32(budget)}
+		req := &routerv1.ListSkillsRequest{Agent: agent, PageSize: 1000, IncludeHidden: hidden, IncludeDisabled: disabled,
+			CatalogCharBudget: int32(budget), Kinds: kf}
 		for {
 			page, err := c.ListSkills(ctx, req)
 			if err != nil {
@@ -106,6 +115,9 @@ func sourceText(s *routerv1.SkillSource) string {
 		return "-"
 	}
 	kind := strings.ToLower(strings.TrimPrefix(s.Kind.String(), "SOURCE_KIND_"))
+	if s.Kind == routerv1.SourceKind_SOURCE_KIND_MCP_SERVER {
+		kind = "mcp"
+	}
 	out := kind + ":" + s.Root
 	if s.Agent != "" {
 		out += " (agent " + s.Agent + ")"

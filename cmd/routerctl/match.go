@@ -13,19 +13,22 @@ import (
 
 func newMatchCmd(e *env) *cobra.Command {
 	var (
-		agent, mode, fusion string
-		topK                int
-		threshold           float64
-		hidden              bool
+		agent, mode, fusion, kinds string
+		topK                       int
+		threshold                  float64
+		hidden                     bool
 	)
 	cmd := &cobra.Command{
 		Use:   `match "TASK"`,
-		Short: "ask which skills fit a task",
-		Long: `Asks the router which skills fit a task. Prints the candidates, best first,
-with the evidence for each (cosine, BM25, fused score, rank in each list,
-triggers that fired), or why it abstained (no skill fits, routing disabled).`,
+		Short: "ask which skills and tools fit a task",
+		Long: `Asks the router which skills, and which tools of connected MCP servers, fit
+a task; --kinds skills or --kinds tools asks for one kind. Prints the
+candidates, best first, with the evidence for each (cosine, BM25, fused score,
+rank in each list, triggers that fired), or why it abstained (nothing fits,
+routing disabled). --json includes each tool's input schema.`,
 		Example: `  routerctl match "fill in a PDF form from a JSON file"
   routerctl match --top-k 3 --mode bm25 "my pod is stuck in CrashLoopBackOff"
+  routerctl match --kinds tools "read a text file"
   routerctl match "what is the capital of France" --json`,
 		Args: exactArgs(1, "one TASK (quote it)"),
 	}
@@ -36,8 +39,13 @@ triggers that fired), or why it abstained (no skill fits, routing disabled).`,
 	f.StringVar(&fusion, "fusion", "", "fusion `rule`: adaptive, convex, rrf or tiebreak (default: the router's)")
 	f.Float64Var(&threshold, "threshold", 0, "cosine threshold to abstain below (0: the model's)")
 	f.BoolVar(&hidden, "hidden", false, "also match skills marked hidden")
+	f.StringVar(&kinds, "kinds", "", "match `kinds`: skills, tools or both (default both)")
 	cmd.RunE = e.remote(0, func(ctx context.Context, c routerv1.SkillRouterClient, args []string) error {
-		req := &routerv1.MatchRequest{Task: args[0], TopK: int32(topK), Agent: agent, Options: &routerv1.MatchOptions{IncludeHidden: hidden}}
+		kf, err := kindsFilter(kinds)
+		if err != nil {
+			return err
+		}
+		req := &routerv1.MatchRequest{Task: args[0], TopK: int32(topK), Agent: agent, Options: &routerv1.MatchOptions{IncludeHidden: hidden, Kinds: kf}}
 		if err := oneOf(cmd.Flags(), "mode", "", "hybrid", "dense", "bm25"); err != nil {
 			return err
 		}
@@ -62,7 +70,11 @@ triggers that fired), or why it abstained (no skill fits, routing disabled).`,
 		}
 		if res.Abstained {
 			reason := strings.ToLower(strings.TrimPrefix(res.AbstainReason.String(), "ABSTAIN_REASON_"))
-			fmt.Fprintf(e.stdout, "no skill fits (%s): %s\n", reason, res.AbstainDetail)
+			what := "skill"
+			if kf == routerv1.KindFilter_KIND_FILTER_TOOLS {
+				what = "tool"
+			}
+			fmt.Fprintf(e.stdout, "no %s fits (%s): %s\n", what, reason, res.AbstainDetail)
 			return nil
 		}
 		tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)

@@ -8,14 +8,16 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	routerv1 "github.com/mcpsag/router/api/proto/mcpsag/router/v1"
 	"github.com/mcpsag/router/internal/buildinfo"
 )
 
 const defaultAddr = "127.0.0.1:7443"
 
 const rootLong = `routerctl talks to a running router over gRPC (match, list, show, load,
-reindex, status, health, authorize-exec, model info) and works offline on skill
-folders and labelled queries (validate, eval, calibrate, model verify, token).
+reindex, status, servers, health, authorize-exec, model info) and works offline
+on skill folders and labelled queries (validate, eval, calibrate, model verify,
+token).
 
 Global flags work anywhere on the line, before or after the command.
 Calls that the router answers Unavailable (it is starting, or still building
@@ -76,7 +78,7 @@ func newRoot(e *env) *cobra.Command {
 			root.AddCommand(c)
 		}
 	}
-	add("router", newMatchCmd(e), newListCmd(e), newShowCmd(e), newLoadCmd(e), newStatusCmd(e),
+	add("router", newMatchCmd(e), newListCmd(e), newShowCmd(e), newLoadCmd(e), newStatusCmd(e), newServersCmd(e),
 		newHealthCmd(e), newReindexCmd(e), newAuthorizeExecCmd(e), newModelCmd(e))
 	add("offline", newValidateCmd(e), newEvalCmd(e), newCalibrateCmd(e), newTokenCmd(e), newVersionCmd(e))
 	root.InitDefaultHelpCmd()
@@ -222,6 +224,19 @@ func oneOf(flags *pflag.FlagSet, name string, want ...string) error {
 		}
 	}
 	return usageErrorf("--%s %q: want %s", name, v, orList(want))
+}
+
+// kindsFilter parses --kinds.
+func kindsFilter(v string) (routerv1.KindFilter, error) {
+	switch v {
+	case "", "both":
+		return routerv1.KindFilter_KIND_FILTER_UNSPECIFIED, nil
+	case "skills":
+		return routerv1.KindFilter_KIND_FILTER_SKILLS, nil
+	case "tools":
+		return routerv1.KindFilter_KIND_FILTER_TOOLS, nil
+	}
+	return 0, usageErrorf("--kinds %q: want skills, tools or both", v)
 }
 
 func orList(s []string) string {

@@ -67,7 +67,20 @@ func writeStatus(w io.Writer, st *routerv1.StatusResponse) error {
 		}
 		fmt.Fprintln(w, "  see each with its file and line: routerctl validate WORKSPACE; one skill's: routerctl show NAME")
 	}
-	fmt.Fprintf(w, "flags: skills_v1=%v skills_exec=%v\n", st.Flags.GetSkillsV1(), st.Flags.GetSkillsExec())
+	if len(st.Servers) > 0 {
+		ready, failed := 0, 0
+		for _, s := range st.Servers {
+			switch s.State {
+			case routerv1.ServerState_SERVER_STATE_READY:
+				ready++
+			case routerv1.ServerState_SERVER_STATE_FAILED:
+				failed++
+			}
+		}
+		fmt.Fprintf(w, "tools: %d served from %d MCP servers (%d ready, %d failed); details: routerctl servers\n",
+			st.Tools, len(st.Servers), ready, failed)
+	}
+	fmt.Fprintf(w, "flags: skills_v1=%v skills_exec=%v tools_call=%v\n", st.Flags.GetSkillsV1(), st.Flags.GetSkillsExec(), st.Flags.GetToolsCall())
 	if m := st.Model; m != nil && m.Name != "" {
 		fmt.Fprintf(w, "model: %s (dim %d, %d embeddings computed, %d cached)\n", m.Name, m.Dimension, m.EmbeddingsComputed, m.CacheEntries)
 	}

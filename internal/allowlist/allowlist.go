@@ -17,6 +17,19 @@
 // whatever the file holds. Scripts of untrusted (learned) skills are allowed
 // only when pinned. Paths use forward slashes and may not leave the skill
 // folder. Lines that do not parse are reported and allow nothing.
+//
+// The same file lists the tools of MCP servers that CallTool may call, one
+// per line, by their "server.tool" names:
+//
+//	tool:<server>.<tool>  [sha256:<hex>]
+//	tool:<server>.*
+//
+// A pin names the sha256 of the tool's definition (its name, title,
+// description, input schema and annotations), so a server that changes a
+// tool after it was approved is refused. Tools of untrusted servers are
+// allowed only when pinned; "server.*" allows every tool of a trusted
+// server and cannot be pinned. A skill whose name starts with "tool:"
+// cannot have its scripts listed.
 package allowlist
 
 import (
@@ -52,9 +65,23 @@ type Problem struct {
 	Message string
 }
 
+// ToolEntry allows one tool of an MCP server, or every tool of a server
+// (Tool "server.*").
+type ToolEntry struct {
+	Tool string
+	// SHA256 pins the tool's definition (lower-case hex), empty when
+	// unpinned.
+	SHA256 string
+	Line   int
+}
+
+// ToolPrefix starts a tool line.
+const ToolPrefix = "tool:"
+
 // List is a parsed allowlist.
 type List struct {
 	entries  map[string]Entry // skill + "\x00" + script
+	tools    map[string]ToolEntry
 	Problems []Problem
 }
 
@@ -63,7 +90,7 @@ func key(skill, script string) string { return skill + "\x00" + script }
 // Parse reads an allowlist. Bad lines become Problems; they never widen what
 // is allowed.
 func Parse(r io.Reader) (*List, error) {
-	l := &List{entries: map[string]Entry{}}
+	l := &List{entries: map[string]Entry{}, tools: map[string]ToolEntry{}}
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 64<<10), 64<<10)
 	n := 0
@@ -77,6 +104,10 @@ func Parse(r io.Reader) (*List, error) {
 		if len(f) == 0 {
 			continue
 		}
+		if strings.HasPrefix(f[0], ToolPrefix) {
+			l.parseTool(n, f)
+			continue
+		}
 		if len(f) < 2 || len(f) > 3 {
 			l.Problems = append(l.Problems, Problem{n, "want: <skill> <script> [sha256:<hex>]"})
 			continue
@@ -88,9 +119,9 @@ func Parse(r io.Reader) (*List, error) {
 		}
 		e := Entry{Skill: f[0], Script: script, Line: n}
 		if len(f) == 3 {
-			h, ok := strings.CutPrefix(strings.ToLower(f[2]), "sha256:")
-			if b, err := hex.DecodeString(h); !ok || err != nil || len(b) != 32 {
-				l.Problems = append(l.Problems, Problem{n, fmt.Sprintf("%q is not sha256:<64 hex digits>", f[2])})
+			h, err := parsePin(f[2])
+			if err != nil {
+				l.Problems = append(l.Problems, Problem{n, err.Error()})
 				continue
 			}
 			e.SHA256 = h
@@ -105,6 +136,69 @@ func Parse(r io.Reader) (*List, error) {
 		return nil, fmt.Errorf("read allowlist: %w", err)
 	}
 	return l, nil
+}
+
+// parsePin reads sha256:<hex>.
+func parsePin(s string) (string, error) {
+	h, ok := strings.CutPrefix(strings.ToLower(s), "sha256:")
+	if b, err := hex.DecodeString(h); !ok || err != nil || len(b) != 32 {
+		return "", fmt.Errorf("%q is not sha256:<64 hex digits>", s)
+	}
+	return h, nil
+}
+
+// parseTool reads a tool line.
+func (l *List) parseTool(n int, f []string) {
+	bad := func(format string, args ...any) {
+		l.Problems = append(l.Problems, Problem{n, fmt.Sprintf(format, args...)})
+	}
+	if len(f) > 2 {
+		bad("want: tool:<server>.<tool> [sha256:<hex>]")
+		return
+	}
+	e := ToolEntry{Tool: strings.TrimPrefix(f[0], ToolPrefix), Line: n}
+	server, tool, ok := strings.Cut(e.Tool, ".")
+	switch {
+	case !ok || server == "" || tool == "":
+		bad("%q is not a tool name: want tool:<server>.<tool> as Match lists it", f[0])
+		return
+	case strings.Contains(tool, "*") && tool != "*":
+		bad("%q: only <server>.* may use a wildcard", f[0])
+		return
+	}
+	if len(f) == 2 {
+		if tool == "*" {
+			bad("%q allows every tool of a server and cannot be pinned; pin tools one by one", f[0])
+			return
+		}
+		h, err := parsePin(f[1])
+		if err != nil {
+			bad("%v", err)
+			return
+		}
+		e.SHA256 = h
+	}
+	if prev, dup := l.tools[e.Tool]; dup {
+		bad("duplicate of line %d; the first entry applies", prev.Line)
+		return
+	}
+	l.tools[e.Tool] = e
+}
+
+// LookupTool returns the entry that allows a tool: its own, else its
+// server's "server.*" entry.
+func (l *List) LookupTool(name string) (ToolEntry, bool) {
+	if l == nil {
+		return ToolEntry{}, false
+	}
+	if e, ok := l.tools[name]; ok {
+		return e, true
+	}
+	if server, _, ok := strings.Cut(name, "."); ok {
+		e, ok := l.tools[server+".*"]
+		return e, ok
+	}
+	return ToolEntry{}, false
 }
 
 // CleanScript validates and cleans a script path: relative, forward slashes,
@@ -170,7 +264,7 @@ func (f *File) Load() (*List, error) {
 func readFile(p string) (*List, error) {
 	data, err := os.ReadFile(p)
 	if errors.Is(err, os.ErrNotExist) {
-		return &List{entries: map[string]Entry{}}, nil
+		return &List{entries: map[string]Entry{}, tools: map[string]ToolEntry{}}, nil
 	}
 	if err != nil {
 		return nil, fmt.Errorf("allowlist %s: %w", p, err)

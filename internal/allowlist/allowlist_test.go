@@ -85,3 +85,46 @@ func FuzzParse(f *testing.F) {
 		}
 	})
 }
+
+func TestParseTools(t *testing.T) {
+	in := `tool:github.create_issue  sha256:` + pin + `
+tool:everything.*
+tool:fs.read_file
+tool:nodot
+tool:fs.*  sha256:` + pin + `
+tool:fs.read*
+tool:fs.read_file
+tool:a.b  c  d
+tool:x.y  md5:1
+`
+	l, err := Parse(strings.NewReader(in))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, want := range map[string]string{
+		"github.create_issue": pin, "everything.echo": "", "fs.read_file": "",
+	} {
+		e, ok := l.LookupTool(name)
+		if !ok || e.SHA256 != want {
+			t.Errorf("%s: %+v, %v", name, e, ok)
+		}
+	}
+	if e, _ := l.LookupTool("everything.echo"); e.Tool != "everything.*" || e.Line != 2 {
+		t.Errorf("wildcard entry %+v", e)
+	}
+	for _, name := range []string{"github.delete_repo", "fs.write_file", "nodot"} {
+		if _, ok := l.LookupTool(name); ok {
+			t.Errorf("%s is allowed", name)
+		}
+	}
+	var lines []int
+	for _, p := range l.Problems {
+		lines = append(lines, p.Line)
+	}
+	if got := fmt.Sprint(lines); got != "[4 5 6 7 8 9]" {
+		t.Errorf("problem lines = %v, want [4 5 6 7 8 9]: %+v", got, l.Problems)
+	}
+	if l.Len() != 0 {
+		t.Errorf("tool lines counted as script entries: %d", l.Len())
+	}
+}

@@ -3,6 +3,7 @@ package auth
 import (
 	"context"
 	"strings"
+	"sync"
 	"time"
 
 	"google.golang.org/genproto/googleapis/rpc/errdetails"
@@ -28,6 +29,7 @@ var methodGroups = map[string]Group{
 	routerv1.SkillRouter_Load_FullMethodName:                         GroupLoad,
 	routerv1.SkillRouter_AuthorizeExec_FullMethodName:                GroupExec,
 	routerv1.SkillRouter_ReportExecResult_FullMethodName:             GroupExec,
+	routerv1.SkillRouter_CallTool_FullMethodName:                     GroupExec,
 	routerv1.SkillRouter_Reindex_FullMethodName:                      GroupAdmin,
 	"/grpc.reflection.v1.ServerReflection/ServerReflectionInfo":      GroupRead,
 	"/grpc.reflection.v1alpha.ServerReflection/ServerReflectionInfo": GroupRead,
@@ -64,9 +66,23 @@ func PeerAddr(ctx context.Context) string {
 // admin calls are audited either way.
 type Guard struct {
 	Tokens *Tokens
-	// Auditor records the access decisions on admin calls and rate-limited
-	// calls; nil records nothing.
+	// Auditor records the access decisions on admin calls, rate-limited
+	// calls and failed authentication; nil records nothing.
 	Auditor Auditor
+	// Failures limits failed authentication per client address and in
+	// total; nil means NewFailureLimiter's defaults.
+	Failures *FailureLimiter
+	failOnce sync.Once
+}
+
+// failures returns the failed-authentication limiter.
+func (g *Guard) failures() *FailureLimiter {
+	g.failOnce.Do(func() {
+		if g.Failures == nil {
+			g.Failures = NewFailureLimiter()
+		}
+	})
+	return g.Failures
 }
 
 // AdminCall describes one call to an admin method (Reindex, ...) or one
@@ -87,6 +103,7 @@ type AdminCall struct {
 // Auditor records audited access decisions; telemetry.Recorder is one.
 type Auditor interface {
 	AdminCalled(ctx context.Context, a AdminCall)
+	AuthFailed(ctx context.Context, f AuthFailure)
 }
 
 // agentRequest is implemented by requests that name an agent.
@@ -98,13 +115,24 @@ func (g *Guard) check(ctx context.Context, method string, req any) (*Principal, 
 	if g.Tokens == nil {
 		return certPrincipal(ctx), skill.DecisionAllow, "", nil
 	}
-	tok, ok := bearer(ctx)
-	if !ok {
+	var p *Principal
+	failure, err := g.failures().Attempt(ctx, method, g.Auditor, func() string {
+		tok, ok := bearer(ctx)
+		if !ok {
+			return ReasonNoToken
+		}
+		if p, ok = g.Tokens.Authenticate(tok); !ok {
+			return ReasonBadToken
+		}
+		return ""
+	})
+	switch {
+	case err != nil:
+		return nil, skill.DecisionRateLimited, "auth_failures", err
+	case failure == ReasonNoToken:
 		return nil, skill.DecisionDeny, "no_token", status.Error(codes.Unauthenticated,
 			"missing bearer token: send the header 'authorization: Bearer <token>' (routerctl --token or MCPSAG_TOKEN)")
-	}
-	p, ok := g.Tokens.Authenticate(tok)
-	if !ok {
+	case failure != "":
 		return nil, skill.DecisionDeny, "bad_token", status.Error(codes.Unauthenticated, "invalid bearer token")
 	}
 	grp, known := methodGroups[method]
@@ -146,7 +174,9 @@ func (g *Guard) Unary() grpc.UnaryServerInterceptor {
 		p, decision, reason, err := g.check(ctx, info.FullMethod, req)
 		admin := methodGroups[info.FullMethod] == GroupAdmin
 		if err != nil {
-			if admin || decision == skill.DecisionRateLimited {
+			// Refusals after failed authentication (p nil) are audited,
+			// sampled, by the failure limiter.
+			if admin || (decision == skill.DecisionRateLimited && p != nil) {
 				g.audit(ctx, info.FullMethod, p, decision, reason, status.Code(err))
 			}
 			return nil, err

@@ -10,12 +10,13 @@
 //	    sha256: 5e884898da28...   # hex sha256 of the token (routerctl token prints one)
 //	    groups: [match, load]     # read, match, load, exec, admin; "*" for all
 //	    agents: [coder]           # agents it may act for; empty or "*" for any
+//	    servers: [github]         # MCP servers whose tools it sees and calls; empty or "*" for all
 //	    rate: 20                  # requests per second; 0 = unlimited
 //	    burst: 40                 # default: rate
 //
 // Method groups: read = ListSkills, GetSkill, Status and server reflection;
-// match = Match; load = Load; exec = AuthorizeExec, ReportExecResult;
-// admin = Reindex.
+// match = Match; load = Load; exec = AuthorizeExec, ReportExecResult,
+// CallTool; admin = Reindex.
 package auth
 
 import (
@@ -57,7 +58,9 @@ type Principal struct {
 	ID     string
 	groups map[Group]bool
 	// agents is nil when the token may act for any agent.
-	agents  map[string]bool
+	agents map[string]bool
+	// servers is nil when the token may reach every MCP server.
+	servers []string
 	limiter *rate.Limiter
 }
 
@@ -70,6 +73,15 @@ func (p *Principal) Allows(g Group) bool { return p == Anonymous || p.groups[g] 
 // ActsFor reports whether the principal may act for agent ("" is the global
 // view, which only unrestricted tokens may use).
 func (p *Principal) ActsFor(agent string) bool { return p.agents == nil || p.agents[agent] }
+
+// Servers returns the MCP servers whose tools the principal sees and calls,
+// nil for all (see skill.Scope).
+func (p *Principal) Servers() []string {
+	if p == nil {
+		return nil
+	}
+	return p.servers
+}
 
 // Admit takes one request from the principal's rate limit. It returns 0 when
 // the request may proceed, or how long to wait before a retry can succeed; a
@@ -102,12 +114,13 @@ type tokenFile struct {
 }
 
 type tokenSpec struct {
-	ID     string   `yaml:"id"`
-	SHA256 string   `yaml:"sha256"`
-	Groups []string `yaml:"groups"`
-	Agents []string `yaml:"agents"`
-	Rate   float64  `yaml:"rate"`
-	Burst  int      `yaml:"burst"`
+	ID      string   `yaml:"id"`
+	SHA256  string   `yaml:"sha256"`
+	Groups  []string `yaml:"groups"`
+	Agents  []string `yaml:"agents"`
+	Servers []string `yaml:"servers"`
+	Rate    float64  `yaml:"rate"`
+	Burst   int      `yaml:"burst"`
 }
 
 type token struct {
@@ -162,6 +175,9 @@ func parseTokens(data []byte) ([]*token, error) {
 			for _, a := range s.Agents {
 				p.agents[a] = true
 			}
+		}
+		if len(s.Servers) > 0 && !slices.Contains(s.Servers, "*") {
+			p.servers = slices.Clone(s.Servers)
 		}
 		if s.Rate < 0 || s.Burst < 0 {
 			return nil, fmt.Errorf("%s (%s): rate and burst must not be negative", where, s.ID)

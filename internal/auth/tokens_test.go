@@ -67,6 +67,16 @@ func TestTokensExample(t *testing.T) {
 	if err != nil || len(toks) != 3 {
 		t.Fatalf("example tokens file: %d tokens, %v", len(toks), err)
 	}
+	if got := toks[0].p.Servers(); len(got) != 1 || got[0] != "github" {
+		t.Errorf("coding-agent's servers: %v", got)
+	}
+	if got := toks[2].p.Servers(); got != nil {
+		t.Errorf("ops's servers: %v; want nil (all)", got)
+	}
+	var anon *Principal
+	if anon.Servers() != nil || Anonymous.Servers() != nil {
+		t.Error("anonymous principals are limited to some servers")
+	}
 }
 
 // TestTokensReload: edits apply after the once-a-second check, a broken edit

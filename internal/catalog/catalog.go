@@ -33,6 +33,8 @@ type Catalog struct {
 	scoped  map[string]map[string]*skill.Entry // agent -> folded name -> winner among its roots
 	shadows []skill.Shadow
 	agents  []string
+	tools   map[string]*skill.Skill // tools of MCP servers by entry name
+	toolSeq []*skill.Skill          // the same, sorted by name
 }
 
 // Input is what New builds from.
@@ -43,6 +45,10 @@ type Input struct {
 	Files      int
 	Invalid    int
 	Problems   []skill.Problem
+	// Tools are the tools of connected MCP servers (entries of kind tool,
+	// names unique). They take no part in precedence: a tool is visible to
+	// the agents its server allows, and Lookup never returns one.
+	Tools []*skill.Skill
 }
 
 // New resolves precedence. Within one scope (global, or one agent's
@@ -66,8 +72,8 @@ func New(in Input) *Catalog {
 		keys:       make(map[*skill.Skill]string, len(in.Skills)),
 		global:     make(map[string]*skill.Entry),
 		scoped:     make(map[string]map[string]*skill.Entry),
+		tools:      make(map[string]*skill.Skill, len(in.Tools)),
 	}
-	skill.SortProblems(c.Problems)
 
 	kindRank := func(k skill.SourceKind) int {
 		if i := slices.Index(prec, k); i >= 0 {
@@ -131,6 +137,21 @@ func New(in Input) *Catalog {
 		}
 	}
 	sort.Strings(c.agents)
+	for _, t := range in.Tools {
+		if t == nil || !t.IsTool() || c.tools[t.Name] != nil {
+			continue
+		}
+		c.tools[t.Name] = t
+		c.toolSeq = append(c.toolSeq, t)
+		if _, clash := c.lookupAny(skillmd.FoldName(t.Name)); clash {
+			c.Problems = append(c.Problems, skill.Problem{
+				Severity: skill.SeverityWarning, Code: "tool-name-clash", File: "mcp_servers." + t.Tool.Server,
+				Message: fmt.Sprintf("tool %s has the name of a skill: Get and Load return the skill, CallTool calls the tool", t.Name),
+			})
+		}
+	}
+	sort.Slice(c.toolSeq, func(i, j int) bool { return c.toolSeq[i].Name < c.toolSeq[j].Name })
+	skill.SortProblems(c.Problems)
 	sort.SliceStable(c.shadows, func(i, j int) bool {
 		if c.shadows[i].Agent != c.shadows[j].Agent {
 			return c.shadows[i].Agent < c.shadows[j].Agent
@@ -168,12 +189,26 @@ func (c *Catalog) lookupKey(key, agent string) (*skill.Entry, bool) {
 	return e, ok
 }
 
-// Visible returns the skills agent sees, sorted by name: global winners not
-// hidden by the agent's own skills, plus the agent's own winners. It includes
-// disabled and hidden skills; callers filter for their purpose.
+// lookupAny reports whether any scope has a skill under key.
+func (c *Catalog) lookupAny(key string) (*skill.Entry, bool) {
+	if e, ok := c.global[key]; ok {
+		return e, true
+	}
+	for _, scope := range c.scoped {
+		if e, ok := scope[key]; ok {
+			return e, true
+		}
+	}
+	return nil, false
+}
+
+// Visible returns the skills and tools agent sees, sorted by name: global
+// winners not hidden by the agent's own skills, the agent's own winners,
+// and the tools of the servers the agent sees. It includes disabled and
+// hidden skills; callers filter for their purpose.
 func (c *Catalog) Visible(agent string) []*skill.Skill {
 	own := c.scoped[agent]
-	out := make([]*skill.Skill, 0, len(c.global)+len(own))
+	out := make([]*skill.Skill, 0, len(c.global)+len(own)+len(c.toolSeq))
 	for key, e := range c.global {
 		if _, hidden := own[key]; !hidden {
 			out = append(out, e.Skill)
@@ -182,13 +217,22 @@ func (c *Catalog) Visible(agent string) []*skill.Skill {
 	for _, e := range own {
 		out = append(out, e.Skill)
 	}
+	for _, t := range c.toolSeq {
+		if t.Tool.SeenBy(agent) {
+			out = append(out, t)
+		}
+	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
 	return out
 }
 
-// VisibleTo reports whether agent sees s (as a winner). Match calls it for
-// every candidate, so it reuses the skill's folded name.
+// VisibleTo reports whether agent sees s (a winning skill, or a tool of a
+// server the agent sees). Match calls it for every candidate, so it reuses
+// the skill's folded name.
 func (c *Catalog) VisibleTo(s *skill.Skill, agent string) bool {
+	if s.IsTool() {
+		return c.tools[s.Name] == s && s.Tool.SeenBy(agent)
+	}
 	key, ok := c.keys[s]
 	if !ok {
 		return false // not a skill of this catalog
@@ -197,8 +241,22 @@ func (c *Catalog) VisibleTo(s *skill.Skill, agent string) bool {
 	return ok && e.Skill == s
 }
 
-// Winners returns every skill that wins its name in some scope: the global
-// winners and every agent's own winners. Matching indexes these.
+// Tool finds a tool by its entry name ("server.tool", exactly) when agent
+// sees its server.
+func (c *Catalog) Tool(name, agent string) (*skill.Skill, bool) {
+	t, ok := c.tools[name]
+	if !ok || !t.Tool.SeenBy(agent) {
+		return nil, false
+	}
+	return t, true
+}
+
+// Tools returns every tool, sorted by name.
+func (c *Catalog) Tools() []*skill.Skill { return c.toolSeq }
+
+// Winners returns every skill that wins its name in some scope (the global
+// winners and every agent's own winners), then every tool. Matching
+// indexes these.
 func (c *Catalog) Winners() []*skill.Skill {
 	var out []*skill.Skill
 	for _, e := range c.entries {
@@ -206,7 +264,7 @@ func (c *Catalog) Winners() []*skill.Skill {
 			out = append(out, e.Skill)
 		}
 	}
-	return out
+	return append(out, c.toolSeq...)
 }
 
 // Shadowed returns the collisions agent is affected by: every global one, and

@@ -15,6 +15,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -23,6 +24,7 @@ import (
 
 	"github.com/mcpsag/router/internal/match"
 	"github.com/mcpsag/router/internal/skill"
+	"github.com/mcpsag/router/internal/upstream"
 	"github.com/mcpsag/router/models"
 )
 
@@ -67,6 +69,9 @@ type Config struct {
 	// MCP configures the Model Context Protocol front over Streamable
 	// HTTP (the stdio front, router mcp, needs no settings of its own).
 	MCP MCP `yaml:"mcp"`
+	// MCPServers are the MCP servers whose tools the router indexes next
+	// to skills, by name (see internal/upstream). Hot-reloaded.
+	MCPServers map[string]upstream.ServerConfig `yaml:"mcp_servers"`
 
 	// File is the config file that was read, empty when none.
 	File string `yaml:"-"`
@@ -129,6 +134,9 @@ type Flags struct {
 	SkillsV1 bool `yaml:"skills_v1"`
 	// SkillsExec allows AuthorizeExec to grant script runs.
 	SkillsExec bool `yaml:"skills_exec"`
+	// ToolsCall lets CallTool (and the MCP front's call_tool) forward
+	// calls to the MCP servers' tools that the allowlist names.
+	ToolsCall bool `yaml:"tools_call"`
 }
 
 // Model configures the embedding model. Zero values take the model folder's
@@ -416,6 +424,15 @@ func (c *Config) finish() []error {
 			errs = append(errs, fmt.Errorf("mcp.addr: tokens would cross the network in clear text on %s; configure tls or listen on a loopback address", c.MCP.Addr))
 		}
 	}
+	for _, name := range sortedNames(c.MCPServers) {
+		s := c.MCPServers[name]
+		s.Name = name
+		s.ResolvePaths(c.Workspace)
+		if err := s.Validate(); err != nil {
+			errs = append(errs, err)
+		}
+		c.MCPServers[name] = s
+	}
 	if c.MCP.SessionTimeout <= 0 || c.MCP.MaxBodyBytes <= 0 {
 		errs = append(errs, errors.New("mcp: session_timeout and max_body_bytes must be positive"))
 	}
@@ -425,6 +442,26 @@ func (c *Config) finish() []error {
 		errs = append(errs, fmt.Errorf("log_level %q: want debug, info, warn or error", c.LogLevel))
 	}
 	return errs
+}
+
+// Servers returns the configured MCP servers, sorted by name.
+func (c *Config) Servers() []upstream.ServerConfig {
+	out := make([]upstream.ServerConfig, 0, len(c.MCPServers))
+	for _, name := range sortedNames(c.MCPServers) {
+		s := c.MCPServers[name]
+		s.Name = name
+		out = append(out, s)
+	}
+	return out
+}
+
+func sortedNames(m map[string]upstream.ServerConfig) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
 }
 
 func (c *Config) abs(p string) string {

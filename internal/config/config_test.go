@@ -242,3 +242,57 @@ func TestBundledCalibration(t *testing.T) {
 		t.Errorf("override: %v, %d classifiers", err, len(cfg.Match.Abstain.Classifiers))
 	}
 }
+
+func TestMCPServers(t *testing.T) {
+	ws := t.TempDir()
+	file := writeConfig(t, ws, `flags: {tools_call: true}
+mcp_servers:
+  gh:
+    command: bin/gh-mcp
+    args: [--stdio]
+    cwd: work
+    env:
+      LOG_LEVEL: warn
+      GITHUB_TOKEN: {from_env: GH_TOKEN}
+      API_KEY: {from_file: secrets/key}
+  docs:
+    url: https://mcp.example.com/mcp
+    bearer_token: {from_env: DOCS_TOKEN}
+    enabled: false
+`)
+	cfg, err := Resolve(Overrides{Workspace: ws}, envOf(nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	servers := cfg.Servers()
+	if len(servers) != 2 || servers[0].Name != "docs" || servers[1].Name != "gh" || !cfg.Flags.ToolsCall {
+		t.Fatalf("servers %+v", servers)
+	}
+	gh := servers[1]
+	if gh.Command != filepath.Join(ws, "bin", "gh-mcp") || gh.Cwd != filepath.Join(ws, "work") ||
+		gh.Env["API_KEY"].FromFile != filepath.Join(ws, "secrets", "key") || gh.Env["LOG_LEVEL"].Literal != "warn" {
+		t.Errorf("paths not resolved against the workspace: %+v", gh)
+	}
+	if servers[0].IsEnabled() {
+		t.Error("enabled: false not read")
+	}
+	if out := cfg.Redacted(); strings.Contains(out, "warn") || !strings.Contains(out, "from_env: GH_TOKEN") {
+		t.Errorf("rendered config shows a literal value or hides a variable name:\n%s", out)
+	}
+	if src := cfg.SourceOf("mcp_servers.gh.command"); src.Kind != SourceFile || src.Name != file {
+		t.Errorf("source %v", src)
+	}
+
+	for content, want := range map[string]string{
+		"mcp_servers:\n  gh:\n    command: x\n    env: {GITHUB_TOKEN: ghp_inline}\n":                           "mcp_servers.gh.env.GITHUB_TOKEN: looks like a secret",
+		"mcp_servers:\n  gh:\n    command: x\n    comand: y\n":                                                 "field comand not found",
+		"mcp_servers:\n  bad.name:\n    command: x\n":                                                          `server name "bad.name"`,
+		"mcp_servers:\n  gh:\n    url: http://mcp.example.com/\n    headers: {Authorization: {from_env: T}}\n": "clear text",
+	} {
+		writeConfig(t, ws, content)
+		_, err := Resolve(Overrides{Workspace: ws}, envOf(nil))
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%q: %v; want %q", content, err, want)
+		}
+	}
+}

@@ -131,4 +131,4 @@ func RestartNeeded(old, new Config) []string {
 }
 
 // HotReloadable names the settings a reload applies at once, for messages.
-var HotReloadable = strings.Join([]string{"flags", "load", "match", "model"}, ", ")
+var HotReloadable = strings.Join([]string{"flags", "load", "match", "model", "mcp_servers"}, ", ")

@@ -34,6 +34,7 @@ import (
 	"github.com/mcpsag/router/internal/store"
 	"github.com/mcpsag/router/internal/telemetry"
 	"github.com/mcpsag/router/internal/tlsconfig"
+	"github.com/mcpsag/router/internal/upstream"
 	"github.com/mcpsag/router/models"
 )
 
@@ -51,6 +52,7 @@ type Main struct {
 	tel      *telemetry.Telemetry
 	db       *store.DB
 	embedder *embed.Manager
+	upstream *upstream.Manager
 	router   *router.Router
 	// served is the router as the fronts call it: the telemetry
 	// decorator over router.
@@ -183,20 +185,25 @@ func (m *Main) startTelemetry(ctx context.Context) error {
 // a private temporary one (standalone MCP sessions beside a daemon).
 func (m *Main) openCore(ctx context.Context, holder string, privateFallback bool) error {
 	cfg := m.Config
-	stateDir := cfg.StateDir
-	db, err := store.Open(stateDir, store.Options{
+	opts := store.Options{
 		LockTimeout:   2 * time.Second,
 		Holder:        holder,
 		Logger:        m.log.With("component", "store"),
 		ParserVersion: skillmd.Version,
-	})
+	}
+	// A state directory that cannot hold the cache (no permission, a full
+	// or read-only file system) degrades to a temporary cache, reported in
+	// Status; one held by another router is an error, or for a standalone
+	// MCP session a private temporary directory.
+	db, err := store.OpenOrFallback(cfg.StateDir, opts)
 	if errors.Is(err, store.ErrLocked) && privateFallback {
 		m.log.Warn("the state directory is in use; indexing into a private temporary one (run `router mcp --connect ADDR` to share the running router's index instead)",
-			"state_dir", stateDir, "err", err)
-		if stateDir, err = os.MkdirTemp("", "mcpsag-mcp-"); err != nil {
+			"state_dir", cfg.StateDir, "err", err)
+		var tmp string
+		if tmp, err = os.MkdirTemp("", "mcpsag-mcp-"); err != nil {
 			return err
 		}
-		db, err = store.Open(stateDir, store.Options{Holder: holder, Logger: m.log.With("component", "store"), ParserVersion: skillmd.Version})
+		db, err = store.OpenOrFallback(tmp, opts)
 	}
 	if err != nil {
 		return err
@@ -206,7 +213,7 @@ func (m *Main) openCore(ctx context.Context, holder string, privateFallback bool
 		m.log.Warn("cache was rebuilt", "reason", db.Recovered)
 	}
 	if cfg.Model.Dir == "" && !cfg.Model.Disabled {
-		if m.bundledModel, err = models.Default(filepath.Join(stateDir, "models")); err != nil {
+		if m.bundledModel, err = models.Default(filepath.Join(db.Dir(), "models")); err != nil {
 			m.log.Warn("bundled model could not be unpacked; matching uses keywords only", "err", err)
 		}
 	}
@@ -221,8 +228,18 @@ func (m *Main) openCore(ctx context.Context, holder string, privateFallback bool
 			return st.QueryCacheHits, st.QueryCacheMisses
 		})
 	}
+	getenv := m.Getenv
+	if getenv == nil {
+		getenv = os.Getenv
+	}
+	m.upstream = upstream.New(upstream.Options{
+		ClientName: "mcpsag-router", ClientVersion: buildinfo.Read().String(), Getenv: getenv,
+		Logger: m.log,
+	})
+	m.upstream.Apply(cfg.Servers())
 	builder, err := generation.NewBuilder(m.builderConfig(), db)
 	if err != nil {
+		m.closeUpstream()
 		return err
 	}
 	m.router = router.New(router.Config{
@@ -235,6 +252,8 @@ func (m *Main) openCore(ctx context.Context, holder string, privateFallback bool
 		Settings:         settingsOf(cfg),
 		Version:          buildinfo.Read().String(),
 		OnPass:           recordPass(rec),
+		StoreDegraded:    db.Degraded,
+		Upstream:         m.upstream,
 		Logger:           m.log.With("component", "router"),
 	})
 	rec.RegisterIndexGauge(func() telemetry.IndexSize {
@@ -259,7 +278,7 @@ func (m *Main) closeCore() error {
 		errs = append(errs, m.router.Close())
 		m.router = nil
 	}
-	errs = append(errs, m.closeEmbedder(), m.closeStore())
+	errs = append(errs, m.closeUpstream(), m.closeEmbedder(), m.closeStore())
 	return errors.Join(errs...)
 }
 
@@ -331,6 +350,16 @@ func (m *Main) closeTelemetry() error {
 	defer cancel()
 	err := m.tel.Shutdown(ctx)
 	m.tel = nil
+	return err
+}
+
+// closeUpstream stops the MCP servers the router started.
+func (m *Main) closeUpstream() error {
+	if m.upstream == nil {
+		return nil
+	}
+	err := m.upstream.Close()
+	m.upstream = nil
 	return err
 }
 

@@ -329,7 +329,7 @@ func TestBadInput(t *testing.T) {
 	}
 }
 
-func must(t *testing.T, err error) {
+func must(t testing.TB, err error) {
 	t.Helper()
 	if err != nil {
 		t.Fatal(err)
@@ -545,4 +545,21 @@ func TestAdminHealthEndpoints(t *testing.T) {
 		t.Errorf("Close: %v", err)
 	}
 	r.Main = nil
+}
+
+// TestNotFoundIsClientNeutral: an unknown skill is NotFound with a stable
+// reason, in words any client can act on.
+func TestNotFoundIsClientNeutral(t *testing.T) {
+	r := daemontest.Start(t, daemontest.CopyExamples(t), daemontest.Options{})
+	_, err := r.Client.GetSkill(ctx(t), &routerv1.GetSkillRequest{Name: "no-such-skill"})
+	st := status.Convert(err)
+	reason := ""
+	for _, d := range st.Details() {
+		if ei, ok := d.(*errdetails.ErrorInfo); ok {
+			reason = ei.Reason
+		}
+	}
+	if st.Code() != codes.NotFound || reason != "SKILL_NOT_FOUND" || strings.Contains(st.Message(), "routerctl") {
+		t.Errorf("GetSkill of an unknown skill: %v %q, reason %q", st.Code(), st.Message(), reason)
+	}
 }

@@ -20,6 +20,7 @@ import (
 	"github.com/mcpsag/router/internal/auth"
 	"github.com/mcpsag/router/internal/config"
 	"github.com/mcpsag/router/internal/daemon/daemontest"
+	"github.com/mcpsag/router/internal/testlog"
 )
 
 // mcpClient is a Go SDK client session with the list_changed notifications it
@@ -291,7 +292,7 @@ func TestMCPOverStdio(t *testing.T) {
 	ws := daemontest.CopyExamples(t)
 	must(t, os.WriteFile(filepath.Join(ws, ".mcp", ".mcp-config.yaml"),
 		append(mustRead(t, filepath.Join(ws, ".mcp", ".mcp-config.yaml")), []byte("\nwatch: {debounce: 100ms, rescan_interval: 2s}\n")...), 0o644))
-	var stderr bytes.Buffer
+	var stderr testlog.Buffer
 	cmd := exec.Command(router(t), "mcp", "--workspace", ws, "--state-dir", t.TempDir())
 	cmd.Stderr = &stderr
 	c := connectMCP(t, &mcpsdk.CommandTransport{Command: cmd})
@@ -307,7 +308,7 @@ func TestMCPAttached(t *testing.T) {
 	ws := daemontest.CopyExamples(t)
 	r := daemontest.Start(t, ws, daemontest.Options{Configure: fastWatch})
 	cmd := exec.Command(router(t), "mcp", "--connect", r.Addr)
-	var stderr bytes.Buffer
+	var stderr testlog.Buffer
 	cmd.Stderr = &stderr
 	c := connectMCP(t, &mcpsdk.CommandTransport{Command: cmd})
 	exerciseRouter(t, c, ws)

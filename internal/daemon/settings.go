@@ -39,6 +39,9 @@ func (m *Main) watchConfig(rt *router.Router) {
 			if err := rt.SetSettings(context.Background(), settingsOf(c)); err != nil {
 				log.Error("match settings not applied; the previous index keeps serving", "err", err)
 			}
+			if !reflect.DeepEqual(c.MCPServers, inForce.MCPServers) && m.upstream != nil {
+				m.upstream.Apply(c.Servers())
+			}
 			if !reflect.DeepEqual(c.Model, inForce.Model) {
 				if err := rt.SetEmbedConfig(context.Background(), m.embedConfig(c)); err != nil {
 					log.Warn("reindex after a model change failed", "err", err)
@@ -48,7 +51,8 @@ func (m *Main) watchConfig(rt *router.Router) {
 			state = skill.ConfigState{Path: path, LoadedAt: time.Now()}
 			rt.SetConfigState(state)
 			log.Info("config reloaded", "path", path, "applied", config.HotReloadable,
-				"skills_v1", c.Flags.SkillsV1, "skills_exec", c.Flags.SkillsExec)
+				"skills_v1", c.Flags.SkillsV1, "skills_exec", c.Flags.SkillsExec, "tools_call", c.Flags.ToolsCall,
+				"mcp_servers", len(c.MCPServers))
 			if later := config.RestartNeeded(m.Config, c); len(later) > 0 {
 				log.Warn("some changed settings take effect after a restart", "settings", later)
 			}
@@ -81,6 +85,9 @@ func (m *Main) builderConfig() generation.Config {
 		Limits:     skillmd.Limits{MaxFileBytes: cfg.Limits.MaxSkillFileBytes, MaxFrontmatterBytes: cfg.Limits.MaxFrontmatterBytes},
 		Embedder:   m.embedder,
 		Logger:     m.log.With("component", "builder"),
+	}
+	if m.upstream != nil {
+		bc.Tools = m.upstream
 	}
 	for _, r := range roots {
 		bc.Roots = append(bc.Roots, skillfs.RootSpec{Path: r.Path, Kind: r.Kind, Agent: r.Agent})
@@ -119,7 +126,7 @@ func (m *Main) embedConfig(cfg config.Config) embed.Config {
 // settingsOf extracts the hot-reloadable settings from a configuration.
 func settingsOf(cfg config.Config) router.Settings {
 	return router.Settings{
-		Flags:              skill.Flags{SkillsV1: cfg.Flags.SkillsV1, SkillsExec: cfg.Flags.SkillsExec},
+		Flags:              skill.Flags{SkillsV1: cfg.Flags.SkillsV1, SkillsExec: cfg.Flags.SkillsExec, ToolsCall: cfg.Flags.ToolsCall},
 		DefaultTokenBudget: cfg.Load.DefaultTokenBudget,
 		MaxTokenBudget:     cfg.Load.MaxTokenBudget,
 		Match:              cfg.Match,

@@ -352,6 +352,7 @@ func (m *Model) runTimed(ctx context.Context, batch []tokenized) ([][]float32, e
 		err  error
 	}
 	done := make(chan result, 1)
+	start := time.Now()
 	go func() {
 		defer func() { <-m.sem }()
 		defer m.mu.RUnlock()
@@ -360,11 +361,19 @@ func (m *Model) runTimed(ctx context.Context, batch []tokenized) ([][]float32, e
 	}()
 	timer := time.NewTimer(m.cfg.Timeout)
 	defer timer.Stop()
+	timedOut := func() error {
+		return fmt.Errorf("embed %d texts: %w after %v", len(batch), ErrTimeout, m.cfg.Timeout)
+	}
 	select {
 	case r := <-done:
+		// A run that took longer than the timeout is a timeout, whichever
+		// case the select saw first.
+		if r.err == nil && time.Since(start) > m.cfg.Timeout {
+			return nil, timedOut()
+		}
 		return r.vecs, r.err
 	case <-timer.C:
-		return nil, fmt.Errorf("embed %d texts: %w after %v", len(batch), ErrTimeout, m.cfg.Timeout)
+		return nil, timedOut()
 	case <-ctx.Done():
 		return nil, ctx.Err()
 	}

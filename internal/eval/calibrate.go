@@ -216,7 +216,7 @@ func Calibrate(ctx context.Context, ix *match.Index, qs []Query, opt CalibrateOp
 	oof := make([]float64, len(qs))
 	for _, test := range folds {
 		train := complement(test, len(qs))
-		cls, err := match.FitClassifier(opt.Mode, cal.Model, names, pick(samples, train), opt.L2)
+		cls, err := match.FitClassifier(opt.Mode, cal.Model, names, pick(samples, train), match.FitSettings{L2: opt.L2})
 		if err != nil {
 			return nil, err
 		}
@@ -233,7 +233,7 @@ func Calibrate(ctx context.Context, ix *match.Index, qs []Query, opt CalibrateOp
 	cal.ClassifierCV = abstention(pred, noSkill)
 	cal.ClassifierAUROC = auroc(oof, negate(noSkill))
 	cal.ClassifierCurve = curve(oof, noSkill, opt.Beta)
-	cls, err := match.FitClassifier(opt.Mode, cal.Model, names, samples, opt.L2)
+	cls, err := match.FitClassifier(opt.Mode, cal.Model, names, samples, match.FitSettings{L2: opt.L2})
 	if err != nil {
 		return nil, err
 	}

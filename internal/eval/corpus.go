@@ -18,6 +18,7 @@ import (
 	"github.com/mcpsag/router/internal/skillfs"
 	"github.com/mcpsag/router/internal/skillmd"
 	"github.com/mcpsag/router/internal/store"
+	"github.com/mcpsag/router/internal/upstream"
 )
 
 // Options say what to index.
@@ -37,7 +38,13 @@ type Options struct {
 	// StateDir holds the store; empty means a new temporary folder,
 	// removed by Close.
 	StateDir string
-	Logger   *slog.Logger
+	// Servers are MCP servers whose tools are indexed with the skills,
+	// as the router indexes them; Skills may then be empty. Open waits
+	// for every server's first attempt (at most ServerWait, default 2
+	// minutes) and fails when one is not ready.
+	Servers    []upstream.ServerConfig
+	ServerWait time.Duration
+	Logger     *slog.Logger
 	// Progress, if set, is told the build's phase while Open runs.
 	Progress Progress
 }
@@ -60,11 +67,12 @@ type Corpus struct {
 	// IndexTime the match index's share of it.
 	BuildTime, IndexTime time.Duration
 
-	gen     *generation.Generation
-	builder *generation.Builder
-	db      *store.DB
-	tmp     string
-	manager *embed.Manager
+	gen      *generation.Generation
+	builder  *generation.Builder
+	db       *store.DB
+	tmp      string
+	manager  *embed.Manager
+	upstream *upstream.Manager
 }
 
 // ErrNoModel is DenseErr when no model folder was given or it does not
@@ -78,16 +86,19 @@ func Open(ctx context.Context, opt Options) (*Corpus, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	abs, err := filepath.Abs(opt.Skills)
-	if err != nil {
-		return nil, err
-	}
-	if fi, err := os.Stat(abs); err != nil {
-		return nil, err
-	} else if !fi.IsDir() {
-		return nil, fmt.Errorf("%s is not a folder", abs)
-	}
 	c := &Corpus{}
+	abs := ""
+	var err error
+	if opt.Skills != "" || len(opt.Servers) == 0 {
+		if abs, err = filepath.Abs(opt.Skills); err != nil {
+			return nil, err
+		}
+		if fi, err := os.Stat(abs); err != nil {
+			return nil, err
+		} else if !fi.IsDir() {
+			return nil, fmt.Errorf("%s is not a folder", abs)
+		}
+	}
 	state := opt.StateDir
 	if state == "" {
 		if c.tmp, err = os.MkdirTemp("", "mcpsag-eval-"); err != nil {
@@ -105,16 +116,29 @@ func Open(ctx context.Context, opt Options) (*Corpus, error) {
 		return nil, err
 	}
 	c.manager, c.DenseErr = openModel(ctx, opt, log)
-	roots := []skillfs.RootSpec{{Path: abs, Kind: skill.KindProject}}
+	workspace, roots := abs, []skillfs.RootSpec{{Path: abs, Kind: skill.KindProject}}
 	for _, sub := range []string{"skills", "agents"} {
-		if fi, err := os.Stat(filepath.Join(abs, sub)); err == nil && fi.IsDir() {
+		if fi, err := os.Stat(filepath.Join(abs, sub)); abs != "" && err == nil && fi.IsDir() {
 			roots = skillfs.DefaultRoots()
 			break
 		}
 	}
-	if c.builder, err = generation.NewBuilder(generation.Config{
-		Workspace: abs, Roots: roots, Embedder: c.manager, Logger: log,
-	}, c.db); err != nil {
+	if abs == "" {
+		// Tools only: an empty folder as the skill root.
+		workspace = filepath.Join(state, "no-skills")
+		if err := os.MkdirAll(workspace, 0o755); err != nil {
+			return nil, err
+		}
+		roots = []skillfs.RootSpec{{Path: workspace, Kind: skill.KindProject}}
+	}
+	bc := generation.Config{Workspace: workspace, Roots: roots, Embedder: c.manager, Logger: log}
+	if len(opt.Servers) > 0 {
+		if err := c.startServers(ctx, opt, log); err != nil {
+			return nil, err
+		}
+		bc.Tools = c.upstream
+	}
+	if c.builder, err = generation.NewBuilder(bc, c.db); err != nil {
 		return nil, err
 	}
 	cfg := match.DefaultConfig()
@@ -130,6 +154,9 @@ func Open(ctx context.Context, opt Options) (*Corpus, error) {
 	}
 	c.BuildTime = time.Since(start)
 	if len(g.Catalog.Winners()) == 0 {
+		if abs == "" {
+			return nil, errors.New("the MCP servers listed no tools")
+		}
 		return nil, fmt.Errorf("no valid skill under %s", abs)
 	}
 	if c.DenseErr == nil && g.Model.Fingerprint == "" {
@@ -138,6 +165,37 @@ func Open(ctx context.Context, opt Options) (*Corpus, error) {
 	c.use(g)
 	ok = true
 	return c, nil
+}
+
+// startServers connects the MCP servers and waits until each has listed its
+// tools.
+func (c *Corpus) startServers(ctx context.Context, opt Options, log *slog.Logger) error {
+	c.upstream = upstream.New(upstream.Options{ClientName: "mcpsag-eval", Logger: log})
+	c.upstream.Apply(opt.Servers)
+	wait := opt.ServerWait
+	if wait <= 0 {
+		wait = 2 * time.Minute
+	}
+	wctx, cancel := context.WithTimeout(ctx, wait)
+	defer cancel()
+	if err := c.upstream.Wait(wctx); err != nil {
+		return fmt.Errorf("wait for the MCP servers: %w", err)
+	}
+	var errs []error
+	for _, s := range c.upstream.Servers() {
+		if s.State != skill.ServerReady && s.State != skill.ServerDisabled {
+			errs = append(errs, fmt.Errorf("MCP server %s is %s: %s", s.Name, s.State, s.LastError))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// Servers describes the MCP servers whose tools are indexed.
+func (c *Corpus) Servers() []skill.ServerStatus {
+	if c.upstream == nil {
+		return nil
+	}
+	return c.upstream.Servers()
 }
 
 // openModel loads the embedding model of opt, or says why dense matching is
@@ -206,6 +264,9 @@ func (c *Corpus) Close() error {
 		c.builder.Flush()
 	}
 	var errs []error
+	if c.upstream != nil {
+		errs = append(errs, c.upstream.Close())
+	}
 	if c.manager != nil {
 		errs = append(errs, c.manager.Close())
 	}

@@ -158,6 +158,51 @@ func TestDevSetsForeignAbstention(t *testing.T) {
 	}
 }
 
+// corporaTasks are labelled tasks for the gathered corpora, written for
+// this project: tasks its skills serve.
+var corporaTasks = filepath.Join("..", "..", "testdata", "corpora-tasks", "queries.jsonl")
+
+// TestDevSetsCorporaTasks guards against an abstention that recognises a
+// catalog instead of judging the task: against the same real skill trees
+// that TestDevSetsForeignAbstention uses, the default configuration
+// abstains on at most 5% of tasks those skills serve.
+func TestDevSetsCorporaTasks(t *testing.T) {
+	if testing.Short() {
+		t.Skip("slow: indexes the skill corpora")
+	}
+	if _, err := os.Stat(filepath.Join(devModelDir, "model.onnx")); err != nil {
+		t.Skipf("default model not built at %s", devModelDir)
+	}
+	if _, err := os.Stat(devCorporaDir); err != nil {
+		t.Skipf("no skill corpora at %s", devCorporaDir)
+	}
+	ctx := context.Background()
+	cfg := config.Default().Match
+	c, err := eval.Open(ctx, eval.Options{Skills: gatherCorpora(t, devCorporaDir), ModelDir: devModelDir, Config: &cfg})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	qs, err := eval.LoadQueries(corporaTasks)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep, err := c.Evaluate(ctx, qs, eval.RunOptions{Mode: skill.ModeHybrid, PerQuery: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	wrong := rep.Abstention.WrongOnAnswerable
+	t.Logf("Hit@1 %.1f, NDCG@10 %.1f; abstained on %d of %d", rep.Ranking.Hit1, rep.Ranking.NDCG10, wrong, rep.NeedSkill)
+	if share := 100 * float64(wrong) / float64(rep.NeedSkill); share > 5 {
+		for _, q := range rep.PerQuery {
+			if q.Abstained {
+				t.Logf("abstained on %s (%s, p %.2f)", q.ID, q.Rule, q.Probability)
+			}
+		}
+		t.Errorf("abstained on %d of %d tasks the catalog serves (%.1f%%), over 5%%", wrong, rep.NeedSkill, share)
+	}
+}
+
 // gatherCorpora copies every folder holding a SKILL.md under src into one
 // temporary skill root (a folder whose name is taken gets a suffix).
 func gatherCorpora(t *testing.T, src string) string {

@@ -27,6 +27,11 @@ type RunOptions struct {
 	Set string
 	// Progress, if set, is told each query done (phase "queries").
 	Progress Progress
+	// ToolLabels maps the upstream names of tools to the names the
+	// queries use for them (a dev set's mapping.json), so a catalog served
+	// as tools of an MCP server is scored against the same labels as its
+	// skill form. Tools without a label are scored by their entry name.
+	ToolLabels map[string]string
 }
 
 // Report is the outcome of one evaluation run.
@@ -124,9 +129,17 @@ func Run(ctx context.Context, ix *match.Index, qs []Query, opt RunOptions) (*Rep
 	if rep.Mode == skill.ModeKeyword {
 		rep.Fusion = ""
 	}
+	label := func(s *skill.Skill) string {
+		if s.IsTool() {
+			if l, ok := opt.ToolLabels[s.Tool.Name]; ok {
+				return l
+			}
+		}
+		return s.Name
+	}
 	known := map[string]bool{}
 	for _, s := range ix.Skills() {
-		known[s.Name] = true
+		known[label(s)] = true
 	}
 	missing := 0
 	pred := make([]bool, len(qs))
@@ -145,7 +158,7 @@ func Run(ctx context.Context, ix *match.Index, qs []Query, opt RunOptions) (*Rep
 		res := rk.Result
 		ranked := make([]string, len(rk.Ranked))
 		for j, c := range rk.Ranked {
-			ranked[j] = c.Skill.Name
+			ranked[j] = label(c.Skill)
 		}
 		pred[i], truth[i] = res.Abstained, !q.NeedSkill()
 		rep.Rules[rk.Rule]++
@@ -186,7 +199,7 @@ func Run(ctx context.Context, ix *match.Index, qs []Query, opt RunOptions) (*Rep
 				Degraded: res.Degraded, NDCG10: m.NDCG10, Named: named,
 			}
 			for _, c := range res.Candidates {
-				qr.Returned = append(qr.Returned, c.Skill.Name)
+				qr.Returned = append(qr.Returned, label(c.Skill))
 			}
 			rep.PerQuery = append(rep.PerQuery, qr)
 		}

@@ -95,10 +95,15 @@ func TestCrossCatalogAndFitAbstention(t *testing.T) {
 	if fit.Classifier == nil || fit.Classifier.Cutoff < 0 || fit.Classifier.Cutoff > 1 {
 		t.Fatalf("classifier %+v", fit.Classifier)
 	}
-	for _, figs := range [][]eval.GroupFigures{fit.CrossValidated, fit.LeaveCatalogOut, fit.InSample} {
+	for _, figs := range [][]eval.GroupFigures{fit.CrossValidated, fit.LeaveCatalogOut, fit.LeaveSizeOut, fit.InSample} {
 		if len(figs) != 2 || figs[0].NeedSkill+figs[0].NoSkill != len(own) || figs[1].NoSkill != 12 {
 			t.Errorf("figures do not cover the groups: %+v", figs)
 		}
+	}
+	// One catalog and one size: holding either out leaves nothing to fit
+	// on, which the notes say.
+	if len(fit.Notes) == 0 {
+		t.Error("no note for held-out figures that could not be computed")
 	}
 	in := fit.InSample[0]
 	if budget := in.NeedSkill / 10; in.Wrong > budget {
@@ -107,5 +112,120 @@ func TestCrossCatalogAndFitAbstention(t *testing.T) {
 	only := []eval.TaskGroup{{Name: "answerable", Index: c.Index, Own: true, Queries: eval.Foreign(offTopic(), 0, 1)}}
 	if _, err := eval.FitAbstention(ctx, only, eval.FitOptions{}); err == nil {
 		t.Error("fitting without tasks gave no error")
+	}
+}
+
+// TestSubCatalogs draws sub-catalogs of the routing tree: each group's
+// index holds the drawn skills only, a query is answerable exactly when
+// one of its relevant skills was drawn, and the draws repeat with the
+// seed.
+func TestSubCatalogs(t *testing.T) {
+	ctx := context.Background()
+	cfg := goldenConfig()
+	c, err := eval.Open(ctx, eval.Options{Skills: routingDir, ModelDir: tinyModelDir(t), Config: &cfg})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	qs, err := eval.LoadQueries(filepath.Join(routingDir, "queries.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	opt := eval.SubCatalogOptions{Name: "routing", Catalog: "routing", Own: true, Sizes: []int{4, 8, 1000},
+		Answerable: 12, NoSkill: 6, MinDraws: 2, MaxDraws: 20, Seed: 3}
+	gs, err := c.SubCatalogs(ctx, qs, opt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(gs) < 4 {
+		t.Fatalf("%d groups, want at least two draws of each of sizes 4 and 8 (1000 is over the catalog)", len(gs))
+	}
+	answer := map[int]int{}
+	for _, g := range gs {
+		if g.Size != 4 && g.Size != 8 || g.Name != fmt.Sprintf("routing@%d", g.Size) || !g.Own || g.Catalog != "routing" {
+			t.Errorf("group %s size %d own %v catalog %s", g.Name, g.Size, g.Own, g.Catalog)
+		}
+		if g.Index.Len() != g.Size {
+			t.Errorf("%s: index of %d skills", g.Name, g.Index.Len())
+		}
+		drawn := map[string]bool{}
+		for _, s := range g.Index.Skills() {
+			drawn[s.Name] = true
+		}
+		for _, q := range g.Queries {
+			for _, r := range q.Relevant {
+				if !drawn[r] {
+					t.Errorf("%s: query %s keeps relevant skill %s that was not drawn", g.Name, q.ID, r)
+				}
+			}
+			if q.NeedSkill() {
+				answer[g.Size]++
+			}
+		}
+	}
+	for _, size := range []int{4, 8} {
+		if answer[size] == 0 {
+			t.Errorf("size %d: no answerable task", size)
+		}
+	}
+	again, err := c.SubCatalogs(ctx, qs, opt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(again) != len(gs) || again[0].Queries[0].ID != gs[0].Queries[0].ID || again[0].Index.Skills()[0].Name != gs[0].Index.Skills()[0].Name {
+		t.Error("the same seed drew other sub-catalogs")
+	}
+
+	// Fit over the whole catalog and the draws: every size class is
+	// held out once.
+	animals := []eval.Query{{ID: "a1", Query: "zebra giraffe hippopotamus", Relevant: []string{}},
+		{ID: "a2", Query: "okapi wombat platypus", Relevant: []string{}}}
+	groups := append([]eval.TaskGroup{
+		{Name: "routing", Catalog: "routing", Own: true, Index: c.Index, Queries: qs},
+		{Name: "off-topic", Catalog: "elsewhere", Index: c.Index, Queries: eval.Foreign(offTopic(), 12, 1)},
+		{Name: "animals", Catalog: "elsewhere", Index: c.Index, Queries: animals},
+	}, gs...)
+	tasks, err := eval.CollectTasks(ctx, groups)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tk := range tasks {
+		if groups[tk.Group].Name == "animals" && (tk.Features.NoKeyword != 1 || tk.Forced) {
+			t.Fatalf("task %q: no_keyword %v, forced %v; want a keywordless task the classifier would judge", tk.Text, tk.Features.NoKeyword, tk.Forced)
+		}
+	}
+	for i := range gs {
+		groups[3+i].MaxWrong = -1
+	}
+	fo := eval.FitOptions{MaxWrong: 0.1, Folds: 3, Balance: true, Keywordless: 1.01,
+		Features: []string{"dense_top", "cover_best", "boost", "skills"}, Signs: map[string]int{"dense_top": 1, "cover_best": 1}}
+	fit, err := eval.FitTasks(groups, tasks, fo)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(fit.LeaveSizeOut) != 5 || fit.LeaveSizeOut[3].Group != "routing@4" {
+		t.Fatalf("leave-size-out rows %+v, want routing, off-topic, animals, routing@4, routing@8", fit.LeaveSizeOut)
+	}
+	if w := fit.Classifier.Weights; w[0] < 0 || w[1] < 0 {
+		t.Errorf("weights %v break the sign constraints", w)
+	}
+	// Tasks no skill shares a word with follow the keywordless threshold
+	// in every figure, whatever the classifier says: abstained on under a
+	// threshold above every cosine, served under one below.
+	for _, thr := range []float64{1.01, 1e-9} {
+		fo.Keywordless = thr
+		fit, err := eval.FitTasks(groups, tasks, fo)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := 2
+		if thr < 1 {
+			want = 0
+		}
+		for _, figs := range [][]eval.GroupFigures{fit.CrossValidated, fit.LeaveCatalogOut, fit.LeaveSizeOut, fit.InSample} {
+			if a := figs[2]; a.Abstained != want {
+				t.Errorf("keywordless threshold %g: animals %d of 2 abstained on, want %d", thr, a.Abstained, want)
+			}
+		}
 	}
 }

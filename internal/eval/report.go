@@ -3,6 +3,7 @@ package eval
 import (
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"text/tabwriter"
 )
@@ -58,10 +59,21 @@ func (r *Report) WriteText(w io.Writer) error {
 
 func rules(m map[string]int) string {
 	var parts []string
-	for _, k := range []string{"threshold", "keyword_threshold", "classifier", "explicit", "no_match", "no_skills"} {
+	known := []string{"threshold", "keyword_threshold", "classifier", "keywordless", "explicit", "no_match", "no_skills"}
+	for _, k := range known {
 		if m[k] > 0 {
 			parts = append(parts, fmt.Sprintf("%s %d", k, m[k]))
 		}
+	}
+	var other []string
+	for k := range m {
+		if !slices.Contains(known, k) && m[k] > 0 {
+			other = append(other, k)
+		}
+	}
+	slices.Sort(other)
+	for _, k := range other {
+		parts = append(parts, fmt.Sprintf("%s %d", k, m[k]))
 	}
 	return strings.Join(parts, ", ")
 }

@@ -45,7 +45,24 @@ type Config struct {
 	Workers int
 	// Embedder embeds skills and tasks; nil means keyword-only matching.
 	Embedder *embed.Manager
-	Logger   *slog.Logger
+	// Tools gives the tools of connected MCP servers, indexed with the
+	// skills; nil means none.
+	Tools  ToolSource
+	Logger *slog.Logger
+}
+
+// ToolSource gives a build the tools of the connected MCP servers;
+// upstream.Manager is one.
+type ToolSource interface {
+	// Tools returns the entries of kind tool served now, with unique
+	// names, and a digest that changes whenever they do. It must not
+	// block on a server.
+	Tools() ([]*skill.Skill, string)
+	// Settled reports whether every enabled server has its tools listed.
+	// While one has not (it is starting, or failing), the vectors of
+	// texts the build does not use are kept in the cache: that server's
+	// tools come back without being embedded again.
+	Settled() bool
 }
 
 // Generation is one immutable snapshot of the skills on disk, ready to serve:
@@ -423,6 +440,12 @@ func (b *Builder) refreshCatalog(ctx context.Context, prev *Generation, full boo
 	pass.phase("store", &t)
 
 	in, digest := b.catalogInput(roots, scan, next)
+	if b.cfg.Tools != nil {
+		in.Tools, _ = b.cfg.Tools.Tools()
+		if len(in.Tools) > 0 {
+			digest = toolsDigest(digest, in.Tools)
+		}
+	}
 	st.FinishedAt = time.Now()
 	if prev != nil && digest == prev.digest {
 		return prev.Catalog, digest, pass, nil
@@ -717,4 +740,16 @@ func (b *Builder) catalogInput(roots []skill.Root, scan skillfs.ScanResult, recs
 	}
 	_ = json.NewEncoder(h).Encode([]any{in.Files, in.Invalid, other})
 	return in, hex.EncodeToString(h.Sum(nil))
+}
+
+// toolsDigest extends a catalog input's digest with the tools of MCP
+// servers: what the catalog and the index take from each.
+func toolsDigest(digest string, tools []*skill.Skill) string {
+	h := sha256.New()
+	enc := json.NewEncoder(h)
+	_ = enc.Encode(digest)
+	for _, t := range tools {
+		_ = enc.Encode([]any{t.Name, t.ContentHash, t.Tool.Trusted, t.Tool.Agents})
+	}
+	return hex.EncodeToString(h.Sum(nil))
 }

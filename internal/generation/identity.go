@@ -21,7 +21,8 @@ import (
 // copy of every skill in precedence order (root kind, agent, order and
 // display name, path in the root, name, hashes, resources, registry entry,
 // problems), the catalog's own problems and counts, the embedding model
-// (when skills have vectors) and the matching configuration. Paths inside
+// (when skills have vectors), the matching configuration, and the tools of
+// MCP servers (name, definition hash, trust and agents). Paths inside
 // the workspace are written relative to it and modification times are left
 // out, so copies of one workspace give the same digest wherever they are.
 //
@@ -52,6 +53,17 @@ func contentID(cat *catalog.Catalog, model embed.Identity, dense bool, cfg match
 		d.h.Write(sum)
 		d.int(int64(e.Rank))
 		d.bool(e.ShadowedBy != nil)
+	}
+	tools := cat.Tools()
+	d.int(int64(len(tools)))
+	for _, t := range tools {
+		d.str(t.Name)
+		d.str(t.ContentHash)
+		d.bool(t.Tool.Trusted)
+		d.int(int64(len(t.Tool.Agents)))
+		for _, a := range t.Tool.Agents {
+			d.str(a)
+		}
 	}
 	sum := d.h.Sum(nil)
 	// A positive number under 2⁵³, so it survives JSON readers that hold

@@ -110,7 +110,7 @@ func (w *snapshotWriter) prune(b *Builder, id embed.Identity, winners []*skill.S
 		}
 		keep := make(map[string]bool, len(winners))
 		for _, s := range winners {
-			keep[embed.TextHash(id, embed.DocumentText(s.Name, s.Description(), bodies[s.ContentHash], bodyChars))] = true
+			keep[embed.TextHash(id, documentText(s, bodies, bodyChars))] = true
 		}
 		if _, err := b.db.PruneVectors(id.Fingerprint, keep); err != nil {
 			w.log.Warn("pruning stale vectors failed", "err", err)

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
+	"unicode"
 	"unicode/utf8"
 
 	"github.com/mcpsag/router/internal/catalog"
@@ -59,11 +61,11 @@ func (b *Builder) vectors(ctx context.Context, prev *Generation, base *match.Ind
 	if len(misses) > 0 {
 		want := make(map[string]bool, len(misses))
 		for _, s := range misses {
-			want[s.Dir] = true
+			want[s.Key()] = true
 		}
 		known := knownVectors(prev, base, baseModel, id, want)
 		for _, s := range misses {
-			if k, ok := known[s.Dir]; ok && k.hash == s.ContentHash && k.name == s.Name {
+			if k, ok := known[s.Key()]; ok && k.hash == s.ContentHash && k.name == s.Name {
 				out[s] = k.vec
 				continue
 			}
@@ -81,7 +83,7 @@ func (b *Builder) vectors(ctx context.Context, prev *Generation, base *match.Ind
 	}
 	texts := make([]string, len(todo))
 	for i, s := range todo {
-		texts[i] = embed.DocumentText(s.Name, s.Description(), bodies[s.ContentHash], bodyChars)
+		texts[i] = documentText(s, bodies, bodyChars)
 	}
 	vecs, computed, err := embed.EmbedDocuments(ctx, m, b.db, texts, m.Config().BatchSize)
 	pass.Stats.Embedded = computed
@@ -99,7 +101,9 @@ func (b *Builder) vectors(ctx context.Context, prev *Generation, base *match.Ind
 	for i, s := range todo {
 		out[s] = vecs[i]
 	}
-	if computed > 0 {
+	// While a server is not settled its tools are missing from winners:
+	// their vectors stay in the cache for when it is back.
+	if computed > 0 && (b.cfg.Tools == nil || b.cfg.Tools.Settled()) {
 		b.snapshots.prune(b, id, winners)
 	}
 	return out, id, nil
@@ -111,22 +115,22 @@ type knownVector struct {
 	vec        []float32
 }
 
-// knownVectors returns, by skill folder (those in want), the vectors of
+// knownVectors returns, by skill.Key (those in want), the vectors of
 // prev (or of base, restored from a snapshot) made by the model id.
 func knownVectors(prev *Generation, base *match.Index, baseModel, id embed.Identity, want map[string]bool) map[string]knownVector {
 	out := map[string]knownVector{}
 	if prev != nil && prev.vectors != nil && prev.Model == id {
 		for s, v := range prev.vectors {
-			if want[s.Dir] {
-				out[s.Dir] = knownVector{s.ContentHash, s.Name, v}
+			if want[s.Key()] {
+				out[s.Key()] = knownVector{s.ContentHash, s.Name, v}
 			}
 		}
 		return out
 	}
 	if base != nil && baseModel == id {
 		base.EachVector(func(s *skill.Skill, v []float32) {
-			if want[s.Dir] {
-				out[s.Dir] = knownVector{s.ContentHash, s.Name, v}
+			if want[s.Key()] {
+				out[s.Key()] = knownVector{s.ContentHash, s.Name, v}
 			}
 		})
 	}
@@ -177,9 +181,11 @@ func (b *Builder) bodyStarts(skills []*skill.Skill, chars int) (map[string]strin
 	if chars <= 0 {
 		return out, nil
 	}
-	hashes := make([]string, len(skills))
-	for i, s := range skills {
-		hashes[i] = s.ContentHash
+	hashes := make([]string, 0, len(skills))
+	for _, s := range skills {
+		if !s.IsTool() {
+			hashes = append(hashes, s.ContentHash)
+		}
 	}
 	err := b.db.Bodies(hashes, func(hash string, body []byte) {
 		out[hash] = string(runePrefix(body, chars+1))
@@ -212,22 +218,12 @@ func (b *Builder) modelConfig(cfg match.Config, g *Generation) match.Config {
 // of skills that changed), else from scratch.
 func (b *Builder) buildIndex(ctx context.Context, base *match.Index, g *Generation, cfg match.Config) (*match.Index, match.UpdateStats, error) {
 	winners := g.Catalog.Winners()
-	in := match.BuildInput{
-		Skills:       winners,
-		Generation:   g.ID,
-		GenerationID: g.ContentID,
-		Config:       cfg,
-	}
-	if g.vectors != nil {
-		in.Vectors = make([][]float32, len(winners))
-		for i, s := range winners {
-			in.Vectors[i] = g.vectors[s]
-		}
-		in.Embedder = b.cfg.Embedder
-		in.Model = g.Model.Fingerprint
-	}
+	in := b.indexInput(g, winners, cfg)
 	if base != nil && base.CanUpdate(cfg) {
 		in.Body = func(s *skill.Skill) (string, error) {
+			if s.IsTool() {
+				return "", nil // a tool has no body; its parameters are a field of their own
+			}
 			body, ok, err := b.db.Body(s.ContentHash)
 			if err != nil {
 				return "", err
@@ -244,20 +240,96 @@ func (b *Builder) buildIndex(ctx context.Context, base *match.Index, g *Generati
 		return ix, us, nil
 	}
 	us := match.UpdateStats{Rebuilt: true, Added: len(winners)}
-	bodies, err := b.bodyStarts(winners, cfg.Fields.BodyChars)
+	ix, err := b.buildFresh(ctx, in)
 	if err != nil {
-		return nil, us, fmt.Errorf("read skill bodies: %w", err)
+		return nil, us, fmt.Errorf("build match index: %w", err)
+	}
+	return ix, us, nil
+}
+
+// SubsetIndex builds a match index over the winning skills of g that keep
+// accepts, with their vectors and bodies, as if they were the whole
+// catalog (their own term statistics and length norms). Evaluations use it
+// to measure matching on smaller catalogs drawn from a large one.
+func (b *Builder) SubsetIndex(ctx context.Context, g *Generation, keep func(*skill.Skill) bool, cfg match.Config) (*match.Index, error) {
+	var skills []*skill.Skill
+	for _, s := range g.Catalog.Winners() {
+		if keep(s) {
+			skills = append(skills, s)
+		}
+	}
+	return b.buildFresh(ctx, b.indexInput(g, skills, b.modelConfig(cfg, g)))
+}
+
+// indexInput is the match index input of winners, skills of g, under cfg,
+// without a body reader.
+func (b *Builder) indexInput(g *Generation, winners []*skill.Skill, cfg match.Config) match.BuildInput {
+	in := match.BuildInput{
+		Skills:       winners,
+		Generation:   g.ID,
+		GenerationID: g.ContentID,
+		Config:       cfg,
+	}
+	if g.vectors != nil {
+		in.Vectors = make([][]float32, len(winners))
+		for i, s := range winners {
+			in.Vectors[i] = g.vectors[s]
+		}
+		in.Embedder = b.cfg.Embedder
+		in.Model = g.Model.Fingerprint
+	}
+	return in
+}
+
+// buildFresh builds in from scratch, reading the bodies it indexes in one
+// read transaction.
+func (b *Builder) buildFresh(ctx context.Context, in match.BuildInput) (*match.Index, error) {
+	bodies, err := b.bodyStarts(in.Skills, in.Config.Fields.BodyChars)
+	if err != nil {
+		return nil, fmt.Errorf("read skill bodies: %w", err)
 	}
 	in.Body = func(s *skill.Skill) (string, error) {
+		if s.IsTool() {
+			return "", nil // a tool has no body; its parameters are a field of their own
+		}
 		body, ok := bodies[s.ContentHash]
 		if !ok {
 			return "", errors.New("body not in the cache")
 		}
 		return body, nil
 	}
-	ix, err := match.Build(ctx, in)
-	if err != nil {
-		return nil, us, fmt.Errorf("build match index: %w", err)
+	return match.Build(ctx, in)
+}
+
+// documentText is the text embedded for an entry: a skill's name,
+// description and body start, or a tool's name as words, its title and
+// description, and its parameters in place of a body. The server's name is
+// left out: it is a namespace, matched by keywords.
+func documentText(s *skill.Skill, bodies map[string]string, bodyChars int) string {
+	if !s.IsTool() {
+		return embed.DocumentText(s.Name, s.Description(), bodies[s.ContentHash], bodyChars)
 	}
-	return ix, us, nil
+	desc := s.Description()
+	if t := s.Tool.Title; t != "" && !strings.EqualFold(t, s.Tool.Name) {
+		desc = t + ". " + desc
+	}
+	return embed.DocumentText(nameWords(s.Tool.Name), desc, s.ParamText(), bodyChars)
+}
+
+// nameWords spells a tool name as words: camelCase humps, digits and
+// separators become spaces ("getPM2.5Level" reads "get PM2 5 Level").
+func nameWords(name string) string {
+	var b strings.Builder
+	var prev rune
+	for _, r := range name {
+		switch {
+		case !unicode.IsLetter(r) && !unicode.IsDigit(r):
+			r = ' '
+		case unicode.IsUpper(r) && unicode.IsLower(prev):
+			b.WriteByte(' ')
+		}
+		b.WriteRune(r)
+		prev = r
+	}
+	return strings.Join(strings.Fields(b.String()), " ")
 }

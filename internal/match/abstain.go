@@ -33,6 +33,20 @@ type Features struct {
 	// got: how strongly the task names some skill, even when too weakly
 	// to count as explicit.
 	Boost float64
+	// CoverBest is the largest share of the task's idf mass that one
+	// candidate of the BM25 list holds in its fields, however often: every
+	// distinct word form of the task counts once per analyzer group whose
+	// fields hold text in some skill, weighted by its idf there (a form no
+	// skill holds counts with the largest idf). Term frequencies and the
+	// scale of BM25 scores play no part.
+	CoverBest float64
+	// Skills is log(1 + indexed skills) and Vocab log(1 + distinct
+	// indexed terms): the catalog's size and how much text it holds, so a
+	// classifier can read the other features against them (a catalog of
+	// long skills matches more words of any task by chance).
+	Skills, Vocab float64
+	// NoKeyword is 1 when no visible skill shares a word with the task.
+	NoKeyword float64
 }
 
 // Feature names, as written in a Classifier.
@@ -48,15 +62,39 @@ const (
 	FeatCrossRank   = "cross_rank"
 	FeatTaskTerms   = "task_terms"
 	FeatBoost       = "boost"
+	FeatCoverBest   = "cover_best"
+	FeatSkills      = "skills"
+	FeatVocab       = "vocab"
+	FeatNoKeyword   = "no_keyword"
 )
 
-// KeywordFeatures are the features available without embeddings;
-// HybridFeatures are all of them.
+// HybridFeatures are the features a hybrid classifier reads by default,
+// those of the shipped calibration: the best cosine, how much of the task
+// one skill covers, whether the dense winner ranks high in the BM25 list,
+// the trigger or name boost, how close the second BM25 score comes to the
+// first, the share of task words the catalog knows, and the catalog's size
+// and vocabulary. KeywordFeatures are those of them available without
+// embeddings. Every other feature name stays readable, so classifiers
+// fitted on other lists keep working.
 var (
-	KeywordFeatures = []string{FeatBM25Top, FeatBM25Ratio, FeatBM25Norm, FeatCoverage, FeatTaskTerms, FeatBoost}
-	HybridFeatures  = []string{FeatDenseTop, FeatDenseGap, FeatDenseSpread, FeatBM25Top, FeatBM25Ratio,
-		FeatBM25Norm, FeatCoverage, FeatAgree, FeatCrossRank, FeatTaskTerms, FeatBoost}
+	HybridFeatures = []string{FeatDenseTop, FeatCoverBest, FeatCrossRank, FeatBoost, FeatBM25Ratio,
+		FeatSkills, FeatVocab, FeatCoverage}
+	KeywordFeatures = []string{FeatCoverBest, FeatBoost, FeatBM25Ratio, FeatSkills, FeatVocab, FeatCoverage}
 )
+
+// EvidenceSigns are the directions evidence features may push a fitted
+// classifier (match.FitSettings.Signs): a higher cosine, more of the task
+// covered by one skill, the two lists agreeing, a trigger or name, more of
+// the task's words known to the catalog never lower the probability that
+// a skill fits. The catalog's size and vocabulary and the BM25 ratio are
+// free: which way they push depends on the rest.
+var EvidenceSigns = map[string]int{FeatDenseTop: 1, FeatDenseGap: 1, FeatDenseSpread: 1, FeatBM25Top: 1,
+	FeatBM25Norm: 1, FeatCoverage: 1, FeatAgree: 1, FeatCrossRank: 1, FeatBoost: 1, FeatCoverBest: 1}
+
+// denseFeatures need embeddings; a keyword-only classifier cannot read
+// them.
+var denseFeatures = map[string]bool{FeatDenseTop: true, FeatDenseGap: true, FeatDenseSpread: true,
+	FeatAgree: true, FeatCrossRank: true}
 
 // Value returns the feature called name, and false for an unknown name.
 func (f Features) Value(name string) (float64, bool) {
@@ -83,6 +121,14 @@ func (f Features) Value(name string) (float64, bool) {
 		return f.TaskTerms, true
 	case FeatBoost:
 		return f.Boost, true
+	case FeatCoverBest:
+		return f.CoverBest, true
+	case FeatSkills:
+		return f.Skills, true
+	case FeatVocab:
+		return f.Vocab, true
+	case FeatNoKeyword:
+		return f.NoKeyword, true
 	}
 	return 0, false
 }
@@ -118,16 +164,11 @@ func (c *Classifier) validate() error {
 		return fmt.Errorf("features, mean, scale and weights must have the same length (%d, %d, %d, %d)",
 			n, len(c.Mean), len(c.Scale), len(c.Weights))
 	}
-	allowed := HybridFeatures
-	if c.Mode == skill.ModeKeyword {
-		allowed = KeywordFeatures
-	}
 	for i, name := range c.Features {
-		ok := false
-		for _, a := range allowed {
-			ok = ok || a == name
+		if _, ok := (Features{}).Value(name); !ok {
+			return fmt.Errorf("unknown feature %q", name)
 		}
-		if !ok {
+		if c.Mode == skill.ModeKeyword && denseFeatures[name] {
 			return fmt.Errorf("feature %q is not available in mode %s", name, c.Mode)
 		}
 		if !finiteAll(c.Mean[i], c.Scale[i], c.Weights[i]) || c.Scale[i] <= 0 {

@@ -98,3 +98,20 @@ func TestConfigRejectsBadScoring(t *testing.T) {
 		}
 	}
 }
+
+// TestWithConfigWeighsFieldsAnew: a field weight changed by WithConfig
+// scores as a new build with that weight does.
+func TestWithConfigWeighsFieldsAnew(t *testing.T) {
+	cfg := match.DefaultConfig()
+	ix := build(t, catalog(), cfg, nil, nil)
+	cfg.Fields.Name.Weight = 4
+	re, err := ix.WithConfig(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fresh := build(t, catalog(), cfg, nil, nil)
+	a, b, c := bm25Of(t, ix, "thumbnails resize", "image-resize"), bm25Of(t, re, "thumbnails resize", "image-resize"), bm25Of(t, fresh, "thumbnails resize", "image-resize")
+	if a == b || math.Abs(b-c) > 1e-6 {
+		t.Errorf("score %.4f before, %.4f after WithConfig, %.4f built with the weight; want the last two equal and unlike the first", a, b, c)
+	}
+}

@@ -49,6 +49,10 @@ type Fields struct {
 	Tags        Field `json:"tags" yaml:"tags"`
 	Triggers    Field `json:"triggers" yaml:"triggers"`
 	Body        Field `json:"body" yaml:"body"`
+	// Params indexes the names and descriptions of a tool's parameters
+	// and results. The field exists only in an index that holds a tool
+	// with parameters or results, so it changes nothing for skills.
+	Params Field `json:"params" yaml:"params"`
 	// BodyChars is how many characters of the body are indexed, cut back
 	// to a word boundary; 0 indexes no body.
 	BodyChars int `json:"body_chars" yaml:"body_chars"`
@@ -211,6 +215,7 @@ func DefaultConfig() Config {
 			Tags:        Field{Weight: 1, Analyzer: AnalyzerStem},
 			Triggers:    Field{Weight: 1, Analyzer: AnalyzerStem},
 			Body:        Field{Weight: 1, Analyzer: AnalyzerPlain},
+			Params:      Field{Weight: 1, Analyzer: AnalyzerPlain},
 			BodyChars:   8000,
 		},
 		BM25: BM25{K1: DefaultK1, B: DefaultB, Scoring: ScoringBM25F},
@@ -280,6 +285,9 @@ func (c Config) withDefaults() Config {
 	if c.Fields.Body.Analyzer == "" {
 		c.Fields.Body.Analyzer = AnalyzerPlain
 	}
+	if c.Fields.Params.Analyzer == "" {
+		c.Fields.Params.Analyzer = AnalyzerPlain
+	}
 	return c
 }
 
@@ -323,6 +331,7 @@ func (c Config) Validate() error {
 	}{
 		{"fields.name", c.Fields.Name}, {"fields.description", c.Fields.Description},
 		{"fields.tags", c.Fields.Tags}, {"fields.triggers", c.Fields.Triggers}, {"fields.body", c.Fields.Body},
+		{"fields.params", c.Fields.Params},
 	}
 	for _, f := range fields {
 		nonNeg(f.name+".weight", f.f.Weight)

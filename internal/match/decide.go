@@ -44,6 +44,23 @@ func features(denseList, bm25List []entry, qs queryStats) Features {
 	return f
 }
 
+// catalogFeatures adds the features that compare the task with the whole
+// catalog: how much of the task's idf mass the best keyword candidate
+// holds, and the catalog's size and vocabulary.
+func (ix *Index) catalogFeatures(f *Features, sc *scratch, bm25List []entry, qs queryStats) {
+	f.Skills = math.Log1p(float64(ix.Len()))
+	f.Vocab = math.Log1p(float64(ix.sparse.distinctTerms()))
+	if len(bm25List) == 0 {
+		f.NoKeyword = 1
+	}
+	if qs.idfMass == 0 {
+		return
+	}
+	for _, e := range bm25List {
+		f.CoverBest = max(f.CoverBest, float64(cover(sc.pairs, e.doc))/qs.idfMass)
+	}
+}
+
 // classifier returns the calibrated classifier for the matching mode, or
 // nil.
 func (ix *Index) classifier(mode skill.MatchMode) *Classifier {
@@ -128,13 +145,15 @@ func (ix *Index) decide(rk *Ranking, res *skill.MatchResult, r resolved, mode sk
 		}
 		return
 	}
-	// No keyword, trigger or name evidence, and a dense score under the
-	// model's own threshold: the classifier's linear features extrapolate
-	// badly this far from its training data (no task there lacks every
-	// keyword), so this case is decided by the threshold alone.
-	if thr := ix.cfg.Abstain.Threshold; len(bm25List) == 0 && !anyFired && thr > 0 && float64(denseList[0].score) < thr {
-		abstain(RuleNoKeywordWeak, skill.AbstainBelowThreshold,
-			"no skill shares a word with the task, and the best cosine %.3f is below the model's threshold %.3f", denseList[0].score, thr)
+	// No keyword, trigger or name evidence: the classifier's features
+	// (BM25 ratios, covers) say nothing about such a task, so the model's
+	// cosine threshold decides it alone.
+	if thr := ix.cfg.Abstain.Threshold; len(bm25List) == 0 && !anyFired && thr > 0 {
+		rk.Rule = RuleKeywordless
+		if c1 := float64(denseList[0].score); c1 < thr {
+			abstain(RuleKeywordless, skill.AbstainBelowThreshold,
+				"no skill shares a word with the task, and the best cosine %.3f is below the model's threshold %.3f", c1, thr)
+		}
 		return
 	}
 	p := cls.Probability(rk.Features)

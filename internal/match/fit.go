@@ -13,14 +13,31 @@ type Sample struct {
 	Features Features
 	// NeedsSkill is true when some skill is relevant to the task.
 	NeedsSkill bool
+	// Weight is the sample's weight in the fit; 0 means 1.
+	Weight float64
+}
+
+// FitSettings configure FitClassifier.
+type FitSettings struct {
+	// L2 is the penalty on the (standardised) weights.
+	L2 float64
+	// Signs constrain weights by feature name: +1 keeps a weight at or
+	// above zero, -1 at or below; a feature not named is free. A
+	// constraint says which way a feature may push ("more keyword
+	// evidence never makes a skill less likely"), so the model cannot
+	// learn a quirk of its training catalogs that turns around elsewhere.
+	Signs map[string]int
 }
 
 // FitClassifier fits a logistic model of NeedsSkill over the named features
-// (standardised with the samples' mean and standard deviation), by Newton's
-// method with an L2 penalty l2 on the weights. The returned classifier's
-// Cutoff is 0.5; choose another with the trade-off curve. It fails when
-// the samples hold only one class or a feature name is unknown.
-func FitClassifier(mode skill.MatchMode, model string, features []string, samples []Sample, l2 float64) (*Classifier, error) {
+// (standardised with the samples' weighted mean and standard deviation), by
+// Newton's method with an L2 penalty on the weights, under the sign
+// constraints of set (an active-set method: a feature whose weight would
+// take the forbidden sign is held at zero while the penalised likelihood's
+// gradient says so). The returned classifier's Cutoff is 0.5; choose another
+// with the trade-off curve. It fails when the samples hold only one class
+// or a feature name is unknown.
+func FitClassifier(mode skill.MatchMode, model string, features []string, samples []Sample, set FitSettings) (*Classifier, error) {
 	c := &Classifier{Mode: mode, Model: model, Features: append([]string(nil), features...), Cutoff: 0.5}
 	d := len(features)
 	c.Mean, c.Scale, c.Weights = make([]float64, d), make([]float64, d), make([]float64, d)
@@ -30,18 +47,24 @@ func FitClassifier(mode skill.MatchMode, model string, features []string, sample
 	if err := c.validate(); err != nil {
 		return nil, err
 	}
-	pos := 0
+	pos, neg := 0.0, 0.0
 	for _, s := range samples {
+		if s.Weight < 0 || math.IsNaN(s.Weight) || math.IsInf(s.Weight, 0) {
+			return nil, errors.New("fit classifier: a sample weight is negative or not finite")
+		}
 		if s.NeedsSkill {
-			pos++
+			pos += weightOf(s)
+		} else {
+			neg += weightOf(s)
 		}
 	}
-	if pos == 0 || pos == len(samples) {
+	if pos == 0 || neg == 0 {
 		return nil, errors.New("fit classifier: the samples need both tasks that need a skill and tasks that need none")
 	}
 	n := len(samples)
 	x := make([][]float64, n)
 	y := make([]float64, n)
+	w := make([]float64, n)
 	for i, s := range samples {
 		row := make([]float64, d+1)
 		for j, name := range features {
@@ -52,17 +75,19 @@ func FitClassifier(mode skill.MatchMode, model string, features []string, sample
 		if s.NeedsSkill {
 			y[i] = 1
 		}
+		w[i] = weightOf(s)
 	}
+	total := pos + neg
 	for j := 0; j < d; j++ {
 		var sum, sq float64
 		for i := range x {
-			sum += x[i][j]
+			sum += w[i] * x[i][j]
 		}
-		mean := sum / float64(n)
+		mean := sum / total
 		for i := range x {
-			sq += (x[i][j] - mean) * (x[i][j] - mean)
+			sq += w[i] * (x[i][j] - mean) * (x[i][j] - mean)
 		}
-		scale := math.Sqrt(sq / float64(n))
+		scale := math.Sqrt(sq / total)
 		if scale < 1e-12 {
 			scale = 1
 		}
@@ -71,49 +96,48 @@ func FitClassifier(mode skill.MatchMode, model string, features []string, sample
 			x[i][j] = (x[i][j] - mean) / scale
 		}
 	}
-	beta := make([]float64, d+1)
-	for iter := 0; iter < 100; iter++ {
-		g := make([]float64, d+1)
-		h := make([][]float64, d+1)
-		for j := range h {
-			h[j] = make([]float64, d+1)
-		}
-		for i, row := range x {
-			z := 0.0
-			for j, v := range row {
-				z += beta[j] * v
-			}
-			p := sigmoid(z)
-			w := p * (1 - p)
-			for j, v := range row {
-				g[j] += (y[i] - p) * v
-				for k := j; k <= d; k++ {
-					h[j][k] += w * v * row[k]
-				}
-			}
-		}
-		for j := 0; j <= d; j++ {
-			for k := 0; k < j; k++ {
-				h[j][k] = h[k][j]
-			}
-			if j < d {
-				g[j] -= l2 * beta[j]
-				h[j][j] += l2
-			}
-			h[j][j] += 1e-9
-		}
-		step, err := solve(h, g)
-		if err != nil {
+	sign := make([]int, d)
+	for j, name := range features {
+		sign[j] = set.Signs[name]
+	}
+	// Active set: free[j] is false for a constrained feature held at 0.
+	free := make([]bool, d+1)
+	for j := range free {
+		free[j] = true
+	}
+	var beta []float64
+	for round := 0; ; round++ {
+		var err error
+		if beta, err = newton(x, y, w, free, set.L2); err != nil {
 			return nil, fmt.Errorf("fit classifier: %w", err)
 		}
-		change := 0.0
-		for j := range beta {
-			beta[j] += step[j]
-			change = math.Max(change, math.Abs(step[j]))
-		}
-		if change < 1e-9 {
+		if round == 4*d {
 			break
 		}
+		// The most violated constraint leaves the set ...
+		worst, at := 0.0, -1
+		for j := 0; j < d; j++ {
+			if free[j] && sign[j] != 0 && float64(sign[j])*beta[j] < worst {
+				worst, at = float64(sign[j])*beta[j], j
+			}
+		}
+		if at >= 0 {
+			free[at] = false
+			continue
+		}
+		// ... and a held feature whose gradient points the allowed way
+		// comes back.
+		g := gradient(x, y, w, beta)
+		best, back := 1e-6, -1
+		for j := 0; j < d; j++ {
+			if !free[j] && float64(sign[j])*g[j] > best {
+				best, back = float64(sign[j])*g[j], j
+			}
+		}
+		if back < 0 {
+			break
+		}
+		free[back] = true
 	}
 	copy(c.Weights, beta[:d])
 	c.Bias = beta[d]
@@ -121,6 +145,91 @@ func FitClassifier(mode skill.MatchMode, model string, features []string, sample
 		return nil, fmt.Errorf("fit classifier: %w", err)
 	}
 	return c, nil
+}
+
+func weightOf(s Sample) float64 {
+	if s.Weight == 0 {
+		return 1
+	}
+	return s.Weight
+}
+
+// newton maximises the weighted, L2-penalised log likelihood over the
+// coordinates free selects (the others stay 0; the last, the bias, is
+// never penalised) and returns the coefficients.
+func newton(x [][]float64, y, w []float64, free []bool, l2 float64) ([]float64, error) {
+	d := len(free) - 1
+	var idx []int
+	for j, f := range free {
+		if f {
+			idx = append(idx, j)
+		}
+	}
+	m := len(idx)
+	beta := make([]float64, d+1)
+	for iter := 0; iter < 100; iter++ {
+		g := make([]float64, m)
+		h := make([][]float64, m)
+		for a := range h {
+			h[a] = make([]float64, m)
+		}
+		for i, row := range x {
+			z := 0.0
+			for _, j := range idx {
+				z += beta[j] * row[j]
+			}
+			p := sigmoid(z)
+			pw := w[i] * p * (1 - p)
+			r := w[i] * (y[i] - p)
+			for a, j := range idx {
+				v := row[j]
+				g[a] += r * v
+				for b := a; b < m; b++ {
+					h[a][b] += pw * v * row[idx[b]]
+				}
+			}
+		}
+		for a, j := range idx {
+			for b := 0; b < a; b++ {
+				h[a][b] = h[b][a]
+			}
+			if j < d {
+				g[a] -= l2 * beta[j]
+				h[a][a] += l2
+			}
+			h[a][a] += 1e-9
+		}
+		step, err := solve(h, g)
+		if err != nil {
+			return nil, err
+		}
+		change := 0.0
+		for a, j := range idx {
+			beta[j] += step[a]
+			change = math.Max(change, math.Abs(step[a]))
+		}
+		if change < 1e-9 {
+			break
+		}
+	}
+	return beta, nil
+}
+
+// gradient returns the gradient of the weighted log likelihood at beta
+// (without the penalty, which is 0 for a coordinate held at 0).
+func gradient(x [][]float64, y, w []float64, beta []float64) []float64 {
+	g := make([]float64, len(beta))
+	for i, row := range x {
+		z := 0.0
+		for j, v := range row {
+			z += beta[j] * v
+		}
+		r := w[i] * (y[i] - sigmoid(z))
+		for j, v := range row {
+			g[j] += r * v
+		}
+	}
+	return g
 }
 
 // solve solves a·x = b by Gaussian elimination with partial pivoting; a and

@@ -123,13 +123,13 @@ func Build(ctx context.Context, in BuildInput) (*Index, error) {
 	ix.srcVec = vectors
 	ix.slotOf = make(map[string]int32, n)
 	for i, s := range ix.docs {
-		ix.slotOf[s.Dir] = int32(i)
+		ix.slotOf[s.Key()] = int32(i)
 	}
 	for i := range n {
 		ix.ord[i], ix.byOrd[i] = int32(i), int32(i)
 	}
 
-	fields := sparseFields(cfg.Fields, cfg.BM25)
+	fields := sparseFields(cfg.Fields, cfg.BM25, anyParams(ix.docs))
 	texts := make([]sparseDoc, n)
 	withBody := ix.bodyIndexed() && in.Body != nil
 	for i, s := range ix.docs {
@@ -180,10 +180,12 @@ const (
 	fieldTags        = "tags"
 	fieldTriggers    = "triggers"
 	fieldBody        = "body"
+	fieldParams      = "params"
 )
 
-// sparseFields lists the fields with a positive weight.
-func sparseFields(c Fields, bm BM25) []*sparseField {
+// sparseFields lists the fields with a positive weight; the parameters
+// field only when params is set (the index holds a tool with parameters).
+func sparseFields(c Fields, bm BM25, params bool) []*sparseField {
 	var out []*sparseField
 	add := func(name string, f Field) {
 		if f.Weight > 0 {
@@ -201,6 +203,9 @@ func sparseFields(c Fields, bm BM25) []*sparseField {
 	if c.BodyChars > 0 {
 		add(fieldBody, c.Body)
 	}
+	if params {
+		add(fieldParams, c.Params)
+	}
 	return out
 }
 
@@ -211,7 +216,7 @@ func docText(s *skill.Skill, fields []*sparseField, body string) sparseDoc {
 		var t string
 		switch f.name {
 		case fieldName:
-			t = s.Name
+			t = s.MatchName()
 		case fieldDescription:
 			t = description(s)
 		case fieldTags:
@@ -220,6 +225,8 @@ func docText(s *skill.Skill, fields []*sparseField, body string) sparseDoc {
 			t = strings.Join(s.Frontmatter.Triggers, " . ")
 		case fieldBody:
 			t = body
+		case fieldParams:
+			t = s.ParamText()
 		}
 		d[i] = normalizeText(t)
 	}
@@ -237,6 +244,17 @@ func description(s *skill.Skill) string {
 		}
 	}
 	return d
+}
+
+// anyParams reports whether one of skills is a tool with parameters or
+// results: the parameters field is indexed only then.
+func anyParams(skills []*skill.Skill) bool {
+	for _, s := range skills {
+		if s != nil && s.IsTool() && s.ParamText() != "" {
+			return true
+		}
+	}
+	return false
 }
 
 // Len returns the number of indexed skills.
@@ -274,7 +292,7 @@ func (ix *Index) WithConfig(cfg Config) (*Index, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, fmt.Errorf("match config: %w", err)
 	}
-	fields := sparseFields(cfg.Fields, cfg.BM25)
+	fields := sparseFields(cfg.Fields, cfg.BM25, ix.sparse.hasField(fieldParams) || (cfg.Fields.Params.Weight > 0 && anyParams(ix.docs)))
 	if len(fields) != len(ix.sparse.fields) {
 		return nil, errors.New("match config: the set of indexed fields changed; rebuild the index")
 	}
@@ -301,7 +319,9 @@ func (ix *Index) WithConfig(cfg Config) (*Index, error) {
 
 // CanUpdate reports whether Update can update the index to cfg: cfg indexes
 // the same fields with the same analyzers and body length.
-func (ix *Index) CanUpdate(cfg Config) bool { return ix.sameIndexing(cfg.withDefaults()) }
+func (ix *Index) CanUpdate(cfg Config) bool {
+	return ix.sameIndexing(cfg.withDefaults(), ix.sparse.hasField(fieldParams))
+}
 
 // EachVector calls f with every indexed skill that has a vector, and the
 // vector as given to Build or Update, in catalog order.

@@ -21,7 +21,7 @@ const (
 	RuleExplicit         = "explicit"          // a full-strength trigger phrase or name mention
 	RuleNoSkills         = "no_skills"
 	RuleNoMatch          = "no_match"
-	RuleNoKeywordWeak    = "no_keyword_weak_dense" // no keyword evidence and a cosine under the model's threshold
+	RuleKeywordless      = "keywordless" // no keyword, trigger or name evidence: the model's cosine threshold
 )
 
 // Ranking is the whole evidence behind one match.
@@ -276,6 +276,7 @@ func (ix *Index) Rank(ctx context.Context, req skill.MatchRequest, visible Visib
 
 	rk := &Ranking{Probability: -1}
 	rk.Features = features(denseList, bm25List, qs)
+	ix.catalogFeatures(&rk.Features, sc, bm25List, qs)
 	for _, c := range cands {
 		rk.Features.Boost = max(rk.Features.Boost, c.boost)
 	}

@@ -13,6 +13,7 @@ type vocab struct {
 	fields   []int // the fields (indexes into sparse.fields) of this analyzer, in field order
 	ids      map[string]uint32
 	lists    []*plist // by term id; nil when no document holds the term
+	terms    int      // lists that are not nil: the vocab's distinct terms
 }
 
 // nf returns the number of fields of the vocab.

@@ -28,7 +28,7 @@ const (
 	// SnapshotVersion changes with the layout or with anything that
 	// changes analysis (analyzers, normalisation); another version is
 	// not read.
-	SnapshotVersion = 3
+	SnapshotVersion = 4
 )
 
 // ErrSnapshotVersion is returned by ReadSnapshot for a snapshot of another
@@ -43,19 +43,24 @@ type snapshotHeader struct {
 	Slots   int    `json:"slots"`
 	Live    int    `json:"live"`
 	Dim     int    `json:"dim"`
+	// Params is set when the parameters field is indexed.
+	Params bool `json:"params,omitempty"`
 }
 
 // stub is what a snapshot keeps of a skill: enough for Update to tell
-// whether its indexed text changed.
+// whether its indexed text changed. For a tool, ToolServer and ToolName
+// are its server's name and its own, which its key and the names
+// matching reads are made of.
 type stub struct {
 	Dir, Name, ContentHash, Description, WhenToUse string
+	ToolServer, ToolName                           string
 	Tags, RegTags, Triggers                        []string
 	Hidden                                         bool
 	Agent                                          string
 }
 
 func (e *enc) stub(st stub) {
-	for _, v := range []string{st.Dir, st.Name, st.ContentHash, st.Description, st.WhenToUse, st.Agent} {
+	for _, v := range []string{st.Dir, st.Name, st.ContentHash, st.Description, st.WhenToUse, st.Agent, st.ToolServer, st.ToolName} {
 		e.str(v)
 	}
 	for _, list := range [][]string{st.Tags, st.RegTags, st.Triggers} {
@@ -69,7 +74,7 @@ func (e *enc) stub(st stub) {
 
 func (d *dec) stub() stub {
 	var st stub
-	for _, v := range []*string{&st.Dir, &st.Name, &st.ContentHash, &st.Description, &st.WhenToUse, &st.Agent} {
+	for _, v := range []*string{&st.Dir, &st.Name, &st.ContentHash, &st.Description, &st.WhenToUse, &st.Agent, &st.ToolServer, &st.ToolName} {
 		*v = d.str()
 	}
 	for _, list := range []*[]string{&st.Tags, &st.RegTags, &st.Triggers} {
@@ -95,6 +100,9 @@ func stubOf(s *skill.Skill) stub {
 	if w, ok := s.Frontmatter.Extra["when_to_use"]; ok {
 		st.WhenToUse = w
 	}
+	if s.IsTool() {
+		st.ToolServer, st.ToolName = s.Tool.Server, s.Tool.Name
+	}
 	return st
 }
 
@@ -105,6 +113,9 @@ func (st stub) skill() *skill.Skill {
 	if len(st.WhenToUse) > 0 {
 		s.Frontmatter.Extra = map[string]string{"when_to_use": st.WhenToUse}
 	}
+	if st.ToolName != "" {
+		s.Kind, s.Tool = skill.EntryTool, &skill.Tool{Server: st.ToolServer, Name: st.ToolName}
+	}
 	return s
 }
 
@@ -114,7 +125,8 @@ func (ix *Index) WriteSnapshot(w io.Writer) error {
 	bw := bufio.NewWriterSize(io.MultiWriter(w, crc), 1<<20)
 	e := &enc{w: bw}
 	e.bytes([]byte(snapshotMagic))
-	h := snapshotHeader{Version: SnapshotVersion, Config: ix.cfg, Model: ix.model, Slots: len(ix.docs), Live: len(ix.byOrd)}
+	h := snapshotHeader{Version: SnapshotVersion, Config: ix.cfg, Model: ix.model, Slots: len(ix.docs), Live: len(ix.byOrd),
+		Params: ix.sparse.hasField(fieldParams)}
 	if ix.dense != nil {
 		h.Dim = ix.dense.dim
 	}
@@ -285,7 +297,7 @@ func ReadSnapshot(r io.Reader) (*Index, error) {
 		}
 		ix.ord[s] = int32(i)
 	}
-	fields := sparseFields(cfg.Fields, cfg.BM25)
+	fields := sparseFields(cfg.Fields, cfg.BM25, h.Params)
 	sp, err := newSparseShell(fields, cfg.BM25)
 	if err != nil {
 		return nil, err
@@ -329,6 +341,7 @@ func ReadSnapshot(r io.Reader) (*Index, error) {
 			}
 			v.lists[id] = p
 		}
+		v.countTerms()
 	}
 	ix.sparse = sp
 	ph := &phrases{perDoc: make([][]phrase, n), byFirst: map[string][]phraseRef{}, df: map[string]int32{}, n: h.Live}

@@ -69,6 +69,35 @@ type sparse struct {
 	sum       bool // per-field BM25 sum instead of BM25F
 }
 
+// distinctTerms is the number of distinct (analyzer, term) pairs indexed.
+func (s *sparse) distinctTerms() int {
+	n := 0
+	for _, v := range s.vocabs {
+		n += v.terms
+	}
+	return n
+}
+
+// emptyVocab reports whether no document has text in any field of v.
+func (s *sparse) emptyVocab(v *vocab) bool {
+	for _, fi := range v.fields {
+		if s.fields[fi].lenDocs > 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// countTerms sets v.terms from v.lists.
+func (v *vocab) countTerms() {
+	v.terms = 0
+	for _, pl := range v.lists {
+		if pl != nil {
+			v.terms++
+		}
+	}
+}
+
 // sparseDoc is the text of one document, field by field, aligned with
 // sparse.fields.
 type sparseDoc []string
@@ -198,6 +227,7 @@ func newSparse(ctx context.Context, fields []*sparseField, docs []sparseDoc, bm 
 			v.lists[id] = p
 			lists[vi][id] = building{}
 		}
+		v.countTerms()
 	}
 	return s, nil
 }
@@ -247,7 +277,7 @@ func (s *sparse) update(ctx context.Context, fields []*sparseField, bm BM25, slo
 		if err := ctx.Err(); err != nil {
 			return nil, 0, err
 		}
-		nv := &vocab{analyzer: v.analyzer, a: v.a, fields: v.fields, ids: v.ids, lists: slices.Clone(v.lists)}
+		nv := &vocab{analyzer: v.analyzer, a: v.a, fields: v.fields, ids: v.ids, lists: slices.Clone(v.lists), terms: v.terms}
 		ns.vocabs = append(ns.vocabs, nv)
 		adds := map[uint32][]posting{}
 		cloned := false
@@ -294,7 +324,14 @@ func (s *sparse) update(ctx context.Context, fields []*sparseField, bm BM25, slo
 		for id := range affected {
 			add := adds[id]
 			slices.SortFunc(add, func(a, b posting) int { return int(int64(a.doc) - int64(b.doc)) })
+			was := nv.lists[id] != nil
 			nv.lists[id] = nv.lists[id].edit(dropped, add, nv.nf(), lens)
+			switch is := nv.lists[id] != nil; {
+			case was && !is:
+				nv.terms--
+			case !was && is:
+				nv.terms++
+			}
 			copied++
 		}
 	}
@@ -327,7 +364,11 @@ func (s *sparse) analyzeAll(docs []sparseDoc, out []analyzedDoc) {
 // abstention features.
 type queryStats struct {
 	terms, known int     // distinct (analyzer, term) pairs, and how many occur in some field
-	selfScore    float64 // the score of an ideal document that holds every term
+	selfScore    float64 // the score of an ideal document that holds every term (BM25F only)
+	// idfMass is the summed idf of the task's distinct forms, per vocab (a
+	// form no skill holds counts with the largest idf), leaving out vocabs
+	// whose fields are empty in every skill, which cannot hold any term.
+	idfMass float64
 }
 
 // coverage is the share of the task's terms that occur in some indexed
@@ -480,41 +521,11 @@ func (s *sparse) score(ctx context.Context, task analyzedTask, sc *scratch, k in
 	if s.n == 0 {
 		return res, nil
 	}
-	if s.sum {
-		return s.scoreSum(ctx, task, sc)
-	}
-	pairs := sc.pairs[:0]
-	seen := map[[2]string]bool{}
-	total := 0
-	k1 := s.k1
-	for _, qt := range task.terms {
-		for _, v := range s.vocabs {
-			form := qt[v.a]
-			if form == "" {
-				continue
-			}
-			key := [2]string{string(v.analyzer), form}
-			if seen[key] {
-				continue
-			}
-			seen[key] = true
-			res.stats.terms++
-			pl := v.list(form)
-			df := 0
-			if pl != nil {
-				df = len(pl.docs)
-				res.stats.known++
-			}
-			idf := s.idf(df)
-			res.stats.selfScore += idf * (k1 + 1)
-			if pl == nil {
-				continue
-			}
-			total += df
-			pairs = append(pairs, qpair{v: v, pl: pl, idf: idf, pos: len(pairs)})
-		}
-	}
+	pairs, total := s.taskPairs(task, sc.pairs[:0], &res.stats)
 	sc.pairs = pairs
+	if s.sum {
+		return res, s.scoreSum(ctx, pairs, sc)
+	}
 	if total < pruneMinPostings || k <= 0 {
 		// When the postings cover most documents, finding the touched
 		// ones afterwards costs less than a test per posting.
@@ -538,6 +549,64 @@ func (s *sparse) score(ctx context.Context, task analyzedTask, sc *scratch, k in
 	var err error
 	res.list, err = s.scorePruned(ctx, pairs, sc, k, visible, ord, must)
 	return res, err
+}
+
+// taskPairs appends to pairs the task's distinct (vocab, form) pairs that
+// some document holds, in task order (each term, then each vocab), and
+// returns them with their postings total. It fills st: the distinct forms,
+// those known, the ideal document's BM25F score and the idf mass (a form no
+// document holds counts with the largest idf; vocabs without text in any
+// document are left out, as no form can be found there).
+func (s *sparse) taskPairs(task analyzedTask, pairs []qpair, st *queryStats) ([]qpair, int) {
+	seen := map[[2]string]bool{}
+	total := 0
+	k1 := s.k1
+	for _, qt := range task.terms {
+		for _, v := range s.vocabs {
+			form := qt[v.a]
+			if form == "" {
+				continue
+			}
+			key := [2]string{string(v.analyzer), form}
+			if seen[key] {
+				continue
+			}
+			seen[key] = true
+			st.terms++
+			pl := v.list(form)
+			df := 0
+			if pl != nil {
+				df = len(pl.docs)
+				st.known++
+			}
+			idf := s.idf(df)
+			if !s.emptyVocab(v) {
+				st.idfMass += idf
+			}
+			if !s.sum {
+				st.selfScore += idf * (k1 + 1)
+			}
+			if pl == nil {
+				continue
+			}
+			total += df
+			pairs = append(pairs, qpair{v: v, pl: pl, idf: idf, pos: len(pairs)})
+		}
+	}
+	return pairs, total
+}
+
+// cover returns the summed idf of the forms of pairs (taskPairs) that
+// document d holds in some field of their vocab, added in task order.
+func cover(pairs []qpair, d int32) float32 {
+	var c float32
+	for i := range pairs {
+		p := &pairs[i]
+		if at := p.pl.findFrom(uint32(d), 0, len(p.pl.docs)); at < len(p.pl.docs) && p.pl.docs[at] == uint32(d) {
+			c += float32(p.idf)
+		}
+	}
+	return c
 }
 
 // contribution is document i of p's list's share of the score: exactly the
@@ -936,45 +1005,27 @@ func sortPairs(idx []int, pairs []qpair) {
 	})
 }
 
-// scoreSum is the per-field Okapi BM25 sum, scored exhaustively.
-func (s *sparse) scoreSum(ctx context.Context, task analyzedTask, sc *scratch) (sparseResult, error) {
-	var res sparseResult
-	looked := map[string]bool{}
-	counted := map[[2]string]bool{}
-	known := map[[2]string]bool{}
+// scoreSum is the per-field Okapi BM25 sum, scored exhaustively: each
+// field of a pair's vocab that holds its form scores it as a BM25 document
+// of its own, with the field's document frequency.
+func (s *sparse) scoreSum(ctx context.Context, pairs []qpair, sc *scratch) error {
 	k1 := s.k1
 	acc := sc.acc
-	for _, qt := range task.terms {
+	for pi := range pairs {
 		if err := ctx.Err(); err != nil {
-			return res, err
+			return err
 		}
-		for fi, f := range s.fields {
-			a := analyzerIndex(f.analyzer)
-			t := qt[a]
-			if t == "" {
-				continue
-			}
-			key := f.name + "\x00" + t
-			if looked[key] {
-				continue
-			}
-			looked[key] = true
-			counted[[2]string{string(f.analyzer), t}] = true
-			v := s.vocabOf(fi)
-			j := v.fieldIndex(fi)
-			pl := v.list(t)
-			df := 0
-			if pl != nil {
-				df = int(pl.df[j])
-			}
-			res.stats.selfScore += f.weight * s.idf(df) * (k1 + 1)
+		p := &pairs[pi]
+		v, pl := p.v, p.pl
+		nf := v.nf()
+		for j, fi := range v.fields {
+			df := int(pl.df[j])
 			if df == 0 {
 				continue
 			}
-			known[[2]string{string(f.analyzer), t}] = true
+			f := s.fields[fi]
 			w := f.weight * s.idf(df)
 			b := f.b
-			nf := v.nf()
 			for i, d := range pl.docs {
 				fr := pl.freq(i, j, nf)
 				if fr == 0 {
@@ -989,8 +1040,7 @@ func (s *sparse) scoreSum(ctx context.Context, task analyzedTask, sc *scratch) (
 			}
 		}
 	}
-	res.stats.terms, res.stats.known = len(counted), len(known)
-	return res, nil
+	return nil
 }
 
 // vocabOf returns the vocab that holds field fi.

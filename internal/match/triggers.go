@@ -99,7 +99,7 @@ func (p *phrases) info(ph *phrase) float64 {
 // shortTerms returns the distinct stemmed terms of a skill's name,
 // description, tags and triggers: what phrase rarity counts.
 func shortTerms(stem analysis.Analyzer, s *skill.Skill) []string {
-	short := normalizeText(strings.Join([]string{s.Name, description(s), strings.Join(s.Tags(), " "),
+	short := normalizeText(strings.Join([]string{s.MatchName(), description(s), strings.Join(s.Tags(), " "),
 		strings.Join(s.Frontmatter.Triggers, " ")}, " "))
 	seen := map[string]bool{}
 	var out []string
@@ -122,7 +122,7 @@ func docPhrases(an analysis.Analyzer, doc int32, s *skill.Skill) []phrase {
 		}
 		out = append(out, phrase{doc: doc, kind: kind, text: text, terms: ts})
 	}
-	add(phraseName, s.Name)
+	add(phraseName, s.SpokenName())
 	seen := map[string]bool{}
 	for j, t := range s.Frontmatter.Triggers {
 		key := strings.ToLower(strings.TrimSpace(t))

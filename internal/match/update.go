@@ -31,7 +31,8 @@ type UpdateStats struct {
 // are copied, and everything else is shared with ix, which stays valid. The
 // result answers exactly as Build(in) would, bit for bit.
 //
-// A skill is the same skill when its folder (Dir) is; its indexed text is
+// A skill is the same skill when its key (skill.Key: its folder, or a
+// tool's name) is; its indexed text is
 // unchanged when its content hash, name, description, tags and triggers are
 // (the body is read through in.Body only for skills whose text changed, and
 // is taken to follow the content hash). When in.Config indexes other fields,
@@ -43,7 +44,8 @@ func (ix *Index) Update(ctx context.Context, in BuildInput) (*Index, UpdateStats
 	if err := cfg.Validate(); err != nil {
 		return nil, us, fmt.Errorf("match config: %w", err)
 	}
-	if !ix.sameIndexing(cfg) {
+	params := anyParams(in.Skills)
+	if !ix.sameIndexing(cfg, params) {
 		nx, err := Build(ctx, in)
 		us.Rebuilt = true
 		return nx, us, err
@@ -55,7 +57,7 @@ func (ix *Index) Update(ctx context.Context, in BuildInput) (*Index, UpdateStats
 	if slotOf == nil { // a restored snapshot
 		slotOf = make(map[string]int32, len(ix.byOrd))
 		for _, d := range ix.byOrd {
-			slotOf[ix.docs[d].Dir] = d
+			slotOf[ix.docs[d].Key()] = d
 		}
 	}
 	type item struct {
@@ -76,7 +78,7 @@ func (ix *Index) Update(ctx context.Context, in BuildInput) (*Index, UpdateStats
 			v = in.Vectors[i]
 		}
 		it := item{s: s, v: v, slot: -1}
-		if d, ok := slotOf[s.Dir]; ok && !used[d] {
+		if d, ok := slotOf[s.Key()]; ok && !used[d] {
 			used[d] = true
 			it.slot = d
 			it.kept = (ix.docs[d] == s || sameIndexedText(ix.docs[d], s)) && !ix.bodyErr[d]
@@ -86,12 +88,12 @@ func (ix *Index) Update(ctx context.Context, in BuildInput) (*Index, UpdateStats
 	// Slots to drop (changed or removed) and to fill (changed or added).
 	var drop, fill []int32
 	var free []int32
-	var gone []string // folders of removed skills
+	var gone []string // keys of removed skills
 	for d, s := range ix.docs {
 		if s != nil && !used[d] {
 			drop = append(drop, int32(d))
 			free = append(free, int32(d))
-			gone = append(gone, s.Dir)
+			gone = append(gone, s.Key())
 			us.Removed++
 		} else if s == nil {
 			free = append(free, int32(d))
@@ -122,11 +124,11 @@ func (ix *Index) Update(ctx context.Context, in BuildInput) (*Index, UpdateStats
 	nx.slotOf = slotOf
 	if us.Added > 0 || us.Removed > 0 || ix.slotOf == nil {
 		nx.slotOf = maps.Clone(slotOf)
-		for _, dir := range gone {
-			delete(nx.slotOf, dir)
+		for _, key := range gone {
+			delete(nx.slotOf, key)
 		}
 		for _, it := range items {
-			nx.slotOf[it.s.Dir] = it.slot
+			nx.slotOf[it.s.Key()] = it.slot
 		}
 	}
 
@@ -153,7 +155,7 @@ func (ix *Index) Update(ctx context.Context, in BuildInput) (*Index, UpdateStats
 	}
 
 	// Analyze what changed.
-	fields := sparseFields(cfg.Fields, cfg.BM25)
+	fields := sparseFields(cfg.Fields, cfg.BM25, params)
 	withBody := nx.bodyIndexed() && in.Body != nil
 	added := make([]sparseDoc, len(fill))
 	k := 0
@@ -221,10 +223,11 @@ type slotVec struct {
 	kept bool
 }
 
-// sameIndexing reports whether cfg indexes what ix indexed: the same fields
-// with the same analyzers and the same length of body.
-func (ix *Index) sameIndexing(cfg Config) bool {
-	fields := sparseFields(cfg.Fields, cfg.BM25)
+// sameIndexing reports whether cfg, over skills with parameters (params) or
+// not, indexes what ix indexed: the same fields with the same analyzers and
+// the same length of body.
+func (ix *Index) sameIndexing(cfg Config, params bool) bool {
+	fields := sparseFields(cfg.Fields, cfg.BM25, params)
 	if len(fields) != len(ix.sparse.fields) {
 		return false
 	}

@@ -291,3 +291,124 @@ func TestSnapshotRestoresForUpdate(t *testing.T) {
 		t.Error("a snapshot with flipped bytes was read")
 	}
 }
+
+// TestUpdateWithTools: tools of MCP servers have no folder; Update and a
+// restored snapshot tell them apart by name (skill.Key), and an index whose
+// tools gain or lose parameters is built again with or without the
+// parameters field. After every step the answers are those of a fresh
+// Build.
+func TestUpdateWithTools(t *testing.T) {
+	ctx := context.Background()
+	skills, _, bodies := exactCorpus(t, 300, 16, 7)
+	r := rand.New(rand.NewPCG(3, 4))
+	z := rand.NewZipf(r, 1.1, 2, 5000)
+	tool := func(server, name string, params ...string) *skill.Skill {
+		t := &skill.Tool{Server: server, Name: name, InputSchema: []byte(`{"type":"object"}`)}
+		for _, p := range params {
+			t.Params = append(t.Params, skill.ToolParam{Name: p, Description: zipfText(r, z, 5)})
+		}
+		s := &skill.Skill{Name: server + "." + name, Kind: skill.EntryTool, Tool: t,
+			Frontmatter: skill.Frontmatter{Name: server + "." + name, Description: zipfText(r, z, 12)},
+			Root:        skill.Root{Kind: skill.KindServer, Display: server}}
+		s.ContentHash = skill.Hash([]byte(fmt.Sprint(s.Name, s.Frontmatter.Description, params)))
+		return s
+	}
+	var tasks []string
+	for i := range 15 {
+		tasks = append(tasks, zipfText(r, z, 3+i*4))
+	}
+	tasks = append(tasks, "srv create issue", "create issue in the repository")
+	body := func(s *skill.Skill) (string, error) {
+		if s.IsTool() {
+			return "", nil
+		}
+		return bodies[s.ContentHash], nil
+	}
+	in := func(entries []*skill.Skill) BuildInput {
+		return BuildInput{Skills: entries, Config: DefaultConfig(), Body: body}
+	}
+	entries := append(slices.Clone(skills), tool("srv", "create_issue"), tool("srv", "merge"), tool("gh", "merge"))
+	ix, err := Build(ctx, in(entries))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ix.sparse.hasField(fieldParams) {
+		t.Fatal("parameters field indexed without a tool that has parameters")
+	}
+	steps := []struct {
+		name    string
+		edit    func([]*skill.Skill) []*skill.Skill
+		rebuilt bool
+	}{
+		{"a tool gains parameters", func(es []*skill.Skill) []*skill.Skill {
+			return append(es[:len(es)-3:len(es)-3], tool("srv", "create_issue", "repo", "title"), es[len(es)-2], es[len(es)-1])
+		}, true},
+		{"a tool is added", func(es []*skill.Skill) []*skill.Skill {
+			return append(es, tool("gh", "close_issue", "number"))
+		}, false},
+		{"a tool is removed", func(es []*skill.Skill) []*skill.Skill {
+			return slices.DeleteFunc(es, func(s *skill.Skill) bool { return s.Name == "srv.merge" })
+		}, false},
+		{"a tool's definition changes", func(es []*skill.Skill) []*skill.Skill {
+			for i, s := range es {
+				if s.Name == "gh.merge" {
+					es[i] = tool("gh", "merge", "base")
+				}
+			}
+			return es
+		}, false},
+		{"the tools with parameters go", func(es []*skill.Skill) []*skill.Skill {
+			return slices.DeleteFunc(es, func(s *skill.Skill) bool { return s.IsTool() && len(s.Tool.Params) > 0 })
+		}, true},
+	}
+	for _, st := range steps {
+		entries = st.edit(slices.Clone(entries))
+		nx, us, err := ix.Update(ctx, in(entries))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if us.Rebuilt != st.rebuilt {
+			t.Errorf("%s: rebuilt %v, want %v", st.name, us.Rebuilt, st.rebuilt)
+		}
+		want, err := Build(ctx, in(entries))
+		if err != nil {
+			t.Fatal(err)
+		}
+		compareIndexes(t, st.name, nx, want, tasks)
+		ix = nx
+	}
+
+	// A snapshot keeps the tools apart by name: restored and updated with
+	// the same entries, every one is kept.
+	entries = append(entries, tool("srv", "label", "name"))
+	ix, err = Build(ctx, in(entries))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var buf strings.Builder
+	if err := ix.WriteSnapshot(&buf); err != nil {
+		t.Fatal(err)
+	}
+	base, err := ReadSnapshot(strings.NewReader(buf.String()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	restored, us, err := base.Update(ctx, in(entries))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if us.Kept != len(entries) || us.Rebuilt {
+		t.Errorf("restored with the same entries: %+v, want all %d kept", us, len(entries))
+	}
+	compareIndexes(t, "restored with tools", restored, ix, tasks)
+	entries = slices.DeleteFunc(entries, func(s *skill.Skill) bool { return s.Name == "srv.create_issue" })
+	edited, _, err := base.Update(ctx, in(entries))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := Build(ctx, in(entries))
+	if err != nil {
+		t.Fatal(err)
+	}
+	compareIndexes(t, "restored, a tool removed", edited, want, tasks)
+}

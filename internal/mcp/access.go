@@ -22,15 +22,18 @@ const (
 	// FeatureExec is authorize_exec (group exec), offered only while
 	// feature flag skills_exec is on.
 	FeatureExec
+	// FeatureCall is call_tool (group exec), offered only while feature
+	// flag tools_call is on and MCP servers are configured.
+	FeatureCall
 
 	// AllFeatures is what a caller without a token gets.
-	AllFeatures = FeatureFind | FeatureList | FeatureLoad | FeatureExec
+	AllFeatures = FeatureFind | FeatureList | FeatureLoad | FeatureExec | FeatureCall
 )
 
 // FeaturesOf maps a principal's method groups onto features: match grants
 // find_skills and list_skills, read grants list_skills, load grants
 // load_skill, read_skill_file, resources and prompts, exec grants
-// authorize_exec. Group admin grants nothing here (there is no MCP tool for
+// authorize_exec and call_tool. Group admin grants nothing here (there is no MCP tool for
 // Reindex). A nil principal is anonymous: everything.
 func FeaturesOf(p *auth.Principal) Features {
 	if p == nil {
@@ -47,7 +50,7 @@ func FeaturesOf(p *auth.Principal) Features {
 		f |= FeatureLoad
 	}
 	if p.Allows(auth.GroupExec) {
-		f |= FeatureExec
+		f |= FeatureExec | FeatureCall
 	}
 	return f
 }
@@ -58,7 +61,7 @@ func (f Features) String() string {
 	for _, n := range []struct {
 		f    Features
 		name string
-	}{{FeatureFind, "find"}, {FeatureList, "list"}, {FeatureLoad, "load"}, {FeatureExec, "exec"}} {
+	}{{FeatureFind, "find"}, {FeatureList, "list"}, {FeatureLoad, "load"}, {FeatureExec, "exec"}, {FeatureCall, "call"}} {
 		if f&n.f != 0 {
 			out = append(out, n.name)
 		}
@@ -76,24 +79,31 @@ const (
 	toolRead = "read_skill_file"
 	toolList = "list_skills"
 	toolExec = "authorize_exec"
+	// The tools of MCP servers.
+	toolFindTools = "find_tools"
+	toolCall      = "call_tool"
 )
 
 // toolFeatures says which feature each tool needs.
 var toolFeatures = map[string]Features{
-	toolFind: FeatureFind,
-	toolList: FeatureList,
-	toolLoad: FeatureLoad,
-	toolRead: FeatureLoad,
-	toolExec: FeatureExec,
+	toolFind:      FeatureFind,
+	toolList:      FeatureList,
+	toolLoad:      FeatureLoad,
+	toolRead:      FeatureLoad,
+	toolExec:      FeatureExec,
+	toolFindTools: FeatureFind,
+	toolCall:      FeatureCall,
 }
 
 // toolGroups names the groups that grant each tool, for refusals.
 var toolGroups = map[string]string{
-	toolFind: "match",
-	toolList: "match or read",
-	toolLoad: "load",
-	toolRead: "load",
-	toolExec: "exec",
+	toolFind:      "match",
+	toolList:      "match or read",
+	toolLoad:      "load",
+	toolRead:      "load",
+	toolExec:      "exec",
+	toolFindTools: "match",
+	toolCall:      "exec",
 }
 
 // methodFeatures says which feature an MCP method needs, beyond tools/call.

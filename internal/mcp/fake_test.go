@@ -25,6 +25,7 @@ type fakeRouter struct {
 	StatusFunc           func(context.Context) (*skill.Status, error)
 	AuthorizeExecFunc    func(context.Context, skill.ExecRequest) (*skill.ExecDecision, error)
 	ReportExecResultFunc func(context.Context, skill.ExecReport) (*skill.ExecReport, error)
+	CallToolFunc         func(context.Context, skill.ToolCall) (*skill.ToolResult, error)
 	WaitGenerationFunc   func(context.Context, uint64) (uint64, error)
 }
 
@@ -84,6 +85,13 @@ func (r *fakeRouter) ReportExecResult(ctx context.Context, req skill.ExecReport)
 		return nil, errUnimplemented
 	}
 	return r.ReportExecResultFunc(ctx, req)
+}
+
+func (r *fakeRouter) CallTool(ctx context.Context, call skill.ToolCall) (*skill.ToolResult, error) {
+	if r.CallToolFunc == nil {
+		return nil, errUnimplemented
+	}
+	return r.CallToolFunc(ctx, call)
 }
 
 func (r *fakeRouter) WaitGeneration(ctx context.Context, after uint64) (uint64, error) {

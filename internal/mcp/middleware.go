@@ -130,6 +130,9 @@ func (f *Front) middleware(vw *view) mcpsdk.Middleware {
 				origin.Principal = p.ID
 			}
 			ctx = skill.WithOrigin(context.WithValue(ctx, callKey{}, c), origin)
+			if p != nil {
+				ctx = skill.WithScope(ctx, skill.Scope{Servers: p.Servers()})
+			}
 
 			res, err := f.admit(c, method, tgt)
 			if res == nil && err == nil {

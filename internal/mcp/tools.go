@@ -147,7 +147,8 @@ func (f *Front) findSkills(ctx context.Context, vw *view, in findInput) (*mcpsdk
 	if err != nil {
 		return nil, findOutput{}, err
 	}
-	res, err := f.router.Match(ctx, skill.MatchRequest{Task: in.Task, TopK: in.TopK, Agent: agent})
+	res, err := f.router.Match(ctx, skill.MatchRequest{Task: in.Task, TopK: in.TopK, Agent: agent,
+		Options: skill.MatchOptions{Kinds: skill.KindsSkills}})
 	if err != nil {
 		return nil, findOutput{}, f.toolError(ctx, toolFind, err)
 	}
@@ -159,7 +160,8 @@ func (f *Front) listSkills(ctx context.Context, vw *view, in listInput) (*mcpsdk
 	if err != nil {
 		return nil, listOutput{}, err
 	}
-	res, err := f.router.List(ctx, skill.ListRequest{Agent: agent, PageToken: in.PageToken, CatalogBudget: in.BudgetChars})
+	res, err := f.router.List(ctx, skill.ListRequest{Agent: agent, PageToken: in.PageToken, CatalogBudget: in.BudgetChars,
+		Kinds: skill.KindsSkills})
 	if err != nil {
 		return nil, listOutput{}, f.toolError(ctx, toolList, err)
 	}

@@ -1,7 +1,9 @@
 package remote
 
 import (
+	"encoding/json"
 	"strings"
+	"time"
 
 	"google.golang.org/protobuf/types/known/durationpb"
 
@@ -39,8 +41,12 @@ func matchRequestPB(req skill.MatchRequest) (*routerv1.MatchRequest, error) {
 	if !ok {
 		return nil, skill.InvalidArgument(skill.FieldFusion, "%q is not a fusion rule; want tiebreak, rrf, convex or adaptive", skill.Clip(string(req.Options.Fusion), 40))
 	}
+	kinds, err := kindFilterPB(skill.FieldKinds, req.Options.Kinds)
+	if err != nil {
+		return nil, err
+	}
 	out := &routerv1.MatchRequest{Task: req.Task, TopK: topK, Agent: req.Agent, Options: &routerv1.MatchOptions{
-		Mode: mode, Fusion: fusion, IncludeHidden: req.Options.IncludeHidden,
+		Mode: mode, Fusion: fusion, IncludeHidden: req.Options.IncludeHidden, Kinds: kinds,
 	}}
 	if t := req.Options.Threshold; t != nil {
 		v := *t
@@ -58,10 +64,29 @@ func listRequestPB(req skill.ListRequest) (*routerv1.ListSkillsRequest, error) {
 	if err != nil {
 		return nil, err
 	}
+	kinds, err := kindFilterPB(skill.FieldListKinds, req.Kinds)
+	if err != nil {
+		return nil, err
+	}
 	return &routerv1.ListSkillsRequest{
 		Agent: req.Agent, PageSize: size, PageToken: req.PageToken, IncludeHidden: req.IncludeHidden,
-		IncludeDisabled: req.IncludeDisabled, CatalogCharBudget: budget,
+		IncludeDisabled: req.IncludeDisabled, CatalogCharBudget: budget, Kinds: kinds,
 	}, nil
+}
+
+var kindFiltersPB = map[skill.KindFilter]routerv1.KindFilter{
+	"":                routerv1.KindFilter_KIND_FILTER_UNSPECIFIED,
+	skill.KindsBoth:   routerv1.KindFilter_KIND_FILTER_BOTH,
+	skill.KindsSkills: routerv1.KindFilter_KIND_FILTER_SKILLS,
+	skill.KindsTools:  routerv1.KindFilter_KIND_FILTER_TOOLS,
+}
+
+func kindFilterPB(field string, k skill.KindFilter) (routerv1.KindFilter, error) {
+	pb, ok := kindFiltersPB[k]
+	if !ok {
+		return 0, skill.InvalidArgument(field, "%q is not a kind filter; want skills, tools or both", skill.Clip(string(k), 40))
+	}
+	return pb, nil
 }
 
 func loadRequestPB(req skill.LoadRequest) (*routerv1.LoadRequest, error) {
@@ -93,10 +118,11 @@ func execReportPB(req skill.ExecReport) (*routerv1.ReportExecResultRequest, erro
 // Answers: proto to domain.
 
 var kinds = map[routerv1.SourceKind]skill.SourceKind{
-	routerv1.SourceKind_SOURCE_KIND_PROJECT: skill.KindProject,
-	routerv1.SourceKind_SOURCE_KIND_USER:    skill.KindUser,
-	routerv1.SourceKind_SOURCE_KIND_LEARNED: skill.KindLearned,
-	routerv1.SourceKind_SOURCE_KIND_BUNDLED: skill.KindBundled,
+	routerv1.SourceKind_SOURCE_KIND_PROJECT:    skill.KindProject,
+	routerv1.SourceKind_SOURCE_KIND_USER:       skill.KindUser,
+	routerv1.SourceKind_SOURCE_KIND_LEARNED:    skill.KindLearned,
+	routerv1.SourceKind_SOURCE_KIND_BUNDLED:    skill.KindBundled,
+	routerv1.SourceKind_SOURCE_KIND_MCP_SERVER: skill.KindServer,
 }
 
 // fromSource is the skill a SkillSource locates, with nothing else known.
@@ -123,7 +149,31 @@ func fromSummary(s *routerv1.SkillSummary) *skill.Skill {
 	}
 	out.Name = s.GetName()
 	out.Frontmatter = skill.Frontmatter{Name: s.GetName(), Description: s.GetDescription(), Tags: s.GetTags()}
+	withTool(out, s.GetKind(), s.GetTool(), s.GetTrust())
 	return out
+}
+
+// withTool makes s a tool entry when the API says it is one.
+func withTool(s *skill.Skill, kind routerv1.EntryKind, t *routerv1.ToolInfo, trust routerv1.Trust) {
+	if kind != routerv1.EntryKind_ENTRY_KIND_TOOL || t == nil {
+		return
+	}
+	s.Kind = skill.EntryTool
+	s.Tool = &skill.Tool{
+		Server: t.GetServer(), Name: t.GetUpstreamName(), Title: t.GetTitle(), InputSchema: json.RawMessage(t.GetInputSchema()),
+		Trusted: trust == routerv1.Trust_TRUST_TRUSTED, Agents: t.GetAgents(),
+		Hints: skill.ToolHints{Title: t.GetHints().GetTitle(), ReadOnly: t.GetHints().GetReadOnly(), Idempotent: t.GetHints().GetIdempotent(),
+			Destructive: t.GetHints().Destructive, OpenWorld: t.GetHints().OpenWorld},
+	}
+	for _, p := range t.GetParams() {
+		s.Tool.Params = append(s.Tool.Params, skill.ToolParam{Name: p.GetName(), Description: p.GetDescription(), Type: p.GetType(), Required: p.GetRequired()})
+	}
+	for _, p := range t.GetResults() {
+		s.Tool.Results = append(s.Tool.Results, skill.ToolParam{Name: p.GetName(), Description: p.GetDescription(), Type: p.GetType(), Required: p.GetRequired()})
+	}
+	if s.ContentHash == "" {
+		s.ContentHash = t.GetDefinitionSha256()
+	}
 }
 
 func fromDetail(d *routerv1.SkillDetail) *skill.Skill {
@@ -144,6 +194,7 @@ func fromDetail(d *routerv1.SkillDetail) *skill.Skill {
 		}
 	}
 	out.ContentHash, out.FrontmatterHash = d.GetContentSha256(), d.GetFrontmatterSha256()
+	withTool(out, d.GetKind(), d.GetTool(), d.GetTrust())
 	out.Resources = resources(d.GetResources())
 	out.ResourcesTruncated = d.GetResourcesTruncated()
 	out.Size, out.BodyTokens = d.GetSizeBytes(), int(d.GetBodyTokens())
@@ -307,12 +358,16 @@ func statusResult(r *routerv1.StatusResponse) *skill.Status {
 			Done: int(r.GetReindexProgress().GetDone()), Total: int(r.GetReindexProgress().GetTotal()),
 		},
 		Errors: int(r.GetValidation().GetErrors()), Warnings: int(r.GetValidation().GetWarnings()),
-		Flags:    skill.Flags{SkillsV1: r.GetFlags().GetSkillsV1(), SkillsExec: r.GetFlags().GetSkillsExec()},
+		Flags:    skill.Flags{SkillsV1: r.GetFlags().GetSkillsV1(), SkillsExec: r.GetFlags().GetSkillsExec(), ToolsCall: r.GetFlags().GetToolsCall()},
+		Tools:    int(r.GetTools()),
 		Config:   skill.ConfigState{Path: r.GetConfig().GetPath(), Error: r.GetConfig().GetError()},
 		Degraded: r.GetDegraded(), DegradedReason: r.GetDegradedReason(),
 	}
 	if t := r.GetStartedAt(); t != nil {
 		out.StartedAt = t.AsTime()
+	}
+	for _, sv := range r.GetServers() {
+		out.Servers = append(out.Servers, serverStatus(sv))
 	}
 	// The API reports the pass that built the generation, not later passes
 	// that changed nothing.
@@ -354,4 +409,54 @@ func execDecision(r *routerv1.AuthorizeExecResponse) *skill.ExecDecision {
 		d.Reason = denyReasons[r.GetDenyReason()]
 	}
 	return d
+}
+
+var serverStates = map[routerv1.ServerState]skill.ServerState{
+	routerv1.ServerState_SERVER_STATE_DISABLED: skill.ServerDisabled,
+	routerv1.ServerState_SERVER_STATE_STARTING: skill.ServerStarting,
+	routerv1.ServerState_SERVER_STATE_READY:    skill.ServerReady,
+	routerv1.ServerState_SERVER_STATE_FAILED:   skill.ServerFailed,
+	routerv1.ServerState_SERVER_STATE_STOPPED:  skill.ServerStopped,
+}
+
+func timeOf(t interface{ AsTime() time.Time }, set bool) time.Time {
+	if !set {
+		return time.Time{}
+	}
+	return t.AsTime()
+}
+
+func serverStatus(s *routerv1.ServerStatus) skill.ServerStatus {
+	return skill.ServerStatus{
+		Name: s.GetName(), Transport: s.GetTransport(), Endpoint: s.GetEndpoint(), State: serverStates[s.GetState()],
+		Trusted: s.GetTrust() == routerv1.Trust_TRUST_TRUSTED, Agents: s.GetAgents(),
+		Tools: int(s.GetTools()), ToolsListed: int(s.GetToolsListed()), ToolsFiltered: int(s.GetToolsFiltered()),
+		ToolsDropped: int(s.GetToolsDropped()), Resources: int(s.GetResources()), Prompts: int(s.GetPrompts()),
+		ServerName: s.GetServerName(), ServerVersion: s.GetServerVersion(), ProtocolVersion: s.GetProtocolVersion(),
+		LastError:   s.GetLastError(),
+		LastErrorAt: timeOf(s.GetLastErrorAt(), s.GetLastErrorAt() != nil),
+		ConnectedAt: timeOf(s.GetConnectedAt(), s.GetConnectedAt() != nil),
+		ListedAt:    timeOf(s.GetListedAt(), s.GetListedAt() != nil),
+		NextAttempt: timeOf(s.GetNextAttempt(), s.GetNextAttempt() != nil),
+		Restarts:    int(s.GetRestarts()), ListChanged: int(s.GetListChanged()), Refreshes: int(s.GetRefreshes()),
+		Diagnostics: s.GetDiagnostics(), StderrTail: s.GetStderrTail(),
+	}
+}
+
+func callToolResult(r *routerv1.CallToolResponse) *skill.ToolResult {
+	out := &skill.ToolResult{
+		Name: r.GetName(), Server: r.GetServer(), Tool: r.GetTool(), IsError: r.GetIsError(), Truncated: r.GetTruncated(),
+		Framed: r.GetFramed(), Bytes: int(r.GetBytes()), Trusted: r.GetTrust() == routerv1.Trust_TRUST_TRUSTED,
+		Duration: r.GetDuration().AsDuration(), DecisionID: r.GetDecisionId(), Generation: r.GetIndexGeneration(),
+	}
+	if sc := r.GetStructuredContent(); sc != "" {
+		out.StructuredContent = json.RawMessage(sc)
+	}
+	for _, c := range r.GetContent() {
+		out.Content = append(out.Content, skill.ToolContent{
+			Type: c.GetType(), Text: c.GetText(), Data: c.GetData(), MIMEType: c.GetMimeType(),
+			URI: c.GetUri(), Name: c.GetName(), Description: c.GetDescription(),
+		})
+	}
+	return out
 }

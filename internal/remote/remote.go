@@ -149,6 +149,21 @@ func (r *Router) ReportExecResult(ctx context.Context, req skill.ExecReport) (*s
 	return &req, nil
 }
 
+// CallTool forwards to SkillRouter.CallTool.
+func (r *Router) CallTool(ctx context.Context, call skill.ToolCall) (*skill.ToolResult, error) {
+	if len(call.Arguments) > skill.MaxToolArgumentBytes {
+		return nil, skill.InvalidArgument(skill.FieldArguments, "%d bytes; the limit is %d", len(call.Arguments), skill.MaxToolArgumentBytes).
+			WithReason(skill.ReasonArgumentsTooLarge)
+	}
+	resp, err := r.client.CallTool(ctx, &routerv1.CallToolRequest{
+		Name: call.Name, Arguments: string(call.Arguments), Agent: call.Agent, Caller: call.Caller,
+	})
+	if err != nil {
+		return nil, fromStatus(ctx, err)
+	}
+	return callToolResult(resp), nil
+}
+
 // WaitGeneration polls Status every PollInterval until the remote router
 // serves a generation other than after. Failed polls (the router
 // restarting) are retried; it returns ctx's error when ctx ends first.

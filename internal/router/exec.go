@@ -73,7 +73,7 @@ func (r *Router) AuthorizeExec(_ context.Context, req skill.ExecRequest) (*skill
 		return nil, err
 	}
 	d := r.decideExec(g, req)
-	d.DecisionID = newDecisionID()
+	d.DecisionID = newID("exec-")
 	if d.Allowed {
 		r.execs.add(d.DecisionID, decisionRecord{skill: req.Skill, script: req.Script, at: time.Now()})
 	}
@@ -150,8 +150,9 @@ func (r *Router) ReportExecResult(_ context.Context, rep skill.ExecReport) (*ski
 	return &rep, nil
 }
 
-func newDecisionID() string {
+// newID returns prefix and 24 random hex digits: a decision's id.
+func newID(prefix string) string {
 	var b [12]byte
 	_, _ = rand.Read(b[:])
-	return "exec-" + hex.EncodeToString(b[:])
+	return prefix + hex.EncodeToString(b[:])
 }

@@ -16,7 +16,7 @@ import (
 // hidden skills are left out unless asked for. The page token is opaque: it
 // encodes the last name returned, so pages stay consistent across
 // generations.
-func (r *Router) List(_ context.Context, req skill.ListRequest) (*skill.ListResult, error) {
+func (r *Router) List(ctx context.Context, req skill.ListRequest) (*skill.ListResult, error) {
 	if err := req.Validate(); err != nil {
 		return nil, err
 	}
@@ -33,9 +33,11 @@ func (r *Router) List(_ context.Context, req skill.ListRequest) (*skill.ListResu
 	if err != nil {
 		return nil, err
 	}
+	scope := skill.ScopeFrom(ctx)
 	var all []*skill.Skill
 	for _, s := range g.Catalog.Visible(req.Agent) {
-		if (!req.IncludeDisabled && !s.Enabled()) || (!req.IncludeHidden && s.Frontmatter.Hidden) {
+		if (!req.IncludeDisabled && !s.Enabled()) || (!req.IncludeHidden && s.Frontmatter.Hidden) ||
+			!req.Kinds.Allows(s) || !scope.Allows(s) {
 			continue
 		}
 		all = append(all, s)
@@ -56,29 +58,33 @@ func (r *Router) List(_ context.Context, req skill.ListRequest) (*skill.ListResu
 	return res, nil
 }
 
-// Get returns the copy of a skill agent sees, with its precedence entry.
-func (r *Router) Get(_ context.Context, req skill.GetRequest) (*skill.GetResult, error) {
+// Get returns the copy of a skill agent sees, with its precedence entry, or
+// a tool by name.
+func (r *Router) Get(ctx context.Context, req skill.GetRequest) (*skill.GetResult, error) {
 	if err := req.Validate(); err != nil {
 		return nil, err
 	}
-	g, ent, err := r.lookup(req.Name, req.Agent)
+	g, ent, err := r.lookup(ctx, req.Name, req.Agent)
 	if err != nil {
 		return nil, err
 	}
 	return &skill.GetResult{Entry: ent, Generation: g.ID}, nil
 }
 
-// lookup finds the skill agent sees under name in the served generation.
-func (r *Router) lookup(name, agent string) (*generation.Generation, *skill.Entry, error) {
+// lookup finds the skill agent sees under name in the served generation,
+// else the tool of that name when the caller's scope includes its server.
+func (r *Router) lookup(ctx context.Context, name, agent string) (*generation.Generation, *skill.Entry, error) {
 	g, err := r.generation()
 	if err != nil {
 		return nil, nil, err
 	}
-	ent, ok := g.Catalog.Lookup(name, agent)
-	if !ok {
-		return nil, nil, r.notFound(g.Catalog, name)
+	if ent, ok := g.Catalog.Lookup(name, agent); ok {
+		return g, ent, nil
 	}
-	return g, ent, nil
+	if t, ok := g.Catalog.Tool(name, agent); ok && skill.ScopeFrom(ctx).Allows(t) {
+		return g, &skill.Entry{Skill: t}, nil
+	}
+	return nil, nil, r.notFound(g.Catalog, name)
 }
 
 // notFound explains a missing skill, naming a file that failed to parse under

@@ -15,16 +15,20 @@ import (
 // Load serves a skill at level 1 (summary), 2 (body under a token budget) or
 // 3 (one resource file). Hidden skills and skills excluded from model
 // invocation load by name; disabled skills do not.
-func (r *Router) Load(_ context.Context, req skill.LoadRequest) (*skill.LoadResult, error) {
+func (r *Router) Load(ctx context.Context, req skill.LoadRequest) (*skill.LoadResult, error) {
 	set := r.Settings()
 	if err := req.Validate(set.MaxTokenBudget); err != nil {
 		return nil, err
 	}
-	g, ent, err := r.lookup(req.Name, req.Agent)
+	g, ent, err := r.lookup(ctx, req.Name, req.Agent)
 	if err != nil {
 		return nil, err
 	}
 	s := ent.Skill
+	if s.IsTool() && req.Level != skill.LevelSummary {
+		return nil, skill.Errorf(skill.CodeFailedPrecondition,
+			"%s is a tool of MCP server %s: it has no body or files; Match returns its input schema and CallTool calls it", s.Name, s.Tool.Server)
+	}
 	if !s.Enabled() {
 		return nil, skill.Errorf(skill.CodeFailedPrecondition, "skill %q is %s", s.Name, s.DisabledReason()).WithReason(skill.ReasonSkillDisabled)
 	}

@@ -23,7 +23,10 @@ func (r *Router) Match(ctx context.Context, req skill.MatchRequest) (*skill.Matc
 			AbstainDetail: "routing is switched off (feature flag skills_v1); load skills by name, or ask an operator to turn it on",
 		}, nil
 	}
-	visible := func(s *skill.Skill) bool { return g.Catalog.VisibleTo(s, req.Agent) }
+	kinds, scope := req.Options.Kinds, skill.ScopeFrom(ctx)
+	visible := func(s *skill.Skill) bool {
+		return kinds.Allows(s) && scope.Allows(s) && g.Catalog.VisibleTo(s, req.Agent)
+	}
 	res, err := g.Index.Match(ctx, req, visible)
 	if err != nil {
 		return nil, err

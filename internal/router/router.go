@@ -9,6 +9,7 @@ package router
 
 import (
 	"context"
+	"encoding/json"
 	"log/slog"
 	"path/filepath"
 	"reflect"
@@ -42,10 +43,33 @@ type Config struct {
 	// Settings are the initial hot-reloadable settings.
 	Settings Settings
 	Version  string
+	// StoreDegraded says why the cache lives in a temporary directory (see
+	// store.OpenOrFallback), or ""; Status reports it as degraded.
+	StoreDegraded string
 	// OnPass, when set, is called after every build (requested or in the
 	// background), with its error; telemetry records reindex events here.
 	OnPass func(ctx context.Context, p generation.Pass, err error)
-	Logger *slog.Logger
+	// Upstream is the manager of the configured MCP servers (the builder
+	// indexes their tools through its own Config.Tools); nil means none.
+	Upstream Upstream
+	// UpstreamWait bounds how long Start waits for the servers' first
+	// attempts, so the first generation holds the tools of servers that
+	// start quickly; 0 means 5s.
+	UpstreamWait time.Duration
+	Logger       *slog.Logger
+}
+
+// Upstream is what the router needs of the MCP servers' manager;
+// upstream.Manager is one.
+type Upstream interface {
+	// Changes receives a value after the servers' tools changed.
+	Changes() <-chan struct{}
+	// Servers describes every configured server.
+	Servers() []skill.ServerStatus
+	// Call calls a tool and returns its result bounded, text unframed.
+	Call(ctx context.Context, t *skill.Tool, args json.RawMessage) (*skill.ToolResult, error)
+	// Wait returns when every server has finished its first attempt.
+	Wait(ctx context.Context) error
 }
 
 // Settings are what a config reload may change while the router runs.
@@ -120,6 +144,15 @@ func (r *Router) Start(ctx context.Context) error {
 			r.mu.Unlock()
 		}
 	}
+	if up := r.cfg.Upstream; up != nil {
+		wait := r.cfg.UpstreamWait
+		if wait <= 0 {
+			wait = 5 * time.Second
+		}
+		wctx, cancel := context.WithTimeout(ctx, wait)
+		_ = up.Wait(wctx) // servers that are slower join in a later generation
+		cancel()
+	}
 	if _, err := r.reindex(ctx, false); err != nil {
 		if r.watcher != nil {
 			r.watcher.Close()
@@ -134,13 +167,22 @@ func (r *Router) Start(ctx context.Context) error {
 	return nil
 }
 
-// refreshLoop rebuilds on file events and on the rescan timer.
+// upstreamDebounce coalesces changes of several MCP servers (at start, all
+// of them become ready within moments) into one build.
+const upstreamDebounce = 200 * time.Millisecond
+
+// refreshLoop rebuilds on file events, on changes of the MCP servers' tools
+// and on the rescan timer. A changed tool list is served from the next
+// generation: a request in flight keeps the one it started with.
 func (r *Router) refreshLoop(ctx context.Context) {
 	defer close(r.done)
-	var changes <-chan struct{}
+	var changes, upstream <-chan struct{}
 	if r.watcher != nil {
 		go r.watcher.Run(ctx)
 		changes = r.watcher.Changes()
+	}
+	if r.cfg.Upstream != nil {
+		upstream = r.cfg.Upstream.Changes()
 	}
 	var tick <-chan time.Time
 	if r.cfg.RescanInterval > 0 {
@@ -169,6 +211,14 @@ func (r *Router) refreshLoop(ctx context.Context) {
 				changed = paths
 			}
 		case <-tick:
+		case <-upstream:
+			t := time.NewTimer(upstreamDebounce)
+			select {
+			case <-ctx.Done():
+				t.Stop()
+				return
+			case <-t.C:
+			}
 		}
 		if _, err := r.reindexChanged(ctx, false, changed); err != nil && ctx.Err() == nil {
 			r.log.Error("background reindex failed; serving the previous generation", "err", err)
@@ -226,7 +276,8 @@ func (r *Router) reindexChanged(ctx context.Context, full bool, changed []string
 		return st, err
 	}
 	if st.Published {
-		r.log.Info("index generation published", "generation", st.Generation, "skills", len(g.Catalog.Winners()),
+		r.log.Info("index generation published", "generation", st.Generation, "skills", len(g.Catalog.Winners())-len(g.Catalog.Tools()),
+			"tools", len(g.Catalog.Tools()),
 			"scanned", st.Scanned, "added", st.Added, "changed", st.Changed, "removed", st.Removed,
 			"invalid", st.Invalid, "parsed", st.Parsed, "embedded", st.Embedded, "duration", st.Duration.String())
 	}

@@ -3,12 +3,13 @@ package router
 import (
 	"context"
 	"fmt"
+	"strings"
 
 	"github.com/mcpsag/router/internal/skill"
 )
 
-// Status reports the served generation, the last reindex, validation and the
-// embedding model.
+// Status reports the served generation, the last reindex, validation, the
+// embedding model and the MCP servers.
 func (r *Router) Status(context.Context) (*skill.Status, error) {
 	st := &skill.Status{
 		Version:     r.cfg.Version,
@@ -24,6 +25,13 @@ func (r *Router) Status(context.Context) (*skill.Status, error) {
 	}
 	r.mu.Unlock()
 	r.modelStatus(st)
+	if why := r.cfg.StoreDegraded; why != "" {
+		st.Degraded = true
+		st.DegradedReason = strings.TrimPrefix(st.DegradedReason+"; ", "; ") + why
+	}
+	if up := r.cfg.Upstream; up != nil {
+		st.Servers = up.Servers()
+	}
 
 	g := r.current.Load()
 	if g == nil {
@@ -38,6 +46,8 @@ func (r *Router) Status(context.Context) (*skill.Status, error) {
 	st.Shadowed = len(st.Shadows)
 	for _, s := range cat.Visible("") {
 		switch {
+		case s.IsTool():
+			st.Tools++
 		case !s.Enabled():
 			st.Disabled++
 		case s.Frontmatter.Hidden:

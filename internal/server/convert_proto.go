@@ -2,6 +2,7 @@ package server
 
 import (
 	"cmp"
+	"time"
 
 	"google.golang.org/protobuf/types/known/durationpb"
 	"google.golang.org/protobuf/types/known/timestamppb"
@@ -15,6 +16,7 @@ var sourceKinds = map[skill.SourceKind]routerv1.SourceKind{
 	skill.KindUser:    routerv1.SourceKind_SOURCE_KIND_USER,
 	skill.KindLearned: routerv1.SourceKind_SOURCE_KIND_LEARNED,
 	skill.KindBundled: routerv1.SourceKind_SOURCE_KIND_BUNDLED,
+	skill.KindServer:  routerv1.SourceKind_SOURCE_KIND_MCP_SERVER,
 }
 
 func sourcePB(s *skill.Skill) *routerv1.SkillSource {
@@ -43,7 +45,53 @@ func summaryPB(s *skill.Skill) *routerv1.SkillSummary {
 		Source:      sourcePB(s),
 		Tags:        s.Tags(),
 		Trust:       trustPB(s),
+		Kind:        kindPB(s),
+		Tool:        toolPB(s),
 	}
+}
+
+func kindPB(s *skill.Skill) routerv1.EntryKind {
+	if s.IsTool() {
+		return routerv1.EntryKind_ENTRY_KIND_TOOL
+	}
+	return routerv1.EntryKind_ENTRY_KIND_SKILL
+}
+
+// toolPB describes a tool entry; nil for a skill.
+func toolPB(s *skill.Skill) *routerv1.ToolInfo {
+	if !s.IsTool() {
+		return nil
+	}
+	t := s.Tool
+	out := &routerv1.ToolInfo{
+		Server: t.Server, UpstreamName: t.Name, Title: t.Title, InputSchema: string(t.InputSchema),
+		Agents: t.Agents, DefinitionSha256: s.ContentHash,
+		Hints: &routerv1.ToolHints{Title: t.Hints.Title, ReadOnly: t.Hints.ReadOnly, Idempotent: t.Hints.Idempotent,
+			Destructive: t.Hints.Destructive, OpenWorld: t.Hints.OpenWorld},
+	}
+	for _, p := range t.Params {
+		out.Params = append(out.Params, &routerv1.ToolParam{Name: p.Name, Description: p.Description, Type: p.Type, Required: p.Required})
+	}
+	for _, p := range t.Results {
+		out.Results = append(out.Results, &routerv1.ToolParam{Name: p.Name, Description: p.Description, Type: p.Type, Required: p.Required})
+	}
+	return out
+}
+
+var kindFiltersFromPB = map[routerv1.KindFilter]skill.KindFilter{
+	routerv1.KindFilter_KIND_FILTER_UNSPECIFIED: "",
+	routerv1.KindFilter_KIND_FILTER_BOTH:        skill.KindsBoth,
+	routerv1.KindFilter_KIND_FILTER_SKILLS:      skill.KindsSkills,
+	routerv1.KindFilter_KIND_FILTER_TOOLS:       skill.KindsTools,
+}
+
+// kindFilter converts a filter; a value this server does not know passes
+// through by name so the domain's validation reports it.
+func kindFilter(k routerv1.KindFilter) skill.KindFilter {
+	if f, ok := kindFiltersFromPB[k]; ok {
+		return f
+	}
+	return skill.KindFilter(k.String())
 }
 
 func frontmatterPB(f skill.Frontmatter) *routerv1.Frontmatter {
@@ -105,6 +153,8 @@ func detailPB(ent *skill.Entry) *routerv1.SkillDetail {
 		Modified:           timestamppb.New(s.ModTime),
 		BodyTokens:         int32(s.BodyTokens),
 		ModelInvocable:     s.Enabled() && !s.Frontmatter.DisableModelInvocation,
+		Kind:               kindPB(s),
+		Tool:               toolPB(s),
 	}
 	for _, sh := range ent.Shadows {
 		d.Shadows = append(d.Shadows, sourcePB(sh.Skill))
@@ -172,9 +222,13 @@ func statusPB(st *skill.Status) *routerv1.StatusResponse {
 		},
 		Validation: &routerv1.ValidationSummary{Errors: int32(st.Errors), Warnings: int32(st.Warnings), ByCode: byCode},
 		Shadowed:   shadowsPB(st.Shadows),
-		Flags:      &routerv1.FeatureFlags{SkillsV1: st.Flags.SkillsV1, SkillsExec: st.Flags.SkillsExec},
+		Flags:      &routerv1.FeatureFlags{SkillsV1: st.Flags.SkillsV1, SkillsExec: st.Flags.SkillsExec, ToolsCall: st.Flags.ToolsCall},
 		Agents:     st.Agents,
 		Config:     &routerv1.ConfigStatus{Path: st.Config.Path, Error: st.Config.Error},
+		Tools:      int32(st.Tools),
+	}
+	for _, sv := range st.Servers {
+		out.Servers = append(out.Servers, serverPB(sv))
 	}
 	if !st.Config.LoadedAt.IsZero() {
 		out.Config.LoadedAt = timestamppb.New(st.Config.LoadedAt)
@@ -186,6 +240,57 @@ func statusPB(st *skill.Status) *routerv1.StatusResponse {
 			Path: m.Path, LoadDuration: durationpb.New(m.LoadDuration), QueryLatency: durationpb.New(m.QueryLatency),
 			EmbeddingsComputed: m.EmbeddingsComputed, CacheEntries: int64(m.VectorsCached), MatchThreshold: m.MatchThreshold,
 		}
+	}
+	return out
+}
+
+var serverStates = map[skill.ServerState]routerv1.ServerState{
+	skill.ServerDisabled: routerv1.ServerState_SERVER_STATE_DISABLED,
+	skill.ServerStarting: routerv1.ServerState_SERVER_STATE_STARTING,
+	skill.ServerReady:    routerv1.ServerState_SERVER_STATE_READY,
+	skill.ServerFailed:   routerv1.ServerState_SERVER_STATE_FAILED,
+	skill.ServerStopped:  routerv1.ServerState_SERVER_STATE_STOPPED,
+}
+
+// timePB converts a time; nil for the zero time.
+func timePB(t time.Time) *timestamppb.Timestamp {
+	if t.IsZero() {
+		return nil
+	}
+	return timestamppb.New(t)
+}
+
+func serverPB(s skill.ServerStatus) *routerv1.ServerStatus {
+	trust := routerv1.Trust_TRUST_UNTRUSTED
+	if s.Trusted {
+		trust = routerv1.Trust_TRUST_TRUSTED
+	}
+	return &routerv1.ServerStatus{
+		Name: s.Name, Transport: s.Transport, Endpoint: s.Endpoint, State: serverStates[s.State], Trust: trust, Agents: s.Agents,
+		Tools: int32(s.Tools), ToolsListed: int32(s.ToolsListed), ToolsFiltered: int32(s.ToolsFiltered), ToolsDropped: int32(s.ToolsDropped),
+		Resources: int32(s.Resources), Prompts: int32(s.Prompts),
+		ServerName: s.ServerName, ServerVersion: s.ServerVersion, ProtocolVersion: s.ProtocolVersion,
+		LastError: s.LastError, LastErrorAt: timePB(s.LastErrorAt), ConnectedAt: timePB(s.ConnectedAt),
+		ListedAt: timePB(s.ListedAt), NextAttempt: timePB(s.NextAttempt),
+		Restarts: int32(s.Restarts), ListChanged: int32(s.ListChanged), Refreshes: int32(s.Refreshes),
+		Diagnostics: s.Diagnostics, StderrTail: s.StderrTail,
+	}
+}
+
+func callToolPB(r *skill.ToolResult) *routerv1.CallToolResponse {
+	out := &routerv1.CallToolResponse{
+		Name: r.Name, Server: r.Server, Tool: r.Tool, StructuredContent: string(r.StructuredContent),
+		IsError: r.IsError, Truncated: r.Truncated, Framed: r.Framed, Bytes: int32(r.Bytes),
+		Trust: routerv1.Trust_TRUST_UNTRUSTED, Duration: durationpb.New(r.Duration), DecisionId: r.DecisionID,
+		IndexGeneration: r.Generation,
+	}
+	if r.Trusted {
+		out.Trust = routerv1.Trust_TRUST_TRUSTED
+	}
+	for _, c := range r.Content {
+		out.Content = append(out.Content, &routerv1.ToolContent{
+			Type: c.Type, Text: c.Text, Data: c.Data, MimeType: c.MIMEType, Uri: c.URI, Name: c.Name, Description: c.Description,
+		})
 	}
 	return out
 }
@@ -257,7 +362,7 @@ func matchRequest(req *routerv1.MatchRequest) skill.MatchRequest {
 	o := req.GetOptions()
 	mr := skill.MatchRequest{
 		Task: req.GetTask(), TopK: int(req.GetTopK()), Agent: req.GetAgent(),
-		Options: skill.MatchOptions{IncludeHidden: o.GetIncludeHidden()},
+		Options: skill.MatchOptions{IncludeHidden: o.GetIncludeHidden(), Kinds: kindFilter(o.GetKinds())},
 	}
 	if f := o.GetFusion(); f != routerv1.Fusion_FUSION_UNSPECIFIED {
 		mr.Options.Fusion = cmp.Or(fusionsFromPB[f], skill.Fusion(f.String()))

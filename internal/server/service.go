@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"encoding/json"
 	"log/slog"
 
 	routerv1 "github.com/mcpsag/router/api/proto/mcpsag/router/v1"
@@ -17,9 +18,12 @@ type Service struct {
 	Logger *slog.Logger
 }
 
-// origin attaches the caller's identity for audit records and telemetry.
+// origin attaches the caller's identity for audit records and telemetry, and
+// the MCP servers its token may reach.
 func origin(ctx context.Context) context.Context {
-	return skill.WithOrigin(ctx, skill.Origin{Transport: "grpc", Principal: auth.PrincipalFrom(ctx).ID, Peer: auth.PeerAddr(ctx)})
+	p := auth.PrincipalFrom(ctx)
+	ctx = skill.WithScope(ctx, skill.Scope{Servers: p.Servers()})
+	return skill.WithOrigin(ctx, skill.Origin{Transport: "grpc", Principal: p.ID, Peer: auth.PeerAddr(ctx)})
 }
 
 // Match ranks skills for a task, or abstains.
@@ -40,6 +44,7 @@ func (s *Service) ListSkills(ctx context.Context, req *routerv1.ListSkillsReques
 		IncludeHidden:   req.GetIncludeHidden(),
 		IncludeDisabled: req.GetIncludeDisabled(),
 		CatalogBudget:   int(req.GetCatalogCharBudget()),
+		Kinds:           kindFilter(req.GetKinds()),
 	})
 	if err != nil {
 		return nil, s.status(ctx, err)
@@ -121,4 +126,15 @@ func (s *Service) ReportExecResult(ctx context.Context, req *routerv1.ReportExec
 		return nil, s.status(ctx, err)
 	}
 	return &routerv1.ReportExecResultResponse{Recorded: true}, nil
+}
+
+// CallTool forwards a call to a tool of a connected MCP server.
+func (s *Service) CallTool(ctx context.Context, req *routerv1.CallToolRequest) (*routerv1.CallToolResponse, error) {
+	res, err := s.Router.CallTool(origin(ctx), skill.ToolCall{
+		Name: req.GetName(), Arguments: json.RawMessage(req.GetArguments()), Agent: req.GetAgent(), Caller: req.GetCaller(),
+	})
+	if err != nil {
+		return nil, s.status(ctx, err)
+	}
+	return callToolPB(res), nil
 }

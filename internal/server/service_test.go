@@ -27,6 +27,7 @@ type fakeRouter struct {
 	get    func(context.Context, skill.GetRequest) (*skill.GetResult, error)
 	load   func(context.Context, skill.LoadRequest) (*skill.LoadResult, error)
 	status func(context.Context) (*skill.Status, error)
+	call   func(context.Context, skill.ToolCall) (*skill.ToolResult, error)
 }
 
 var errUnimplemented = skill.Errorf(skill.CodeUnimplemented, "not in this fake")
@@ -76,6 +77,13 @@ func (f *fakeRouter) AuthorizeExec(context.Context, skill.ExecRequest) (*skill.E
 
 func (f *fakeRouter) ReportExecResult(context.Context, skill.ExecReport) (*skill.ExecReport, error) {
 	return nil, errUnimplemented
+}
+
+func (f *fakeRouter) CallTool(ctx context.Context, c skill.ToolCall) (*skill.ToolResult, error) {
+	if f.call == nil {
+		return nil, errUnimplemented
+	}
+	return f.call(ctx, c)
 }
 
 // serve starts the gRPC server over r on a loopback port and returns a client.

@@ -27,6 +27,9 @@ const (
 	FieldSkill             = "skill"
 	FieldScript            = "script"
 	FieldDecisionID        = "decision_id"
+	FieldKinds             = "options.kinds"
+	FieldListKinds         = "kinds"
+	FieldArguments         = "arguments"
 )
 
 // Reasons on errors, stable for clients.
@@ -37,6 +40,17 @@ const (
 	ReasonTopKRange     = "TOP_K_OUT_OF_RANGE"
 	ReasonSkillNotFound = "SKILL_NOT_FOUND"
 	ReasonSkillDisabled = "SKILL_DISABLED"
+
+	ReasonArgumentsTooLarge  = "ARGUMENTS_TOO_LARGE"
+	ReasonArgumentsNotObject = "ARGUMENTS_NOT_OBJECT"
+	ReasonToolNotFound       = "TOOL_NOT_FOUND"
+	ReasonToolsCallDisabled  = "TOOLS_CALL_DISABLED"
+	ReasonToolNotAllowlisted = "TOOL_NOT_ALLOWLISTED"
+	ReasonToolChanged        = "TOOL_CHANGED"
+	ReasonServerUnavailable  = "SERVER_UNAVAILABLE"
+	ReasonUpstreamTimeout    = "UPSTREAM_TIMEOUT"
+	ReasonServerRateLimited  = "SERVER_RATE_LIMITED"
+	ReasonNotATool           = "NOT_A_TOOL"
 )
 
 // Request limits that do not depend on configuration.
@@ -105,6 +119,8 @@ type MatchOptions struct {
 	Threshold *float64
 	// IncludeHidden also matches skills marked hidden: true.
 	IncludeHidden bool
+	// Kinds selects skills, tools or both (the default).
+	Kinds KindFilter
 }
 
 // MatchLimits are the configured bounds of a MatchRequest.
@@ -146,7 +162,7 @@ func (r *MatchRequest) Validate(lim MatchLimits) error {
 	if t := r.Options.Threshold; t != nil && (math.IsNaN(*t) || math.IsInf(*t, 0)) {
 		return InvalidArgument(FieldThreshold, "the threshold must be a finite number")
 	}
-	return nil
+	return validateKinds(FieldKinds, r.Options.Kinds)
 }
 
 // ControlToSpace maps control characters to spaces; use with strings.Map.
@@ -170,6 +186,8 @@ type ListRequest struct {
 	// CatalogBudget, when positive, asks for a rendered catalog of at most
 	// this many characters.
 	CatalogBudget int
+	// Kinds selects skills, tools or both (the default).
+	Kinds KindFilter
 }
 
 // Validate checks the request. The page token is checked where it is
@@ -184,7 +202,7 @@ func (r *ListRequest) Validate() error {
 	if r.CatalogBudget < 0 || r.CatalogBudget > MaxCatalogBudget {
 		return InvalidArgument(FieldCatalogCharBudget, "%d is out of range; want 0 (no catalog) to %d", r.CatalogBudget, MaxCatalogBudget)
 	}
-	return nil
+	return validateKinds(FieldListKinds, r.Kinds)
 }
 
 // GetRequest names one skill.

@@ -105,6 +105,8 @@ type Progress struct {
 type Flags struct {
 	SkillsV1   bool
 	SkillsExec bool
+	// ToolsCall lets CallTool forward calls to MCP servers' tools.
+	ToolsCall bool
 }
 
 // ConfigState describes the configuration file in force.
@@ -168,6 +170,11 @@ type Status struct {
 	// Degraded is set when matching uses keywords only.
 	Degraded       bool
 	DegradedReason string
+
+	// Tools counts the tools of MCP servers served to callers without an
+	// agent; Servers describes every configured server.
+	Tools   int
+	Servers []ServerStatus
 }
 
 // DenyReason says why a script may not run.

@@ -13,21 +13,25 @@ import "context"
 // is internal: fronts log it with a request id and answer a generic message
 // naming that id, never its text.
 type Router interface {
-	// Match ranks the skills the caller sees against a task, or abstains.
-	// An abstention (no skill fits, routing switched off by feature flag
-	// skills_v1) is an answer, not an error.
+	// Match ranks the skills and tools the caller sees against a task, or
+	// abstains. An abstention (nothing fits, routing switched off by
+	// feature flag skills_v1) is an answer, not an error. A tool candidate
+	// carries its input schema.
 	// Errors: CodeInvalidArgument (fields task, top_k, agent, options.mode,
-	// options.fusion, options.threshold), CodeUnavailable (no index yet).
+	// options.fusion, options.threshold, options.kinds), CodeUnavailable
+	// (no index yet).
 	Match(ctx context.Context, req MatchRequest) (*MatchResult, error)
 
-	// List returns a page of the skills an agent sees, sorted by name, with
-	// a budget-aware rendered catalog on request.
+	// List returns a page of the skills and tools an agent sees, sorted by
+	// name, with a budget-aware rendered catalog on request.
 	// Errors: CodeInvalidArgument (agent, page_size, page_token,
-	// catalog_char_budget), CodeUnavailable.
+	// catalog_char_budget, kinds), CodeUnavailable.
 	List(ctx context.Context, req ListRequest) (*ListResult, error)
 
 	// Get returns the copy of one skill an agent sees, with its place in
-	// the precedence order. Disabled and hidden skills are returned.
+	// the precedence order, or a tool by its "server.tool" name. Disabled
+	// and hidden skills are returned. A skill wins over a tool of the same
+	// name.
 	// Errors: CodeInvalidArgument (name, agent), CodeNotFound (reason
 	// SKILL_NOT_FOUND), CodeUnavailable.
 	Get(ctx context.Context, req GetRequest) (*GetResult, error)
@@ -63,6 +67,19 @@ type Router interface {
 	// differs from the decision's), CodeNotFound (no pending allow
 	// decision with that id).
 	ReportExecResult(ctx context.Context, req ExecReport) (*ExecReport, error)
+
+	// CallTool forwards a call to a tool of a connected MCP server and
+	// returns its result, bounded and framed as untrusted data. It runs
+	// only while feature flag tools_call is on and the allowlist names the
+	// tool; every decision is recorded. A tool that ran and failed is a
+	// result with IsError set, not an error.
+	// Errors: CodeInvalidArgument (name, arguments, agent), CodeNotFound
+	// (TOOL_NOT_FOUND), CodeFailedPrecondition (NOT_A_TOOL: the name is a
+	// skill's), CodePermissionDenied (TOOLS_CALL_DISABLED,
+	// TOOL_NOT_ALLOWLISTED, TOOL_CHANGED), CodeUnavailable
+	// (SERVER_UNAVAILABLE, UPSTREAM_TIMEOUT, or no index yet),
+	// CodeResourceExhausted (SERVER_RATE_LIMITED).
+	CallTool(ctx context.Context, call ToolCall) (*ToolResult, error)
 }
 
 // GenerationWatcher is implemented by routers that can tell when a new index

@@ -119,6 +119,11 @@ type Skill struct {
 	Problems           []Problem
 
 	Registry RegistryEntry
+
+	// Kind is EntrySkill for a SKILL.md and EntryTool for a tool of a
+	// connected MCP server, whose specifics are in Tool.
+	Kind EntryKind
+	Tool *Tool
 }
 
 // Description is a shortcut for the frontmatter description.
@@ -143,8 +148,14 @@ func (s *Skill) Tags() []string {
 }
 
 // Trusted reports whether the skill's source is trusted. Learned skills are
-// written by agents and are always untrusted.
-func (s *Skill) Trusted() bool { return s.Root.Kind != KindLearned }
+// written by agents and are always untrusted; a tool is as trusted as the
+// operator declared its server.
+func (s *Skill) Trusted() bool {
+	if s.Kind == EntryTool {
+		return s.Tool != nil && s.Tool.Trusted
+	}
+	return s.Root.Kind != KindLearned
+}
 
 // RegistryEntry is a skill's governance record from a root's registry.json.
 type RegistryEntry struct {

@@ -2,6 +2,7 @@ package store
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 
 	bolt "go.etcd.io/bbolt"
@@ -11,7 +12,7 @@ import (
 
 // recordFormat is the version of the record encoding below (recordJSON and
 // the structs it holds). Bump it with any change to them.
-const recordFormat = 1
+const recordFormat = 2
 
 // checkRecordsVersion drops the file records and bodies when they were written
 // by another record format or parser version than want, and records want. It
@@ -68,15 +69,32 @@ type Version struct {
 	Problems []skill.Problem
 }
 
-// Files returns every file record, keyed by path. A record this code cannot
-// decode is left out, so its file is parsed again.
+// Files returns every file record, keyed by path. A record that fails its
+// checksum, does not decode, breaks the record invariants, or whose good
+// version's body is missing or damaged is left out (and logged): its file is
+// then parsed again, so damage costs a parse, never a wrong answer.
 func (d *DB) Files() (map[string]*FileRecord, error) {
 	out := make(map[string]*FileRecord)
+	dropped := 0
 	err := d.bolt.View(func(tx *bolt.Tx) error {
+		bodies := tx.Bucket(bucketBodies)
 		return tx.Bucket(bucketFiles).ForEach(func(k, v []byte) error {
-			r, err := decodeRecord(v)
-			if err != nil {
+			payload, ok := unseal(k, v)
+			if !ok {
+				dropped++
 				return nil
+			}
+			r, err := decodeRecord(payload)
+			if err != nil || r.check() != nil {
+				dropped++
+				return nil
+			}
+			if r.Good != nil {
+				hash := []byte(r.Good.ContentHash)
+				if _, ok := unseal(hash, bodies.Get(hash)); !ok {
+					dropped++
+					return nil
+				}
 			}
 			r.Path = string(k)
 			out[r.Path] = r
@@ -86,7 +104,45 @@ func (d *DB) Files() (map[string]*FileRecord, error) {
 	if err != nil {
 		return nil, fmt.Errorf("read file records: %w", err)
 	}
+	if dropped > 0 {
+		d.logger().Warn("cache records unreadable or inconsistent; their files will be parsed again",
+			"records", dropped, "kept", len(out))
+	}
 	return out, nil
+}
+
+// check tests the invariants the indexer relies on: hashes are sha256 hex,
+// a good version has a name, and a file without errors has a good version of
+// its current content.
+func (r *FileRecord) check() error {
+	if r.ContentHash != "" && !isSHA256Hex(r.ContentHash) {
+		return errors.New("content hash is not sha256 hex")
+	}
+	if r.Good == nil {
+		if !skill.HasErrors(r.Problems) {
+			return errors.New("no good version, and no error says why")
+		}
+		return nil
+	}
+	if r.Good.Name == "" || !isSHA256Hex(r.Good.ContentHash) {
+		return errors.New("good version without a name or content hash")
+	}
+	if !skill.HasErrors(r.Problems) && r.Good.ContentHash != r.ContentHash {
+		return errors.New("good version is not the current content, and no error says why")
+	}
+	return nil
+}
+
+func isSHA256Hex(s string) bool {
+	if len(s) != 64 {
+		return false
+	}
+	for _, c := range []byte(s) {
+		if (c < '0' || c > '9') && (c < 'a' || c > 'f') {
+			return false
+		}
+	}
+	return true
 }
 
 // FileChanges is one batch of cache updates, applied in one transaction.
@@ -95,8 +151,10 @@ type FileChanges struct {
 	Delete []string
 	// Bodies maps content hashes of good versions to their body text.
 	Bodies map[string]string
-	// KeepBodies, when non-nil, lists every body hash still referenced;
-	// others are deleted in the same transaction.
+	// KeepBodies, when non-nil, lists every body hash still referenced.
+	// A body missing from it is deleted by the next ApplyFiles that also
+	// leaves it out, not by this one: the generation being served while the
+	// next one is built may still load it.
 	KeepBodies map[string]bool
 }
 
@@ -108,9 +166,13 @@ func (d *DB) ApplyFiles(c FileChanges) error {
 		if err != nil {
 			return fmt.Errorf("encode record %s: %w", r.Path, err)
 		}
-		encoded[i] = b
+		encoded[i] = seal([]byte(r.Path), b)
 	}
-	return d.bolt.Update(func(tx *bolt.Tx) error {
+	d.mu.Lock()
+	retiring := d.retiring
+	d.mu.Unlock()
+	var retired map[string]bool // bodies left unreferenced by this batch
+	err := d.bolt.Update(func(tx *bolt.Tx) error {
 		files, bodies := tx.Bucket(bucketFiles), tx.Bucket(bucketBodies)
 		for i, r := range c.Put {
 			if err := files.Put([]byte(r.Path), encoded[i]); err != nil {
@@ -123,24 +185,50 @@ func (d *DB) ApplyFiles(c FileChanges) error {
 			}
 		}
 		for h, body := range c.Bodies {
-			if err := bodies.Put([]byte(h), []byte(body)); err != nil {
+			if err := bodies.Put([]byte(h), seal([]byte(h), []byte(body))); err != nil {
 				return fmt.Errorf("store body %s: %w", h, err)
 			}
 		}
 		if c.KeepBodies == nil {
 			return nil
 		}
-		_, err := deleteUnless(bodies, func(k []byte) bool { return c.KeepBodies[string(k)] })
-		return err
+		retired = make(map[string]bool)
+		var stale [][]byte
+		err := bodies.ForEach(func(k, _ []byte) error {
+			switch {
+			case c.KeepBodies[string(k)]:
+			case retiring[string(k)]:
+				stale = append(stale, append([]byte(nil), k...))
+			default:
+				retired[string(k)] = true
+			}
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+		for _, k := range stale {
+			if err := bodies.Delete(k); err != nil {
+				return fmt.Errorf("delete body %s: %w", k, err)
+			}
+		}
+		return nil
 	})
+	if err == nil && retired != nil {
+		d.mu.Lock()
+		d.retiring = retired
+		d.mu.Unlock()
+	}
+	return err
 }
 
-// Body returns the body stored under a content hash.
+// Body returns the body stored under a content hash; ok is false when none
+// is, or when the stored one fails its checksum.
 func (d *DB) Body(contentHash string) (body string, ok bool, err error) {
 	err = d.bolt.View(func(tx *bolt.Tx) error {
-		v := tx.Bucket(bucketBodies).Get([]byte(contentHash))
-		if v != nil {
-			body, ok = string(v), true // string() copies out of the mmap
+		key := []byte(contentHash)
+		if payload, sealed := unseal(key, tx.Bucket(bucketBodies).Get(key)); sealed {
+			body, ok = string(payload), true // string() copies out of the mmap
 		}
 		return nil
 	})
@@ -149,13 +237,13 @@ func (d *DB) Body(contentHash string) (body string, ok bool, err error) {
 
 // Bodies calls fn with the body of each content hash, in one read
 // transaction. body is only valid during the call: copy what is kept. Hashes
-// without a body are skipped.
+// without a body, or whose body fails its checksum, are skipped.
 func (d *DB) Bodies(contentHashes []string, fn func(hash string, body []byte)) error {
 	return d.bolt.View(func(tx *bolt.Tx) error {
 		b := tx.Bucket(bucketBodies)
 		for _, h := range contentHashes {
-			if v := b.Get([]byte(h)); v != nil {
-				fn(h, v)
+			if payload, sealed := unseal([]byte(h), b.Get([]byte(h))); sealed {
+				fn(h, payload)
 			}
 		}
 		return nil

@@ -11,12 +11,17 @@
 //	    model_name         -> the model's display name
 //	    records_version    -> "<record format>.<parser version>" of files/ and bodies/
 //	files/
-//	    <absolute SKILL.md path> -> JSON FileRecord (stat, hashes, parsed metadata, problems)
+//	    <absolute SKILL.md path> -> sealed JSON FileRecord (stat, hashes, parsed metadata, problems)
 //	bodies/
-//	    <content sha256>   -> the SKILL.md body text of a good version
+//	    <content sha256>   -> sealed SKILL.md body text of a good version
 //	vectors/
 //	    <model fingerprint>/         (one nested bucket per model)
-//	        <text sha256>  -> little-endian float32 vector
+//	        <text sha256>  -> sealed little-endian float32 vector
+//
+// A sealed value starts with a format byte and a CRC-32C of its key and
+// payload (seal.go); one that fails the check is treated as absent. Before
+// bbolt maps the file, its structure is checked with plain reads
+// (verify.go), so a damaged file is moved aside instead of faulting.
 //
 // All buckets are created when the file is opened, in one transaction.
 // Transactions stay short: callers compute (parse, embed) outside them and
@@ -33,6 +38,7 @@ import (
 	"runtime/debug"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
@@ -94,6 +100,16 @@ type DB struct {
 	// Reparse says why the file records were dropped at open (another
 	// parser or record format), or "".
 	Reparse string
+	// Degraded says why the cache lives in a temporary directory instead of
+	// the state directory (see OpenOrFallback), or "".
+	Degraded string
+	temp     bool // dir is a temporary directory, removed at Close
+	log      *slog.Logger
+
+	mu sync.Mutex
+	// retiring are bodies the last ApplyFiles found unreferenced; the next
+	// one deletes those still unreferenced.
+	retiring map[string]bool
 }
 
 // Open opens (or creates) the cache in dir. A file that fails its integrity
@@ -113,6 +129,7 @@ func Open(dir string, opts Options) (*DB, error) {
 		return nil, fmt.Errorf("create state directory %s: %w", dir, err)
 	}
 	path := filepath.Join(dir, FileName)
+	note := damageNote(path)
 	db, reason, err := openChecked(path, opts.LockTimeout)
 	if errors.Is(err, bolterrors.ErrTimeout) {
 		return nil, lockedError(dir)
@@ -131,7 +148,10 @@ func Open(dir string, opts Options) (*DB, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open cache %s: %w", path, err)
 	}
-	d := &DB{bolt: db, path: path, dir: dir, Recovered: recovered}
+	if note != "" && recovered == "" {
+		log.Warn("cache file damaged; bbolt works around it", "path", path, "damage", note)
+	}
+	d := &DB{bolt: db, path: path, dir: dir, Recovered: recovered, log: log}
 	if d.Reparse, err = d.checkRecordsVersion(opts.ParserVersion); err != nil {
 		closeQuietly(db)
 		return nil, fmt.Errorf("open cache %s: %w", path, err)
@@ -148,13 +168,20 @@ func Open(dir string, opts Options) (*DB, error) {
 
 // openChecked opens path and verifies it. reason is non-empty when the error
 // means the file is unusable (and may be moved aside), empty when the error is
-// about the environment (lock, permissions).
+// about the environment (lock, permissions, space, a folder in the way).
+//
+// The file is locked and checked by verifyFile before bbolt maps it, so a
+// truncated or malformed file is an error rather than a fault; bbolt gets the
+// same locked file.
 func openChecked(path string, timeout time.Duration) (db *bolt.DB, reason string, err error) {
+	var f *os.File
 	defer func() {
 		if r := recover(); r != nil {
 			if db != nil {
 				closeQuietly(db)
 				db = nil
+			} else if f != nil {
+				f.Close()
 			}
 			reason, err = "corrupt", fmt.Errorf("bbolt panicked: %v", r)
 		}
@@ -162,15 +189,21 @@ func openChecked(path string, timeout time.Duration) (db *bolt.DB, reason string
 	old := debug.SetPanicOnFault(true)
 	defer debug.SetPanicOnFault(old)
 
-	db, err = bolt.Open(path, 0o640, &bolt.Options{Timeout: timeout})
-	if err != nil {
-		if errors.Is(err, bolterrors.ErrTimeout) || errors.Is(err, os.ErrPermission) {
+	if f, err = lockFile(path, timeout); err != nil {
+		return nil, "", err
+	}
+	if err := verifyLocked(f); err != nil {
+		f.Close()
+		if environmentError(err) {
 			return nil, "", err
 		}
 		return nil, "corrupt", err
 	}
-	if err := checkIntegrity(db); err != nil {
-		closeQuietly(db)
+	db, err = bolt.Open(path, 0o640, &bolt.Options{Timeout: timeout, OpenFile: func(string, int, os.FileMode) (*os.File, error) { return f, nil }})
+	if err != nil {
+		if errors.Is(err, bolterrors.ErrTimeout) || environmentError(err) {
+			return nil, "", err
+		}
 		return nil, "corrupt", err
 	}
 	if reason, err := ensureSchema(db); err != nil {
@@ -183,19 +216,6 @@ func openChecked(path string, timeout time.Duration) (db *bolt.DB, reason string
 func closeQuietly(db *bolt.DB) {
 	defer func() { _ = recover() }()
 	_ = db.Close()
-}
-
-func checkIntegrity(db *bolt.DB) error {
-	return db.View(func(tx *bolt.Tx) error {
-		var errs []error
-		for err := range tx.Check() {
-			errs = append(errs, err)
-			if len(errs) >= 5 {
-				break
-			}
-		}
-		return errors.Join(errs...)
-	})
 }
 
 // ensureSchema creates the buckets of a new file, or checks the version of an
@@ -233,10 +253,15 @@ func lockedError(dir string) error {
 // Path returns the cache file's path.
 func (d *DB) Path() string { return d.path }
 
-// Close closes the file and removes the holder note.
+// Close closes the file and removes the holder note (and a temporary
+// directory).
 func (d *DB) Close() error {
 	_ = os.Remove(filepath.Join(d.dir, holderFile))
-	return d.bolt.Close()
+	err := d.bolt.Close()
+	if d.temp {
+		_ = os.RemoveAll(d.dir)
+	}
+	return err
 }
 
 // Generation returns the last stored index generation (0 for a new cache).

@@ -1,7 +1,10 @@
 package store
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
+	"fmt"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -26,14 +29,15 @@ func openT(t *testing.T, dir string) *DB {
 func TestRecordsRoundTrip(t *testing.T) {
 	dir := t.TempDir()
 	db := openT(t, dir)
+	abc := hashOf("abc")
 	rec := &FileRecord{
-		Path: "/x/skills/pdf/SKILL.md", ModTimeNano: 42, Size: 10, ContentHash: "abc",
+		Path: "/x/skills/pdf/SKILL.md", ModTimeNano: 42, Size: 10, ContentHash: abc,
 		Problems: []skill.Problem{{Severity: skill.SeverityWarning, Code: "name-mismatch", Line: 2}},
-		Good: &Version{Name: "pdf", ContentHash: "abc", Frontmatter: skill.Frontmatter{
+		Good: &Version{Name: "pdf", ContentHash: abc, Frontmatter: skill.Frontmatter{
 			Name: "pdf", Description: "Fill PDF forms", Metadata: map[string]string{"k": "v"},
 		}},
 	}
-	if err := db.ApplyFiles(FileChanges{Put: []*FileRecord{rec}, Bodies: map[string]string{"abc": "# Body"}}); err != nil {
+	if err := db.ApplyFiles(FileChanges{Put: []*FileRecord{rec}, Bodies: map[string]string{abc: "# Body"}}); err != nil {
 		t.Fatal(err)
 	}
 	if err := db.Close(); err != nil {
@@ -50,12 +54,14 @@ func TestRecordsRoundTrip(t *testing.T) {
 	if got == nil || got.Good == nil || got.Good.Frontmatter.Description != "Fill PDF forms" || got.Problems[0].Code != "name-mismatch" {
 		t.Fatalf("record after reopen = %+v", got)
 	}
-	body, ok, err := db.Body("abc")
+	body, ok, err := db.Body(abc)
 	if err != nil || !ok || body != "# Body" {
 		t.Fatalf("Body = %q, %v, %v; want # Body", body, ok, err)
 	}
 
-	// Deleting the record and keeping no bodies removes both.
+	// Deleting the record removes it at once; its body stays readable
+	// through the next batch (the generation still served may load it) and
+	// goes with the one after.
 	if err := db.ApplyFiles(FileChanges{Delete: []string{rec.Path}, KeepBodies: map[string]bool{}}); err != nil {
 		t.Fatal(err)
 	}
@@ -63,8 +69,28 @@ func TestRecordsRoundTrip(t *testing.T) {
 	if len(files) != 0 {
 		t.Errorf("files after delete = %d, want 0", len(files))
 	}
-	if _, ok, _ := db.Body("abc"); ok {
-		t.Error("body survived garbage collection")
+	if _, ok, _ := db.Body(abc); !ok {
+		t.Error("body deleted by the batch that left it unreferenced")
+	}
+	if err := db.ApplyFiles(FileChanges{KeepBodies: map[string]bool{}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok, _ := db.Body(abc); ok {
+		t.Error("body survived a second garbage collection")
+	}
+
+	// A body referenced again before the second batch is kept.
+	def := hashOf("def")
+	if err := db.ApplyFiles(FileChanges{Bodies: map[string]string{def: "# Def"}, KeepBodies: map[string]bool{def: true}}); err != nil {
+		t.Fatal(err)
+	}
+	for _, keep := range []map[string]bool{{}, {def: true}, {def: true}} {
+		if err := db.ApplyFiles(FileChanges{KeepBodies: keep}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, ok, _ := db.Body(def); !ok {
+		t.Error("a body referenced again was deleted")
 	}
 }
 
@@ -214,19 +240,26 @@ func TestCorruptFilesAreRebuilt(t *testing.T) {
 	}
 }
 
-func populate(t *testing.T, db *DB, n int) {
+func populate(t testing.TB, db *DB, n int) {
 	t.Helper()
 	var recs []*FileRecord
 	bodies := map[string]string{}
 	for i := range n {
-		h := strings.Repeat("h", 10) + string(rune('a'+i%26)) + strings.Repeat("x", i%50)
-		recs = append(recs, &FileRecord{Path: filepath.Join("/skills", h, "SKILL.md"), Size: int64(i), ContentHash: h,
-			Good: &Version{Name: h, ContentHash: h, Frontmatter: skill.Frontmatter{Description: strings.Repeat("d", 200)}}})
+		name := fmt.Sprintf("skill-%04d", i)
+		h := hashOf(name)
+		recs = append(recs, &FileRecord{Path: filepath.Join("/skills", name, "SKILL.md"), Size: int64(i), ContentHash: h,
+			Good: &Version{Name: name, ContentHash: h, Frontmatter: skill.Frontmatter{Description: strings.Repeat("d", 200)}}})
 		bodies[h] = strings.Repeat("body ", 100)
 	}
 	if err := db.ApplyFiles(FileChanges{Put: recs, Bodies: bodies}); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// hashOf returns the hex sha256 of s, as the cache stores content hashes.
+func hashOf(s string) string {
+	sum := sha256.Sum256([]byte(s))
+	return hex.EncodeToString(sum[:])
 }
 
 func overwrite(t *testing.T, path string, off int64, b []byte) {

@@ -18,13 +18,15 @@ func (d *DB) Vectors(fingerprint string, textHashes []string) (map[string][]floa
 			return nil
 		}
 		for _, h := range textHashes {
-			if v := b.Get([]byte(h)); v != nil {
-				vec, err := decodeVector(v)
-				if err != nil {
-					continue // unreadable entry: recompute it
-				}
-				out[h] = vec
+			payload, ok := unseal([]byte(h), b.Get([]byte(h)))
+			if !ok {
+				continue // absent, damaged or of an older format: recompute it
 			}
+			vec, err := decodeVector(payload)
+			if err != nil {
+				continue
+			}
+			out[h] = vec
 		}
 		return nil
 	})
@@ -45,7 +47,7 @@ func (d *DB) PutVectors(fingerprint string, vecs map[string][]float32) error {
 			return fmt.Errorf("vectors bucket for %s: %w", fingerprint, err)
 		}
 		for h, v := range vecs {
-			if err := b.Put([]byte(h), encodeVector(v)); err != nil {
+			if err := b.Put([]byte(h), seal([]byte(h), encodeVector(v))); err != nil {
 				return fmt.Errorf("store vector %s: %w", h, err)
 			}
 		}
@@ -89,12 +91,15 @@ func encodeVector(v []float32) []byte {
 }
 
 func decodeVector(b []byte) ([]float32, error) {
-	if len(b)%4 != 0 {
+	if len(b)%4 != 0 || len(b) == 0 {
 		return nil, fmt.Errorf("vector of %d bytes is not a float32 array", len(b))
 	}
 	v := make([]float32, len(b)/4)
 	for i := range v {
 		v[i] = math.Float32frombits(binary.LittleEndian.Uint32(b[4*i:]))
+		if math.IsNaN(float64(v[i])) || math.IsInf(float64(v[i]), 0) {
+			return nil, fmt.Errorf("vector element %d is not finite", i)
+		}
 	}
 	return v, nil
 }

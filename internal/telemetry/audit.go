@@ -189,3 +189,58 @@ func (r *Recorder) MCPCalled(ctx context.Context, c MCPCall) {
 		attribute.Float64(keyDurationMS, ms(c.Duration)),
 	})
 }
+
+// ToolCall describes one CallTool, for ToolCalled. It never holds the
+// arguments or the result.
+type ToolCall struct {
+	DecisionID string
+	// Tool is the entry name ("server.tool") as asked; Server the name of
+	// its server, set only when the tool exists (it is a metric label).
+	Tool, Server      string
+	Caller, Principal string
+	Agent             string
+	Decision          skill.Decision
+	// Reason is the refusal's reason code (tools_call_disabled,
+	// tool_not_allowlisted, tool_changed, tool_not_found, ...); empty
+	// when allowed.
+	Reason string
+	// Outcome is ok, tool_error (the tool ran and reported isError),
+	// truncated, or the error code of a failed call.
+	Outcome  string
+	Bytes    int
+	Duration time.Duration
+	Peer     string
+}
+
+// ToolCalled records a tool call: audit event tool_call, the tool calls
+// counter (by server, decision, reason and outcome) and, for allowed calls,
+// their duration. Call it once per CallTool, refused ones included.
+func (r *Recorder) ToolCalled(ctx context.Context, c ToolCall) {
+	if r == nil {
+		return
+	}
+	server := clip(c.Server)
+	r.toolCalls.Add(ctx, 1, metric.WithAttributes(
+		attribute.String("server", server),
+		attribute.String(keyDecision, string(c.Decision)),
+		attribute.String(keyReason, clip(c.Reason)),
+		attribute.String(keyOutcome, clip(c.Outcome))))
+	if c.Decision == skill.DecisionAllow {
+		r.toolDuration.Record(ctx, c.Duration.Seconds(), metric.WithAttributes(
+			attribute.String("server", server), attribute.String(keyOutcome, clip(c.Outcome))))
+	}
+	r.emit(ctx, r.audit, EventToolCall, otellog.SeverityInfo, true, []attribute.KeyValue{
+		attribute.String("decision.id", clip(c.DecisionID)),
+		attribute.String("tool", clip(c.Tool)),
+		attribute.String("server", server),
+		attribute.String("caller", clip(c.Caller)),
+		attribute.String("principal", clip(c.Principal)),
+		attribute.String(keyAgent, clip(c.Agent)),
+		attribute.String(keyDecision, string(c.Decision)),
+		attribute.String(keyReason, clip(c.Reason)),
+		attribute.String(keyOutcome, clip(c.Outcome)),
+		attribute.Int("bytes", c.Bytes),
+		attribute.Float64(keyDurationMS, ms(c.Duration)),
+		attribute.String("client.address", clip(c.Peer)),
+	})
+}

@@ -193,6 +193,11 @@ func recordAll(t *testing.T, tel *telemetry.Telemetry) context.Context {
 		Parsed: 14, Embedded: 11, Invalid: 3, Generation: 4})
 	rec.AdminCalled(ctx, auth.AdminCall{Method: "/mcpsag.router.v1.SkillRouter/Reindex",
 		Principal: "token:ops", Decision: skill.DecisionAllow, Peer: "127.0.0.1:5556", Code: "OK"})
+	rec.AuthFailed(ctx, auth.AuthFailure{Peer: "192.0.2.7", Method: "/mcpsag.router.v1.SkillRouter/Match",
+		Reason: auth.ReasonBadToken, Audit: true})
+	rec.AuthFailed(ctx, auth.AuthFailure{Peer: "192.0.2.7", Method: "/mcpsag.router.v1.SkillRouter/Match",
+		Reason: auth.ReasonClientLimited, Audit: true, Unaudited: 41, RetryAfter: 6 * time.Second})
+	rec.AuthFailed(ctx, auth.AuthFailure{Peer: "192.0.2.7", Reason: auth.ReasonClientLimited})
 	return ctx
 }
 
@@ -313,5 +318,12 @@ var wantEvents = []eventWant{
 	{telemetry.EventAdminCall, 0, audit, otellog.SeverityInfo, map[string]string{
 		"log.type": "audit", "method": "/mcpsag.router.v1.SkillRouter/Reindex", "principal": "token:ops",
 		"decision": "allow", "code": "OK",
+	}},
+	{telemetry.EventAuthFailure, 0, audit, otellog.SeverityWarn, map[string]string{
+		"log.type": "audit", "method": "/mcpsag.router.v1.SkillRouter/Match", "reason": "bad_token",
+		"client.address": "192.0.2.7", "unaudited": "0",
+	}},
+	{telemetry.EventAuthFailure, 1, audit, otellog.SeverityWarn, map[string]string{
+		"reason": "client_limited", "unaudited": "41", "retry_after_ms": "6000",
 	}},
 }

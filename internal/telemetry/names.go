@@ -18,6 +18,8 @@ const (
 	EventReindexed         = "skill_reindexed"
 	EventAdminCall         = "admin_call"
 	EventMCPCall           = "mcp_call"
+	EventAuthFailure       = "auth_failure"
+	EventToolCall          = "tool_call"
 )
 
 // Metric names (OTel form). The Prometheus form, as served on /metrics and
@@ -44,6 +46,9 @@ const (
 	MetricReindexDuration   = "skillrouter.index.reindex.duration" // skillrouter_index_reindex_duration_seconds_{bucket,sum,count}
 	MetricAdminCalls        = "skillrouter.admin.calls"            // skillrouter_admin_calls_total
 	MetricMCPCalls          = "skillrouter.mcp.calls"              // skillrouter_mcp_calls_total
+	MetricAuthFailures      = "skillrouter.auth.failures"          // skillrouter_auth_failures_total
+	MetricToolCalls         = "skillrouter.tool.calls"             // skillrouter_tool_calls_total
+	MetricToolCallDuration  = "skillrouter.tool.call.duration"     // skillrouter_tool_call_duration_seconds_{bucket,sum,count}
 	MetricRPCServerDuration = "rpc.server.call.duration"           // rpc_server_call_duration_seconds_{bucket,sum,count} (otelgrpc)
 )
 

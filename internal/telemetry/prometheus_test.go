@@ -37,6 +37,7 @@ var promFamilies = map[string]string{
 	telemetry.MetricIndexSkills:       "skillrouter_index_skills",
 	telemetry.MetricReindexDuration:   "skillrouter_index_reindex_duration_seconds",
 	telemetry.MetricAdminCalls:        "skillrouter_admin_calls_total",
+	telemetry.MetricAuthFailures:      "skillrouter_auth_failures_total",
 	telemetry.MetricRPCServerDuration: "rpc_server_call_duration_seconds",
 }
 

@@ -53,6 +53,9 @@ type Recorder struct {
 	reindexDuration metric.Float64Histogram
 	adminCalls      metric.Int64Counter
 	mcpCalls        metric.Int64Counter
+	authFailures    metric.Int64Counter
+	toolCalls       metric.Int64Counter
+	toolDuration    metric.Float64Histogram
 
 	indexFn atomic.Pointer[func() IndexSize]
 
@@ -131,6 +134,9 @@ func newRecorder(mp metric.MeterProvider, lp otellog.LoggerProvider, log *slog.L
 	r.reindexDuration = f64h(MetricReindexDuration, "s", "Time to reindex, by outcome and full.", longBuckets)
 	r.adminCalls = i64c(MetricAdminCalls, "{call}", "Admin calls, by method and decision.")
 	r.mcpCalls = i64c(MetricMCPCalls, "{call}", "MCP requests, by method, decision and outcome.")
+	r.authFailures = i64c(MetricAuthFailures, "{call}", "Calls that failed authentication or were refused after too many failures, by reason.")
+	r.toolCalls = i64c(MetricToolCalls, "{call}", "Calls to tools of MCP servers, by server, decision, reason and outcome.")
+	r.toolDuration = f64h(MetricToolCallDuration, "s", "Time of allowed tool calls, by server and outcome.", longBuckets)
 
 	_, err = m.Int64ObservableGauge(MetricIndexSkills, metric.WithUnit("{skill}"),
 		metric.WithDescription("Skills in the index, by state (served, disabled, shadowed, agent_scoped, invalid)."),

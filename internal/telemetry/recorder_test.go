@@ -200,6 +200,8 @@ func TestMetrics(t *testing.T) {
 		{telemetry.MetricIndexSkills, map[string]string{"state": "invalid"}, 3},
 		{telemetry.MetricReindexDuration, map[string]string{"outcome": "ok", "full": "true"}, 1},
 		{telemetry.MetricAdminCalls, map[string]string{"method": "/mcpsag.router.v1.SkillRouter/Reindex", "decision": "allow"}, 1},
+		{telemetry.MetricAuthFailures, map[string]string{"reason": "bad_token"}, 1},
+		{telemetry.MetricAuthFailures, map[string]string{"reason": "client_limited"}, 2},
 	}
 	for _, tt := range tests {
 		got, ok := metricValue(t, rm, tt.name, tt.attrs)
@@ -256,6 +258,7 @@ func TestNilSafe(t *testing.T) {
 	r.RegisterEmbeddingCache(telemetry.CacheQuery, func() (int64, int64) { return 0, 0 })
 	r.Reindexed(ctx, telemetry.Reindex{})
 	r.AdminCalled(ctx, auth.AdminCall{})
+	r.AuthFailed(ctx, auth.AuthFailure{})
 	r.RegisterIndexGauge(func() telemetry.IndexSize { return telemetry.IndexSize{} })
 
 	var tel *telemetry.Telemetry

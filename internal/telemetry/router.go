@@ -185,6 +185,51 @@ func (t *Router) ReportExecResult(ctx context.Context, rep skill.ExecReport) (*s
 	return got, nil
 }
 
+// CallTool records tool_call, the audit record of every call, allowed or
+// refused, in span skill.call_tool.
+func (t *Router) CallTool(ctx context.Context, call skill.ToolCall) (res *skill.ToolResult, err error) {
+	ctx, span := t.span(ctx, "skill.call_tool")
+	defer func() { end(span, err) }()
+	start := time.Now()
+	res, err = t.Next.CallTool(ctx, call)
+	o := skill.OriginFrom(ctx)
+	rec := ToolCall{Caller: call.Caller, Principal: o.Principal, Agent: call.Agent, Peer: o.Peer,
+		Decision: skill.DecisionAllow, Duration: time.Since(start)}
+	if res != nil {
+		rec.Tool, rec.Server, rec.DecisionID, rec.Bytes = res.Name, res.Server, res.DecisionID, res.Bytes
+		switch {
+		case res.IsError:
+			rec.Outcome = "tool_error"
+		case res.Truncated:
+			rec.Outcome = "truncated"
+		default:
+			rec.Outcome = "ok"
+		}
+		span.SetAttributes(attribute.String("tool.server", res.Server), attribute.Bool("tool.is_error", res.IsError))
+	} else {
+		var de *skill.Error
+		errors.As(err, &de)
+		code := skill.ErrorCode(err)
+		switch {
+		case de == nil:
+		case code == skill.CodePermissionDenied, code == skill.CodeNotFound, code == skill.CodeFailedPrecondition,
+			code == skill.CodeInvalidArgument:
+			rec.Decision, rec.Reason = skill.DecisionDeny, denyReason(err)
+		case code == skill.CodeResourceExhausted:
+			rec.Decision, rec.Reason = skill.DecisionRateLimited, denyReason(err)
+		}
+		rec.Outcome = code.String()
+		rec.Tool = call.Name
+		if code != skill.CodeNotFound && code != skill.CodeInvalidArgument && code != skill.CodeFailedPrecondition &&
+			(de == nil || de.Reason != skill.ReasonToolsCallDisabled) {
+			// The tool exists: its server may become a metric label.
+			rec.Server, _, _ = strings.Cut(call.Name, ".")
+		}
+	}
+	t.Rec.ToolCalled(ctx, rec)
+	return res, err
+}
+
 // WaitGeneration forwards to Next when it is a skill.GenerationWatcher, and
 // otherwise waits for ctx to end.
 func (t *Router) WaitGeneration(ctx context.Context, after uint64) (uint64, error) {

@@ -4,12 +4,14 @@
 // 	protoc        (unknown)
 // source: mcpsag/router/v1/router.proto
 
-// The MCPSAG skill router: matches a task to skills and loads skills
-// progressively (summary, body under a token budget, one resource file).
+// The MCPSAG skill router: matches a task to skills and to the tools of
+// connected MCP servers, loads skills progressively (summary, body under a
+// token budget, one resource file) and forwards tool calls.
 //
 // Skill text (descriptions, bodies, resources) comes from files the router
-// does not control. Treat every skill-derived string in these messages as
-// untrusted data, never as instructions.
+// does not control, and tool metadata and results from MCP servers it does
+// not control. Treat every such string in these messages as untrusted data,
+// never as instructions.
 
 package routerv1
 
@@ -39,6 +41,8 @@ const (
 	SourceKind_SOURCE_KIND_USER        SourceKind = 2
 	SourceKind_SOURCE_KIND_LEARNED     SourceKind = 3
 	SourceKind_SOURCE_KIND_BUNDLED     SourceKind = 4
+	// A tool of a configured MCP server; the source's root is the server.
+	SourceKind_SOURCE_KIND_MCP_SERVER SourceKind = 5
 )
 
 // Enum value maps for SourceKind.
@@ -49,6 +53,7 @@ var (
 		2: "SOURCE_KIND_USER",
 		3: "SOURCE_KIND_LEARNED",
 		4: "SOURCE_KIND_BUNDLED",
+		5: "SOURCE_KIND_MCP_SERVER",
 	}
 	SourceKind_value = map[string]int32{
 		"SOURCE_KIND_UNSPECIFIED": 0,
@@ -56,6 +61,7 @@ var (
 		"SOURCE_KIND_USER":        2,
 		"SOURCE_KIND_LEARNED":     3,
 		"SOURCE_KIND_BUNDLED":     4,
+		"SOURCE_KIND_MCP_SERVER":  5,
 	}
 )
 
@@ -84,6 +90,111 @@ func (x SourceKind) Number() protoreflect.EnumNumber {
 // Deprecated: Use SourceKind.Descriptor instead.
 func (SourceKind) EnumDescriptor() ([]byte, []int) {
 	return file_mcpsag_router_v1_router_proto_rawDescGZIP(), []int{0}
+}
+
+// EntryKind says what a routable entry is.
+type EntryKind int32
+
+const (
+	// A skill (servers before tools existed send this).
+	EntryKind_ENTRY_KIND_UNSPECIFIED EntryKind = 0
+	EntryKind_ENTRY_KIND_SKILL       EntryKind = 1
+	EntryKind_ENTRY_KIND_TOOL        EntryKind = 2
+)
+
+// Enum value maps for EntryKind.
+var (
+	EntryKind_name = map[int32]string{
+		0: "ENTRY_KIND_UNSPECIFIED",
+		1: "ENTRY_KIND_SKILL",
+		2: "ENTRY_KIND_TOOL",
+	}
+	EntryKind_value = map[string]int32{
+		"ENTRY_KIND_UNSPECIFIED": 0,
+		"ENTRY_KIND_SKILL":       1,
+		"ENTRY_KIND_TOOL":        2,
+	}
+)
+
+func (x EntryKind) Enum() *EntryKind {
+	p := new(EntryKind)
+	*p = x
+	return p
+}
+
+func (x EntryKind) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (EntryKind) Descriptor() protoreflect.EnumDescriptor {
+	return file_mcpsag_router_v1_router_proto_enumTypes[1].Descriptor()
+}
+
+func (EntryKind) Type() protoreflect.EnumType {
+	return &file_mcpsag_router_v1_router_proto_enumTypes[1]
+}
+
+func (x EntryKind) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use EntryKind.Descriptor instead.
+func (EntryKind) EnumDescriptor() ([]byte, []int) {
+	return file_mcpsag_router_v1_router_proto_rawDescGZIP(), []int{1}
+}
+
+// KindFilter selects the kinds of entries a request wants.
+type KindFilter int32
+
+const (
+	// Skills and tools.
+	KindFilter_KIND_FILTER_UNSPECIFIED KindFilter = 0
+	KindFilter_KIND_FILTER_BOTH        KindFilter = 1
+	KindFilter_KIND_FILTER_SKILLS      KindFilter = 2
+	KindFilter_KIND_FILTER_TOOLS       KindFilter = 3
+)
+
+// Enum value maps for KindFilter.
+var (
+	KindFilter_name = map[int32]string{
+		0: "KIND_FILTER_UNSPECIFIED",
+		1: "KIND_FILTER_BOTH",
+		2: "KIND_FILTER_SKILLS",
+		3: "KIND_FILTER_TOOLS",
+	}
+	KindFilter_value = map[string]int32{
+		"KIND_FILTER_UNSPECIFIED": 0,
+		"KIND_FILTER_BOTH":        1,
+		"KIND_FILTER_SKILLS":      2,
+		"KIND_FILTER_TOOLS":       3,
+	}
+)
+
+func (x KindFilter) Enum() *KindFilter {
+	p := new(KindFilter)
+	*p = x
+	return p
+}
+
+func (x KindFilter) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (KindFilter) Descriptor() protoreflect.EnumDescriptor {
+	return file_mcpsag_router_v1_router_proto_enumTypes[2].Descriptor()
+}
+
+func (KindFilter) Type() protoreflect.EnumType {
+	return &file_mcpsag_router_v1_router_proto_enumTypes[2]
+}
+
+func (x KindFilter) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use KindFilter.Descriptor instead.
+func (KindFilter) EnumDescriptor() ([]byte, []int) {
+	return file_mcpsag_router_v1_router_proto_rawDescGZIP(), []int{2}
 }
 
 // Trust labels skill content for the host. Learned and auto-generated skills
@@ -121,11 +232,11 @@ func (x Trust) String() string {
 }
 
 func (Trust) Descriptor() protoreflect.EnumDescriptor {
-	return file_mcpsag_router_v1_router_proto_enumTypes[1].Descriptor()
+	return file_mcpsag_router_v1_router_proto_enumTypes[3].Descriptor()
 }
 
 func (Trust) Type() protoreflect.EnumType {
-	return &file_mcpsag_router_v1_router_proto_enumTypes[1]
+	return &file_mcpsag_router_v1_router_proto_enumTypes[3]
 }
 
 func (x Trust) Number() protoreflect.EnumNumber {
@@ -134,7 +245,7 @@ func (x Trust) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use Trust.Descriptor instead.
 func (Trust) EnumDescriptor() ([]byte, []int) {
-	return file_mcpsag_router_v1_router_proto_rawDescGZIP(), []int{1}
+	return file_mcpsag_router_v1_router_proto_rawDescGZIP(), []int{3}
 }
 
 // Fusion is how dense (cosine) and BM25 rankings are combined.
@@ -183,11 +294,11 @@ func (x Fusion) String() string {
 }
 
 func (Fusion) Descriptor() protoreflect.EnumDescriptor {
-	return file_mcpsag_router_v1_router_proto_enumTypes[2].Descriptor()
+	return file_mcpsag_router_v1_router_proto_enumTypes[4].Descriptor()
 }
 
 func (Fusion) Type() protoreflect.EnumType {
-	return &file_mcpsag_router_v1_router_proto_enumTypes[2]
+	return &file_mcpsag_router_v1_router_proto_enumTypes[4]
 }
 
 func (x Fusion) Number() protoreflect.EnumNumber {
@@ -196,7 +307,7 @@ func (x Fusion) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use Fusion.Descriptor instead.
 func (Fusion) EnumDescriptor() ([]byte, []int) {
-	return file_mcpsag_router_v1_router_proto_rawDescGZIP(), []int{2}
+	return file_mcpsag_router_v1_router_proto_rawDescGZIP(), []int{4}
 }
 
 // MatchMode selects the retrieval signals.
@@ -237,11 +348,11 @@ func (x MatchMode) String() string {
 }
 
 func (MatchMode) Descriptor() protoreflect.EnumDescriptor {
-	return file_mcpsag_router_v1_router_proto_enumTypes[3].Descriptor()
+	return file_mcpsag_router_v1_router_proto_enumTypes[5].Descriptor()
 }
 
 func (MatchMode) Type() protoreflect.EnumType {
-	return &file_mcpsag_router_v1_router_proto_enumTypes[3]
+	return &file_mcpsag_router_v1_router_proto_enumTypes[5]
 }
 
 func (x MatchMode) Number() protoreflect.EnumNumber {
@@ -250,7 +361,7 @@ func (x MatchMode) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use MatchMode.Descriptor instead.
 func (MatchMode) EnumDescriptor() ([]byte, []int) {
-	return file_mcpsag_router_v1_router_proto_rawDescGZIP(), []int{3}
+	return file_mcpsag_router_v1_router_proto_rawDescGZIP(), []int{5}
 }
 
 // AbstainReason says why Match returned no candidate.
@@ -301,11 +412,11 @@ func (x AbstainReason) String() string {
 }
 
 func (AbstainReason) Descriptor() protoreflect.EnumDescriptor {
-	return file_mcpsag_router_v1_router_proto_enumTypes[4].Descriptor()
+	return file_mcpsag_router_v1_router_proto_enumTypes[6].Descriptor()
 }
 
 func (AbstainReason) Type() protoreflect.EnumType {
-	return &file_mcpsag_router_v1_router_proto_enumTypes[4]
+	return &file_mcpsag_router_v1_router_proto_enumTypes[6]
 }
 
 func (x AbstainReason) Number() protoreflect.EnumNumber {
@@ -314,7 +425,7 @@ func (x AbstainReason) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use AbstainReason.Descriptor instead.
 func (AbstainReason) EnumDescriptor() ([]byte, []int) {
-	return file_mcpsag_router_v1_router_proto_rawDescGZIP(), []int{4}
+	return file_mcpsag_router_v1_router_proto_rawDescGZIP(), []int{6}
 }
 
 // Severity grades a validation problem.
@@ -353,11 +464,11 @@ func (x Severity) String() string {
 }
 
 func (Severity) Descriptor() protoreflect.EnumDescriptor {
-	return file_mcpsag_router_v1_router_proto_enumTypes[5].Descriptor()
+	return file_mcpsag_router_v1_router_proto_enumTypes[7].Descriptor()
 }
 
 func (Severity) Type() protoreflect.EnumType {
-	return &file_mcpsag_router_v1_router_proto_enumTypes[5]
+	return &file_mcpsag_router_v1_router_proto_enumTypes[7]
 }
 
 func (x Severity) Number() protoreflect.EnumNumber {
@@ -366,7 +477,7 @@ func (x Severity) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use Severity.Descriptor instead.
 func (Severity) EnumDescriptor() ([]byte, []int) {
-	return file_mcpsag_router_v1_router_proto_rawDescGZIP(), []int{5}
+	return file_mcpsag_router_v1_router_proto_rawDescGZIP(), []int{7}
 }
 
 // LoadLevel is the disclosure level.
@@ -409,11 +520,11 @@ func (x LoadLevel) String() string {
 }
 
 func (LoadLevel) Descriptor() protoreflect.EnumDescriptor {
-	return file_mcpsag_router_v1_router_proto_enumTypes[6].Descriptor()
+	return file_mcpsag_router_v1_router_proto_enumTypes[8].Descriptor()
 }
 
 func (LoadLevel) Type() protoreflect.EnumType {
-	return &file_mcpsag_router_v1_router_proto_enumTypes[6]
+	return &file_mcpsag_router_v1_router_proto_enumTypes[8]
 }
 
 func (x LoadLevel) Number() protoreflect.EnumNumber {
@@ -422,7 +533,71 @@ func (x LoadLevel) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use LoadLevel.Descriptor instead.
 func (LoadLevel) EnumDescriptor() ([]byte, []int) {
-	return file_mcpsag_router_v1_router_proto_rawDescGZIP(), []int{6}
+	return file_mcpsag_router_v1_router_proto_rawDescGZIP(), []int{8}
+}
+
+// ServerState is the state of the connection to an MCP server.
+type ServerState int32
+
+const (
+	ServerState_SERVER_STATE_UNSPECIFIED ServerState = 0
+	// enabled: false; nothing runs.
+	ServerState_SERVER_STATE_DISABLED ServerState = 1
+	// Connecting or listing for the first time.
+	ServerState_SERVER_STATE_STARTING ServerState = 2
+	// Connected; its tools are served.
+	ServerState_SERVER_STATE_READY ServerState = 3
+	// The last attempt failed; retrying with backoff. Its tools are absent.
+	ServerState_SERVER_STATE_FAILED ServerState = 4
+	// The router is shutting down.
+	ServerState_SERVER_STATE_STOPPED ServerState = 5
+)
+
+// Enum value maps for ServerState.
+var (
+	ServerState_name = map[int32]string{
+		0: "SERVER_STATE_UNSPECIFIED",
+		1: "SERVER_STATE_DISABLED",
+		2: "SERVER_STATE_STARTING",
+		3: "SERVER_STATE_READY",
+		4: "SERVER_STATE_FAILED",
+		5: "SERVER_STATE_STOPPED",
+	}
+	ServerState_value = map[string]int32{
+		"SERVER_STATE_UNSPECIFIED": 0,
+		"SERVER_STATE_DISABLED":    1,
+		"SERVER_STATE_STARTING":    2,
+		"SERVER_STATE_READY":       3,
+		"SERVER_STATE_FAILED":      4,
+		"SERVER_STATE_STOPPED":     5,
+	}
+)
+
+func (x ServerState) Enum() *ServerState {
+	p := new(ServerState)
+	*p = x
+	return p
+}
+
+func (x ServerState) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (ServerState) Descriptor() protoreflect.EnumDescriptor {
+	return file_mcpsag_router_v1_router_proto_enumTypes[9].Descriptor()
+}
+
+func (ServerState) Type() protoreflect.EnumType {
+	return &file_mcpsag_router_v1_router_proto_enumTypes[9]
+}
+
+func (x ServerState) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use ServerState.Descriptor instead.
+func (ServerState) EnumDescriptor() ([]byte, []int) {
+	return file_mcpsag_router_v1_router_proto_rawDescGZIP(), []int{9}
 }
 
 // ExecDecision is the answer to AuthorizeExec.
@@ -459,11 +634,11 @@ func (x ExecDecision) String() string {
 }
 
 func (ExecDecision) Descriptor() protoreflect.EnumDescriptor {
-	return file_mcpsag_router_v1_router_proto_enumTypes[7].Descriptor()
+	return file_mcpsag_router_v1_router_proto_enumTypes[10].Descriptor()
 }
 
 func (ExecDecision) Type() protoreflect.EnumType {
-	return &file_mcpsag_router_v1_router_proto_enumTypes[7]
+	return &file_mcpsag_router_v1_router_proto_enumTypes[10]
 }
 
 func (x ExecDecision) Number() protoreflect.EnumNumber {
@@ -472,7 +647,7 @@ func (x ExecDecision) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use ExecDecision.Descriptor instead.
 func (ExecDecision) EnumDescriptor() ([]byte, []int) {
-	return file_mcpsag_router_v1_router_proto_rawDescGZIP(), []int{7}
+	return file_mcpsag_router_v1_router_proto_rawDescGZIP(), []int{10}
 }
 
 // ExecDenyReason says why a script may not run.
@@ -527,11 +702,11 @@ func (x ExecDenyReason) String() string {
 }
 
 func (ExecDenyReason) Descriptor() protoreflect.EnumDescriptor {
-	return file_mcpsag_router_v1_router_proto_enumTypes[8].Descriptor()
+	return file_mcpsag_router_v1_router_proto_enumTypes[11].Descriptor()
 }
 
 func (ExecDenyReason) Type() protoreflect.EnumType {
-	return &file_mcpsag_router_v1_router_proto_enumTypes[8]
+	return &file_mcpsag_router_v1_router_proto_enumTypes[11]
 }
 
 func (x ExecDenyReason) Number() protoreflect.EnumNumber {
@@ -540,7 +715,272 @@ func (x ExecDenyReason) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use ExecDenyReason.Descriptor instead.
 func (ExecDenyReason) EnumDescriptor() ([]byte, []int) {
-	return file_mcpsag_router_v1_router_proto_rawDescGZIP(), []int{8}
+	return file_mcpsag_router_v1_router_proto_rawDescGZIP(), []int{11}
+}
+
+// ToolParam is one top-level property of a tool's input schema.
+type ToolParam struct {
+	state       protoimpl.MessageState `protogen:"open.v1"`
+	Name        string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	Description string                 `protobuf:"bytes,2,opt,name=description,proto3" json:"description,omitempty"`
+	// The property's type when it is a single string.
+	Type          string `protobuf:"bytes,3,opt,name=type,proto3" json:"type,omitempty"`
+	Required      bool   `protobuf:"varint,4,opt,name=required,proto3" json:"required,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ToolParam) Reset() {
+	*x = ToolParam{}
+	mi := &file_mcpsag_router_v1_router_proto_msgTypes[0]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ToolParam) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ToolParam) ProtoMessage() {}
+
+func (x *ToolParam) ProtoReflect() protoreflect.Message {
+	mi := &file_mcpsag_router_v1_router_proto_msgTypes[0]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ToolParam.ProtoReflect.Descriptor instead.
+func (*ToolParam) Descriptor() ([]byte, []int) {
+	return file_mcpsag_router_v1_router_proto_rawDescGZIP(), []int{0}
+}
+
+func (x *ToolParam) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *ToolParam) GetDescription() string {
+	if x != nil {
+		return x.Description
+	}
+	return ""
+}
+
+func (x *ToolParam) GetType() string {
+	if x != nil {
+		return x.Type
+	}
+	return ""
+}
+
+func (x *ToolParam) GetRequired() bool {
+	if x != nil {
+		return x.Required
+	}
+	return false
+}
+
+// ToolHints are a tool's annotations as its server declares them: hints,
+// trusted only as far as the server is.
+type ToolHints struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Title         string                 `protobuf:"bytes,1,opt,name=title,proto3" json:"title,omitempty"`
+	ReadOnly      bool                   `protobuf:"varint,2,opt,name=read_only,json=readOnly,proto3" json:"read_only,omitempty"`
+	Idempotent    bool                   `protobuf:"varint,3,opt,name=idempotent,proto3" json:"idempotent,omitempty"`
+	Destructive   *bool                  `protobuf:"varint,4,opt,name=destructive,proto3,oneof" json:"destructive,omitempty"`
+	OpenWorld     *bool                  `protobuf:"varint,5,opt,name=open_world,json=openWorld,proto3,oneof" json:"open_world,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ToolHints) Reset() {
+	*x = ToolHints{}
+	mi := &file_mcpsag_router_v1_router_proto_msgTypes[1]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ToolHints) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ToolHints) ProtoMessage() {}
+
+func (x *ToolHints) ProtoReflect() protoreflect.Message {
+	mi := &file_mcpsag_router_v1_router_proto_msgTypes[1]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ToolHints.ProtoReflect.Descriptor instead.
+func (*ToolHints) Descriptor() ([]byte, []int) {
+	return file_mcpsag_router_v1_router_proto_rawDescGZIP(), []int{1}
+}
+
+func (x *ToolHints) GetTitle() string {
+	if x != nil {
+		return x.Title
+	}
+	return ""
+}
+
+func (x *ToolHints) GetReadOnly() bool {
+	if x != nil {
+		return x.ReadOnly
+	}
+	return false
+}
+
+func (x *ToolHints) GetIdempotent() bool {
+	if x != nil {
+		return x.Idempotent
+	}
+	return false
+}
+
+func (x *ToolHints) GetDestructive() bool {
+	if x != nil && x.Destructive != nil {
+		return *x.Destructive
+	}
+	return false
+}
+
+func (x *ToolHints) GetOpenWorld() bool {
+	if x != nil && x.OpenWorld != nil {
+		return *x.OpenWorld
+	}
+	return false
+}
+
+// ToolInfo is what an entry of kind tool holds beyond a skill's fields.
+type ToolInfo struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The configured name of the MCP server.
+	Server string `protobuf:"bytes,1,opt,name=server,proto3" json:"server,omitempty"`
+	// The tool's name as the server lists it; the entry's name is
+	// "server.tool", rewritten when the upstream name breaks hosts' rules.
+	UpstreamName string `protobuf:"bytes,2,opt,name=upstream_name,json=upstreamName,proto3" json:"upstream_name,omitempty"`
+	Title        string `protobuf:"bytes,3,opt,name=title,proto3" json:"title,omitempty"`
+	// The tool's input schema, a JSON object, verbatim as the server sent it.
+	InputSchema string       `protobuf:"bytes,4,opt,name=input_schema,json=inputSchema,proto3" json:"input_schema,omitempty"`
+	Params      []*ToolParam `protobuf:"bytes,5,rep,name=params,proto3" json:"params,omitempty"`
+	Hints       *ToolHints   `protobuf:"bytes,6,opt,name=hints,proto3" json:"hints,omitempty"`
+	// Agents that see the server's tools; empty means every agent.
+	Agents []string `protobuf:"bytes,7,rep,name=agents,proto3" json:"agents,omitempty"`
+	// sha256 of the tool's definition, as an allowlist entry pins it.
+	DefinitionSha256 string `protobuf:"bytes,8,opt,name=definition_sha256,json=definitionSha256,proto3" json:"definition_sha256,omitempty"`
+	// The top-level properties of the output schema, when the server
+	// declares one.
+	Results       []*ToolParam `protobuf:"bytes,9,rep,name=results,proto3" json:"results,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ToolInfo) Reset() {
+	*x = ToolInfo{}
+	mi := &file_mcpsag_router_v1_router_proto_msgTypes[2]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ToolInfo) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ToolInfo) ProtoMessage() {}
+
+func (x *ToolInfo) ProtoReflect() protoreflect.Message {
+	mi := &file_mcpsag_router_v1_router_proto_msgTypes[2]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ToolInfo.ProtoReflect.Descriptor instead.
+func (*ToolInfo) Descriptor() ([]byte, []int) {
+	return file_mcpsag_router_v1_router_proto_rawDescGZIP(), []int{2}
+}
+
+func (x *ToolInfo) GetServer() string {
+	if x != nil {
+		return x.Server
+	}
+	return ""
+}
+
+func (x *ToolInfo) GetUpstreamName() string {
+	if x != nil {
+		return x.UpstreamName
+	}
+	return ""
+}
+
+func (x *ToolInfo) GetTitle() string {
+	if x != nil {
+		return x.Title
+	}
+	return ""
+}
+
+func (x *ToolInfo) GetInputSchema() string {
+	if x != nil {
+		return x.InputSchema
+	}
+	return ""
+}
+
+func (x *ToolInfo) GetParams() []*ToolParam {
+	if x != nil {
+		return x.Params
+	}
+	return nil
+}
+
+func (x *ToolInfo) GetHints() *ToolHints {
+	if x != nil {
+		return x.Hints
+	}
+	return nil
+}
+
+func (x *ToolInfo) GetAgents() []string {
+	if x != nil {
+		return x.Agents
+	}
+	return nil
+}
+
+func (x *ToolInfo) GetDefinitionSha256() string {
+	if x != nil {
+		return x.DefinitionSha256
+	}
+	return ""
+}
+
+func (x *ToolInfo) GetResults() []*ToolParam {
+	if x != nil {
+		return x.Results
+	}
+	return nil
 }
 
 // SkillSource locates a skill.
@@ -559,7 +999,7 @@ type SkillSource struct {
 
 func (x *SkillSource) Reset() {
 	*x = SkillSource{}
-	mi := &file_mcpsag_router_v1_router_proto_msgTypes[0]
+	mi := &file_mcpsag_router_v1_router_proto_msgTypes[3]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -571,7 +1011,7 @@ func (x *SkillSource) String() string {
 func (*SkillSource) ProtoMessage() {}
 
 func (x *SkillSource) ProtoReflect() protoreflect.Message {
-	mi := &file_mcpsag_router_v1_router_proto_msgTypes[0]
+	mi := &file_mcpsag_router_v1_router_proto_msgTypes[3]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -584,7 +1024,7 @@ func (x *SkillSource) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SkillSource.ProtoReflect.Descriptor instead.
 func (*SkillSource) Descriptor() ([]byte, []int) {
-	return file_mcpsag_router_v1_router_proto_rawDescGZIP(), []int{0}
+	return file_mcpsag_router_v1_router_proto_rawDescGZIP(), []int{3}
 }
 
 func (x *SkillSource) GetKind() SourceKind {
@@ -617,19 +1057,22 @@ func (x *SkillSource) GetPath() string {
 
 // SkillSummary is the level-1 view of a skill.
 type SkillSummary struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Name          string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
-	Description   string                 `protobuf:"bytes,2,opt,name=description,proto3" json:"description,omitempty"`
-	Source        *SkillSource           `protobuf:"bytes,3,opt,name=source,proto3" json:"source,omitempty"`
-	Tags          []string               `protobuf:"bytes,4,rep,name=tags,proto3" json:"tags,omitempty"`
-	Trust         Trust                  `protobuf:"varint,5,opt,name=trust,proto3,enum=mcpsag.router.v1.Trust" json:"trust,omitempty"`
+	state       protoimpl.MessageState `protogen:"open.v1"`
+	Name        string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	Description string                 `protobuf:"bytes,2,opt,name=description,proto3" json:"description,omitempty"`
+	Source      *SkillSource           `protobuf:"bytes,3,opt,name=source,proto3" json:"source,omitempty"`
+	Tags        []string               `protobuf:"bytes,4,rep,name=tags,proto3" json:"tags,omitempty"`
+	Trust       Trust                  `protobuf:"varint,5,opt,name=trust,proto3,enum=mcpsag.router.v1.Trust" json:"trust,omitempty"`
+	Kind        EntryKind              `protobuf:"varint,6,opt,name=kind,proto3,enum=mcpsag.router.v1.EntryKind" json:"kind,omitempty"`
+	// Set for tools: the input schema a host registers the tool with.
+	Tool          *ToolInfo `protobuf:"bytes,7,opt,name=tool,proto3" json:"tool,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *SkillSummary) Reset() {
 	*x = SkillSummary{}
-	mi := &file_mcpsag_router_v1_router_proto_msgTypes[1]
+	mi := &file_mcpsag_router_v1_router_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -641,7 +1084,7 @@ func (x *SkillSummary) String() string {
 func (*SkillSummary) ProtoMessage() {}
 
 func (x *SkillSummary) ProtoReflect() protoreflect.Message {
-	mi := &file_mcpsag_router_v1_router_proto_msgTypes[1]
+	mi := &file_mcpsag_router_v1_router_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -654,7 +1097,7 @@ func (x *SkillSummary) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SkillSummary.ProtoReflect.Descriptor instead.
 func (*SkillSummary) Descriptor() ([]byte, []int) {
-	return file_mcpsag_router_v1_router_proto_rawDescGZIP(), []int{1}
+	return file_mcpsag_router_v1_router_proto_rawDescGZIP(), []int{4}
 }
 
 func (x *SkillSummary) GetName() string {
@@ -692,6 +1135,20 @@ func (x *SkillSummary) GetTrust() Trust {
 	return Trust_TRUST_UNSPECIFIED
 }
 
+func (x *SkillSummary) GetKind() EntryKind {
+	if x != nil {
+		return x.Kind
+	}
+	return EntryKind_ENTRY_KIND_UNSPECIFIED
+}
+
+func (x *SkillSummary) GetTool() *ToolInfo {
+	if x != nil {
+		return x.Tool
+	}
+	return nil
+}
+
 // MatchOptions tune one match; every field is optional.
 type MatchOptions struct {
 	state  protoimpl.MessageState `protogen:"open.v1"`
@@ -701,13 +1158,15 @@ type MatchOptions struct {
 	Threshold *float64 `protobuf:"fixed64,3,opt,name=threshold,proto3,oneof" json:"threshold,omitempty"`
 	// Include skills marked hidden: true.
 	IncludeHidden bool `protobuf:"varint,4,opt,name=include_hidden,json=includeHidden,proto3" json:"include_hidden,omitempty"`
+	// Skills, tools or both (the default).
+	Kinds         KindFilter `protobuf:"varint,5,opt,name=kinds,proto3,enum=mcpsag.router.v1.KindFilter" json:"kinds,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *MatchOptions) Reset() {
 	*x = MatchOptions{}
-	mi := &file_mcpsag_router_v1_router_proto_msgTypes[2]
+	mi := &file_mcpsag_router_v1_router_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -719,7 +1178,7 @@ func (x *MatchOptions) String() string {
 func (*MatchOptions) ProtoMessage() {}
 
 func (x *MatchOptions) ProtoReflect() protoreflect.Message {
-	mi := &file_mcpsag_router_v1_router_proto_msgTypes[2]
+	mi := &file_mcpsag_router_v1_router_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -732,7 +1191,7 @@ func (x *MatchOptions) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MatchOptions.ProtoReflect.Descriptor instead.
 func (*MatchOptions) Descriptor() ([]byte, []int) {
-	return file_mcpsag_router_v1_router_proto_rawDescGZIP(), []int{2}
+	return file_mcpsag_router_v1_router_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *MatchOptions) GetFusion() Fusion {
@@ -763,6 +1222,13 @@ func (x *MatchOptions) GetIncludeHidden() bool {
 	return false
 }
 
+func (x *MatchOptions) GetKinds() KindFilter {
+	if x != nil {
+		return x.Kinds
+	}
+	return KindFilter_KIND_FILTER_UNSPECIFIED
+}
+
 type MatchRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// The task text, 1 to 16384 bytes of UTF-8.
@@ -778,7 +1244,7 @@ type MatchRequest struct {
 
 func (x *MatchRequest) Reset() {
 	*x = MatchRequest{}
-	mi := &file_mcpsag_router_v1_router_proto_msgTypes[3]
+	mi := &file_mcpsag_router_v1_router_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -790,7 +1256,7 @@ func (x *MatchRequest) String() string {
 func (*MatchRequest) ProtoMessage() {}
 
 func (x *MatchRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_mcpsag_router_v1_router_proto_msgTypes[3]
+	mi := &file_mcpsag_router_v1_router_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -803,7 +1269,7 @@ func (x *MatchRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MatchRequest.ProtoReflect.Descriptor instead.
 func (*MatchRequest) Descriptor() ([]byte, []int) {
-	return file_mcpsag_router_v1_router_proto_rawDescGZIP(), []int{3}
+	return file_mcpsag_router_v1_router_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *MatchRequest) GetTask() string {
@@ -855,7 +1321,7 @@ type Scores struct {
 
 func (x *Scores) Reset() {
 	*x = Scores{}
-	mi := &file_mcpsag_router_v1_router_proto_msgTypes[4]
+	mi := &file_mcpsag_router_v1_router_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -867,7 +1333,7 @@ func (x *Scores) String() string {
 func (*Scores) ProtoMessage() {}
 
 func (x *Scores) ProtoReflect() protoreflect.Message {
-	mi := &file_mcpsag_router_v1_router_proto_msgTypes[4]
+	mi := &file_mcpsag_router_v1_router_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -880,7 +1346,7 @@ func (x *Scores) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Scores.ProtoReflect.Descriptor instead.
 func (*Scores) Descriptor() ([]byte, []int) {
-	return file_mcpsag_router_v1_router_proto_rawDescGZIP(), []int{4}
+	return file_mcpsag_router_v1_router_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *Scores) GetCosine() float64 {
@@ -939,7 +1405,7 @@ type Candidate struct {
 
 func (x *Candidate) Reset() {
 	*x = Candidate{}
-	mi := &file_mcpsag_router_v1_router_proto_msgTypes[5]
+	mi := &file_mcpsag_router_v1_router_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -951,7 +1417,7 @@ func (x *Candidate) String() string {
 func (*Candidate) ProtoMessage() {}
 
 func (x *Candidate) ProtoReflect() protoreflect.Message {
-	mi := &file_mcpsag_router_v1_router_proto_msgTypes[5]
+	mi := &file_mcpsag_router_v1_router_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -964,7 +1430,7 @@ func (x *Candidate) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Candidate.ProtoReflect.Descriptor instead.
 func (*Candidate) Descriptor() ([]byte, []int) {
-	return file_mcpsag_router_v1_router_proto_rawDescGZIP(), []int{5}
+	return file_mcpsag_router_v1_router_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *Candidate) GetSkill() *SkillSummary {
@@ -1027,7 +1493,7 @@ type MatchResponse struct {
 
 func (x *MatchResponse) Reset() {
 	*x = MatchResponse{}
-	mi := &file_mcpsag_router_v1_router_proto_msgTypes[6]
+	mi := &file_mcpsag_router_v1_router_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1039,7 +1505,7 @@ func (x *MatchResponse) String() string {
 func (*MatchResponse) ProtoMessage() {}
 
 func (x *MatchResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_mcpsag_router_v1_router_proto_msgTypes[6]
+	mi := &file_mcpsag_router_v1_router_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1052,7 +1518,7 @@ func (x *MatchResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MatchResponse.ProtoReflect.Descriptor instead.
 func (*MatchResponse) Descriptor() ([]byte, []int) {
-	return file_mcpsag_router_v1_router_proto_rawDescGZIP(), []int{6}
+	return file_mcpsag_router_v1_router_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *MatchResponse) GetCandidates() []*Candidate {
@@ -1130,13 +1596,15 @@ type ListSkillsRequest struct {
 	IncludeDisabled bool `protobuf:"varint,5,opt,name=include_disabled,json=includeDisabled,proto3" json:"include_disabled,omitempty"`
 	// When positive, also render a catalog of at most this many characters.
 	CatalogCharBudget int32 `protobuf:"varint,6,opt,name=catalog_char_budget,json=catalogCharBudget,proto3" json:"catalog_char_budget,omitempty"`
-	unknownFields     protoimpl.UnknownFields
-	sizeCache         protoimpl.SizeCache
+	// Skills, tools or both (the default).
+	Kinds         KindFilter `protobuf:"varint,7,opt,name=kinds,proto3,enum=mcpsag.router.v1.KindFilter" json:"kinds,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *ListSkillsRequest) Reset() {
 	*x = ListSkillsRequest{}
-	mi := &file_mcpsag_router_v1_router_proto_msgTypes[7]
+	mi := &file_mcpsag_router_v1_router_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1148,7 +1616,7 @@ func (x *ListSkillsRequest) String() string {
 func (*ListSkillsRequest) ProtoMessage() {}
 
 func (x *ListSkillsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_mcpsag_router_v1_router_proto_msgTypes[7]
+	mi := &file_mcpsag_router_v1_router_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1161,7 +1629,7 @@ func (x *ListSkillsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListSkillsRequest.ProtoReflect.Descriptor instead.
 func (*ListSkillsRequest) Descriptor() ([]byte, []int) {
-	return file_mcpsag_router_v1_router_proto_rawDescGZIP(), []int{7}
+	return file_mcpsag_router_v1_router_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *ListSkillsRequest) GetAgent() string {
@@ -1206,6 +1674,13 @@ func (x *ListSkillsRequest) GetCatalogCharBudget() int32 {
 	return 0
 }
 
+func (x *ListSkillsRequest) GetKinds() KindFilter {
+	if x != nil {
+		return x.Kinds
+	}
+	return KindFilter_KIND_FILTER_UNSPECIFIED
+}
+
 // RenderedCatalog is a prompt-ready list of skills that fits a budget. It
 // shortens descriptions first, then cuts whole skills, and says which.
 type RenderedCatalog struct {
@@ -1224,7 +1699,7 @@ type RenderedCatalog struct {
 
 func (x *RenderedCatalog) Reset() {
 	*x = RenderedCatalog{}
-	mi := &file_mcpsag_router_v1_router_proto_msgTypes[8]
+	mi := &file_mcpsag_router_v1_router_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1236,7 +1711,7 @@ func (x *RenderedCatalog) String() string {
 func (*RenderedCatalog) ProtoMessage() {}
 
 func (x *RenderedCatalog) ProtoReflect() protoreflect.Message {
-	mi := &file_mcpsag_router_v1_router_proto_msgTypes[8]
+	mi := &file_mcpsag_router_v1_router_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1249,7 +1724,7 @@ func (x *RenderedCatalog) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RenderedCatalog.ProtoReflect.Descriptor instead.
 func (*RenderedCatalog) Descriptor() ([]byte, []int) {
-	return file_mcpsag_router_v1_router_proto_rawDescGZIP(), []int{8}
+	return file_mcpsag_router_v1_router_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *RenderedCatalog) GetText() string {
@@ -1310,7 +1785,7 @@ type ShadowedSkill struct {
 
 func (x *ShadowedSkill) Reset() {
 	*x = ShadowedSkill{}
-	mi := &file_mcpsag_router_v1_router_proto_msgTypes[9]
+	mi := &file_mcpsag_router_v1_router_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1322,7 +1797,7 @@ func (x *ShadowedSkill) String() string {
 func (*ShadowedSkill) ProtoMessage() {}
 
 func (x *ShadowedSkill) ProtoReflect() protoreflect.Message {
-	mi := &file_mcpsag_router_v1_router_proto_msgTypes[9]
+	mi := &file_mcpsag_router_v1_router_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1335,7 +1810,7 @@ func (x *ShadowedSkill) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ShadowedSkill.ProtoReflect.Descriptor instead.
 func (*ShadowedSkill) Descriptor() ([]byte, []int) {
-	return file_mcpsag_router_v1_router_proto_rawDescGZIP(), []int{9}
+	return file_mcpsag_router_v1_router_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *ShadowedSkill) GetName() string {
@@ -1382,7 +1857,7 @@ type ListSkillsResponse struct {
 
 func (x *ListSkillsResponse) Reset() {
 	*x = ListSkillsResponse{}
-	mi := &file_mcpsag_router_v1_router_proto_msgTypes[10]
+	mi := &file_mcpsag_router_v1_router_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1394,7 +1869,7 @@ func (x *ListSkillsResponse) String() string {
 func (*ListSkillsResponse) ProtoMessage() {}
 
 func (x *ListSkillsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_mcpsag_router_v1_router_proto_msgTypes[10]
+	mi := &file_mcpsag_router_v1_router_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1407,7 +1882,7 @@ func (x *ListSkillsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListSkillsResponse.ProtoReflect.Descriptor instead.
 func (*ListSkillsResponse) Descriptor() ([]byte, []int) {
-	return file_mcpsag_router_v1_router_proto_rawDescGZIP(), []int{10}
+	return file_mcpsag_router_v1_router_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *ListSkillsResponse) GetSkills() []*SkillSummary {
@@ -1462,7 +1937,7 @@ type GetSkillRequest struct {
 
 func (x *GetSkillRequest) Reset() {
 	*x = GetSkillRequest{}
-	mi := &file_mcpsag_router_v1_router_proto_msgTypes[11]
+	mi := &file_mcpsag_router_v1_router_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1474,7 +1949,7 @@ func (x *GetSkillRequest) String() string {
 func (*GetSkillRequest) ProtoMessage() {}
 
 func (x *GetSkillRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_mcpsag_router_v1_router_proto_msgTypes[11]
+	mi := &file_mcpsag_router_v1_router_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1487,7 +1962,7 @@ func (x *GetSkillRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetSkillRequest.ProtoReflect.Descriptor instead.
 func (*GetSkillRequest) Descriptor() ([]byte, []int) {
-	return file_mcpsag_router_v1_router_proto_rawDescGZIP(), []int{11}
+	return file_mcpsag_router_v1_router_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *GetSkillRequest) GetName() string {
@@ -1519,7 +1994,7 @@ type Problem struct {
 
 func (x *Problem) Reset() {
 	*x = Problem{}
-	mi := &file_mcpsag_router_v1_router_proto_msgTypes[12]
+	mi := &file_mcpsag_router_v1_router_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1531,7 +2006,7 @@ func (x *Problem) String() string {
 func (*Problem) ProtoMessage() {}
 
 func (x *Problem) ProtoReflect() protoreflect.Message {
-	mi := &file_mcpsag_router_v1_router_proto_msgTypes[12]
+	mi := &file_mcpsag_router_v1_router_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1544,7 +2019,7 @@ func (x *Problem) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Problem.ProtoReflect.Descriptor instead.
 func (*Problem) Descriptor() ([]byte, []int) {
-	return file_mcpsag_router_v1_router_proto_rawDescGZIP(), []int{12}
+	return file_mcpsag_router_v1_router_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *Problem) GetSeverity() Severity {
@@ -1600,7 +2075,7 @@ type Resource struct {
 
 func (x *Resource) Reset() {
 	*x = Resource{}
-	mi := &file_mcpsag_router_v1_router_proto_msgTypes[13]
+	mi := &file_mcpsag_router_v1_router_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1612,7 +2087,7 @@ func (x *Resource) String() string {
 func (*Resource) ProtoMessage() {}
 
 func (x *Resource) ProtoReflect() protoreflect.Message {
-	mi := &file_mcpsag_router_v1_router_proto_msgTypes[13]
+	mi := &file_mcpsag_router_v1_router_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1625,7 +2100,7 @@ func (x *Resource) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Resource.ProtoReflect.Descriptor instead.
 func (*Resource) Descriptor() ([]byte, []int) {
-	return file_mcpsag_router_v1_router_proto_rawDescGZIP(), []int{13}
+	return file_mcpsag_router_v1_router_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *Resource) GetPath() string {
@@ -1664,7 +2139,7 @@ type Frontmatter struct {
 
 func (x *Frontmatter) Reset() {
 	*x = Frontmatter{}
-	mi := &file_mcpsag_router_v1_router_proto_msgTypes[14]
+	mi := &file_mcpsag_router_v1_router_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1676,7 +2151,7 @@ func (x *Frontmatter) String() string {
 func (*Frontmatter) ProtoMessage() {}
 
 func (x *Frontmatter) ProtoReflect() protoreflect.Message {
-	mi := &file_mcpsag_router_v1_router_proto_msgTypes[14]
+	mi := &file_mcpsag_router_v1_router_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1689,7 +2164,7 @@ func (x *Frontmatter) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Frontmatter.ProtoReflect.Descriptor instead.
 func (*Frontmatter) Descriptor() ([]byte, []int) {
-	return file_mcpsag_router_v1_router_proto_rawDescGZIP(), []int{14}
+	return file_mcpsag_router_v1_router_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *Frontmatter) GetName() string {
@@ -1802,14 +2277,17 @@ type SkillDetail struct {
 	Modified       *timestamppb.Timestamp `protobuf:"bytes,17,opt,name=modified,proto3" json:"modified,omitempty"`
 	BodyTokens     int32                  `protobuf:"varint,18,opt,name=body_tokens,json=bodyTokens,proto3" json:"body_tokens,omitempty"`
 	// Whether Match may propose the skill.
-	ModelInvocable bool `protobuf:"varint,19,opt,name=model_invocable,json=modelInvocable,proto3" json:"model_invocable,omitempty"`
-	unknownFields  protoimpl.UnknownFields
-	sizeCache      protoimpl.SizeCache
+	ModelInvocable bool      `protobuf:"varint,19,opt,name=model_invocable,json=modelInvocable,proto3" json:"model_invocable,omitempty"`
+	Kind           EntryKind `protobuf:"varint,20,opt,name=kind,proto3,enum=mcpsag.router.v1.EntryKind" json:"kind,omitempty"`
+	// Set for tools.
+	Tool          *ToolInfo `protobuf:"bytes,21,opt,name=tool,proto3" json:"tool,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *SkillDetail) Reset() {
 	*x = SkillDetail{}
-	mi := &file_mcpsag_router_v1_router_proto_msgTypes[15]
+	mi := &file_mcpsag_router_v1_router_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1821,7 +2299,7 @@ func (x *SkillDetail) String() string {
 func (*SkillDetail) ProtoMessage() {}
 
 func (x *SkillDetail) ProtoReflect() protoreflect.Message {
-	mi := &file_mcpsag_router_v1_router_proto_msgTypes[15]
+	mi := &file_mcpsag_router_v1_router_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1834,7 +2312,7 @@ func (x *SkillDetail) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SkillDetail.ProtoReflect.Descriptor instead.
 func (*SkillDetail) Descriptor() ([]byte, []int) {
-	return file_mcpsag_router_v1_router_proto_rawDescGZIP(), []int{15}
+	return file_mcpsag_router_v1_router_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *SkillDetail) GetName() string {
@@ -1970,6 +2448,20 @@ func (x *SkillDetail) GetModelInvocable() bool {
 	return false
 }
 
+func (x *SkillDetail) GetKind() EntryKind {
+	if x != nil {
+		return x.Kind
+	}
+	return EntryKind_ENTRY_KIND_UNSPECIFIED
+}
+
+func (x *SkillDetail) GetTool() *ToolInfo {
+	if x != nil {
+		return x.Tool
+	}
+	return nil
+}
+
 type GetSkillResponse struct {
 	state           protoimpl.MessageState `protogen:"open.v1"`
 	Skill           *SkillDetail           `protobuf:"bytes,1,opt,name=skill,proto3" json:"skill,omitempty"`
@@ -1980,7 +2472,7 @@ type GetSkillResponse struct {
 
 func (x *GetSkillResponse) Reset() {
 	*x = GetSkillResponse{}
-	mi := &file_mcpsag_router_v1_router_proto_msgTypes[16]
+	mi := &file_mcpsag_router_v1_router_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1992,7 +2484,7 @@ func (x *GetSkillResponse) String() string {
 func (*GetSkillResponse) ProtoMessage() {}
 
 func (x *GetSkillResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_mcpsag_router_v1_router_proto_msgTypes[16]
+	mi := &file_mcpsag_router_v1_router_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2005,7 +2497,7 @@ func (x *GetSkillResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetSkillResponse.ProtoReflect.Descriptor instead.
 func (*GetSkillResponse) Descriptor() ([]byte, []int) {
-	return file_mcpsag_router_v1_router_proto_rawDescGZIP(), []int{16}
+	return file_mcpsag_router_v1_router_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *GetSkillResponse) GetSkill() *SkillDetail {
@@ -2040,7 +2532,7 @@ type LoadRequest struct {
 
 func (x *LoadRequest) Reset() {
 	*x = LoadRequest{}
-	mi := &file_mcpsag_router_v1_router_proto_msgTypes[17]
+	mi := &file_mcpsag_router_v1_router_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2052,7 +2544,7 @@ func (x *LoadRequest) String() string {
 func (*LoadRequest) ProtoMessage() {}
 
 func (x *LoadRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_mcpsag_router_v1_router_proto_msgTypes[17]
+	mi := &file_mcpsag_router_v1_router_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2065,7 +2557,7 @@ func (x *LoadRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LoadRequest.ProtoReflect.Descriptor instead.
 func (*LoadRequest) Descriptor() ([]byte, []int) {
-	return file_mcpsag_router_v1_router_proto_rawDescGZIP(), []int{17}
+	return file_mcpsag_router_v1_router_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *LoadRequest) GetName() string {
@@ -2123,7 +2615,7 @@ type Provenance struct {
 
 func (x *Provenance) Reset() {
 	*x = Provenance{}
-	mi := &file_mcpsag_router_v1_router_proto_msgTypes[18]
+	mi := &file_mcpsag_router_v1_router_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2135,7 +2627,7 @@ func (x *Provenance) String() string {
 func (*Provenance) ProtoMessage() {}
 
 func (x *Provenance) ProtoReflect() protoreflect.Message {
-	mi := &file_mcpsag_router_v1_router_proto_msgTypes[18]
+	mi := &file_mcpsag_router_v1_router_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2148,7 +2640,7 @@ func (x *Provenance) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Provenance.ProtoReflect.Descriptor instead.
 func (*Provenance) Descriptor() ([]byte, []int) {
-	return file_mcpsag_router_v1_router_proto_rawDescGZIP(), []int{18}
+	return file_mcpsag_router_v1_router_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *Provenance) GetSource() *SkillSource {
@@ -2206,7 +2698,7 @@ type LoadResponse struct {
 
 func (x *LoadResponse) Reset() {
 	*x = LoadResponse{}
-	mi := &file_mcpsag_router_v1_router_proto_msgTypes[19]
+	mi := &file_mcpsag_router_v1_router_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2218,7 +2710,7 @@ func (x *LoadResponse) String() string {
 func (*LoadResponse) ProtoMessage() {}
 
 func (x *LoadResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_mcpsag_router_v1_router_proto_msgTypes[19]
+	mi := &file_mcpsag_router_v1_router_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2231,7 +2723,7 @@ func (x *LoadResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LoadResponse.ProtoReflect.Descriptor instead.
 func (*LoadResponse) Descriptor() ([]byte, []int) {
-	return file_mcpsag_router_v1_router_proto_rawDescGZIP(), []int{19}
+	return file_mcpsag_router_v1_router_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *LoadResponse) GetName() string {
@@ -2356,7 +2848,7 @@ type ReindexRequest struct {
 
 func (x *ReindexRequest) Reset() {
 	*x = ReindexRequest{}
-	mi := &file_mcpsag_router_v1_router_proto_msgTypes[20]
+	mi := &file_mcpsag_router_v1_router_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2368,7 +2860,7 @@ func (x *ReindexRequest) String() string {
 func (*ReindexRequest) ProtoMessage() {}
 
 func (x *ReindexRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_mcpsag_router_v1_router_proto_msgTypes[20]
+	mi := &file_mcpsag_router_v1_router_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2381,7 +2873,7 @@ func (x *ReindexRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReindexRequest.ProtoReflect.Descriptor instead.
 func (*ReindexRequest) Descriptor() ([]byte, []int) {
-	return file_mcpsag_router_v1_router_proto_rawDescGZIP(), []int{20}
+	return file_mcpsag_router_v1_router_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *ReindexRequest) GetFull() bool {
@@ -2414,7 +2906,7 @@ type ReindexStats struct {
 
 func (x *ReindexStats) Reset() {
 	*x = ReindexStats{}
-	mi := &file_mcpsag_router_v1_router_proto_msgTypes[21]
+	mi := &file_mcpsag_router_v1_router_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2426,7 +2918,7 @@ func (x *ReindexStats) String() string {
 func (*ReindexStats) ProtoMessage() {}
 
 func (x *ReindexStats) ProtoReflect() protoreflect.Message {
-	mi := &file_mcpsag_router_v1_router_proto_msgTypes[21]
+	mi := &file_mcpsag_router_v1_router_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2439,7 +2931,7 @@ func (x *ReindexStats) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReindexStats.ProtoReflect.Descriptor instead.
 func (*ReindexStats) Descriptor() ([]byte, []int) {
-	return file_mcpsag_router_v1_router_proto_rawDescGZIP(), []int{21}
+	return file_mcpsag_router_v1_router_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *ReindexStats) GetScanned() int32 {
@@ -2528,7 +3020,7 @@ type ReindexResponse struct {
 
 func (x *ReindexResponse) Reset() {
 	*x = ReindexResponse{}
-	mi := &file_mcpsag_router_v1_router_proto_msgTypes[22]
+	mi := &file_mcpsag_router_v1_router_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2540,7 +3032,7 @@ func (x *ReindexResponse) String() string {
 func (*ReindexResponse) ProtoMessage() {}
 
 func (x *ReindexResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_mcpsag_router_v1_router_proto_msgTypes[22]
+	mi := &file_mcpsag_router_v1_router_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2553,7 +3045,7 @@ func (x *ReindexResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReindexResponse.ProtoReflect.Descriptor instead.
 func (*ReindexResponse) Descriptor() ([]byte, []int) {
-	return file_mcpsag_router_v1_router_proto_rawDescGZIP(), []int{22}
+	return file_mcpsag_router_v1_router_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *ReindexResponse) GetStats() *ReindexStats {
@@ -2571,7 +3063,7 @@ type StatusRequest struct {
 
 func (x *StatusRequest) Reset() {
 	*x = StatusRequest{}
-	mi := &file_mcpsag_router_v1_router_proto_msgTypes[23]
+	mi := &file_mcpsag_router_v1_router_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2583,7 +3075,7 @@ func (x *StatusRequest) String() string {
 func (*StatusRequest) ProtoMessage() {}
 
 func (x *StatusRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_mcpsag_router_v1_router_proto_msgTypes[23]
+	mi := &file_mcpsag_router_v1_router_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2596,7 +3088,7 @@ func (x *StatusRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StatusRequest.ProtoReflect.Descriptor instead.
 func (*StatusRequest) Descriptor() ([]byte, []int) {
-	return file_mcpsag_router_v1_router_proto_rawDescGZIP(), []int{23}
+	return file_mcpsag_router_v1_router_proto_rawDescGZIP(), []int{26}
 }
 
 type ModelStatus struct {
@@ -2620,7 +3112,7 @@ type ModelStatus struct {
 
 func (x *ModelStatus) Reset() {
 	*x = ModelStatus{}
-	mi := &file_mcpsag_router_v1_router_proto_msgTypes[24]
+	mi := &file_mcpsag_router_v1_router_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2632,7 +3124,7 @@ func (x *ModelStatus) String() string {
 func (*ModelStatus) ProtoMessage() {}
 
 func (x *ModelStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_mcpsag_router_v1_router_proto_msgTypes[24]
+	mi := &file_mcpsag_router_v1_router_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2645,7 +3137,7 @@ func (x *ModelStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ModelStatus.ProtoReflect.Descriptor instead.
 func (*ModelStatus) Descriptor() ([]byte, []int) {
-	return file_mcpsag_router_v1_router_proto_rawDescGZIP(), []int{24}
+	return file_mcpsag_router_v1_router_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *ModelStatus) GetName() string {
@@ -2716,14 +3208,16 @@ type FeatureFlags struct {
 	// Routing: when off, Match abstains with reason DISABLED.
 	SkillsV1 bool `protobuf:"varint,1,opt,name=skills_v1,json=skillsV1,proto3" json:"skills_v1,omitempty"`
 	// Script execution: when off, AuthorizeExec denies.
-	SkillsExec    bool `protobuf:"varint,2,opt,name=skills_exec,json=skillsExec,proto3" json:"skills_exec,omitempty"`
+	SkillsExec bool `protobuf:"varint,2,opt,name=skills_exec,json=skillsExec,proto3" json:"skills_exec,omitempty"`
+	// Tool calls: when off, CallTool refuses.
+	ToolsCall     bool `protobuf:"varint,3,opt,name=tools_call,json=toolsCall,proto3" json:"tools_call,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *FeatureFlags) Reset() {
 	*x = FeatureFlags{}
-	mi := &file_mcpsag_router_v1_router_proto_msgTypes[25]
+	mi := &file_mcpsag_router_v1_router_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2735,7 +3229,7 @@ func (x *FeatureFlags) String() string {
 func (*FeatureFlags) ProtoMessage() {}
 
 func (x *FeatureFlags) ProtoReflect() protoreflect.Message {
-	mi := &file_mcpsag_router_v1_router_proto_msgTypes[25]
+	mi := &file_mcpsag_router_v1_router_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2748,7 +3242,7 @@ func (x *FeatureFlags) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FeatureFlags.ProtoReflect.Descriptor instead.
 func (*FeatureFlags) Descriptor() ([]byte, []int) {
-	return file_mcpsag_router_v1_router_proto_rawDescGZIP(), []int{25}
+	return file_mcpsag_router_v1_router_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *FeatureFlags) GetSkillsV1() bool {
@@ -2765,6 +3259,13 @@ func (x *FeatureFlags) GetSkillsExec() bool {
 	return false
 }
 
+func (x *FeatureFlags) GetToolsCall() bool {
+	if x != nil {
+		return x.ToolsCall
+	}
+	return false
+}
+
 type ValidationSummary struct {
 	state    protoimpl.MessageState `protogen:"open.v1"`
 	Errors   int32                  `protobuf:"varint,1,opt,name=errors,proto3" json:"errors,omitempty"`
@@ -2777,7 +3278,7 @@ type ValidationSummary struct {
 
 func (x *ValidationSummary) Reset() {
 	*x = ValidationSummary{}
-	mi := &file_mcpsag_router_v1_router_proto_msgTypes[26]
+	mi := &file_mcpsag_router_v1_router_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2789,7 +3290,7 @@ func (x *ValidationSummary) String() string {
 func (*ValidationSummary) ProtoMessage() {}
 
 func (x *ValidationSummary) ProtoReflect() protoreflect.Message {
-	mi := &file_mcpsag_router_v1_router_proto_msgTypes[26]
+	mi := &file_mcpsag_router_v1_router_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2802,7 +3303,7 @@ func (x *ValidationSummary) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ValidationSummary.ProtoReflect.Descriptor instead.
 func (*ValidationSummary) Descriptor() ([]byte, []int) {
-	return file_mcpsag_router_v1_router_proto_rawDescGZIP(), []int{26}
+	return file_mcpsag_router_v1_router_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *ValidationSummary) GetErrors() int32 {
@@ -2839,7 +3340,7 @@ type ReindexProgress struct {
 
 func (x *ReindexProgress) Reset() {
 	*x = ReindexProgress{}
-	mi := &file_mcpsag_router_v1_router_proto_msgTypes[27]
+	mi := &file_mcpsag_router_v1_router_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2851,7 +3352,7 @@ func (x *ReindexProgress) String() string {
 func (*ReindexProgress) ProtoMessage() {}
 
 func (x *ReindexProgress) ProtoReflect() protoreflect.Message {
-	mi := &file_mcpsag_router_v1_router_proto_msgTypes[27]
+	mi := &file_mcpsag_router_v1_router_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2864,7 +3365,7 @@ func (x *ReindexProgress) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReindexProgress.ProtoReflect.Descriptor instead.
 func (*ReindexProgress) Descriptor() ([]byte, []int) {
-	return file_mcpsag_router_v1_router_proto_rawDescGZIP(), []int{27}
+	return file_mcpsag_router_v1_router_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *ReindexProgress) GetRunning() bool {
@@ -2907,7 +3408,7 @@ type ConfigStatus struct {
 
 func (x *ConfigStatus) Reset() {
 	*x = ConfigStatus{}
-	mi := &file_mcpsag_router_v1_router_proto_msgTypes[28]
+	mi := &file_mcpsag_router_v1_router_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2919,7 +3420,7 @@ func (x *ConfigStatus) String() string {
 func (*ConfigStatus) ProtoMessage() {}
 
 func (x *ConfigStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_mcpsag_router_v1_router_proto_msgTypes[28]
+	mi := &file_mcpsag_router_v1_router_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2932,7 +3433,7 @@ func (x *ConfigStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ConfigStatus.ProtoReflect.Descriptor instead.
 func (*ConfigStatus) Descriptor() ([]byte, []int) {
-	return file_mcpsag_router_v1_router_proto_rawDescGZIP(), []int{28}
+	return file_mcpsag_router_v1_router_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *ConfigStatus) GetPath() string {
@@ -2984,15 +3485,19 @@ type StatusResponse struct {
 	Flags            *FeatureFlags      `protobuf:"bytes,19,opt,name=flags,proto3" json:"flags,omitempty"`
 	Config           *ConfigStatus      `protobuf:"bytes,20,opt,name=config,proto3" json:"config,omitempty"`
 	Agents           []string           `protobuf:"bytes,21,rep,name=agents,proto3" json:"agents,omitempty"`
+	// Tools of MCP servers served to callers without an agent.
+	Tools int32 `protobuf:"varint,22,opt,name=tools,proto3" json:"tools,omitempty"`
+	// Every configured MCP server.
+	Servers []*ServerStatus `protobuf:"bytes,23,rep,name=servers,proto3" json:"servers,omitempty"`
 	// The served generation's content digest, as in MatchResponse.
-	GenerationId  string `protobuf:"bytes,22,opt,name=generation_id,json=generationId,proto3" json:"generation_id,omitempty"`
+	GenerationId  string `protobuf:"bytes,24,opt,name=generation_id,json=generationId,proto3" json:"generation_id,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *StatusResponse) Reset() {
 	*x = StatusResponse{}
-	mi := &file_mcpsag_router_v1_router_proto_msgTypes[29]
+	mi := &file_mcpsag_router_v1_router_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3004,7 +3509,7 @@ func (x *StatusResponse) String() string {
 func (*StatusResponse) ProtoMessage() {}
 
 func (x *StatusResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_mcpsag_router_v1_router_proto_msgTypes[29]
+	mi := &file_mcpsag_router_v1_router_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3017,7 +3522,7 @@ func (x *StatusResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StatusResponse.ProtoReflect.Descriptor instead.
 func (*StatusResponse) Descriptor() ([]byte, []int) {
-	return file_mcpsag_router_v1_router_proto_rawDescGZIP(), []int{29}
+	return file_mcpsag_router_v1_router_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *StatusResponse) GetVersion() string {
@@ -3167,11 +3672,272 @@ func (x *StatusResponse) GetAgents() []string {
 	return nil
 }
 
+func (x *StatusResponse) GetTools() int32 {
+	if x != nil {
+		return x.Tools
+	}
+	return 0
+}
+
+func (x *StatusResponse) GetServers() []*ServerStatus {
+	if x != nil {
+		return x.Servers
+	}
+	return nil
+}
+
 func (x *StatusResponse) GetGenerationId() string {
 	if x != nil {
 		return x.GenerationId
 	}
 	return ""
+}
+
+// ServerStatus describes one configured MCP server. The command, its
+// arguments, environment values and secrets never appear in it.
+type ServerStatus struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Name  string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	// stdio or http.
+	Transport string `protobuf:"bytes,2,opt,name=transport,proto3" json:"transport,omitempty"`
+	// The HTTP URL's scheme and host; empty for stdio.
+	Endpoint string      `protobuf:"bytes,3,opt,name=endpoint,proto3" json:"endpoint,omitempty"`
+	State    ServerState `protobuf:"varint,4,opt,name=state,proto3,enum=mcpsag.router.v1.ServerState" json:"state,omitempty"`
+	Trust    Trust       `protobuf:"varint,5,opt,name=trust,proto3,enum=mcpsag.router.v1.Trust" json:"trust,omitempty"`
+	Agents   []string    `protobuf:"bytes,6,rep,name=agents,proto3" json:"agents,omitempty"`
+	// Tools served, listed by the server, removed by enabled_tools and
+	// disabled_tools, and left out as unusable.
+	Tools         int32 `protobuf:"varint,7,opt,name=tools,proto3" json:"tools,omitempty"`
+	ToolsListed   int32 `protobuf:"varint,8,opt,name=tools_listed,json=toolsListed,proto3" json:"tools_listed,omitempty"`
+	ToolsFiltered int32 `protobuf:"varint,9,opt,name=tools_filtered,json=toolsFiltered,proto3" json:"tools_filtered,omitempty"`
+	ToolsDropped  int32 `protobuf:"varint,10,opt,name=tools_dropped,json=toolsDropped,proto3" json:"tools_dropped,omitempty"`
+	// Resources and prompts the server lists; -1 when it offers none.
+	Resources int32 `protobuf:"varint,11,opt,name=resources,proto3" json:"resources,omitempty"`
+	Prompts   int32 `protobuf:"varint,12,opt,name=prompts,proto3" json:"prompts,omitempty"`
+	// What the server calls itself.
+	ServerName      string                 `protobuf:"bytes,13,opt,name=server_name,json=serverName,proto3" json:"server_name,omitempty"`
+	ServerVersion   string                 `protobuf:"bytes,14,opt,name=server_version,json=serverVersion,proto3" json:"server_version,omitempty"`
+	ProtocolVersion string                 `protobuf:"bytes,15,opt,name=protocol_version,json=protocolVersion,proto3" json:"protocol_version,omitempty"`
+	LastError       string                 `protobuf:"bytes,16,opt,name=last_error,json=lastError,proto3" json:"last_error,omitempty"`
+	LastErrorAt     *timestamppb.Timestamp `protobuf:"bytes,17,opt,name=last_error_at,json=lastErrorAt,proto3" json:"last_error_at,omitempty"`
+	ConnectedAt     *timestamppb.Timestamp `protobuf:"bytes,18,opt,name=connected_at,json=connectedAt,proto3" json:"connected_at,omitempty"`
+	ListedAt        *timestamppb.Timestamp `protobuf:"bytes,19,opt,name=listed_at,json=listedAt,proto3" json:"listed_at,omitempty"`
+	NextAttempt     *timestamppb.Timestamp `protobuf:"bytes,20,opt,name=next_attempt,json=nextAttempt,proto3" json:"next_attempt,omitempty"`
+	Restarts        int32                  `protobuf:"varint,21,opt,name=restarts,proto3" json:"restarts,omitempty"`
+	// list_changed notifications received, and listings they caused.
+	ListChanged int32 `protobuf:"varint,22,opt,name=list_changed,json=listChanged,proto3" json:"list_changed,omitempty"`
+	Refreshes   int32 `protobuf:"varint,23,opt,name=refreshes,proto3" json:"refreshes,omitempty"`
+	// Findings about the server's tools.
+	Diagnostics []string `protobuf:"bytes,24,rep,name=diagnostics,proto3" json:"diagnostics,omitempty"`
+	// The end of a stdio server's standard error.
+	StderrTail    []string `protobuf:"bytes,25,rep,name=stderr_tail,json=stderrTail,proto3" json:"stderr_tail,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ServerStatus) Reset() {
+	*x = ServerStatus{}
+	mi := &file_mcpsag_router_v1_router_proto_msgTypes[33]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ServerStatus) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ServerStatus) ProtoMessage() {}
+
+func (x *ServerStatus) ProtoReflect() protoreflect.Message {
+	mi := &file_mcpsag_router_v1_router_proto_msgTypes[33]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ServerStatus.ProtoReflect.Descriptor instead.
+func (*ServerStatus) Descriptor() ([]byte, []int) {
+	return file_mcpsag_router_v1_router_proto_rawDescGZIP(), []int{33}
+}
+
+func (x *ServerStatus) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *ServerStatus) GetTransport() string {
+	if x != nil {
+		return x.Transport
+	}
+	return ""
+}
+
+func (x *ServerStatus) GetEndpoint() string {
+	if x != nil {
+		return x.Endpoint
+	}
+	return ""
+}
+
+func (x *ServerStatus) GetState() ServerState {
+	if x != nil {
+		return x.State
+	}
+	return ServerState_SERVER_STATE_UNSPECIFIED
+}
+
+func (x *ServerStatus) GetTrust() Trust {
+	if x != nil {
+		return x.Trust
+	}
+	return Trust_TRUST_UNSPECIFIED
+}
+
+func (x *ServerStatus) GetAgents() []string {
+	if x != nil {
+		return x.Agents
+	}
+	return nil
+}
+
+func (x *ServerStatus) GetTools() int32 {
+	if x != nil {
+		return x.Tools
+	}
+	return 0
+}
+
+func (x *ServerStatus) GetToolsListed() int32 {
+	if x != nil {
+		return x.ToolsListed
+	}
+	return 0
+}
+
+func (x *ServerStatus) GetToolsFiltered() int32 {
+	if x != nil {
+		return x.ToolsFiltered
+	}
+	return 0
+}
+
+func (x *ServerStatus) GetToolsDropped() int32 {
+	if x != nil {
+		return x.ToolsDropped
+	}
+	return 0
+}
+
+func (x *ServerStatus) GetResources() int32 {
+	if x != nil {
+		return x.Resources
+	}
+	return 0
+}
+
+func (x *ServerStatus) GetPrompts() int32 {
+	if x != nil {
+		return x.Prompts
+	}
+	return 0
+}
+
+func (x *ServerStatus) GetServerName() string {
+	if x != nil {
+		return x.ServerName
+	}
+	return ""
+}
+
+func (x *ServerStatus) GetServerVersion() string {
+	if x != nil {
+		return x.ServerVersion
+	}
+	return ""
+}
+
+func (x *ServerStatus) GetProtocolVersion() string {
+	if x != nil {
+		return x.ProtocolVersion
+	}
+	return ""
+}
+
+func (x *ServerStatus) GetLastError() string {
+	if x != nil {
+		return x.LastError
+	}
+	return ""
+}
+
+func (x *ServerStatus) GetLastErrorAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.LastErrorAt
+	}
+	return nil
+}
+
+func (x *ServerStatus) GetConnectedAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.ConnectedAt
+	}
+	return nil
+}
+
+func (x *ServerStatus) GetListedAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.ListedAt
+	}
+	return nil
+}
+
+func (x *ServerStatus) GetNextAttempt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.NextAttempt
+	}
+	return nil
+}
+
+func (x *ServerStatus) GetRestarts() int32 {
+	if x != nil {
+		return x.Restarts
+	}
+	return 0
+}
+
+func (x *ServerStatus) GetListChanged() int32 {
+	if x != nil {
+		return x.ListChanged
+	}
+	return 0
+}
+
+func (x *ServerStatus) GetRefreshes() int32 {
+	if x != nil {
+		return x.Refreshes
+	}
+	return 0
+}
+
+func (x *ServerStatus) GetDiagnostics() []string {
+	if x != nil {
+		return x.Diagnostics
+	}
+	return nil
+}
+
+func (x *ServerStatus) GetStderrTail() []string {
+	if x != nil {
+		return x.StderrTail
+	}
+	return nil
 }
 
 type AuthorizeExecRequest struct {
@@ -3188,7 +3954,7 @@ type AuthorizeExecRequest struct {
 
 func (x *AuthorizeExecRequest) Reset() {
 	*x = AuthorizeExecRequest{}
-	mi := &file_mcpsag_router_v1_router_proto_msgTypes[30]
+	mi := &file_mcpsag_router_v1_router_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3200,7 +3966,7 @@ func (x *AuthorizeExecRequest) String() string {
 func (*AuthorizeExecRequest) ProtoMessage() {}
 
 func (x *AuthorizeExecRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_mcpsag_router_v1_router_proto_msgTypes[30]
+	mi := &file_mcpsag_router_v1_router_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3213,7 +3979,7 @@ func (x *AuthorizeExecRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AuthorizeExecRequest.ProtoReflect.Descriptor instead.
 func (*AuthorizeExecRequest) Descriptor() ([]byte, []int) {
-	return file_mcpsag_router_v1_router_proto_rawDescGZIP(), []int{30}
+	return file_mcpsag_router_v1_router_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *AuthorizeExecRequest) GetSkill() string {
@@ -3259,7 +4025,7 @@ type AuthorizeExecResponse struct {
 
 func (x *AuthorizeExecResponse) Reset() {
 	*x = AuthorizeExecResponse{}
-	mi := &file_mcpsag_router_v1_router_proto_msgTypes[31]
+	mi := &file_mcpsag_router_v1_router_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3271,7 +4037,7 @@ func (x *AuthorizeExecResponse) String() string {
 func (*AuthorizeExecResponse) ProtoMessage() {}
 
 func (x *AuthorizeExecResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_mcpsag_router_v1_router_proto_msgTypes[31]
+	mi := &file_mcpsag_router_v1_router_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3284,7 +4050,7 @@ func (x *AuthorizeExecResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AuthorizeExecResponse.ProtoReflect.Descriptor instead.
 func (*AuthorizeExecResponse) Descriptor() ([]byte, []int) {
-	return file_mcpsag_router_v1_router_proto_rawDescGZIP(), []int{31}
+	return file_mcpsag_router_v1_router_proto_rawDescGZIP(), []int{35}
 }
 
 func (x *AuthorizeExecResponse) GetDecision() ExecDecision {
@@ -3339,7 +4105,7 @@ type ReportExecResultRequest struct {
 
 func (x *ReportExecResultRequest) Reset() {
 	*x = ReportExecResultRequest{}
-	mi := &file_mcpsag_router_v1_router_proto_msgTypes[32]
+	mi := &file_mcpsag_router_v1_router_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3351,7 +4117,7 @@ func (x *ReportExecResultRequest) String() string {
 func (*ReportExecResultRequest) ProtoMessage() {}
 
 func (x *ReportExecResultRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_mcpsag_router_v1_router_proto_msgTypes[32]
+	mi := &file_mcpsag_router_v1_router_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3364,7 +4130,7 @@ func (x *ReportExecResultRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReportExecResultRequest.ProtoReflect.Descriptor instead.
 func (*ReportExecResultRequest) Descriptor() ([]byte, []int) {
-	return file_mcpsag_router_v1_router_proto_rawDescGZIP(), []int{32}
+	return file_mcpsag_router_v1_router_proto_rawDescGZIP(), []int{36}
 }
 
 func (x *ReportExecResultRequest) GetDecisionId() string {
@@ -3425,7 +4191,7 @@ type ReportExecResultResponse struct {
 
 func (x *ReportExecResultResponse) Reset() {
 	*x = ReportExecResultResponse{}
-	mi := &file_mcpsag_router_v1_router_proto_msgTypes[33]
+	mi := &file_mcpsag_router_v1_router_proto_msgTypes[37]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3437,7 +4203,7 @@ func (x *ReportExecResultResponse) String() string {
 func (*ReportExecResultResponse) ProtoMessage() {}
 
 func (x *ReportExecResultResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_mcpsag_router_v1_router_proto_msgTypes[33]
+	mi := &file_mcpsag_router_v1_router_proto_msgTypes[37]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3450,7 +4216,7 @@ func (x *ReportExecResultResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReportExecResultResponse.ProtoReflect.Descriptor instead.
 func (*ReportExecResultResponse) Descriptor() ([]byte, []int) {
-	return file_mcpsag_router_v1_router_proto_rawDescGZIP(), []int{33}
+	return file_mcpsag_router_v1_router_proto_rawDescGZIP(), []int{37}
 }
 
 func (x *ReportExecResultResponse) GetRecorded() bool {
@@ -3460,27 +4226,369 @@ func (x *ReportExecResultResponse) GetRecorded() bool {
 	return false
 }
 
+type CallToolRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The tool's entry name, "server.tool", as Match and ListSkills give it.
+	Name string `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	// The arguments: a JSON object, at most 1 MiB; empty means {}.
+	Arguments string `protobuf:"bytes,2,opt,name=arguments,proto3" json:"arguments,omitempty"`
+	Agent     string `protobuf:"bytes,3,opt,name=agent,proto3" json:"agent,omitempty"`
+	// Who asks, for the audit record.
+	Caller        string `protobuf:"bytes,4,opt,name=caller,proto3" json:"caller,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CallToolRequest) Reset() {
+	*x = CallToolRequest{}
+	mi := &file_mcpsag_router_v1_router_proto_msgTypes[38]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CallToolRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CallToolRequest) ProtoMessage() {}
+
+func (x *CallToolRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_mcpsag_router_v1_router_proto_msgTypes[38]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CallToolRequest.ProtoReflect.Descriptor instead.
+func (*CallToolRequest) Descriptor() ([]byte, []int) {
+	return file_mcpsag_router_v1_router_proto_rawDescGZIP(), []int{38}
+}
+
+func (x *CallToolRequest) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *CallToolRequest) GetArguments() string {
+	if x != nil {
+		return x.Arguments
+	}
+	return ""
+}
+
+func (x *CallToolRequest) GetAgent() string {
+	if x != nil {
+		return x.Agent
+	}
+	return ""
+}
+
+func (x *CallToolRequest) GetCaller() string {
+	if x != nil {
+		return x.Caller
+	}
+	return ""
+}
+
+// ToolContent is one content block of a tool result.
+type ToolContent struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// text, image, audio, resource_link or resource.
+	Type string `protobuf:"bytes,1,opt,name=type,proto3" json:"type,omitempty"`
+	// Text, framed in <tool_result ...> delimiters that mark it as data.
+	Text string `protobuf:"bytes,2,opt,name=text,proto3" json:"text,omitempty"`
+	// An image's, audio's or embedded blob's bytes.
+	Data     []byte `protobuf:"bytes,3,opt,name=data,proto3" json:"data,omitempty"`
+	MimeType string `protobuf:"bytes,4,opt,name=mime_type,json=mimeType,proto3" json:"mime_type,omitempty"`
+	// A resource link's or embedded resource's URI, name and description.
+	Uri           string `protobuf:"bytes,5,opt,name=uri,proto3" json:"uri,omitempty"`
+	Name          string `protobuf:"bytes,6,opt,name=name,proto3" json:"name,omitempty"`
+	Description   string `protobuf:"bytes,7,opt,name=description,proto3" json:"description,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ToolContent) Reset() {
+	*x = ToolContent{}
+	mi := &file_mcpsag_router_v1_router_proto_msgTypes[39]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ToolContent) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ToolContent) ProtoMessage() {}
+
+func (x *ToolContent) ProtoReflect() protoreflect.Message {
+	mi := &file_mcpsag_router_v1_router_proto_msgTypes[39]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ToolContent.ProtoReflect.Descriptor instead.
+func (*ToolContent) Descriptor() ([]byte, []int) {
+	return file_mcpsag_router_v1_router_proto_rawDescGZIP(), []int{39}
+}
+
+func (x *ToolContent) GetType() string {
+	if x != nil {
+		return x.Type
+	}
+	return ""
+}
+
+func (x *ToolContent) GetText() string {
+	if x != nil {
+		return x.Text
+	}
+	return ""
+}
+
+func (x *ToolContent) GetData() []byte {
+	if x != nil {
+		return x.Data
+	}
+	return nil
+}
+
+func (x *ToolContent) GetMimeType() string {
+	if x != nil {
+		return x.MimeType
+	}
+	return ""
+}
+
+func (x *ToolContent) GetUri() string {
+	if x != nil {
+		return x.Uri
+	}
+	return ""
+}
+
+func (x *ToolContent) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *ToolContent) GetDescription() string {
+	if x != nil {
+		return x.Description
+	}
+	return ""
+}
+
+type CallToolResponse struct {
+	state  protoimpl.MessageState `protogen:"open.v1"`
+	Name   string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	Server string                 `protobuf:"bytes,2,opt,name=server,proto3" json:"server,omitempty"`
+	// The tool's upstream name.
+	Tool    string         `protobuf:"bytes,3,opt,name=tool,proto3" json:"tool,omitempty"`
+	Content []*ToolContent `protobuf:"bytes,4,rep,name=content,proto3" json:"content,omitempty"`
+	// The result's structured content as JSON text, when it fit the limit.
+	StructuredContent string `protobuf:"bytes,5,opt,name=structured_content,json=structuredContent,proto3" json:"structured_content,omitempty"`
+	// The server's own verdict: the tool ran and failed.
+	IsError bool `protobuf:"varint,6,opt,name=is_error,json=isError,proto3" json:"is_error,omitempty"`
+	// Content was cut or left out to fit the server's max_result_bytes.
+	Truncated bool                 `protobuf:"varint,7,opt,name=truncated,proto3" json:"truncated,omitempty"`
+	Framed    bool                 `protobuf:"varint,8,opt,name=framed,proto3" json:"framed,omitempty"`
+	Bytes     int32                `protobuf:"varint,9,opt,name=bytes,proto3" json:"bytes,omitempty"`
+	Trust     Trust                `protobuf:"varint,10,opt,name=trust,proto3,enum=mcpsag.router.v1.Trust" json:"trust,omitempty"`
+	Duration  *durationpb.Duration `protobuf:"bytes,11,opt,name=duration,proto3" json:"duration,omitempty"`
+	// Names the decision in the audit record.
+	DecisionId      string `protobuf:"bytes,12,opt,name=decision_id,json=decisionId,proto3" json:"decision_id,omitempty"`
+	IndexGeneration uint64 `protobuf:"varint,13,opt,name=index_generation,json=indexGeneration,proto3" json:"index_generation,omitempty"`
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
+}
+
+func (x *CallToolResponse) Reset() {
+	*x = CallToolResponse{}
+	mi := &file_mcpsag_router_v1_router_proto_msgTypes[40]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CallToolResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CallToolResponse) ProtoMessage() {}
+
+func (x *CallToolResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_mcpsag_router_v1_router_proto_msgTypes[40]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CallToolResponse.ProtoReflect.Descriptor instead.
+func (*CallToolResponse) Descriptor() ([]byte, []int) {
+	return file_mcpsag_router_v1_router_proto_rawDescGZIP(), []int{40}
+}
+
+func (x *CallToolResponse) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *CallToolResponse) GetServer() string {
+	if x != nil {
+		return x.Server
+	}
+	return ""
+}
+
+func (x *CallToolResponse) GetTool() string {
+	if x != nil {
+		return x.Tool
+	}
+	return ""
+}
+
+func (x *CallToolResponse) GetContent() []*ToolContent {
+	if x != nil {
+		return x.Content
+	}
+	return nil
+}
+
+func (x *CallToolResponse) GetStructuredContent() string {
+	if x != nil {
+		return x.StructuredContent
+	}
+	return ""
+}
+
+func (x *CallToolResponse) GetIsError() bool {
+	if x != nil {
+		return x.IsError
+	}
+	return false
+}
+
+func (x *CallToolResponse) GetTruncated() bool {
+	if x != nil {
+		return x.Truncated
+	}
+	return false
+}
+
+func (x *CallToolResponse) GetFramed() bool {
+	if x != nil {
+		return x.Framed
+	}
+	return false
+}
+
+func (x *CallToolResponse) GetBytes() int32 {
+	if x != nil {
+		return x.Bytes
+	}
+	return 0
+}
+
+func (x *CallToolResponse) GetTrust() Trust {
+	if x != nil {
+		return x.Trust
+	}
+	return Trust_TRUST_UNSPECIFIED
+}
+
+func (x *CallToolResponse) GetDuration() *durationpb.Duration {
+	if x != nil {
+		return x.Duration
+	}
+	return nil
+}
+
+func (x *CallToolResponse) GetDecisionId() string {
+	if x != nil {
+		return x.DecisionId
+	}
+	return ""
+}
+
+func (x *CallToolResponse) GetIndexGeneration() uint64 {
+	if x != nil {
+		return x.IndexGeneration
+	}
+	return 0
+}
+
 var File_mcpsag_router_v1_router_proto protoreflect.FileDescriptor
 
 const file_mcpsag_router_v1_router_proto_rawDesc = "" +
 	"\n" +
-	"\x1dmcpsag/router/v1/router.proto\x12\x10mcpsag.router.v1\x1a\x1egoogle/protobuf/duration.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"}\n" +
+	"\x1dmcpsag/router/v1/router.proto\x12\x10mcpsag.router.v1\x1a\x1egoogle/protobuf/duration.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"q\n" +
+	"\tToolParam\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\x12 \n" +
+	"\vdescription\x18\x02 \x01(\tR\vdescription\x12\x12\n" +
+	"\x04type\x18\x03 \x01(\tR\x04type\x12\x1a\n" +
+	"\brequired\x18\x04 \x01(\bR\brequired\"\xc8\x01\n" +
+	"\tToolHints\x12\x14\n" +
+	"\x05title\x18\x01 \x01(\tR\x05title\x12\x1b\n" +
+	"\tread_only\x18\x02 \x01(\bR\breadOnly\x12\x1e\n" +
+	"\n" +
+	"idempotent\x18\x03 \x01(\bR\n" +
+	"idempotent\x12%\n" +
+	"\vdestructive\x18\x04 \x01(\bH\x00R\vdestructive\x88\x01\x01\x12\"\n" +
+	"\n" +
+	"open_world\x18\x05 \x01(\bH\x01R\topenWorld\x88\x01\x01B\x0e\n" +
+	"\f_destructiveB\r\n" +
+	"\v_open_world\"\xe4\x02\n" +
+	"\bToolInfo\x12\x16\n" +
+	"\x06server\x18\x01 \x01(\tR\x06server\x12#\n" +
+	"\rupstream_name\x18\x02 \x01(\tR\fupstreamName\x12\x14\n" +
+	"\x05title\x18\x03 \x01(\tR\x05title\x12!\n" +
+	"\finput_schema\x18\x04 \x01(\tR\vinputSchema\x123\n" +
+	"\x06params\x18\x05 \x03(\v2\x1b.mcpsag.router.v1.ToolParamR\x06params\x121\n" +
+	"\x05hints\x18\x06 \x01(\v2\x1b.mcpsag.router.v1.ToolHintsR\x05hints\x12\x16\n" +
+	"\x06agents\x18\a \x03(\tR\x06agents\x12+\n" +
+	"\x11definition_sha256\x18\b \x01(\tR\x10definitionSha256\x125\n" +
+	"\aresults\x18\t \x03(\v2\x1b.mcpsag.router.v1.ToolParamR\aresults\"}\n" +
 	"\vSkillSource\x120\n" +
 	"\x04kind\x18\x01 \x01(\x0e2\x1c.mcpsag.router.v1.SourceKindR\x04kind\x12\x12\n" +
 	"\x04root\x18\x02 \x01(\tR\x04root\x12\x14\n" +
 	"\x05agent\x18\x03 \x01(\tR\x05agent\x12\x12\n" +
-	"\x04path\x18\x04 \x01(\tR\x04path\"\xbe\x01\n" +
+	"\x04path\x18\x04 \x01(\tR\x04path\"\x9f\x02\n" +
 	"\fSkillSummary\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12 \n" +
 	"\vdescription\x18\x02 \x01(\tR\vdescription\x125\n" +
 	"\x06source\x18\x03 \x01(\v2\x1d.mcpsag.router.v1.SkillSourceR\x06source\x12\x12\n" +
 	"\x04tags\x18\x04 \x03(\tR\x04tags\x12-\n" +
-	"\x05trust\x18\x05 \x01(\x0e2\x17.mcpsag.router.v1.TrustR\x05trust\"\xc9\x01\n" +
+	"\x05trust\x18\x05 \x01(\x0e2\x17.mcpsag.router.v1.TrustR\x05trust\x12/\n" +
+	"\x04kind\x18\x06 \x01(\x0e2\x1b.mcpsag.router.v1.EntryKindR\x04kind\x12.\n" +
+	"\x04tool\x18\a \x01(\v2\x1a.mcpsag.router.v1.ToolInfoR\x04tool\"\xfd\x01\n" +
 	"\fMatchOptions\x120\n" +
 	"\x06fusion\x18\x01 \x01(\x0e2\x18.mcpsag.router.v1.FusionR\x06fusion\x12/\n" +
 	"\x04mode\x18\x02 \x01(\x0e2\x1b.mcpsag.router.v1.MatchModeR\x04mode\x12!\n" +
 	"\tthreshold\x18\x03 \x01(\x01H\x00R\tthreshold\x88\x01\x01\x12%\n" +
-	"\x0einclude_hidden\x18\x04 \x01(\bR\rincludeHiddenB\f\n" +
+	"\x0einclude_hidden\x18\x04 \x01(\bR\rincludeHidden\x122\n" +
+	"\x05kinds\x18\x05 \x01(\x0e2\x1c.mcpsag.router.v1.KindFilterR\x05kindsB\f\n" +
 	"\n" +
 	"_threshold\"\x87\x01\n" +
 	"\fMatchRequest\x12\x12\n" +
@@ -3513,7 +4621,7 @@ const file_mcpsag_router_v1_router_proto_rawDesc = "" +
 	"\bdegraded\x18\x06 \x01(\bR\bdegraded\x12/\n" +
 	"\x04mode\x18\a \x01(\x0e2\x1b.mcpsag.router.v1.MatchModeR\x04mode\x120\n" +
 	"\x06fusion\x18\b \x01(\x0e2\x18.mcpsag.router.v1.FusionR\x06fusion\x12#\n" +
-	"\rgeneration_id\x18\t \x01(\tR\fgenerationId\"\xe7\x01\n" +
+	"\rgeneration_id\x18\t \x01(\tR\fgenerationId\"\x9b\x02\n" +
 	"\x11ListSkillsRequest\x12\x14\n" +
 	"\x05agent\x18\x01 \x01(\tR\x05agent\x12\x1b\n" +
 	"\tpage_size\x18\x02 \x01(\x05R\bpageSize\x12\x1d\n" +
@@ -3521,7 +4629,8 @@ const file_mcpsag_router_v1_router_proto_rawDesc = "" +
 	"page_token\x18\x03 \x01(\tR\tpageToken\x12%\n" +
 	"\x0einclude_hidden\x18\x04 \x01(\bR\rincludeHidden\x12)\n" +
 	"\x10include_disabled\x18\x05 \x01(\bR\x0fincludeDisabled\x12.\n" +
-	"\x13catalog_char_budget\x18\x06 \x01(\x05R\x11catalogCharBudget\"\x9f\x01\n" +
+	"\x13catalog_char_budget\x18\x06 \x01(\x05R\x11catalogCharBudget\x122\n" +
+	"\x05kinds\x18\a \x01(\x0e2\x1c.mcpsag.router.v1.KindFilterR\x05kinds\"\x9f\x01\n" +
 	"\x0fRenderedCatalog\x12\x12\n" +
 	"\x04text\x18\x01 \x01(\tR\x04text\x12\x14\n" +
 	"\x05chars\x18\x02 \x01(\x05R\x05chars\x12\x16\n" +
@@ -3577,7 +4686,7 @@ const file_mcpsag_router_v1_router_proto_rawDesc = "" +
 	"ExtraEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01B\x11\n" +
-	"\x0f_user_invocable\"\xd3\x06\n" +
+	"\x0f_user_invocable\"\xb4\a\n" +
 	"\vSkillDetail\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12?\n" +
 	"\vfrontmatter\x18\x02 \x01(\v2\x1d.mcpsag.router.v1.FrontmatterR\vfrontmatter\x125\n" +
@@ -3603,7 +4712,9 @@ const file_mcpsag_router_v1_router_proto_rawDesc = "" +
 	"\bmodified\x18\x11 \x01(\v2\x1a.google.protobuf.TimestampR\bmodified\x12\x1f\n" +
 	"\vbody_tokens\x18\x12 \x01(\x05R\n" +
 	"bodyTokens\x12'\n" +
-	"\x0fmodel_invocable\x18\x13 \x01(\bR\x0emodelInvocable\"r\n" +
+	"\x0fmodel_invocable\x18\x13 \x01(\bR\x0emodelInvocable\x12/\n" +
+	"\x04kind\x18\x14 \x01(\x0e2\x1b.mcpsag.router.v1.EntryKindR\x04kind\x12.\n" +
+	"\x04tool\x18\x15 \x01(\v2\x1a.mcpsag.router.v1.ToolInfoR\x04tool\"r\n" +
 	"\x10GetSkillResponse\x123\n" +
 	"\x05skill\x18\x01 \x01(\v2\x1d.mcpsag.router.v1.SkillDetailR\x05skill\x12)\n" +
 	"\x10index_generation\x18\x02 \x01(\x04R\x0findexGeneration\"\xc4\x01\n" +
@@ -3669,11 +4780,13 @@ const file_mcpsag_router_v1_router_proto_rawDesc = "" +
 	"\rquery_latency\x18\x06 \x01(\v2\x19.google.protobuf.DurationR\fqueryLatency\x12/\n" +
 	"\x13embeddings_computed\x18\a \x01(\x03R\x12embeddingsComputed\x12#\n" +
 	"\rcache_entries\x18\b \x01(\x03R\fcacheEntries\x12'\n" +
-	"\x0fmatch_threshold\x18\t \x01(\x01R\x0ematchThreshold\"L\n" +
+	"\x0fmatch_threshold\x18\t \x01(\x01R\x0ematchThreshold\"k\n" +
 	"\fFeatureFlags\x12\x1b\n" +
 	"\tskills_v1\x18\x01 \x01(\bR\bskillsV1\x12\x1f\n" +
 	"\vskills_exec\x18\x02 \x01(\bR\n" +
-	"skillsExec\"\xcc\x01\n" +
+	"skillsExec\x12\x1d\n" +
+	"\n" +
+	"tools_call\x18\x03 \x01(\bR\ttoolsCall\"\xcc\x01\n" +
 	"\x11ValidationSummary\x12\x16\n" +
 	"\x06errors\x18\x01 \x01(\x05R\x06errors\x12\x1a\n" +
 	"\bwarnings\x18\x02 \x01(\x05R\bwarnings\x12H\n" +
@@ -3689,7 +4802,7 @@ const file_mcpsag_router_v1_router_proto_rawDesc = "" +
 	"\fConfigStatus\x12\x12\n" +
 	"\x04path\x18\x01 \x01(\tR\x04path\x127\n" +
 	"\tloaded_at\x18\x02 \x01(\v2\x1a.google.protobuf.TimestampR\bloadedAt\x12\x14\n" +
-	"\x05error\x18\x03 \x01(\tR\x05error\"\xf4\a\n" +
+	"\x05error\x18\x03 \x01(\tR\x05error\"\xc4\b\n" +
 	"\x0eStatusResponse\x12\x18\n" +
 	"\aversion\x18\x01 \x01(\tR\aversion\x129\n" +
 	"\n" +
@@ -3715,8 +4828,40 @@ const file_mcpsag_router_v1_router_proto_rawDesc = "" +
 	"\x0fdegraded_reason\x18\x12 \x01(\tR\x0edegradedReason\x124\n" +
 	"\x05flags\x18\x13 \x01(\v2\x1e.mcpsag.router.v1.FeatureFlagsR\x05flags\x126\n" +
 	"\x06config\x18\x14 \x01(\v2\x1e.mcpsag.router.v1.ConfigStatusR\x06config\x12\x16\n" +
-	"\x06agents\x18\x15 \x03(\tR\x06agents\x12#\n" +
-	"\rgeneration_id\x18\x16 \x01(\tR\fgenerationId\"r\n" +
+	"\x06agents\x18\x15 \x03(\tR\x06agents\x12\x14\n" +
+	"\x05tools\x18\x16 \x01(\x05R\x05tools\x128\n" +
+	"\aservers\x18\x17 \x03(\v2\x1e.mcpsag.router.v1.ServerStatusR\aservers\x12#\n" +
+	"\rgeneration_id\x18\x18 \x01(\tR\fgenerationId\"\xbe\a\n" +
+	"\fServerStatus\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\x12\x1c\n" +
+	"\ttransport\x18\x02 \x01(\tR\ttransport\x12\x1a\n" +
+	"\bendpoint\x18\x03 \x01(\tR\bendpoint\x123\n" +
+	"\x05state\x18\x04 \x01(\x0e2\x1d.mcpsag.router.v1.ServerStateR\x05state\x12-\n" +
+	"\x05trust\x18\x05 \x01(\x0e2\x17.mcpsag.router.v1.TrustR\x05trust\x12\x16\n" +
+	"\x06agents\x18\x06 \x03(\tR\x06agents\x12\x14\n" +
+	"\x05tools\x18\a \x01(\x05R\x05tools\x12!\n" +
+	"\ftools_listed\x18\b \x01(\x05R\vtoolsListed\x12%\n" +
+	"\x0etools_filtered\x18\t \x01(\x05R\rtoolsFiltered\x12#\n" +
+	"\rtools_dropped\x18\n" +
+	" \x01(\x05R\ftoolsDropped\x12\x1c\n" +
+	"\tresources\x18\v \x01(\x05R\tresources\x12\x18\n" +
+	"\aprompts\x18\f \x01(\x05R\aprompts\x12\x1f\n" +
+	"\vserver_name\x18\r \x01(\tR\n" +
+	"serverName\x12%\n" +
+	"\x0eserver_version\x18\x0e \x01(\tR\rserverVersion\x12)\n" +
+	"\x10protocol_version\x18\x0f \x01(\tR\x0fprotocolVersion\x12\x1d\n" +
+	"\n" +
+	"last_error\x18\x10 \x01(\tR\tlastError\x12>\n" +
+	"\rlast_error_at\x18\x11 \x01(\v2\x1a.google.protobuf.TimestampR\vlastErrorAt\x12=\n" +
+	"\fconnected_at\x18\x12 \x01(\v2\x1a.google.protobuf.TimestampR\vconnectedAt\x127\n" +
+	"\tlisted_at\x18\x13 \x01(\v2\x1a.google.protobuf.TimestampR\blistedAt\x12=\n" +
+	"\fnext_attempt\x18\x14 \x01(\v2\x1a.google.protobuf.TimestampR\vnextAttempt\x12\x1a\n" +
+	"\brestarts\x18\x15 \x01(\x05R\brestarts\x12!\n" +
+	"\flist_changed\x18\x16 \x01(\x05R\vlistChanged\x12\x1c\n" +
+	"\trefreshes\x18\x17 \x01(\x05R\trefreshes\x12 \n" +
+	"\vdiagnostics\x18\x18 \x03(\tR\vdiagnostics\x12\x1f\n" +
+	"\vstderr_tail\x18\x19 \x03(\tR\n" +
+	"stderrTail\"r\n" +
 	"\x14AuthorizeExecRequest\x12\x14\n" +
 	"\x05skill\x18\x01 \x01(\tR\x05skill\x12\x16\n" +
 	"\x06script\x18\x02 \x01(\tR\x06script\x12\x16\n" +
@@ -3740,14 +4885,54 @@ const file_mcpsag_router_v1_router_proto_rawDesc = "" +
 	"\x05error\x18\x06 \x01(\tR\x05error\x12\x16\n" +
 	"\x06caller\x18\a \x01(\tR\x06caller\"6\n" +
 	"\x18ReportExecResultResponse\x12\x1a\n" +
-	"\brecorded\x18\x01 \x01(\bR\brecorded*\x8a\x01\n" +
+	"\brecorded\x18\x01 \x01(\bR\brecorded\"q\n" +
+	"\x0fCallToolRequest\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\x12\x1c\n" +
+	"\targuments\x18\x02 \x01(\tR\targuments\x12\x14\n" +
+	"\x05agent\x18\x03 \x01(\tR\x05agent\x12\x16\n" +
+	"\x06caller\x18\x04 \x01(\tR\x06caller\"\xae\x01\n" +
+	"\vToolContent\x12\x12\n" +
+	"\x04type\x18\x01 \x01(\tR\x04type\x12\x12\n" +
+	"\x04text\x18\x02 \x01(\tR\x04text\x12\x12\n" +
+	"\x04data\x18\x03 \x01(\fR\x04data\x12\x1b\n" +
+	"\tmime_type\x18\x04 \x01(\tR\bmimeType\x12\x10\n" +
+	"\x03uri\x18\x05 \x01(\tR\x03uri\x12\x12\n" +
+	"\x04name\x18\x06 \x01(\tR\x04name\x12 \n" +
+	"\vdescription\x18\a \x01(\tR\vdescription\"\xd3\x03\n" +
+	"\x10CallToolResponse\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\x12\x16\n" +
+	"\x06server\x18\x02 \x01(\tR\x06server\x12\x12\n" +
+	"\x04tool\x18\x03 \x01(\tR\x04tool\x127\n" +
+	"\acontent\x18\x04 \x03(\v2\x1d.mcpsag.router.v1.ToolContentR\acontent\x12-\n" +
+	"\x12structured_content\x18\x05 \x01(\tR\x11structuredContent\x12\x19\n" +
+	"\bis_error\x18\x06 \x01(\bR\aisError\x12\x1c\n" +
+	"\ttruncated\x18\a \x01(\bR\ttruncated\x12\x16\n" +
+	"\x06framed\x18\b \x01(\bR\x06framed\x12\x14\n" +
+	"\x05bytes\x18\t \x01(\x05R\x05bytes\x12-\n" +
+	"\x05trust\x18\n" +
+	" \x01(\x0e2\x17.mcpsag.router.v1.TrustR\x05trust\x125\n" +
+	"\bduration\x18\v \x01(\v2\x19.google.protobuf.DurationR\bduration\x12\x1f\n" +
+	"\vdecision_id\x18\f \x01(\tR\n" +
+	"decisionId\x12)\n" +
+	"\x10index_generation\x18\r \x01(\x04R\x0findexGeneration*\xa6\x01\n" +
 	"\n" +
 	"SourceKind\x12\x1b\n" +
 	"\x17SOURCE_KIND_UNSPECIFIED\x10\x00\x12\x17\n" +
 	"\x13SOURCE_KIND_PROJECT\x10\x01\x12\x14\n" +
 	"\x10SOURCE_KIND_USER\x10\x02\x12\x17\n" +
 	"\x13SOURCE_KIND_LEARNED\x10\x03\x12\x17\n" +
-	"\x13SOURCE_KIND_BUNDLED\x10\x04*F\n" +
+	"\x13SOURCE_KIND_BUNDLED\x10\x04\x12\x1a\n" +
+	"\x16SOURCE_KIND_MCP_SERVER\x10\x05*R\n" +
+	"\tEntryKind\x12\x1a\n" +
+	"\x16ENTRY_KIND_UNSPECIFIED\x10\x00\x12\x14\n" +
+	"\x10ENTRY_KIND_SKILL\x10\x01\x12\x13\n" +
+	"\x0fENTRY_KIND_TOOL\x10\x02*n\n" +
+	"\n" +
+	"KindFilter\x12\x1b\n" +
+	"\x17KIND_FILTER_UNSPECIFIED\x10\x00\x12\x14\n" +
+	"\x10KIND_FILTER_BOTH\x10\x01\x12\x16\n" +
+	"\x12KIND_FILTER_SKILLS\x10\x02\x12\x15\n" +
+	"\x11KIND_FILTER_TOOLS\x10\x03*F\n" +
 	"\x05Trust\x12\x15\n" +
 	"\x11TRUST_UNSPECIFIED\x10\x00\x12\x11\n" +
 	"\rTRUST_TRUSTED\x10\x01\x12\x13\n" +
@@ -3779,7 +4964,14 @@ const file_mcpsag_router_v1_router_proto_rawDesc = "" +
 	"\x16LOAD_LEVEL_UNSPECIFIED\x10\x00\x12\x16\n" +
 	"\x12LOAD_LEVEL_SUMMARY\x10\x01\x12\x13\n" +
 	"\x0fLOAD_LEVEL_BODY\x10\x02\x12\x17\n" +
-	"\x13LOAD_LEVEL_RESOURCE\x10\x03*^\n" +
+	"\x13LOAD_LEVEL_RESOURCE\x10\x03*\xac\x01\n" +
+	"\vServerState\x12\x1c\n" +
+	"\x18SERVER_STATE_UNSPECIFIED\x10\x00\x12\x19\n" +
+	"\x15SERVER_STATE_DISABLED\x10\x01\x12\x19\n" +
+	"\x15SERVER_STATE_STARTING\x10\x02\x12\x16\n" +
+	"\x12SERVER_STATE_READY\x10\x03\x12\x17\n" +
+	"\x13SERVER_STATE_FAILED\x10\x04\x12\x18\n" +
+	"\x14SERVER_STATE_STOPPED\x10\x05*^\n" +
 	"\fExecDecision\x12\x1d\n" +
 	"\x19EXEC_DECISION_UNSPECIFIED\x10\x00\x12\x17\n" +
 	"\x13EXEC_DECISION_ALLOW\x10\x01\x12\x16\n" +
@@ -3791,7 +4983,7 @@ const file_mcpsag_router_v1_router_proto_rawDesc = "" +
 	"\x1eEXEC_DENY_REASON_HASH_MISMATCH\x10\x03\x12 \n" +
 	"\x1cEXEC_DENY_REASON_PATH_ESCAPE\x10\x04\x12\x1e\n" +
 	"\x1aEXEC_DENY_REASON_NOT_FOUND\x10\x05\x12#\n" +
-	"\x1fEXEC_DENY_REASON_SKILL_DISABLED\x10\x062\xb4\x05\n" +
+	"\x1fEXEC_DENY_REASON_SKILL_DISABLED\x10\x062\x87\x06\n" +
 	"\vSkillRouter\x12H\n" +
 	"\x05Match\x12\x1e.mcpsag.router.v1.MatchRequest\x1a\x1f.mcpsag.router.v1.MatchResponse\x12W\n" +
 	"\n" +
@@ -3801,7 +4993,8 @@ const file_mcpsag_router_v1_router_proto_rawDesc = "" +
 	"\aReindex\x12 .mcpsag.router.v1.ReindexRequest\x1a!.mcpsag.router.v1.ReindexResponse\x12K\n" +
 	"\x06Status\x12\x1f.mcpsag.router.v1.StatusRequest\x1a .mcpsag.router.v1.StatusResponse\x12`\n" +
 	"\rAuthorizeExec\x12&.mcpsag.router.v1.AuthorizeExecRequest\x1a'.mcpsag.router.v1.AuthorizeExecResponse\x12i\n" +
-	"\x10ReportExecResult\x12).mcpsag.router.v1.ReportExecResultRequest\x1a*.mcpsag.router.v1.ReportExecResultResponseB>Z<github.com/mcpsag/router/api/proto/mcpsag/router/v1;routerv1b\x06proto3"
+	"\x10ReportExecResult\x12).mcpsag.router.v1.ReportExecResultRequest\x1a*.mcpsag.router.v1.ReportExecResultResponse\x12Q\n" +
+	"\bCallTool\x12!.mcpsag.router.v1.CallToolRequest\x1a\".mcpsag.router.v1.CallToolResponseB>Z<github.com/mcpsag/router/api/proto/mcpsag/router/v1;routerv1b\x06proto3"
 
 var (
 	file_mcpsag_router_v1_router_proto_rawDescOnce sync.Once
@@ -3815,134 +5008,165 @@ func file_mcpsag_router_v1_router_proto_rawDescGZIP() []byte {
 	return file_mcpsag_router_v1_router_proto_rawDescData
 }
 
-var file_mcpsag_router_v1_router_proto_enumTypes = make([]protoimpl.EnumInfo, 9)
-var file_mcpsag_router_v1_router_proto_msgTypes = make([]protoimpl.MessageInfo, 37)
+var file_mcpsag_router_v1_router_proto_enumTypes = make([]protoimpl.EnumInfo, 12)
+var file_mcpsag_router_v1_router_proto_msgTypes = make([]protoimpl.MessageInfo, 44)
 var file_mcpsag_router_v1_router_proto_goTypes = []any{
 	(SourceKind)(0),                  // 0: mcpsag.router.v1.SourceKind
-	(Trust)(0),                       // 1: mcpsag.router.v1.Trust
-	(Fusion)(0),                      // 2: mcpsag.router.v1.Fusion
-	(MatchMode)(0),                   // 3: mcpsag.router.v1.MatchMode
-	(AbstainReason)(0),               // 4: mcpsag.router.v1.AbstainReason
-	(Severity)(0),                    // 5: mcpsag.router.v1.Severity
-	(LoadLevel)(0),                   // 6: mcpsag.router.v1.LoadLevel
-	(ExecDecision)(0),                // 7: mcpsag.router.v1.ExecDecision
-	(ExecDenyReason)(0),              // 8: mcpsag.router.v1.ExecDenyReason
-	(*SkillSource)(nil),              // 9: mcpsag.router.v1.SkillSource
-	(*SkillSummary)(nil),             // 10: mcpsag.router.v1.SkillSummary
-	(*MatchOptions)(nil),             // 11: mcpsag.router.v1.MatchOptions
-	(*MatchRequest)(nil),             // 12: mcpsag.router.v1.MatchRequest
-	(*Scores)(nil),                   // 13: mcpsag.router.v1.Scores
-	(*Candidate)(nil),                // 14: mcpsag.router.v1.Candidate
-	(*MatchResponse)(nil),            // 15: mcpsag.router.v1.MatchResponse
-	(*ListSkillsRequest)(nil),        // 16: mcpsag.router.v1.ListSkillsRequest
-	(*RenderedCatalog)(nil),          // 17: mcpsag.router.v1.RenderedCatalog
-	(*ShadowedSkill)(nil),            // 18: mcpsag.router.v1.ShadowedSkill
-	(*ListSkillsResponse)(nil),       // 19: mcpsag.router.v1.ListSkillsResponse
-	(*GetSkillRequest)(nil),          // 20: mcpsag.router.v1.GetSkillRequest
-	(*Problem)(nil),                  // 21: mcpsag.router.v1.Problem
-	(*Resource)(nil),                 // 22: mcpsag.router.v1.Resource
-	(*Frontmatter)(nil),              // 23: mcpsag.router.v1.Frontmatter
-	(*SkillDetail)(nil),              // 24: mcpsag.router.v1.SkillDetail
-	(*GetSkillResponse)(nil),         // 25: mcpsag.router.v1.GetSkillResponse
-	(*LoadRequest)(nil),              // 26: mcpsag.router.v1.LoadRequest
-	(*Provenance)(nil),               // 27: mcpsag.router.v1.Provenance
-	(*LoadResponse)(nil),             // 28: mcpsag.router.v1.LoadResponse
-	(*ReindexRequest)(nil),           // 29: mcpsag.router.v1.ReindexRequest
-	(*ReindexStats)(nil),             // 30: mcpsag.router.v1.ReindexStats
-	(*ReindexResponse)(nil),          // 31: mcpsag.router.v1.ReindexResponse
-	(*StatusRequest)(nil),            // 32: mcpsag.router.v1.StatusRequest
-	(*ModelStatus)(nil),              // 33: mcpsag.router.v1.ModelStatus
-	(*FeatureFlags)(nil),             // 34: mcpsag.router.v1.FeatureFlags
-	(*ValidationSummary)(nil),        // 35: mcpsag.router.v1.ValidationSummary
-	(*ReindexProgress)(nil),          // 36: mcpsag.router.v1.ReindexProgress
-	(*ConfigStatus)(nil),             // 37: mcpsag.router.v1.ConfigStatus
-	(*StatusResponse)(nil),           // 38: mcpsag.router.v1.StatusResponse
-	(*AuthorizeExecRequest)(nil),     // 39: mcpsag.router.v1.AuthorizeExecRequest
-	(*AuthorizeExecResponse)(nil),    // 40: mcpsag.router.v1.AuthorizeExecResponse
-	(*ReportExecResultRequest)(nil),  // 41: mcpsag.router.v1.ReportExecResultRequest
-	(*ReportExecResultResponse)(nil), // 42: mcpsag.router.v1.ReportExecResultResponse
-	nil,                              // 43: mcpsag.router.v1.Frontmatter.MetadataEntry
-	nil,                              // 44: mcpsag.router.v1.Frontmatter.ExtraEntry
-	nil,                              // 45: mcpsag.router.v1.ValidationSummary.ByCodeEntry
-	(*timestamppb.Timestamp)(nil),    // 46: google.protobuf.Timestamp
-	(*durationpb.Duration)(nil),      // 47: google.protobuf.Duration
+	(EntryKind)(0),                   // 1: mcpsag.router.v1.EntryKind
+	(KindFilter)(0),                  // 2: mcpsag.router.v1.KindFilter
+	(Trust)(0),                       // 3: mcpsag.router.v1.Trust
+	(Fusion)(0),                      // 4: mcpsag.router.v1.Fusion
+	(MatchMode)(0),                   // 5: mcpsag.router.v1.MatchMode
+	(AbstainReason)(0),               // 6: mcpsag.router.v1.AbstainReason
+	(Severity)(0),                    // 7: mcpsag.router.v1.Severity
+	(LoadLevel)(0),                   // 8: mcpsag.router.v1.LoadLevel
+	(ServerState)(0),                 // 9: mcpsag.router.v1.ServerState
+	(ExecDecision)(0),                // 10: mcpsag.router.v1.ExecDecision
+	(ExecDenyReason)(0),              // 11: mcpsag.router.v1.ExecDenyReason
+	(*ToolParam)(nil),                // 12: mcpsag.router.v1.ToolParam
+	(*ToolHints)(nil),                // 13: mcpsag.router.v1.ToolHints
+	(*ToolInfo)(nil),                 // 14: mcpsag.router.v1.ToolInfo
+	(*SkillSource)(nil),              // 15: mcpsag.router.v1.SkillSource
+	(*SkillSummary)(nil),             // 16: mcpsag.router.v1.SkillSummary
+	(*MatchOptions)(nil),             // 17: mcpsag.router.v1.MatchOptions
+	(*MatchRequest)(nil),             // 18: mcpsag.router.v1.MatchRequest
+	(*Scores)(nil),                   // 19: mcpsag.router.v1.Scores
+	(*Candidate)(nil),                // 20: mcpsag.router.v1.Candidate
+	(*MatchResponse)(nil),            // 21: mcpsag.router.v1.MatchResponse
+	(*ListSkillsRequest)(nil),        // 22: mcpsag.router.v1.ListSkillsRequest
+	(*RenderedCatalog)(nil),          // 23: mcpsag.router.v1.RenderedCatalog
+	(*ShadowedSkill)(nil),            // 24: mcpsag.router.v1.ShadowedSkill
+	(*ListSkillsResponse)(nil),       // 25: mcpsag.router.v1.ListSkillsResponse
+	(*GetSkillRequest)(nil),          // 26: mcpsag.router.v1.GetSkillRequest
+	(*Problem)(nil),                  // 27: mcpsag.router.v1.Problem
+	(*Resource)(nil),                 // 28: mcpsag.router.v1.Resource
+	(*Frontmatter)(nil),              // 29: mcpsag.router.v1.Frontmatter
+	(*SkillDetail)(nil),              // 30: mcpsag.router.v1.SkillDetail
+	(*GetSkillResponse)(nil),         // 31: mcpsag.router.v1.GetSkillResponse
+	(*LoadRequest)(nil),              // 32: mcpsag.router.v1.LoadRequest
+	(*Provenance)(nil),               // 33: mcpsag.router.v1.Provenance
+	(*LoadResponse)(nil),             // 34: mcpsag.router.v1.LoadResponse
+	(*ReindexRequest)(nil),           // 35: mcpsag.router.v1.ReindexRequest
+	(*ReindexStats)(nil),             // 36: mcpsag.router.v1.ReindexStats
+	(*ReindexResponse)(nil),          // 37: mcpsag.router.v1.ReindexResponse
+	(*StatusRequest)(nil),            // 38: mcpsag.router.v1.StatusRequest
+	(*ModelStatus)(nil),              // 39: mcpsag.router.v1.ModelStatus
+	(*FeatureFlags)(nil),             // 40: mcpsag.router.v1.FeatureFlags
+	(*ValidationSummary)(nil),        // 41: mcpsag.router.v1.ValidationSummary
+	(*ReindexProgress)(nil),          // 42: mcpsag.router.v1.ReindexProgress
+	(*ConfigStatus)(nil),             // 43: mcpsag.router.v1.ConfigStatus
+	(*StatusResponse)(nil),           // 44: mcpsag.router.v1.StatusResponse
+	(*ServerStatus)(nil),             // 45: mcpsag.router.v1.ServerStatus
+	(*AuthorizeExecRequest)(nil),     // 46: mcpsag.router.v1.AuthorizeExecRequest
+	(*AuthorizeExecResponse)(nil),    // 47: mcpsag.router.v1.AuthorizeExecResponse
+	(*ReportExecResultRequest)(nil),  // 48: mcpsag.router.v1.ReportExecResultRequest
+	(*ReportExecResultResponse)(nil), // 49: mcpsag.router.v1.ReportExecResultResponse
+	(*CallToolRequest)(nil),          // 50: mcpsag.router.v1.CallToolRequest
+	(*ToolContent)(nil),              // 51: mcpsag.router.v1.ToolContent
+	(*CallToolResponse)(nil),         // 52: mcpsag.router.v1.CallToolResponse
+	nil,                              // 53: mcpsag.router.v1.Frontmatter.MetadataEntry
+	nil,                              // 54: mcpsag.router.v1.Frontmatter.ExtraEntry
+	nil,                              // 55: mcpsag.router.v1.ValidationSummary.ByCodeEntry
+	(*timestamppb.Timestamp)(nil),    // 56: google.protobuf.Timestamp
+	(*durationpb.Duration)(nil),      // 57: google.protobuf.Duration
 }
 var file_mcpsag_router_v1_router_proto_depIdxs = []int32{
-	0,  // 0: mcpsag.router.v1.SkillSource.kind:type_name -> mcpsag.router.v1.SourceKind
-	9,  // 1: mcpsag.router.v1.SkillSummary.source:type_name -> mcpsag.router.v1.SkillSource
-	1,  // 2: mcpsag.router.v1.SkillSummary.trust:type_name -> mcpsag.router.v1.Trust
-	2,  // 3: mcpsag.router.v1.MatchOptions.fusion:type_name -> mcpsag.router.v1.Fusion
-	3,  // 4: mcpsag.router.v1.MatchOptions.mode:type_name -> mcpsag.router.v1.MatchMode
-	11, // 5: mcpsag.router.v1.MatchRequest.options:type_name -> mcpsag.router.v1.MatchOptions
-	10, // 6: mcpsag.router.v1.Candidate.skill:type_name -> mcpsag.router.v1.SkillSummary
-	13, // 7: mcpsag.router.v1.Candidate.scores:type_name -> mcpsag.router.v1.Scores
-	14, // 8: mcpsag.router.v1.MatchResponse.candidates:type_name -> mcpsag.router.v1.Candidate
-	4,  // 9: mcpsag.router.v1.MatchResponse.abstain_reason:type_name -> mcpsag.router.v1.AbstainReason
-	3,  // 10: mcpsag.router.v1.MatchResponse.mode:type_name -> mcpsag.router.v1.MatchMode
-	2,  // 11: mcpsag.router.v1.MatchResponse.fusion:type_name -> mcpsag.router.v1.Fusion
-	9,  // 12: mcpsag.router.v1.ShadowedSkill.winner:type_name -> mcpsag.router.v1.SkillSource
-	9,  // 13: mcpsag.router.v1.ShadowedSkill.shadowed:type_name -> mcpsag.router.v1.SkillSource
-	10, // 14: mcpsag.router.v1.ListSkillsResponse.skills:type_name -> mcpsag.router.v1.SkillSummary
-	17, // 15: mcpsag.router.v1.ListSkillsResponse.catalog:type_name -> mcpsag.router.v1.RenderedCatalog
-	18, // 16: mcpsag.router.v1.ListSkillsResponse.shadowed:type_name -> mcpsag.router.v1.ShadowedSkill
-	5,  // 17: mcpsag.router.v1.Problem.severity:type_name -> mcpsag.router.v1.Severity
-	43, // 18: mcpsag.router.v1.Frontmatter.metadata:type_name -> mcpsag.router.v1.Frontmatter.MetadataEntry
-	44, // 19: mcpsag.router.v1.Frontmatter.extra:type_name -> mcpsag.router.v1.Frontmatter.ExtraEntry
-	23, // 20: mcpsag.router.v1.SkillDetail.frontmatter:type_name -> mcpsag.router.v1.Frontmatter
-	9,  // 21: mcpsag.router.v1.SkillDetail.source:type_name -> mcpsag.router.v1.SkillSource
-	9,  // 22: mcpsag.router.v1.SkillDetail.shadows:type_name -> mcpsag.router.v1.SkillSource
-	9,  // 23: mcpsag.router.v1.SkillDetail.shadowed_by:type_name -> mcpsag.router.v1.SkillSource
-	22, // 24: mcpsag.router.v1.SkillDetail.resources:type_name -> mcpsag.router.v1.Resource
-	21, // 25: mcpsag.router.v1.SkillDetail.problems:type_name -> mcpsag.router.v1.Problem
-	1,  // 26: mcpsag.router.v1.SkillDetail.trust:type_name -> mcpsag.router.v1.Trust
-	46, // 27: mcpsag.router.v1.SkillDetail.modified:type_name -> google.protobuf.Timestamp
-	24, // 28: mcpsag.router.v1.GetSkillResponse.skill:type_name -> mcpsag.router.v1.SkillDetail
-	6,  // 29: mcpsag.router.v1.LoadRequest.level:type_name -> mcpsag.router.v1.LoadLevel
-	9,  // 30: mcpsag.router.v1.Provenance.source:type_name -> mcpsag.router.v1.SkillSource
-	1,  // 31: mcpsag.router.v1.Provenance.trust:type_name -> mcpsag.router.v1.Trust
-	6,  // 32: mcpsag.router.v1.LoadResponse.level:type_name -> mcpsag.router.v1.LoadLevel
-	10, // 33: mcpsag.router.v1.LoadResponse.summary:type_name -> mcpsag.router.v1.SkillSummary
-	22, // 34: mcpsag.router.v1.LoadResponse.resources:type_name -> mcpsag.router.v1.Resource
-	27, // 35: mcpsag.router.v1.LoadResponse.provenance:type_name -> mcpsag.router.v1.Provenance
-	47, // 36: mcpsag.router.v1.ReindexStats.duration:type_name -> google.protobuf.Duration
-	46, // 37: mcpsag.router.v1.ReindexStats.finished_at:type_name -> google.protobuf.Timestamp
-	30, // 38: mcpsag.router.v1.ReindexResponse.stats:type_name -> mcpsag.router.v1.ReindexStats
-	47, // 39: mcpsag.router.v1.ModelStatus.load_duration:type_name -> google.protobuf.Duration
-	47, // 40: mcpsag.router.v1.ModelStatus.query_latency:type_name -> google.protobuf.Duration
-	45, // 41: mcpsag.router.v1.ValidationSummary.by_code:type_name -> mcpsag.router.v1.ValidationSummary.ByCodeEntry
-	46, // 42: mcpsag.router.v1.ConfigStatus.loaded_at:type_name -> google.protobuf.Timestamp
-	46, // 43: mcpsag.router.v1.StatusResponse.started_at:type_name -> google.protobuf.Timestamp
-	30, // 44: mcpsag.router.v1.StatusResponse.last_reindex:type_name -> mcpsag.router.v1.ReindexStats
-	36, // 45: mcpsag.router.v1.StatusResponse.reindex_progress:type_name -> mcpsag.router.v1.ReindexProgress
-	35, // 46: mcpsag.router.v1.StatusResponse.validation:type_name -> mcpsag.router.v1.ValidationSummary
-	18, // 47: mcpsag.router.v1.StatusResponse.shadowed:type_name -> mcpsag.router.v1.ShadowedSkill
-	33, // 48: mcpsag.router.v1.StatusResponse.model:type_name -> mcpsag.router.v1.ModelStatus
-	34, // 49: mcpsag.router.v1.StatusResponse.flags:type_name -> mcpsag.router.v1.FeatureFlags
-	37, // 50: mcpsag.router.v1.StatusResponse.config:type_name -> mcpsag.router.v1.ConfigStatus
-	7,  // 51: mcpsag.router.v1.AuthorizeExecResponse.decision:type_name -> mcpsag.router.v1.ExecDecision
-	8,  // 52: mcpsag.router.v1.AuthorizeExecResponse.deny_reason:type_name -> mcpsag.router.v1.ExecDenyReason
-	47, // 53: mcpsag.router.v1.ReportExecResultRequest.duration:type_name -> google.protobuf.Duration
-	12, // 54: mcpsag.router.v1.SkillRouter.Match:input_type -> mcpsag.router.v1.MatchRequest
-	16, // 55: mcpsag.router.v1.SkillRouter.ListSkills:input_type -> mcpsag.router.v1.ListSkillsRequest
-	20, // 56: mcpsag.router.v1.SkillRouter.GetSkill:input_type -> mcpsag.router.v1.GetSkillRequest
-	26, // 57: mcpsag.router.v1.SkillRouter.Load:input_type -> mcpsag.router.v1.LoadRequest
-	29, // 58: mcpsag.router.v1.SkillRouter.Reindex:input_type -> mcpsag.router.v1.ReindexRequest
-	32, // 59: mcpsag.router.v1.SkillRouter.Status:input_type -> mcpsag.router.v1.StatusRequest
-	39, // 60: mcpsag.router.v1.SkillRouter.AuthorizeExec:input_type -> mcpsag.router.v1.AuthorizeExecRequest
-	41, // 61: mcpsag.router.v1.SkillRouter.ReportExecResult:input_type -> mcpsag.router.v1.ReportExecResultRequest
-	15, // 62: mcpsag.router.v1.SkillRouter.Match:output_type -> mcpsag.router.v1.MatchResponse
-	19, // 63: mcpsag.router.v1.SkillRouter.ListSkills:output_type -> mcpsag.router.v1.ListSkillsResponse
-	25, // 64: mcpsag.router.v1.SkillRouter.GetSkill:output_type -> mcpsag.router.v1.GetSkillResponse
-	28, // 65: mcpsag.router.v1.SkillRouter.Load:output_type -> mcpsag.router.v1.LoadResponse
-	31, // 66: mcpsag.router.v1.SkillRouter.Reindex:output_type -> mcpsag.router.v1.ReindexResponse
-	38, // 67: mcpsag.router.v1.SkillRouter.Status:output_type -> mcpsag.router.v1.StatusResponse
-	40, // 68: mcpsag.router.v1.SkillRouter.AuthorizeExec:output_type -> mcpsag.router.v1.AuthorizeExecResponse
-	42, // 69: mcpsag.router.v1.SkillRouter.ReportExecResult:output_type -> mcpsag.router.v1.ReportExecResultResponse
-	62, // [62:70] is the sub-list for method output_type
-	54, // [54:62] is the sub-list for method input_type
-	54, // [54:54] is the sub-list for extension type_name
-	54, // [54:54] is the sub-list for extension extendee
-	0,  // [0:54] is the sub-list for field type_name
+	12, // 0: mcpsag.router.v1.ToolInfo.params:type_name -> mcpsag.router.v1.ToolParam
+	13, // 1: mcpsag.router.v1.ToolInfo.hints:type_name -> mcpsag.router.v1.ToolHints
+	12, // 2: mcpsag.router.v1.ToolInfo.results:type_name -> mcpsag.router.v1.ToolParam
+	0,  // 3: mcpsag.router.v1.SkillSource.kind:type_name -> mcpsag.router.v1.SourceKind
+	15, // 4: mcpsag.router.v1.SkillSummary.source:type_name -> mcpsag.router.v1.SkillSource
+	3,  // 5: mcpsag.router.v1.SkillSummary.trust:type_name -> mcpsag.router.v1.Trust
+	1,  // 6: mcpsag.router.v1.SkillSummary.kind:type_name -> mcpsag.router.v1.EntryKind
+	14, // 7: mcpsag.router.v1.SkillSummary.tool:type_name -> mcpsag.router.v1.ToolInfo
+	4,  // 8: mcpsag.router.v1.MatchOptions.fusion:type_name -> mcpsag.router.v1.Fusion
+	5,  // 9: mcpsag.router.v1.MatchOptions.mode:type_name -> mcpsag.router.v1.MatchMode
+	2,  // 10: mcpsag.router.v1.MatchOptions.kinds:type_name -> mcpsag.router.v1.KindFilter
+	17, // 11: mcpsag.router.v1.MatchRequest.options:type_name -> mcpsag.router.v1.MatchOptions
+	16, // 12: mcpsag.router.v1.Candidate.skill:type_name -> mcpsag.router.v1.SkillSummary
+	19, // 13: mcpsag.router.v1.Candidate.scores:type_name -> mcpsag.router.v1.Scores
+	20, // 14: mcpsag.router.v1.MatchResponse.candidates:type_name -> mcpsag.router.v1.Candidate
+	6,  // 15: mcpsag.router.v1.MatchResponse.abstain_reason:type_name -> mcpsag.router.v1.AbstainReason
+	5,  // 16: mcpsag.router.v1.MatchResponse.mode:type_name -> mcpsag.router.v1.MatchMode
+	4,  // 17: mcpsag.router.v1.MatchResponse.fusion:type_name -> mcpsag.router.v1.Fusion
+	2,  // 18: mcpsag.router.v1.ListSkillsRequest.kinds:type_name -> mcpsag.router.v1.KindFilter
+	15, // 19: mcpsag.router.v1.ShadowedSkill.winner:type_name -> mcpsag.router.v1.SkillSource
+	15, // 20: mcpsag.router.v1.ShadowedSkill.shadowed:type_name -> mcpsag.router.v1.SkillSource
+	16, // 21: mcpsag.router.v1.ListSkillsResponse.skills:type_name -> mcpsag.router.v1.SkillSummary
+	23, // 22: mcpsag.router.v1.ListSkillsResponse.catalog:type_name -> mcpsag.router.v1.RenderedCatalog
+	24, // 23: mcpsag.router.v1.ListSkillsResponse.shadowed:type_name -> mcpsag.router.v1.ShadowedSkill
+	7,  // 24: mcpsag.router.v1.Problem.severity:type_name -> mcpsag.router.v1.Severity
+	53, // 25: mcpsag.router.v1.Frontmatter.metadata:type_name -> mcpsag.router.v1.Frontmatter.MetadataEntry
+	54, // 26: mcpsag.router.v1.Frontmatter.extra:type_name -> mcpsag.router.v1.Frontmatter.ExtraEntry
+	29, // 27: mcpsag.router.v1.SkillDetail.frontmatter:type_name -> mcpsag.router.v1.Frontmatter
+	15, // 28: mcpsag.router.v1.SkillDetail.source:type_name -> mcpsag.router.v1.SkillSource
+	15, // 29: mcpsag.router.v1.SkillDetail.shadows:type_name -> mcpsag.router.v1.SkillSource
+	15, // 30: mcpsag.router.v1.SkillDetail.shadowed_by:type_name -> mcpsag.router.v1.SkillSource
+	28, // 31: mcpsag.router.v1.SkillDetail.resources:type_name -> mcpsag.router.v1.Resource
+	27, // 32: mcpsag.router.v1.SkillDetail.problems:type_name -> mcpsag.router.v1.Problem
+	3,  // 33: mcpsag.router.v1.SkillDetail.trust:type_name -> mcpsag.router.v1.Trust
+	56, // 34: mcpsag.router.v1.SkillDetail.modified:type_name -> google.protobuf.Timestamp
+	1,  // 35: mcpsag.router.v1.SkillDetail.kind:type_name -> mcpsag.router.v1.EntryKind
+	14, // 36: mcpsag.router.v1.SkillDetail.tool:type_name -> mcpsag.router.v1.ToolInfo
+	30, // 37: mcpsag.router.v1.GetSkillResponse.skill:type_name -> mcpsag.router.v1.SkillDetail
+	8,  // 38: mcpsag.router.v1.LoadRequest.level:type_name -> mcpsag.router.v1.LoadLevel
+	15, // 39: mcpsag.router.v1.Provenance.source:type_name -> mcpsag.router.v1.SkillSource
+	3,  // 40: mcpsag.router.v1.Provenance.trust:type_name -> mcpsag.router.v1.Trust
+	8,  // 41: mcpsag.router.v1.LoadResponse.level:type_name -> mcpsag.router.v1.LoadLevel
+	16, // 42: mcpsag.router.v1.LoadResponse.summary:type_name -> mcpsag.router.v1.SkillSummary
+	28, // 43: mcpsag.router.v1.LoadResponse.resources:type_name -> mcpsag.router.v1.Resource
+	33, // 44: mcpsag.router.v1.LoadResponse.provenance:type_name -> mcpsag.router.v1.Provenance
+	57, // 45: mcpsag.router.v1.ReindexStats.duration:type_name -> google.protobuf.Duration
+	56, // 46: mcpsag.router.v1.ReindexStats.finished_at:type_name -> google.protobuf.Timestamp
+	36, // 47: mcpsag.router.v1.ReindexResponse.stats:type_name -> mcpsag.router.v1.ReindexStats
+	57, // 48: mcpsag.router.v1.ModelStatus.load_duration:type_name -> google.protobuf.Duration
+	57, // 49: mcpsag.router.v1.ModelStatus.query_latency:type_name -> google.protobuf.Duration
+	55, // 50: mcpsag.router.v1.ValidationSummary.by_code:type_name -> mcpsag.router.v1.ValidationSummary.ByCodeEntry
+	56, // 51: mcpsag.router.v1.ConfigStatus.loaded_at:type_name -> google.protobuf.Timestamp
+	56, // 52: mcpsag.router.v1.StatusResponse.started_at:type_name -> google.protobuf.Timestamp
+	36, // 53: mcpsag.router.v1.StatusResponse.last_reindex:type_name -> mcpsag.router.v1.ReindexStats
+	42, // 54: mcpsag.router.v1.StatusResponse.reindex_progress:type_name -> mcpsag.router.v1.ReindexProgress
+	41, // 55: mcpsag.router.v1.StatusResponse.validation:type_name -> mcpsag.router.v1.ValidationSummary
+	24, // 56: mcpsag.router.v1.StatusResponse.shadowed:type_name -> mcpsag.router.v1.ShadowedSkill
+	39, // 57: mcpsag.router.v1.StatusResponse.model:type_name -> mcpsag.router.v1.ModelStatus
+	40, // 58: mcpsag.router.v1.StatusResponse.flags:type_name -> mcpsag.router.v1.FeatureFlags
+	43, // 59: mcpsag.router.v1.StatusResponse.config:type_name -> mcpsag.router.v1.ConfigStatus
+	45, // 60: mcpsag.router.v1.StatusResponse.servers:type_name -> mcpsag.router.v1.ServerStatus
+	9,  // 61: mcpsag.router.v1.ServerStatus.state:type_name -> mcpsag.router.v1.ServerState
+	3,  // 62: mcpsag.router.v1.ServerStatus.trust:type_name -> mcpsag.router.v1.Trust
+	56, // 63: mcpsag.router.v1.ServerStatus.last_error_at:type_name -> google.protobuf.Timestamp
+	56, // 64: mcpsag.router.v1.ServerStatus.connected_at:type_name -> google.protobuf.Timestamp
+	56, // 65: mcpsag.router.v1.ServerStatus.listed_at:type_name -> google.protobuf.Timestamp
+	56, // 66: mcpsag.router.v1.ServerStatus.next_attempt:type_name -> google.protobuf.Timestamp
+	10, // 67: mcpsag.router.v1.AuthorizeExecResponse.decision:type_name -> mcpsag.router.v1.ExecDecision
+	11, // 68: mcpsag.router.v1.AuthorizeExecResponse.deny_reason:type_name -> mcpsag.router.v1.ExecDenyReason
+	57, // 69: mcpsag.router.v1.ReportExecResultRequest.duration:type_name -> google.protobuf.Duration
+	51, // 70: mcpsag.router.v1.CallToolResponse.content:type_name -> mcpsag.router.v1.ToolContent
+	3,  // 71: mcpsag.router.v1.CallToolResponse.trust:type_name -> mcpsag.router.v1.Trust
+	57, // 72: mcpsag.router.v1.CallToolResponse.duration:type_name -> google.protobuf.Duration
+	18, // 73: mcpsag.router.v1.SkillRouter.Match:input_type -> mcpsag.router.v1.MatchRequest
+	22, // 74: mcpsag.router.v1.SkillRouter.ListSkills:input_type -> mcpsag.router.v1.ListSkillsRequest
+	26, // 75: mcpsag.router.v1.SkillRouter.GetSkill:input_type -> mcpsag.router.v1.GetSkillRequest
+	32, // 76: mcpsag.router.v1.SkillRouter.Load:input_type -> mcpsag.router.v1.LoadRequest
+	35, // 77: mcpsag.router.v1.SkillRouter.Reindex:input_type -> mcpsag.router.v1.ReindexRequest
+	38, // 78: mcpsag.router.v1.SkillRouter.Status:input_type -> mcpsag.router.v1.StatusRequest
+	46, // 79: mcpsag.router.v1.SkillRouter.AuthorizeExec:input_type -> mcpsag.router.v1.AuthorizeExecRequest
+	48, // 80: mcpsag.router.v1.SkillRouter.ReportExecResult:input_type -> mcpsag.router.v1.ReportExecResultRequest
+	50, // 81: mcpsag.router.v1.SkillRouter.CallTool:input_type -> mcpsag.router.v1.CallToolRequest
+	21, // 82: mcpsag.router.v1.SkillRouter.Match:output_type -> mcpsag.router.v1.MatchResponse
+	25, // 83: mcpsag.router.v1.SkillRouter.ListSkills:output_type -> mcpsag.router.v1.ListSkillsResponse
+	31, // 84: mcpsag.router.v1.SkillRouter.GetSkill:output_type -> mcpsag.router.v1.GetSkillResponse
+	34, // 85: mcpsag.router.v1.SkillRouter.Load:output_type -> mcpsag.router.v1.LoadResponse
+	37, // 86: mcpsag.router.v1.SkillRouter.Reindex:output_type -> mcpsag.router.v1.ReindexResponse
+	44, // 87: mcpsag.router.v1.SkillRouter.Status:output_type -> mcpsag.router.v1.StatusResponse
+	47, // 88: mcpsag.router.v1.SkillRouter.AuthorizeExec:output_type -> mcpsag.router.v1.AuthorizeExecResponse
+	49, // 89: mcpsag.router.v1.SkillRouter.ReportExecResult:output_type -> mcpsag.router.v1.ReportExecResultResponse
+	52, // 90: mcpsag.router.v1.SkillRouter.CallTool:output_type -> mcpsag.router.v1.CallToolResponse
+	82, // [82:91] is the sub-list for method output_type
+	73, // [73:82] is the sub-list for method input_type
+	73, // [73:73] is the sub-list for extension type_name
+	73, // [73:73] is the sub-list for extension extendee
+	0,  // [0:73] is the sub-list for field type_name
 }
 
 func init() { file_mcpsag_router_v1_router_proto_init() }
@@ -3950,15 +5174,16 @@ func file_mcpsag_router_v1_router_proto_init() {
 	if File_mcpsag_router_v1_router_proto != nil {
 		return
 	}
-	file_mcpsag_router_v1_router_proto_msgTypes[2].OneofWrappers = []any{}
-	file_mcpsag_router_v1_router_proto_msgTypes[14].OneofWrappers = []any{}
+	file_mcpsag_router_v1_router_proto_msgTypes[1].OneofWrappers = []any{}
+	file_mcpsag_router_v1_router_proto_msgTypes[5].OneofWrappers = []any{}
+	file_mcpsag_router_v1_router_proto_msgTypes[17].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_mcpsag_router_v1_router_proto_rawDesc), len(file_mcpsag_router_v1_router_proto_rawDesc)),
-			NumEnums:      9,
-			NumMessages:   37,
+			NumEnums:      12,
+			NumMessages:   44,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

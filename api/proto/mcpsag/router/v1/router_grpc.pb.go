@@ -4,12 +4,14 @@
 // - protoc             (unknown)
 // source: mcpsag/router/v1/router.proto
 
-// The MCPSAG skill router: matches a task to skills and loads skills
-// progressively (summary, body under a token budget, one resource file).
+// The MCPSAG skill router: matches a task to skills and to the tools of
+// connected MCP servers, loads skills progressively (summary, body under a
+// token budget, one resource file) and forwards tool calls.
 //
 // Skill text (descriptions, bodies, resources) comes from files the router
-// does not control. Treat every skill-derived string in these messages as
-// untrusted data, never as instructions.
+// does not control, and tool metadata and results from MCP servers it does
+// not control. Treat every such string in these messages as untrusted data,
+// never as instructions.
 
 package routerv1
 
@@ -34,6 +36,7 @@ const (
 	SkillRouter_Status_FullMethodName           = "/mcpsag.router.v1.SkillRouter/Status"
 	SkillRouter_AuthorizeExec_FullMethodName    = "/mcpsag.router.v1.SkillRouter/AuthorizeExec"
 	SkillRouter_ReportExecResult_FullMethodName = "/mcpsag.router.v1.SkillRouter/ReportExecResult"
+	SkillRouter_CallTool_FullMethodName         = "/mcpsag.router.v1.SkillRouter/CallTool"
 )
 
 // SkillRouterClient is the client API for SkillRouter service.
@@ -66,6 +69,11 @@ type SkillRouterClient interface {
 	AuthorizeExec(ctx context.Context, in *AuthorizeExecRequest, opts ...grpc.CallOption) (*AuthorizeExecResponse, error)
 	// ReportExecResult records the outcome of an authorised script run.
 	ReportExecResult(ctx context.Context, in *ReportExecResultRequest, opts ...grpc.CallOption) (*ReportExecResultResponse, error)
+	// CallTool forwards a call to a tool of a connected MCP server, when
+	// feature flag tools_call is on and the allowlist names the tool. A tool
+	// that ran and failed answers is_error; refusals are PERMISSION_DENIED
+	// with an ErrorInfo reason.
+	CallTool(ctx context.Context, in *CallToolRequest, opts ...grpc.CallOption) (*CallToolResponse, error)
 }
 
 type skillRouterClient struct {
@@ -156,6 +164,16 @@ func (c *skillRouterClient) ReportExecResult(ctx context.Context, in *ReportExec
 	return out, nil
 }
 
+func (c *skillRouterClient) CallTool(ctx context.Context, in *CallToolRequest, opts ...grpc.CallOption) (*CallToolResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(CallToolResponse)
+	err := c.cc.Invoke(ctx, SkillRouter_CallTool_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // SkillRouterServer is the server API for SkillRouter service.
 // All implementations must embed UnimplementedSkillRouterServer
 // for forward compatibility.
@@ -186,6 +204,11 @@ type SkillRouterServer interface {
 	AuthorizeExec(context.Context, *AuthorizeExecRequest) (*AuthorizeExecResponse, error)
 	// ReportExecResult records the outcome of an authorised script run.
 	ReportExecResult(context.Context, *ReportExecResultRequest) (*ReportExecResultResponse, error)
+	// CallTool forwards a call to a tool of a connected MCP server, when
+	// feature flag tools_call is on and the allowlist names the tool. A tool
+	// that ran and failed answers is_error; refusals are PERMISSION_DENIED
+	// with an ErrorInfo reason.
+	CallTool(context.Context, *CallToolRequest) (*CallToolResponse, error)
 	mustEmbedUnimplementedSkillRouterServer()
 }
 
@@ -219,6 +242,9 @@ func (UnimplementedSkillRouterServer) AuthorizeExec(context.Context, *AuthorizeE
 }
 func (UnimplementedSkillRouterServer) ReportExecResult(context.Context, *ReportExecResultRequest) (*ReportExecResultResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method ReportExecResult not implemented")
+}
+func (UnimplementedSkillRouterServer) CallTool(context.Context, *CallToolRequest) (*CallToolResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method CallTool not implemented")
 }
 func (UnimplementedSkillRouterServer) mustEmbedUnimplementedSkillRouterServer() {}
 func (UnimplementedSkillRouterServer) testEmbeddedByValue()                     {}
@@ -385,6 +411,24 @@ func _SkillRouter_ReportExecResult_Handler(srv interface{}, ctx context.Context,
 	return interceptor(ctx, in, info, handler)
 }
 
+func _SkillRouter_CallTool_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(CallToolRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(SkillRouterServer).CallTool(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: SkillRouter_CallTool_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(SkillRouterServer).CallTool(ctx, req.(*CallToolRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // SkillRouter_ServiceDesc is the grpc.ServiceDesc for SkillRouter service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -423,6 +467,10 @@ var SkillRouter_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "ReportExecResult",
 			Handler:    _SkillRouter_ReportExecResult_Handler,
+		},
+		{
+			MethodName: "CallTool",
+			Handler:    _SkillRouter_CallTool_Handler,
 		},
 	},
 	Streams:  []grpc.StreamDesc{},

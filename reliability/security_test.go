@@ -1,0 +1,398 @@
+package reliability
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"google.golang.org/genproto/googleapis/rpc/errdetails"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/metadata"
+	"google.golang.org/grpc/status"
+
+	pb "github.com/mcpsag/router/api/proto/mcpsag/router/v1"
+)
+
+// canary is the content of a file outside every skill folder; no reply may
+// ever carry it.
+const canary = "CANARY-OUTSIDE-3f9a1c7e"
+
+// TestHostileResourcePaths asks a real router, over gRPC, for resource paths
+// meant to escape the skill folder or to hang or flood the server. Each must
+// be refused with its expected code, quickly, without the reply or the error
+// carrying anything from outside the folder or any absolute host path; the
+// two legitimate paths at the end must be served.
+func TestHostileResourcePaths(t *testing.T) {
+	ws := newWorkspace(t, 20, 29)
+	outside := t.TempDir()
+	secret := filepath.Join(outside, "secret.txt")
+	if err := os.WriteFile(secret, []byte(canary+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	const name = "vault-skill"
+	ws.writeSkill("skills", sourceSkill{Name: name, Description: "A skill with hostile neighbours in its folder", Body: "# Vault\n"}, false)
+	dir := filepath.Join(ws.Dir, "skills", name)
+	refs := filepath.Join(dir, "references")
+	must := func(err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	must(os.MkdirAll(filepath.Join(refs, "sub"), 0o755))
+	must(os.MkdirAll(filepath.Join(dir, ".hidden"), 0o755))
+	must(os.WriteFile(filepath.Join(refs, "guide.md"), []byte("# Guide\nThe real resource.\n"), 0o644))
+	must(os.WriteFile(filepath.Join(refs, ".env"), []byte("TOKEN="+canary), 0o644))
+	must(os.WriteFile(filepath.Join(dir, ".hidden", "secret.md"), []byte(canary), 0o644))
+	rel, _ := filepath.Rel(refs, secret)
+	must(os.Symlink(rel, filepath.Join(refs, "out-rel")))
+	must(os.Symlink(secret, filepath.Join(refs, "out-abs")))
+	must(os.Symlink("guide.md", filepath.Join(refs, "in-link")))
+	must(os.Symlink("loop-b", filepath.Join(refs, "loop-a")))
+	must(os.Symlink("loop-a", filepath.Join(refs, "loop-b")))
+	must(os.Symlink("/dev/zero", filepath.Join(refs, "dev-zero")))
+	must(os.Symlink("/proc/self/environ", filepath.Join(refs, "proc-env")))
+	must(os.Link(secret, filepath.Join(refs, "hard.txt")))
+	must(syscall.Mkfifo(filepath.Join(refs, "pipe"), 0o644))
+	huge, err := os.Create(filepath.Join(refs, "huge.bin"))
+	must(err)
+	must(huge.Truncate(2 << 30)) // sparse: 2 GiB that take no space
+	huge.Close()
+
+	r := start(t, routerOpts{Workspace: ws.Dir, StateDir: t.TempDir()})
+	defer r.Stop()
+
+	// A second acceptable code, where two of the router's rules apply.
+	also := map[string]codes.Code{"..%2f..%2fsecret.txt": codes.PermissionDenied} // one segment, starting with a dot
+	cases := []struct {
+		path string
+		want codes.Code
+	}{
+		{"../../../outside/secret.txt", codes.PermissionDenied},
+		{"references/../../../secret.txt", codes.PermissionDenied},
+		{"references/../../" + name + "/references/guide.md", codes.PermissionDenied},
+		{"/etc/passwd", codes.PermissionDenied},
+		{secret, codes.PermissionDenied},
+		{"/proc/self/environ", codes.PermissionDenied},
+		{"%2e%2e/%2e%2e/outside/secret.txt", codes.NotFound}, // never URL-decoded
+		{"..%2f..%2fsecret.txt", codes.NotFound},
+		{`..\..\outside\secret.txt`, codes.InvalidArgument},
+		{`references\guide.md`, codes.InvalidArgument},
+		{"references/guide.md\x00.png", codes.InvalidArgument},
+		{"\u2024\u2024/\u2024\u2024/secret.txt", codes.NotFound}, // one-dot leaders
+		{"\uff0e\uff0e/\uff0e\uff0e/secret.txt", codes.NotFound}, // fullwidth full stops
+		{"references/out-rel", codes.PermissionDenied},           // relative link out
+		{"references/out-abs", codes.PermissionDenied},           // absolute link out
+		{"references/loop-a", codes.PermissionDenied},            // link loop
+		{"references/dev-zero", codes.PermissionDenied},          // link to a device
+		{"references/proc-env", codes.PermissionDenied},          // link into /proc
+		{"references/hard.txt", codes.PermissionDenied},          // hard link to an outside file
+		{"references/pipe", codes.FailedPrecondition},            // FIFO: must not block
+		{"references/sub", codes.FailedPrecondition},             // a folder
+		{"references/huge.bin", codes.FailedPrecondition},        // 2 GiB
+		{".hidden/secret.md", codes.PermissionDenied},
+		{"references/.env", codes.PermissionDenied},
+		{strings.Repeat("a/", 2500) + "x.md", codes.InvalidArgument}, // 5 KB
+		{"", codes.InvalidArgument},
+		{".", codes.InvalidArgument},
+		{"references/missing.md", codes.NotFound},
+	}
+	ctx := ctxT(t, 5*time.Minute)
+	check := func(label, asked string, resp *pb.LoadResponse, err error, d time.Duration) {
+		t.Helper()
+		if d > time.Second {
+			t.Errorf("%s: answered in %v; a hostile path must not hold a handler", label, d)
+		}
+		text := fmt.Sprint(resp.GetContent(), string(resp.GetData()), status.Convert(err).Message())
+		if strings.Contains(text, canary) {
+			t.Errorf("%s: the reply carries the outside file's content", label)
+		}
+		// The caller's own input may be quoted back; host paths it did not
+		// send may not.
+		msg := strings.ReplaceAll(status.Convert(err).Message(), asked, "")
+		if strings.Contains(msg, outside) || strings.Contains(msg, ws.Dir) {
+			t.Errorf("%s: the error names an absolute host path: %s", label, status.Convert(err).Message())
+		}
+	}
+	refused := 0
+	for _, c := range cases {
+		t0 := time.Now()
+		resp, err := r.RPC.Load(ctx, &pb.LoadRequest{Name: name, Level: pb.LoadLevel_LOAD_LEVEL_RESOURCE, ResourcePath: c.path, Raw: true})
+		label := fmt.Sprintf("%q", clip(c.path, 60))
+		check(label, c.path, resp, err, time.Since(t0))
+		alt, hasAlt := also[c.path]
+		if got := status.Code(err); got != c.want && !(hasAlt && got == alt) {
+			t.Errorf("%s: %v (%s), want %v", label, status.Code(err), clip(status.Convert(err).Message(), 150), c.want)
+			continue
+		}
+		refused++
+	}
+	// Skill names are not paths either.
+	for _, bad := range []string{"../" + name, name + "/../" + name, "/" + name, name + "\x00", strings.Repeat("x", 300)} {
+		t0 := time.Now()
+		resp, err := r.RPC.Load(ctx, &pb.LoadRequest{Name: bad, Level: pb.LoadLevel_LOAD_LEVEL_RESOURCE, ResourcePath: "references/guide.md"})
+		check(fmt.Sprintf("name %q", clip(bad, 40)), bad, resp, err, time.Since(t0))
+		if c := status.Code(err); c != codes.InvalidArgument && c != codes.NotFound {
+			t.Errorf("name %q: %v, want InvalidArgument or NotFound", clip(bad, 40), c)
+		}
+	}
+	for _, good := range []string{"references/guide.md", "references/in-link"} {
+		resp, err := r.RPC.Load(ctx, &pb.LoadRequest{Name: name, Level: pb.LoadLevel_LOAD_LEVEL_RESOURCE, ResourcePath: good, Raw: true})
+		if err != nil || !strings.Contains(resp.GetContent(), "The real resource") {
+			t.Errorf("%s: %v, content %q; want the guide", good, err, clip(resp.GetContent(), 80))
+		}
+	}
+	t.Logf("hostile resource paths: %d of %d refused with the expected code; the in-folder file and in-folder link served", refused, len(cases))
+}
+
+// TestHostileSkillFiles drops YAML bombs, over-deep nesting, oversized
+// frontmatter and files, broken encodings and tag tricks into the workspace
+// of a running router. The router must stay up, keep serving the other
+// skills unchanged, reindex in bounded time, serve none of the hostile files
+// as skills, and report each one in Status.
+func TestHostileSkillFiles(t *testing.T) {
+	ws := newWorkspace(t, 50, 31)
+	tasks := ws.Queries(5)
+	r := start(t, routerOpts{Workspace: ws.Dir, StateDir: t.TempDir()})
+	defer r.Stop()
+	ctx := ctxT(t, 5*time.Minute)
+	before, err := takeSnapshot(ctx, r.RPC, tasks)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st0, _ := r.RPC.Status(ctx, &pb.StatusRequest{})
+
+	laughs := "a: &a [\"lol\",\"lol\",\"lol\",\"lol\",\"lol\",\"lol\",\"lol\",\"lol\",\"lol\"]\n"
+	prev := "a"
+	for _, n := range []string{"b", "c", "d", "e", "f", "g", "h", "i"} {
+		laughs += n + ": &" + n + " [*" + prev + ",*" + prev + ",*" + prev + ",*" + prev + ",*" + prev + ",*" + prev + ",*" + prev + ",*" + prev + ",*" + prev + "]\n"
+		prev = n
+	}
+	hostile := map[string]string{
+		"bomb-laughs":      "---\nname: bomb-laughs\ndescription: billion laughs\n" + laughs + "---\nbody\n",
+		"bomb-deep":        "---\nname: bomb-deep\ndescription: " + strings.Repeat("[", 100000) + strings.Repeat("]", 100000) + "\n---\nbody\n",
+		"bomb-frontmatter": "---\nname: bomb-frontmatter\ndescription: huge\nmetadata:\n" + strings.Repeat("  k"+strings.Repeat("x", 60)+": v\n", 1200) + "---\nbody\n",
+		"bomb-file":        "---\nname: bomb-file\ndescription: a 2 MiB file\n---\n" + strings.Repeat("A line of a very long body.\n", 80000),
+		"bomb-unclosed":    "---\nname: bomb-unclosed\ndescription: never closed\n" + strings.Repeat("x: y\n", 10),
+		"bomb-nul":         "---\nname: bomb-nul\ndescription: \"nul \x00 inside\"\n---\nbody\n",
+		"bomb-utf8":        "---\nname: bomb-utf8\ndescription: \"\xff\xfe broken\"\n---\nbody\n",
+		"bomb-binary-tag":  "---\nname: !!binary Ym9tYi1iaW5hcnktdGFn\ndescription: !!python/object:os.system ls\n---\nbody\n",
+	}
+	for dirName, content := range hostile {
+		ws.writeFile(filepath.Join("skills", dirName, "SKILL.md"), content)
+	}
+	t0 := time.Now()
+	if _, err := r.RPC.Reindex(ctx, &pb.ReindexRequest{}); err != nil {
+		t.Fatalf("Reindex with hostile files: %v", err)
+	}
+	took := time.Since(t0)
+	if took > 20*time.Second {
+		t.Errorf("reindexing 9 hostile files took %v", took)
+	}
+	if !r.Serving() || r.Crashed() {
+		t.Fatalf("router not serving after hostile files:\n%s", r.logs.tail(20))
+	}
+	st, err := r.RPC.Status(ctx, &pb.StatusRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rejected := st.GetFilesInvalid() - st0.GetFilesInvalid()
+	t.Logf("hostile skill files: reindex in %v; %d of %d rejected as invalid; problems by code: %v", took.Round(time.Millisecond), rejected, len(hostile), st.GetValidation().GetByCode())
+	list, err := r.RPC.ListSkills(ctx, &pb.ListSkillsRequest{PageSize: 1000, IncludeHidden: true, IncludeDisabled: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	served := map[string]bool{}
+	for _, s := range list.GetSkills() {
+		served[s.GetName()] = true
+	}
+	for dirName := range hostile {
+		if served[dirName] {
+			t.Errorf("hostile file %s is served as a skill", dirName)
+		}
+	}
+	if int(rejected) != len(hostile) {
+		t.Errorf("%d hostile files counted invalid, want %d", rejected, len(hostile))
+	}
+	after, err := takeSnapshot(ctx, r.RPC, tasks)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The good skills are served as before; only the counts moved.
+	after.Status, before.Status = "", ""
+	if d := compare(after, before); !d.empty() {
+		t.Errorf("hostile files changed what the good skills serve:\n%s", d)
+	}
+	if rss := rssMiB(r.Pid()); rss > 1024 {
+		t.Errorf("router RSS %d MiB after the hostile files", rss)
+	}
+}
+
+func rssMiB(pid int) int {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return 0
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if rest, ok := strings.CutPrefix(line, "VmRSS:"); ok {
+			kb, _ := strconv.Atoi(strings.TrimSuffix(strings.TrimSpace(rest), " kB"))
+			return kb >> 10
+		}
+	}
+	return 0
+}
+
+// tokenCreds sends a bearer token with every call.
+type tokenCreds string
+
+func (c tokenCreds) GetRequestMetadata(context.Context, ...string) (map[string]string, error) {
+	return map[string]string{"authorization": "Bearer " + string(c)}, nil
+}
+func (tokenCreds) RequireTransportSecurity() bool { return false }
+
+// TestTokenBruteForce guesses bearer tokens against a router with
+// authentication on. After 10 wrong guesses from one address, every call
+// from it (even with the right token) must be refused with
+// ResourceExhausted and a RetryInfo delay, without the token being checked;
+// another address must be unaffected; guessing spread over many addresses
+// must hit the router-wide cap, which spares addresses that authenticated
+// before. The audit log must stay small: each checked failure, and refusals
+// sampled.
+func TestTokenBruteForce(t *testing.T) {
+	if !freeLoopback("127.0.0.2") {
+		t.Skip("cannot bind 127.0.0.2: the test needs several loopback addresses")
+	}
+	ws := newWorkspace(t, 20, 37)
+	const good = "the-right-token-8c1e"
+	sum := sha256.Sum256([]byte(good))
+	tokens := filepath.Join(t.TempDir(), "tokens.yaml")
+	if err := os.WriteFile(tokens, []byte("tokens:\n  - {id: agent, sha256: "+hex.EncodeToString(sum[:])+", groups: ['*']}\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	ws.SetConfig("auth", "auth:\n  enabled: true\n  tokens_file: "+tokens+"\n")
+	r := start(t, routerOpts{Workspace: ws.Dir, StateDir: t.TempDir(), Admin: true})
+	defer r.Stop()
+
+	call := func(from, tok string) error {
+		conn := dialFrom(t, r.Addr, from, grpc.WithPerRPCCredentials(tokenCreds(tok)))
+		defer conn.Close()
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		_, err := pb.NewSkillRouterClient(conn).ListSkills(ctx, &pb.ListSkillsRequest{})
+		return err
+	}
+	// The known client authenticates once, before any attack.
+	if err := call("127.0.0.2", good); err != nil {
+		t.Fatalf("the right token from 127.0.0.2: %v", err)
+	}
+
+	// One address guessing, from 8 goroutines on one connection.
+	conn := dialFrom(t, r.Addr, "127.0.0.1")
+	rpc := pb.NewSkillRouterClient(conn)
+	const guesses = 400
+	var mu sync.Mutex
+	byCode := map[codes.Code]int{}
+	var retry time.Duration
+	var wg sync.WaitGroup
+	for g := range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := g; i < guesses; i += 8 {
+				ctx := metadata.AppendToOutgoingContext(context.Background(), "authorization", fmt.Sprintf("Bearer guess-%06d", i))
+				_, err := rpc.ListSkills(ctx, &pb.ListSkillsRequest{})
+				st := status.Convert(err)
+				mu.Lock()
+				byCode[st.Code()]++
+				for _, d := range st.Details() {
+					if ri, ok := d.(*errdetails.RetryInfo); ok {
+						retry = ri.GetRetryDelay().AsDuration()
+					}
+				}
+				mu.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
+	t.Logf("token brute force: %d guesses from one address: %v; retry delay %v", guesses, byCode, retry)
+	if byCode[codes.Unauthenticated] != 10 || byCode[codes.ResourceExhausted] != guesses-10 {
+		t.Errorf("guesses answered %v, want 10 Unauthenticated and %d ResourceExhausted", byCode, guesses-10)
+	}
+	if retry <= 0 || retry > 7*time.Second {
+		t.Errorf("RetryInfo delay %v, want within (0, 7s]", retry)
+	}
+	if err := call("127.0.0.1", good); status.Code(err) != codes.ResourceExhausted {
+		t.Errorf("the right token from the guessing address: %v, want ResourceExhausted (refused unchecked)", err)
+	}
+	if err := call("127.0.0.2", good); err != nil {
+		t.Errorf("the right token from another address: %v", err)
+	}
+
+	// Guessing spread over many addresses, 9 guesses each: under the
+	// per-address limit, over the router-wide one. (Whether a newcomer is
+	// refused right after depends on how much of the budget refilled
+	// meanwhile, so it is only reported.)
+	spread := 0
+	for host := 3; host < 20; host++ {
+		from := fmt.Sprintf("127.0.0.%d", host)
+		for i := range 9 {
+			if err := call(from, fmt.Sprintf("spread-%d-%d", host, i)); status.Code(err) == codes.ResourceExhausted {
+				spread++
+			}
+		}
+	}
+	newcomer := call("127.0.0.99", good)
+	known := call("127.0.0.2", good)
+	t.Logf("spread guessing: %d of %d refused by the router-wide cap; a new address with the right token: %v; the known one: %v",
+		spread, 17*9, status.Code(newcomer), status.Code(known))
+	if spread == 0 {
+		t.Errorf("the router-wide cap did not engage: no refusal of addresses under their own limit")
+	}
+	if known != nil {
+		t.Errorf("an address that authenticated before the attack was refused: %v", known)
+	}
+
+	audits := r.logs.count(`"event":"auth_failure"`)
+	limited := metricValue(t, r.Admin, `skillrouter_auth_failures_total{`, `reason="client_limited"`)
+	t.Logf("audit records: %d for %d failed or refused calls; skillrouter_auth_failures_total{reason=client_limited} = %v",
+		audits, guesses+17*9+2, limited)
+	if audits > 10+100+40 {
+		t.Errorf("%d auth_failure audit records; refusals must be sampled", audits)
+	}
+	if limited < guesses-10 {
+		t.Errorf("client_limited counter %v, want at least %d", limited, guesses-10)
+	}
+	if strings.Contains(strings.Join(r.logs.matching("auth_failure"), "\n"), "guess-") {
+		t.Error("an audit record quotes a presented token")
+	}
+}
+
+// metricValue returns the value of the first series on /metrics whose line
+// starts with prefix and contains label.
+func metricValue(t *testing.T, admin, prefix, label string) float64 {
+	resp, err := http.Get("http://" + admin + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	for _, line := range strings.Split(string(b), "\n") {
+		if strings.HasPrefix(line, prefix) && strings.Contains(line, label) {
+			f, _ := strconv.ParseFloat(line[strings.LastIndexByte(line, ' ')+1:], 64)
+			return f
+		}
+	}
+	return 0
+}
