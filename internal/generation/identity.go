@@ -87,26 +87,8 @@ func skillDigest(s *skill.Skill, prefix string) []byte {
 	d.str(s.ContentHash)
 	d.str(s.FrontmatterHash)
 	d.int(s.Size)
-	d.int(int64(len(s.Resources)))
-	for _, r := range s.Resources {
-		d.str(r.Path)
-		d.int(r.Size)
-	}
-	d.bool(s.ResourcesTruncated)
-	d.str(s.Registry.Owner)
-	d.int(int64(len(s.Registry.Tags)))
-	for _, t := range s.Registry.Tags {
-		d.str(t)
-	}
-	switch {
-	case s.Registry.Enabled == nil:
-		d.int(-1)
-	case *s.Registry.Enabled:
-		d.int(1)
-	default:
-		d.int(0)
-	}
-	d.str(d.rel(s.Registry.Source))
+	d.resources(s)
+	d.registry(s.Registry, d.rel(s.Registry.Source))
 	d.problems(s.Problems)
 	return d.h.Sum(nil)
 }
@@ -144,6 +126,34 @@ func (d *digester) rel(s string) string {
 	return strings.ReplaceAll(s, d.prefix, "")
 }
 
+// resources writes a skill's resource listing.
+func (d *digester) resources(s *skill.Skill) {
+	d.int(int64(len(s.Resources)))
+	for _, r := range s.Resources {
+		d.str(r.Path)
+		d.int(r.Size)
+	}
+	d.bool(s.ResourcesTruncated)
+}
+
+// registry writes a registry entry, with its source as given.
+func (d *digester) registry(e skill.RegistryEntry, source string) {
+	d.str(e.Owner)
+	d.int(int64(len(e.Tags)))
+	for _, t := range e.Tags {
+		d.str(t)
+	}
+	switch {
+	case e.Enabled == nil:
+		d.int(-1)
+	case *e.Enabled:
+		d.int(1)
+	default:
+		d.int(0)
+	}
+	d.str(source)
+}
+
 func (d *digester) problems(ps []skill.Problem) {
 	d.int(int64(len(ps)))
 	for _, p := range ps {
@@ -168,26 +178,8 @@ func inputDigest(s *skill.Skill) []byte {
 	d.str(s.Root.Agent)
 	d.int(int64(s.Root.Order))
 	d.str(s.ContentHash)
-	d.int(int64(len(s.Resources)))
-	for _, r := range s.Resources {
-		d.str(r.Path)
-		d.int(r.Size)
-	}
-	d.bool(s.ResourcesTruncated)
-	d.str(s.Registry.Owner)
-	d.int(int64(len(s.Registry.Tags)))
-	for _, t := range s.Registry.Tags {
-		d.str(t)
-	}
-	switch {
-	case s.Registry.Enabled == nil:
-		d.int(-1)
-	case *s.Registry.Enabled:
-		d.int(1)
-	default:
-		d.int(0)
-	}
-	d.str(s.Registry.Source)
+	d.resources(s)
+	d.registry(s.Registry, s.Registry.Source)
 	d.problems(s.Problems)
 	return d.h.Sum(nil)
 }

@@ -77,25 +77,35 @@ func (r *Router) Load(ctx context.Context, req skill.LoadRequest) (*skill.LoadRe
 // text came from. Any closing delimiter inside the text is defused, so the
 // text cannot end the frame early.
 func frame(tag string, s *skill.Skill, sha256, resource string, truncated bool, text string) string {
-	trust := "trusted"
-	if !s.Trusted() {
-		trust = "untrusted"
-	}
 	var b strings.Builder
-	fmt.Fprintf(&b, "<%s name=%q source=%q root=%q sha256=%q trust=%q", tag, s.Name, s.Root.Kind, rootLabel(s.Root), sha256, trust)
+	fmt.Fprintf(&b, "<%s name=%q source=%q root=%q sha256=%q trust=%q", tag, s.Name, s.Root.Kind, rootLabel(s.Root), sha256, trustLabel(s))
 	if resource != "" {
 		fmt.Fprintf(&b, " path=%q", resource)
 	}
 	if truncated {
 		b.WriteString(` truncated="true"`)
 	}
+	closeFrame(&b, tag, text)
+	return b.String()
+}
+
+// closeFrame ends the opening tag written to b, then writes text, defused,
+// and the closing tag.
+func closeFrame(b *strings.Builder, tag, text string) {
 	b.WriteString(">\n")
 	b.WriteString(defuse(text, tag))
 	if !strings.HasSuffix(text, "\n") {
 		b.WriteString("\n")
 	}
-	fmt.Fprintf(&b, "</%s>\n", tag)
-	return b.String()
+	fmt.Fprintf(b, "</%s>\n", tag)
+}
+
+// trustLabel is how a frame states an entry's trust.
+func trustLabel(s *skill.Skill) string {
+	if s.Trusted() {
+		return "trusted"
+	}
+	return "untrusted"
 }
 
 // rootLabel names a skill's root in a frame without revealing the host's

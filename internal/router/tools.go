@@ -88,20 +88,11 @@ func (r *Router) decideCall(ctx context.Context, g *generation.Generation, call 
 // the text is defused.
 func frameToolResult(t *skill.Skill, isError bool, text string) string {
 	const tag = "tool_result"
-	trust := "trusted"
-	if !t.Trusted() {
-		trust = "untrusted"
-	}
 	var b strings.Builder
-	fmt.Fprintf(&b, "<%s name=%q server=%q trust=%q", tag, t.Name, t.Tool.Server, trust)
+	fmt.Fprintf(&b, "<%s name=%q server=%q trust=%q", tag, t.Name, t.Tool.Server, trustLabel(t))
 	if isError {
 		b.WriteString(` is_error="true"`)
 	}
-	b.WriteString(">\n")
-	b.WriteString(defuse(text, tag))
-	if !strings.HasSuffix(text, "\n") {
-		b.WriteString("\n")
-	}
-	fmt.Fprintf(&b, "</%s>\n", tag)
+	closeFrame(&b, tag, text)
 	return b.String()
 }
