@@ -353,6 +353,17 @@ func (s *loadStats) unexpected() (int, []string) {
 	return n, out
 }
 
+// ended reports whether ctx is done or past its deadline: a call made in
+// the moment between the deadline and ctx's timer firing fails at once
+// with DeadlineExceeded while ctx.Err() is still nil.
+func ended(ctx context.Context) bool {
+	if ctx.Err() != nil {
+		return true
+	}
+	dl, ok := ctx.Deadline()
+	return ok && !time.Now().Before(dl)
+}
+
 func runClients(ctx context.Context, t *testing.T, rpc []pb.SkillRouterClient, tasks []string, stats *loadStats, wg *sync.WaitGroup) {
 	for i, c := range rpc {
 		wg.Add(1)
@@ -368,7 +379,7 @@ func runClients(ctx context.Context, t *testing.T, rpc []pb.SkillRouterClient, t
 				defer cancel()
 				t0 := time.Now()
 				err := f(cctx)
-				if ctx.Err() != nil && err != nil {
+				if err != nil && ended(ctx) {
 					return // the run ended mid-call
 				}
 				if status.Code(err) == codes.NotFound && method != "ListSkills" && method != "Match" {
@@ -378,7 +389,7 @@ func runClients(ctx context.Context, t *testing.T, rpc []pb.SkillRouterClient, t
 				}
 				stats.record(method, time.Since(t0), err)
 			}
-			for ctx.Err() == nil {
+			for !ended(ctx) {
 				n++
 				if len(names) == 0 || n%10 == 0 {
 					call("ListSkills", func(ctx context.Context) error {

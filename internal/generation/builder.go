@@ -83,6 +83,7 @@ type Generation struct {
 	Model embed.Identity
 
 	vectors map[*skill.Skill][]float32 // by winning skill; nil when keyword-only
+	space   vectorSpace                // what made vectors
 	digest  string                     // fingerprint of the catalog input, host paths included
 	db      *store.DB
 	scan    *skillfs.ScanResult // the scan it was built from, and its roots
@@ -257,13 +258,13 @@ func (b *Builder) build(ctx context.Context, prev *Generation, full bool, change
 	defer b.progress.Store(&skill.Progress{})
 
 	var base *match.Index
-	var baseModel embed.Identity
+	var baseSpace vectorSpace
 	var saved *savedScan
 	if prev != nil {
-		base, baseModel = prev.Index, prev.Model
+		base, baseSpace = prev.Index, prev.space
 	} else if !b.restored {
 		b.restored = true
-		base, baseModel, saved = b.snapshots.load()
+		base, baseSpace, saved = b.snapshots.load()
 		if full || changed != nil {
 			saved = nil
 		}
@@ -274,18 +275,19 @@ func (b *Builder) build(ctx context.Context, prev *Generation, full bool, change
 	}
 	t := time.Now()
 	b.setProgress("embed", 0, len(cat.Winners()))
-	vectors, model, err := b.vectors(ctx, prev, base, baseModel, cat, &pass)
+	vectors, space, err := b.vectors(ctx, prev, base, baseSpace, cat, &pass)
 	if err != nil {
 		return nil, pass, err
 	}
+	model := space.model
 	pass.phase("embed", &t)
-	if prev != nil && cat == prev.Catalog && sameVectors(prev, vectors, model) {
+	if prev != nil && cat == prev.Catalog && sameVectors(prev, vectors, space) {
 		pass.Stats.Generation = prev.ID
 		pass.Stats.Duration = time.Since(start)
 		return prev, pass, nil
 	}
 	b.setProgress("index", 0, len(cat.Winners()))
-	g := &Generation{Catalog: cat, Model: model, vectors: vectors, digest: digest, db: b.db, scan: b.lastScan, roots: b.lastRoots}
+	g := &Generation{Catalog: cat, Model: model, space: space, vectors: vectors, digest: digest, db: b.db, scan: b.lastScan, roots: b.lastRoots}
 	cfg := b.modelConfig(matchCfg, g)
 	if b.cids == nil || !pass.Partial {
 		b.cids = map[*skill.Skill][]byte{} // a full scan drops the digests of skills gone

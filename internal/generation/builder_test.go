@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"testing"
@@ -534,4 +535,56 @@ func newTinyManager(t *testing.T) *embed.Manager {
 	}
 	t.Cleanup(func() { m.Close() })
 	return m
+}
+
+// TestBodyCharsChangeEmbedsAgain: the embedded text of a skill holds the
+// start of its body (embed.Config.BodyChars). When that length changes,
+// neither the previous generation's vectors nor the snapshot's are reused:
+// the vectors are those a fresh build makes, live and after a restart.
+func TestBodyCharsChangeEmbedsAgain(t *testing.T) {
+	ws := t.TempDir()
+	root := filepath.Join(ws, "skills")
+	for i := range 6 {
+		writeFile(t, filepath.Join(root, fmt.Sprintf("s%d", i), skillfs.SkillFile), fmt.Sprintf(
+			"---\nname: s%d\ndescription: helper number %d\n---\nThe body says something different for skill %d, at length.\n", i, i, i))
+	}
+	model := newTinyManager(t)
+	ti := newTestIndex(t, ws, Config{Embedder: model})
+	ti.reindex(false)
+	setBodyChars := func(n int) {
+		cfg := model.Config()
+		cfg.BodyChars = n
+		if err := model.Reload(context.Background(), cfg); err != nil {
+			t.Fatal(err)
+		}
+	}
+	fresh := func() *Generation {
+		f := newTestIndex(t, ws, Config{Embedder: model})
+		f.reindex(false)
+		return f.prev
+	}
+	sameAsFresh := func(what string) {
+		t.Helper()
+		want := fresh()
+		for _, s := range ti.prev.Catalog.Winners() {
+			w := mustLookup(t, want.Catalog, s.Name)
+			if !slices.Equal(ti.prev.vectors[s], want.vectors[w]) {
+				t.Fatalf("%s: the vector of %s is not the one a fresh build makes", what, s.Name)
+			}
+		}
+	}
+	setBodyChars(40)
+	if _, st := ti.reindex(false); st.Embedded != 6 {
+		t.Errorf("body chars changed: embedded %d, want 6", st.Embedded)
+	}
+	sameAsFresh("live")
+
+	ti.restart()
+	setBodyChars(0)
+	g, _, err := ti.b.Build(context.Background(), nil, false, match.DefaultConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	ti.prev = g
+	sameAsFresh("after a restart")
 }

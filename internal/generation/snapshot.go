@@ -32,9 +32,12 @@ const snapshotMagic = "MCPSAGGS"
 type snapshotMeta struct {
 	// Model is the identity of the model that made the vectors, zero
 	// when the index has none.
-	Model   embed.Identity `json:"model"`
-	Skills  int            `json:"skills"`
-	Written time.Time      `json:"written"`
+	Model embed.Identity `json:"model"`
+	// BodyChars is how many characters of each body the embedded texts
+	// held.
+	BodyChars int       `json:"body_chars"`
+	Skills    int       `json:"skills"`
+	Written   time.Time `json:"written"`
 	// Roots and ScanProblems go with the saved scan that follows the
 	// header (when Roots is set).
 	Roots        []skill.Root    `json:"roots,omitempty"`
@@ -65,7 +68,7 @@ type snapshotWriter struct {
 
 	loaded    chan struct{} // closed once startLoad's read is done
 	base      *match.Index
-	baseModel embed.Identity
+	baseSpace vectorSpace
 	saved     *savedScan
 	onDisk    string // the ContentID of the generation in the file
 
@@ -184,7 +187,7 @@ func (w *snapshotWriter) write(g *Generation) error {
 	tmp := f.Name()
 	err = func() error {
 		bw := bufio.NewWriterSize(f, 1<<20)
-		m := snapshotMeta{Model: g.Model, Skills: g.Index.Len(), Written: time.Now(), ContentID: g.ContentID}
+		m := snapshotMeta{Model: g.space.model, BodyChars: g.space.bodyChars, Skills: g.Index.Len(), Written: time.Now(), ContentID: g.ContentID}
 		if g.scan != nil && len(g.roots) > 0 {
 			m.Roots, m.ScanProblems = g.roots, g.scan.Problems
 		}
@@ -226,27 +229,27 @@ func (w *snapshotWriter) startLoad() {
 	w.loaded = make(chan struct{})
 	go func() {
 		defer close(w.loaded)
-		w.base, w.baseModel, w.saved, w.onDisk = w.read()
+		w.base, w.baseSpace, w.saved, w.onDisk = w.read()
 	}()
 }
 
 // load returns the snapshot startLoad read, once: nil when there is none or
 // it cannot be used (another version, damaged); the build then analyzes
 // every skill.
-func (w *snapshotWriter) load() (*match.Index, embed.Identity, *savedScan) {
+func (w *snapshotWriter) load() (*match.Index, vectorSpace, *savedScan) {
 	if w.loaded == nil {
-		return nil, embed.Identity{}, nil
+		return nil, vectorSpace{}, nil
 	}
 	<-w.loaded
-	base, model, saved := w.base, w.baseModel, w.saved
+	base, space, saved := w.base, w.baseSpace, w.saved
 	w.base, w.saved = nil, nil // the first generation owns them now
-	return base, model, saved
+	return base, space, saved
 }
 
 // read reads the snapshot file.
-func (w *snapshotWriter) read() (*match.Index, embed.Identity, *savedScan, string) {
+func (w *snapshotWriter) read() (*match.Index, vectorSpace, *savedScan, string) {
 	if w.path == "" {
-		return nil, embed.Identity{}, nil, ""
+		return nil, vectorSpace{}, nil, ""
 	}
 	start := time.Now()
 	ix, meta, saved, err := readSnapshot(w.path)
@@ -254,10 +257,10 @@ func (w *snapshotWriter) read() (*match.Index, embed.Identity, *savedScan, strin
 		if !errors.Is(err, os.ErrNotExist) {
 			w.log.Warn("index snapshot unusable; analyzing every skill", "path", w.path, "err", err)
 		}
-		return nil, embed.Identity{}, nil, ""
+		return nil, vectorSpace{}, nil, ""
 	}
 	w.log.Debug("index snapshot read", "path", w.path, "skills", meta.Skills, "duration", time.Since(start).String())
-	return ix, meta.Model, saved, meta.ContentID
+	return ix, vectorSpace{model: meta.Model, bodyChars: meta.BodyChars}, saved, meta.ContentID
 }
 
 func readSnapshot(path string) (*match.Index, snapshotMeta, *savedScan, error) {

@@ -17,16 +17,16 @@ import (
 // vectors returns the vectors of cat's winning skills and the model that made
 // them. It reuses prev's when neither the catalog nor the model changed.
 // Otherwise a skill keeps the vector it had in prev (or in base, the index
-// restored from the last run's snapshot, made with baseModel) when its folder,
+// restored from the last run's snapshot, made in baseSpace) when its key,
 // content and name are the same; the rest are embedded through the store's
 // cache, which computes only texts it has not seen under this model. A
 // degraded embedder is reloaded first, so a model fixed on disk is picked up
 // by the next build. It returns nil vectors (keyword-only) when no model is
 // available, and an error only when ctx ended.
-func (b *Builder) vectors(ctx context.Context, prev *Generation, base *match.Index, baseModel embed.Identity, cat *catalog.Catalog, pass *Pass) (map[*skill.Skill][]float32, embed.Identity, error) {
+func (b *Builder) vectors(ctx context.Context, prev *Generation, base *match.Index, baseSpace vectorSpace, cat *catalog.Catalog, pass *Pass) (map[*skill.Skill][]float32, vectorSpace, error) {
 	m := b.cfg.Embedder
 	if m == nil {
-		return nil, embed.Identity{}, nil
+		return nil, vectorSpace{}, nil
 	}
 	if m.Status().Degraded {
 		if err := m.Reload(ctx, m.Config()); err == nil {
@@ -35,21 +35,24 @@ func (b *Builder) vectors(ctx context.Context, prev *Generation, base *match.Ind
 	}
 	id := m.Identity()
 	if id.Fingerprint == "" {
-		return nil, embed.Identity{}, nil
+		return nil, vectorSpace{}, nil
 	}
-	if prev != nil && cat == prev.Catalog && prev.vectors != nil && prev.Model == id {
-		return prev.vectors, id, nil
+	bodyChars := m.Config().BodyChars
+	space := vectorSpace{model: id, bodyChars: bodyChars}
+	fromPrev := prev != nil && prev.vectors != nil && prev.space == space
+	if fromPrev && cat == prev.Catalog {
+		return prev.vectors, space, nil
 	}
 	if err := b.recordModel(id); err != nil {
 		b.log.Warn("cannot record the embedding model in the cache; matching uses keywords only", "err", err)
-		return nil, embed.Identity{}, nil
+		return nil, vectorSpace{}, nil
 	}
 	winners := cat.Winners()
 	out := make(map[*skill.Skill][]float32, len(winners))
 	var misses []*skill.Skill
 	for _, s := range winners {
 		// A skill unchanged since prev is the same *skill.Skill.
-		if prev != nil && prev.vectors != nil && prev.Model == id {
+		if fromPrev {
 			if v, ok := prev.vectors[s]; ok {
 				out[s] = v
 				continue
@@ -63,7 +66,7 @@ func (b *Builder) vectors(ctx context.Context, prev *Generation, base *match.Ind
 		for _, s := range misses {
 			want[s.Key()] = true
 		}
-		known := knownVectors(prev, base, baseModel, id, want)
+		known := knownVectors(prev, base, baseSpace, space, want)
 		for _, s := range misses {
 			if k, ok := known[s.Key()]; ok && k.hash == s.ContentHash && k.name == s.Name {
 				out[s] = k.vec
@@ -74,9 +77,8 @@ func (b *Builder) vectors(ctx context.Context, prev *Generation, base *match.Ind
 	}
 	pass.DocumentsCached = len(winners) - len(todo)
 	if len(todo) == 0 {
-		return out, id, nil
+		return out, space, nil
 	}
-	bodyChars := m.Config().BodyChars
 	bodies, err := b.bodyStarts(todo, bodyChars)
 	if err != nil {
 		b.log.Warn("reading skill bodies for embedding failed; embedding without them", "err", err)
@@ -91,12 +93,12 @@ func (b *Builder) vectors(ctx context.Context, prev *Generation, base *match.Ind
 	pass.DocumentsCached += len(texts) - computed
 	if err != nil {
 		if ctx.Err() != nil {
-			return nil, embed.Identity{}, err
+			return nil, vectorSpace{}, err
 		}
 		if !errors.Is(err, embed.ErrUnavailable) && !errors.Is(err, embed.ErrModelChanged) {
 			b.log.Warn("embedding skills failed; matching uses keywords only until the next reindex", "err", err)
 		}
-		return nil, embed.Identity{}, nil
+		return nil, vectorSpace{}, nil
 	}
 	for i, s := range todo {
 		out[s] = vecs[i]
@@ -106,7 +108,15 @@ func (b *Builder) vectors(ctx context.Context, prev *Generation, base *match.Ind
 	if computed > 0 && (b.cfg.Tools == nil || b.cfg.Tools.Settled()) {
 		b.snapshots.prune(b, id, winners)
 	}
-	return out, id, nil
+	return out, space, nil
+}
+
+// vectorSpace is what a generation's vectors are made by: the model, and
+// how many characters of a skill's body its embedded text holds. A vector
+// is reused only within one space.
+type vectorSpace struct {
+	model     embed.Identity
+	bodyChars int
 }
 
 // knownVector is a vector a skill had in an earlier generation.
@@ -116,10 +126,11 @@ type knownVector struct {
 }
 
 // knownVectors returns, by skill.Key (those in want), the vectors of
-// prev (or of base, restored from a snapshot) made by the model id.
-func knownVectors(prev *Generation, base *match.Index, baseModel, id embed.Identity, want map[string]bool) map[string]knownVector {
+// prev (or of base, restored from a snapshot made in baseSpace) made in
+// space.
+func knownVectors(prev *Generation, base *match.Index, baseSpace, space vectorSpace, want map[string]bool) map[string]knownVector {
 	out := map[string]knownVector{}
-	if prev != nil && prev.vectors != nil && prev.Model == id {
+	if prev != nil && prev.vectors != nil && prev.space == space {
 		for s, v := range prev.vectors {
 			if want[s.Key()] {
 				out[s.Key()] = knownVector{s.ContentHash, s.Name, v}
@@ -127,7 +138,7 @@ func knownVectors(prev *Generation, base *match.Index, baseModel, id embed.Ident
 		}
 		return out
 	}
-	if base != nil && baseModel == id {
+	if base != nil && baseSpace == space {
 		base.EachVector(func(s *skill.Skill, v []float32) {
 			if want[s.Key()] {
 				out[s.Key()] = knownVector{s.ContentHash, s.Name, v}
@@ -137,9 +148,10 @@ func knownVectors(prev *Generation, base *match.Index, baseModel, id embed.Ident
 	return out
 }
 
-// sameVectors reports whether vectors made by model are the ones prev serves.
-func sameVectors(prev *Generation, vectors map[*skill.Skill][]float32, model embed.Identity) bool {
-	if (prev.vectors == nil) != (vectors == nil) || prev.Model != model {
+// sameVectors reports whether vectors made in space are the ones prev
+// serves.
+func sameVectors(prev *Generation, vectors map[*skill.Skill][]float32, space vectorSpace) bool {
+	if (prev.vectors == nil) != (vectors == nil) || prev.space != space {
 		return false
 	}
 	if vectors == nil {
