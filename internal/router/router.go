@@ -95,7 +95,7 @@ type Router struct {
 	allow    *allowlist.File
 	execs    decisions
 
-	restored atomic.Bool // the first generation came from the snapshot, unscanned
+	restored atomic.Bool // the first generation came from the snapshot's saved scan
 
 	buildMu sync.Mutex // one build (scan, embed, publish) at a time; guards synced
 	synced  []string   // the scan folders the watcher was last synced to
@@ -159,6 +159,21 @@ func (r *Router) Start(ctx context.Context) error {
 		}
 		return err
 	}
+	if r.restored.Load() {
+		// The first generation came from the snapshot's saved scan and is
+		// served already; scan everything now, before Start returns (and
+		// the daemon reports SERVING), for changes made while the router
+		// was down, so a ready router serves what is on disk.
+		if _, err := r.reindex(ctx, false); err != nil {
+			if ctx.Err() != nil {
+				if r.watcher != nil {
+					r.watcher.Close()
+				}
+				return ctx.Err()
+			}
+			r.log.Error("scan after a restart failed; serving the restored generation", "err", err)
+		}
+	}
 	bg, cancel := context.WithCancel(context.Background())
 	r.mu.Lock()
 	r.cancel, r.done = cancel, make(chan struct{})
@@ -189,14 +204,6 @@ func (r *Router) refreshLoop(ctx context.Context) {
 		t := time.NewTicker(r.cfg.RescanInterval)
 		defer t.Stop()
 		tick = t.C
-	}
-	if r.restored.Load() {
-		// The first generation came from the snapshot's saved scan:
-		// scan everything now for changes made while the router was
-		// down.
-		if _, err := r.reindex(ctx, false); err != nil && ctx.Err() == nil {
-			r.log.Error("scan after a restart failed; serving the restored generation", "err", err)
-		}
 	}
 	for {
 		var changed []string
