@@ -91,34 +91,11 @@ type scratch struct {
 	q2         []float32
 	rescore    []int32
 	candidates []candidate
-	must       []int32
-
-	// Pruned BM25 (allocated on first use).
-	acc64    []float64
-	mark     []uint8
-	slot     []int32
-	pairs    []qpair
-	byBound  []int
-	log      []contrib
-	touchedP []int32
-	sorted   []contrib
-	cands    []int32
-	vals     []float64
-	start    []int
-	fill     []int
-	bucket   []contrib
+	pairs      []qpair // the task's BM25 pairs (sparse.score)
 }
 
 func newScratch(n int) *scratch {
 	return &scratch{acc: make([]float32, n), cos: make([]float32, n), vis: make([]uint8, n), cand: make([]int32, n)}
-}
-
-// prunedScratch allocates the arrays the pruned BM25 pass needs.
-func (sc *scratch) prunedScratch() {
-	if sc.acc64 == nil {
-		n := len(sc.acc)
-		sc.acc64, sc.mark, sc.slot = make([]float64, n), make([]uint8, n), make([]int32, n)
-	}
 }
 
 // reset zeroes what a call left in the slot arrays.
@@ -213,17 +190,7 @@ func (ix *Index) Rank(ctx context.Context, req skill.MatchRequest, visible Visib
 	if len(task.stem) > 0 {
 		fired = ix.phrases.fire(task.stem, ix.cfg.Triggers)
 	}
-	must := sc.must[:0]
-	for _, e := range denseList {
-		must = append(must, e.doc)
-	}
-	for d := range fired {
-		if isVisible(d) {
-			must = append(must, d)
-		}
-	}
-	sc.must = must
-	sres, err := ix.sparse.score(ctx, task, sc, pool, isVisible, ix.ord, must)
+	sres, err := ix.sparse.score(ctx, task, sc)
 	if err != nil {
 		if cerr := ctx.Err(); cerr != nil {
 			return nil, cerr
@@ -231,11 +198,7 @@ func (ix *Index) Rank(ctx context.Context, req skill.MatchRequest, visible Visib
 		return nil, skill.Errorf(skill.CodeInternal, "bm25: %v", err)
 	}
 	qs := sres.stats
-	if sres.pruned {
-		bm25List = sres.list
-	} else {
-		bm25List = visibleTop(pool, isVisible, func(k int) []entry { return topSparse(sc.acc, sc.touched, ix.ord, k, sc) })
-	}
+	bm25List = visibleTop(pool, isVisible, func(k int) []entry { return topSparse(sc.acc, sc.touched, ix.ord, k, sc) })
 
 	// Candidates: both lists and every visible skill a phrase fired for.
 	get := func(d int32) *candidate {

@@ -2,7 +2,6 @@ package match
 
 import (
 	"context"
-	"fmt"
 	"maps"
 	"math"
 	"runtime"
@@ -476,47 +475,33 @@ func sortByPosition(idx, pos []int) {
 	}
 }
 
-// qpair is one (vocab, form) of a task that BM25F scores: its postings,
-// idf and a bound on one document's score for it.
+// qpair is one (vocab, form) of a task that BM25F scores: its postings and
+// idf.
 type qpair struct {
 	v   *vocab
 	pl  *plist
 	idf float64
-	ub  float64
-	pos int // order in the task
 }
 
-// sparseResult is what scoring leaves in the scratch: acc holds the exact
-// score of every document in touched (and 0 for the others that matter).
-// When list is set, it is the best k visible documents, computed while
-// pruning; otherwise the caller selects them from touched.
+// sparseResult is what scoring leaves besides the scratch's acc and
+// touched: how the task met the vocabulary.
 type sparseResult struct {
-	stats  queryStats
-	list   []entry
-	pruned bool
+	stats queryStats
 }
-
-// pruneMinPostings is the number of postings under which a task is scored
-// exhaustively: below it, bounding the work costs more than it saves.
-var pruneMinPostings = 1 << 30
 
 // score computes each document's BM25 score for the task into sc.acc and
 // appends the documents it touched (their first nonzero score) to
-// sc.touched. acc must be all zero on entry for every slot.
+// sc.touched. acc must be all zero on entry for every slot. sc.pairs holds
+// the task's pairs afterwards (see cover).
 //
 // With BM25F (the default) each term's frequencies in the fields of one
 // vocab are weighted, length-normalised per field and summed before one
 // saturation, and its idf counts the documents holding it in any of them;
-// the per-field sum scores each field as its own BM25 document.
-//
-// Long tasks touch most documents through their common words. Then only
-// the best k visible documents (visible, ord) and the documents in must
-// get their scores: terms are taken from the most to the least
-// informative, and once the terms left cannot lift a document the best k
-// have not seen above them, common words are looked up only for the
-// documents still in the running. The scores are the same as those of the
-// exhaustive pass, bit for bit.
-func (s *sparse) score(ctx context.Context, task analyzedTask, sc *scratch, k int, visible func(int32) bool, ord []int32, must []int32) (sparseResult, error) {
+// the per-field sum scores each field as its own BM25 document. Every
+// posting is scored: with the norms computed once per document, a posting
+// costs a multiply-add, and long tasks at 10,000 skills stay within a
+// couple of milliseconds (docs/benchmarks.md).
+func (s *sparse) score(ctx context.Context, task analyzedTask, sc *scratch) (sparseResult, error) {
 	var res sparseResult
 	if s.n == 0 {
 		return res, nil
@@ -526,29 +511,22 @@ func (s *sparse) score(ctx context.Context, task analyzedTask, sc *scratch, k in
 	if s.sum {
 		return res, s.scoreSum(ctx, pairs, sc)
 	}
-	if total < pruneMinPostings || k <= 0 {
-		// When the postings cover most documents, finding the touched
-		// ones afterwards costs less than a test per posting.
-		track := total < len(sc.acc)/2
-		for _, p := range pairs {
-			if err := ctx.Err(); err != nil {
-				if !track {
-					s.collectTouched(sc)
-				}
-				return res, err
+	// When the postings cover most documents, finding the touched ones
+	// afterwards costs less than a test per posting.
+	track := total < len(sc.acc)/2
+	for _, p := range pairs {
+		if err := ctx.Err(); err != nil {
+			if !track {
+				s.collectTouched(sc)
 			}
-			s.scoreAll(p, sc, track)
+			return res, err
 		}
-		if !track {
-			s.collectTouched(sc)
-		}
-		return res, nil
+		s.scoreAll(p, sc, track)
 	}
-	res.pruned = true
-	sc.prunedScratch()
-	var err error
-	res.list, err = s.scorePruned(ctx, pairs, sc, k, visible, ord, must)
-	return res, err
+	if !track {
+		s.collectTouched(sc)
+	}
+	return res, nil
 }
 
 // taskPairs appends to pairs the task's distinct (vocab, form) pairs that
@@ -590,7 +568,7 @@ func (s *sparse) taskPairs(task analyzedTask, pairs []qpair, st *queryStats) ([]
 				continue
 			}
 			total += df
-			pairs = append(pairs, qpair{v: v, pl: pl, idf: idf, pos: len(pairs)})
+			pairs = append(pairs, qpair{v: v, pl: pl, idf: idf})
 		}
 	}
 	return pairs, total
@@ -678,306 +656,6 @@ func (s *sparse) collectTouched(sc *scratch) {
 	}
 }
 
-// upperBound sets p.ub, a bound on any document's share of the score for p
-// (a little above it, for rounding).
-func (s *sparse) upperBound(p *qpair) {
-	var x float64
-	for j, fi := range p.v.fields {
-		if p.pl.df[j] == 0 {
-			continue
-		}
-		f := s.fields[fi]
-		norm := 1 - f.b + f.b*float64(p.pl.minLen[j])/f.avgLen
-		if norm <= 0 {
-			x = math.Inf(1)
-			break
-		}
-		x += f.weight * float64(p.pl.maxTF[j]) / norm
-	}
-	k1 := s.k1
-	ub := p.idf * (k1 + 1)
-	if !math.IsInf(x, 1) {
-		ub = p.idf * x * (k1 + 1) / (x + k1)
-	}
-	p.ub = ub*(1+1e-6) + 1e-12
-}
-
-// prunedSlack is the relative room left for the difference between a sum
-// of float32 shares added in another order and the exhaustive pass's sum
-// (at most 512 terms of 2⁻²⁴ relative error each).
-const prunedSlack = 2e-4
-
-// contrib is one logged share of a document's score.
-type contrib struct {
-	doc int32
-	pos int32
-	c   float32
-}
-
-// scorePruned scores the pairs with bounded work (see score) and returns the
-// best k visible documents. sc.acc and sc.touched receive the exact scores of
-// the documents still in the running at the end, which include must.
-//
-// Pairs are taken by decreasing bound. While the bounds of the pairs left add
-// up to more than the k-th best visible score so far (theta), every posting
-// counts. Once they do not, no document unseen so far can reach the best k:
-// the pairs left are looked up only for the documents that still can. The
-// shares are logged, and each survivor's score is summed at the end in task
-// order, as the exhaustive pass sums it.
-func (s *sparse) scorePruned(ctx context.Context, pairs []qpair, sc *scratch, k int, visible func(int32) bool, ord []int32, must []int32) ([]entry, error) {
-	for i := range pairs {
-		s.upperBound(&pairs[i])
-	}
-	byBound := sc.byBound[:0]
-	for i := range pairs {
-		byBound = append(byBound, i)
-	}
-	sortPairs(byBound, pairs)
-	sc.byBound = byBound
-	rest := 0.0
-	for _, p := range pairs {
-		rest += p.ub
-	}
-	acc64 := sc.acc64
-	log := sc.log[:0]
-	mark := sc.mark // 1: touched; 2: still in the running; 3: in must
-	touched := sc.touchedP[:0]
-	defer func() {
-		for _, d := range touched {
-			acc64[d] = 0
-			mark[d] = 0
-		}
-		sc.touchedP, sc.log = touched[:0], log[:0]
-	}()
-	theta, thetaRest := 0.0, math.Inf(1)
-	maxAcc := 0.0
-	next := len(byBound)
-	for bi, pi := range byBound {
-		if err := ctx.Err(); err != nil {
-			return nil, err
-		}
-		p := &pairs[pi]
-		rest -= p.ub
-		for i, d := range p.pl.docs {
-			c := s.contribution(p, i)
-			if mark[d] == 0 {
-				mark[d] = 1
-				touched = append(touched, int32(d))
-			}
-			a := acc64[d] + float64(c)
-			acc64[d] = a
-			maxAcc = max(maxAcc, a)
-			log = append(log, contrib{doc: int32(d), pos: int32(p.pos), c: c})
-		}
-		// theta only grows, so the last one computed stays a valid
-		// bound: compute it again only when the rest has halved.
-		if rest < maxAcc && rest < thetaRest/2 {
-			theta = max(theta, kthVisible(touched, acc64, k, visible, sc))
-			thetaRest = rest
-		}
-		if rest < theta*(1-prunedSlack) {
-			next = bi + 1
-			break
-		}
-	}
-	// The documents still in the running, in slot order.
-	cands := sc.cands[:0]
-	for _, d := range touched {
-		if acc64[d]+rest >= theta*(1-prunedSlack) {
-			cands = append(cands, d)
-			mark[d] = 2
-		}
-	}
-	for _, d := range must {
-		switch mark[d] {
-		case 0:
-			touched = append(touched, d)
-			cands = append(cands, d)
-		case 1:
-			cands = append(cands, d)
-		}
-		mark[d] = 3
-	}
-	slices.Sort(cands)
-	for n, pi := range byBound[next:] {
-		if err := ctx.Err(); err != nil {
-			sc.cands = cands
-			return nil, err
-		}
-		p := &pairs[pi]
-		rest -= p.ub
-		docs := p.pl.docs
-		at := 0
-		for _, d := range cands {
-			// Gallop to d from the last position.
-			step := 1
-			for at+step < len(docs) && docs[at+step] < uint32(d) {
-				at += step
-				step *= 2
-			}
-			at = p.pl.findFrom(uint32(d), at, min(len(docs), at+step+1))
-			if at >= len(docs) {
-				break
-			}
-			if docs[at] != uint32(d) {
-				continue
-			}
-			c := s.contribution(p, at)
-			acc64[d] += float64(c)
-			log = append(log, contrib{doc: d, pos: int32(p.pos), c: c})
-		}
-		// Drop the documents that can no longer reach the best k.
-		if len(cands) > k {
-			if n%8 == 0 {
-				theta = max(theta, kthVisible(cands, acc64, k, visible, sc))
-			}
-			keep := cands[:0]
-			for _, d := range cands {
-				if mark[d] == 3 || acc64[d]+rest >= theta*(1-prunedSlack) {
-					keep = append(keep, d)
-				} else {
-					mark[d] = 1
-				}
-			}
-			cands = keep
-		}
-	}
-	sc.cands = cands
-	// Exact sums, in task order, for the documents left.
-	s.exactSums(sc, cands, log, mark)
-	h := newHeap(sc.heap3[:0], k)
-	for _, d := range cands {
-		if sc.acc[d] != 0 && visible(d) {
-			h.offer(entry{doc: d, ord: ord[d], score: sc.acc[d]})
-		}
-	}
-	sc.heap3 = h.s
-	for _, d := range cands {
-		if sc.acc[d] != 0 {
-			sc.touched = append(sc.touched, d)
-		}
-	}
-	return h.sorted(), nil
-}
-
-// exactSums sets sc.acc of each document of docs (all marked 2 or 3) to the
-// float32 sum of its logged shares in task order, as the exhaustive pass
-// adds them.
-func (s *sparse) exactSums(sc *scratch, docs []int32, log []contrib, mark []uint8) {
-	kept := sc.bucket[:0]
-	for _, e := range log {
-		if mark[e.doc] >= 2 {
-			kept = append(kept, e)
-		}
-	}
-	slot := sc.slot // document -> index in docs + 1
-	for i, d := range docs {
-		slot[d] = int32(i + 1)
-	}
-	start := sc.start[:0]
-	for range len(docs) + 1 {
-		start = append(start, 0)
-	}
-	for _, e := range kept {
-		start[slot[e.doc]]++
-	}
-	for i := 1; i < len(start); i++ {
-		start[i] += start[i-1]
-	}
-	fill := append(sc.fill[:0], start[:len(docs)]...)
-	sorted := sc.sorted[:0]
-	for range kept {
-		sorted = append(sorted, contrib{})
-	}
-	for _, e := range kept {
-		i := slot[e.doc] - 1
-		sorted[fill[i]] = e
-		fill[i]++
-	}
-	for i, d := range docs {
-		b := sorted[start[i]:start[i+1]]
-		for x := 1; x < len(b); x++ {
-			for y := x; y > 0 && b[y].pos < b[y-1].pos; y-- {
-				b[y], b[y-1] = b[y-1], b[y]
-			}
-		}
-		var sum float32
-		for _, e := range b {
-			sum += e.c
-		}
-		sc.acc[d] = sum
-		slot[d] = 0
-	}
-	sc.start, sc.bucket, sc.fill, sc.sorted = start, kept, fill, sorted
-}
-
-// kthVisible returns the k-th largest score among the visible docs, or 0
-// when fewer than k are visible. Visibility is asked only of the documents
-// with the best scores.
-func kthVisible(docs []int32, acc []float64, k int, visible func(int32) bool, sc *scratch) float64 {
-	vals := sc.vals[:0]
-	for _, d := range docs {
-		if acc[d] > 0 {
-			vals = append(vals, acc[d])
-		}
-	}
-	sc.vals = vals
-	if len(vals) < k {
-		return 0
-	}
-	// The k-th best of all is a first guess; count the visible documents
-	// at or above it, and lower the guess until k of them are visible.
-	want := k
-	for {
-		guess := quickselect(vals, min(want, len(vals))-1)
-		seen := 0
-		for _, d := range docs {
-			if acc[d] >= guess && visible(d) {
-				seen++
-			}
-		}
-		if seen >= k {
-			return guess
-		}
-		if want >= len(vals) {
-			return 0
-		}
-		want *= 2
-	}
-}
-
-// quickselect returns the element that would be at index i if vals were
-// sorted in decreasing order. It reorders vals.
-func quickselect(vals []float64, i int) float64 {
-	lo, hi := 0, len(vals)-1
-	for lo < hi {
-		p := vals[(lo+hi)/2]
-		l, r := lo, hi
-		for l <= r {
-			for vals[l] > p {
-				l++
-			}
-			for vals[r] < p {
-				r--
-			}
-			if l <= r {
-				vals[l], vals[r] = vals[r], vals[l]
-				l++
-				r--
-			}
-		}
-		switch {
-		case i <= r:
-			hi = r
-		case i >= l:
-			lo = l
-		default:
-			return vals[i]
-		}
-	}
-	return vals[i]
-}
-
 // findFrom returns the first index in [lo, hi) whose document is >= doc, or
 // hi when there is none (and hi == len(docs) means the end).
 func (p *plist) findFrom(doc uint32, lo, hi int) int {
@@ -990,19 +668,6 @@ func (p *plist) findFrom(doc uint32, lo, hi int) int {
 		}
 	}
 	return lo
-}
-
-func sortPairs(idx []int, pairs []qpair) {
-	slices.SortFunc(idx, func(x, y int) int {
-		a, b := &pairs[x], &pairs[y]
-		switch {
-		case a.ub > b.ub:
-			return -1
-		case a.ub < b.ub:
-			return 1
-		}
-		return a.pos - b.pos
-	})
 }
 
 // scoreSum is the per-field Okapi BM25 sum, scored exhaustively: each
@@ -1041,28 +706,6 @@ func (s *sparse) scoreSum(ctx context.Context, pairs []qpair, sc *scratch) error
 		}
 	}
 	return nil
-}
-
-// vocabOf returns the vocab that holds field fi.
-func (s *sparse) vocabOf(fi int) *vocab {
-	for _, v := range s.vocabs {
-		for _, f := range v.fields {
-			if f == fi {
-				return v
-			}
-		}
-	}
-	panic(fmt.Sprintf("match: field %d has no vocab", fi))
-}
-
-// fieldIndex returns the position of field fi among v's fields.
-func (v *vocab) fieldIndex(fi int) int {
-	for j, f := range v.fields {
-		if f == fi {
-			return j
-		}
-	}
-	return -1
 }
 
 func (s *sparse) hasField(name string) bool {
