@@ -18,6 +18,7 @@ import (
 
 	"github.com/spf13/cobra"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/backoff"
 
 	routerv1 "github.com/mcpsag/router/api/proto/mcpsag/router/v1"
 	"github.com/mcpsag/router/internal/remote"
@@ -218,7 +219,14 @@ func startRouter(ctx context.Context, o lifecycleOptions, logw io.Writer) (*rout
 		p.waitErr = p.cmd.Wait()
 		close(p.exited)
 	}()
-	if p.conn, err = remote.Dial(addr, remote.DialOptions{}); err != nil {
+	// Reconnect every few milliseconds while the router starts: with
+	// gRPC's default backoff (1s, growing) the time to SERVING would be
+	// measured in whole seconds.
+	fast := grpc.WithConnectParams(grpc.ConnectParams{
+		Backoff:           backoff.Config{BaseDelay: 5 * time.Millisecond, Multiplier: 1, MaxDelay: 5 * time.Millisecond},
+		MinConnectTimeout: time.Second,
+	})
+	if p.conn, err = remote.Dial(addr, remote.DialOptions{Extra: []grpc.DialOption{fast}}); err != nil {
 		p.stop()
 		return nil, err
 	}
