@@ -35,7 +35,7 @@ format run --queries reads. The same sources, size and seed give the same
 files.`,
 		Example: `  routerbench gen --skills 10000 --out /tmp/ws10k
   routerbench gen --skills 100000 --out /tmp/ws100k --eval ../shared/eval --corpora ../shared/corpora`,
-		Args: cobra.NoArgs,
+		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if skills <= 0 || out == "" {
 				return usagef("gen needs --skills N > 0 and --out DIR")

@@ -12,11 +12,13 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/backoff"
 
 	routerv1 "github.com/mcpsag/router/api/proto/mcpsag/router/v1"
 	"github.com/mcpsag/router/internal/remote"
@@ -75,10 +77,13 @@ SKILL.md --edits times (a new word in its description) and times each edit
 until Match answers from it (the router's file watcher is on). It reports
 the resident memory after each start. The state folder is emptied first.`,
 		Example: `  routerbench lifecycle --router ./router --workspace /tmp/ws100k --state-dir /tmp/state100k`,
-		Args:    cobra.NoArgs,
+		Args:    noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if o.router == "" || o.workspace == "" || o.stateDir == "" {
 				return usagef("lifecycle needs --router, --workspace and --state-dir")
+			}
+			if o.edits < 0 || o.timeout <= 0 {
+				return usagef("--edits %d, --timeout %s: want --edits 0 or more and a positive --timeout", o.edits, o.timeout)
 			}
 			rep, err := runLifecycle(cmd.Context(), o, cmd.ErrOrStderr())
 			if err != nil {
@@ -166,7 +171,30 @@ type routerProcess struct {
 	conn             *grpc.ClientConn
 	client           routerv1.SkillRouterClient
 	started, serving time.Time
-	stderr           *bytes.Buffer
+	stderr           *syncBuffer
+	// exited is closed when the process has ended, with its error in
+	// waitErr.
+	exited  chan struct{}
+	waitErr error
+}
+
+// syncBuffer is a bytes.Buffer that the process's output and the reader
+// of its messages may use at once.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
 }
 
 // startRouter starts the router binary on a free loopback port.
@@ -181,13 +209,24 @@ func startRouter(ctx context.Context, o lifecycleOptions, logw io.Writer) (*rout
 	if o.modelDir != "" {
 		args = append(args, "--model-dir", o.modelDir)
 	}
-	p := &routerProcess{cmd: exec.CommandContext(ctx, o.router, args...), stderr: &bytes.Buffer{}}
+	p := &routerProcess{cmd: exec.CommandContext(ctx, o.router, args...), stderr: &syncBuffer{}, exited: make(chan struct{})}
 	p.cmd.Stderr = io.MultiWriter(p.stderr, logw)
 	p.started = time.Now()
 	if err := p.cmd.Start(); err != nil {
 		return nil, fmt.Errorf("start %s: %w", o.router, err)
 	}
-	if p.conn, err = remote.Dial(addr, remote.DialOptions{}); err != nil {
+	go func() {
+		p.waitErr = p.cmd.Wait()
+		close(p.exited)
+	}()
+	// Reconnect every few milliseconds while the router starts: with
+	// gRPC's default backoff (1s, growing) the time to SERVING would be
+	// measured in whole seconds.
+	fast := grpc.WithConnectParams(grpc.ConnectParams{
+		Backoff:           backoff.Config{BaseDelay: 5 * time.Millisecond, Multiplier: 1, MaxDelay: 5 * time.Millisecond},
+		MinConnectTimeout: time.Second,
+	})
+	if p.conn, err = remote.Dial(addr, remote.DialOptions{Extra: []grpc.DialOption{fast}}); err != nil {
 		p.stop()
 		return nil, err
 	}
@@ -209,10 +248,11 @@ func (p *routerProcess) waitServing(ctx context.Context, timeout time.Duration) 
 		if time.Now().After(deadline) || ctx.Err() != nil {
 			return nil, fmt.Errorf("router not serving after %s: %v\n%s", timeout, err, p.stderr.String())
 		}
-		if p.cmd.ProcessState != nil {
-			return nil, fmt.Errorf("router exited: %s", p.stderr.String())
+		select {
+		case <-p.exited:
+			return nil, fmt.Errorf("router exited before serving (%v): %s", p.waitErr, p.stderr.String())
+		case <-time.After(10 * time.Millisecond):
 		}
-		time.Sleep(10 * time.Millisecond)
 	}
 }
 
@@ -234,16 +274,12 @@ func (p *routerProcess) stop() {
 	if p.conn != nil {
 		p.conn.Close()
 	}
-	if p.cmd.Process != nil {
-		_ = p.cmd.Process.Signal(syscall.SIGTERM)
-		done := make(chan struct{})
-		go func() { _ = p.cmd.Wait(); close(done) }()
-		select {
-		case <-done:
-		case <-time.After(30 * time.Second):
-			_ = p.cmd.Process.Kill()
-			<-done
-		}
+	_ = p.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-p.exited:
+	case <-time.After(30 * time.Second):
+		_ = p.cmd.Process.Kill()
+		<-p.exited
 	}
 }
 

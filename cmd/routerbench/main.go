@@ -13,6 +13,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 
 	"github.com/spf13/cobra"
@@ -41,6 +42,14 @@ type usageError struct{ error }
 
 func usagef(format string, args ...any) error { return usageError{fmt.Errorf(format, args...)} }
 
+// noArgs accepts no positional argument.
+func noArgs(cmd *cobra.Command, args []string) error {
+	if len(args) > 0 {
+		return usagef("%s takes no arguments, got %q", cmd.Name(), strings.Join(args, " "))
+	}
+	return nil
+}
+
 // run executes the command line and returns the exit code.
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	root := &cobra.Command{
@@ -48,6 +57,19 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		Short:         "benchmark a skill router: synthetic workspaces, load, lifecycle timings",
 		SilenceErrors: true,
 		SilenceUsage:  true,
+		// A bare "routerbench" prints the help on stderr and exits 2;
+		// anything else that is not a command is a usage error.
+		Args: func(cmd *cobra.Command, args []string) error {
+			if len(args) > 0 {
+				return usagef("unknown command %q for %q", args[0], cmd.CommandPath())
+			}
+			return nil
+		},
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			cmd.SetOut(stderr)
+			_ = cmd.Help()
+			return usagef("routerbench needs a command: gen, run or lifecycle")
+		},
 	}
 	root.SetOut(stdout)
 	root.SetErr(stderr)

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -41,6 +42,7 @@ type runOptions struct {
 	callTimeout   time.Duration
 	loadLevel     int
 	maxQueryBytes int
+	wait          time.Duration
 }
 
 func newRunCmd() *cobra.Command {
@@ -60,7 +62,7 @@ gRPC); find_skills, load_skill, list_skills (over MCP).`,
 		Example: `  routerbench run --addr 127.0.0.1:7443 --queries /tmp/ws10k/queries.jsonl --clients 16 --duration 30s
   routerbench run --transport mcp-http --mcp-url http://127.0.0.1:7444/mcp --method find_skills --queries q.jsonl
   routerbench run --transport mcp-stdio --mcp-command "router mcp --workspace /tmp/ws10k" --queries q.jsonl --clients 1 --count 2000`,
-		Args: cobra.NoArgs,
+		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if o.token == "" {
 				o.token = os.Getenv("MCPSAG_TOKEN")
@@ -97,6 +99,7 @@ gRPC); find_skills, load_skill, list_skills (over MCP).`,
 	f.DurationVar(&o.callTimeout, "call-timeout", 10*time.Second, "deadline of each call")
 	f.IntVar(&o.loadLevel, "load-level", 2, "level of load calls (1 or 2)")
 	f.IntVar(&o.maxQueryBytes, "max-query-bytes", 16<<10, "cut longer tasks to this many bytes")
+	f.DurationVar(&o.wait, "wait", 10*time.Minute, "how long to wait for the router to serve")
 	return cmd
 }
 
@@ -104,13 +107,58 @@ gRPC); find_skills, load_skill, list_skills (over MCP).`,
 // error's code name ("" when it succeeded).
 type caller func(ctx context.Context, task string) error
 
+// methods are the methods of each transport, the default first.
+var methods = map[string][]string{
+	"grpc":      {"match", "load", "list"},
+	"mcp-http":  {"find_skills", "load_skill", "list_skills"},
+	"mcp-stdio": {"find_skills", "load_skill", "list_skills"},
+}
+
+// check validates the options and fills in the default method, before
+// anything is dialled.
+func (o *runOptions) check() error {
+	if o.queries == "" {
+		return usagef("run needs --queries FILE")
+	}
+	ms, ok := methods[o.transport]
+	switch {
+	case o.clients <= 0:
+		return usagef("--clients must be positive")
+	case o.count < 0:
+		return usagef("--count %d: want 0 (run for --duration) or more", o.count)
+	case o.count == 0 && o.duration <= 0:
+		return usagef("--duration %s: want a positive duration, or --count", o.duration)
+	case o.warmup < 0 || o.callTimeout <= 0 || o.wait <= 0:
+		return usagef("--warmup, --call-timeout and --wait: want durations over 0 (--warmup may be 0)")
+	case o.maxQueryBytes <= 0:
+		return usagef("--max-query-bytes must be positive")
+	case !ok:
+		return usagef("--transport %q: want grpc, mcp-http or mcp-stdio", o.transport)
+	case o.transport == "mcp-http" && o.mcpURL == "":
+		return usagef("mcp-http needs --mcp-url")
+	case o.transport == "mcp-stdio" && len(strings.Fields(o.mcpCommand)) == 0:
+		return usagef("mcp-stdio needs --mcp-command")
+	}
+	if o.method == "" {
+		o.method = ms[0]
+	}
+	if !slices.Contains(ms, o.method) {
+		over := "gRPC"
+		if o.transport != "grpc" {
+			over = "MCP"
+		}
+		return usagef("--method %q over %s: want %s, %s or %s", o.method, over, ms[0], ms[1], ms[2])
+	}
+	if o.method == "load" && o.loadLevel != 1 && o.loadLevel != 2 {
+		return usagef("--load-level %d: want 1 or 2", o.loadLevel)
+	}
+	return nil
+}
+
 // runLoad runs the load and returns its report.
 func runLoad(ctx context.Context, o runOptions) (*report, error) {
-	if o.clients <= 0 {
-		return nil, usagef("--clients must be positive")
-	}
-	if o.queries == "" {
-		return nil, usagef("run needs --queries FILE")
+	if err := o.check(); err != nil {
+		return nil, err
 	}
 	qs, err := eval.LoadQueries(o.queries)
 	if err != nil {
@@ -121,12 +169,6 @@ func runLoad(ctx context.Context, o runOptions) (*report, error) {
 		tasks[i] = q.Query
 		if len(tasks[i]) > o.maxQueryBytes {
 			tasks[i] = strings.ToValidUTF8(tasks[i][:o.maxQueryBytes], "")
-		}
-	}
-	if o.method == "" {
-		o.method = "match"
-		if strings.HasPrefix(o.transport, "mcp") {
-			o.method = "find_skills"
 		}
 	}
 	callers, pids, closeAll, err := dialClients(ctx, o)
@@ -309,7 +351,7 @@ func dialClients(ctx context.Context, o runOptions) ([]caller, []int, func(), er
 // grpcCaller returns the caller of o.method over gRPC; it waits until the
 // router serves.
 func grpcCaller(ctx context.Context, c routerv1.SkillRouterClient, o runOptions) (caller, error) {
-	if err := waitServing(ctx, c); err != nil {
+	if err := waitServing(ctx, c, o); err != nil {
 		return nil, err
 	}
 	switch o.method {
@@ -339,16 +381,21 @@ func grpcCaller(ctx context.Context, c routerv1.SkillRouterClient, o runOptions)
 	return nil, usagef("--method %q over gRPC: want match, load or list", o.method)
 }
 
-// waitServing retries Status until the router serves or ctx ends.
-func waitServing(ctx context.Context, c routerv1.SkillRouterClient) error {
+// waitServing retries Status until the router serves, for up to o.wait.
+func waitServing(ctx context.Context, c routerv1.SkillRouterClient, o runOptions) error {
+	ctx, cancel := context.WithTimeout(ctx, o.wait)
+	defer cancel()
 	for {
 		st, err := c.Status(ctx, &routerv1.StatusRequest{})
 		if err == nil && st.Serving {
 			return nil
 		}
+		if err == nil {
+			err = errors.New("it answers but does not serve yet")
+		}
 		select {
 		case <-ctx.Done():
-			return fmt.Errorf("router not serving: %w (last error: %v)", ctx.Err(), err)
+			return fmt.Errorf("router at %s not serving after %s (--wait): %v", o.addr, o.wait, err)
 		case <-time.After(100 * time.Millisecond):
 		}
 	}
@@ -390,14 +437,16 @@ func mcpCaller(ctx context.Context, cs *mcpsdk.ClientSession, o runOptions) (cal
 		return nil
 	}
 	// The first call waits for a standalone router's first index.
+	wctx, cancel := context.WithTimeout(ctx, o.wait)
+	defer cancel()
 	for {
-		err := call(ctx, "find_skills", map[string]any{"task": "warm up"})
+		err := call(wctx, "find_skills", map[string]any{"task": "warm up"})
 		if err == nil {
 			break
 		}
 		select {
-		case <-ctx.Done():
-			return nil, fmt.Errorf("MCP router not answering: %w (last error: %v)", ctx.Err(), err)
+		case <-wctx.Done():
+			return nil, fmt.Errorf("MCP router not answering after %s (--wait): %v", o.wait, err)
 		case <-time.After(100 * time.Millisecond):
 		}
 	}
