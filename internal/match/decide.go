@@ -57,7 +57,7 @@ func (ix *Index) catalogFeatures(f *Features, sc *scratch, bm25List []entry, qs 
 		return
 	}
 	for _, e := range bm25List {
-		f.CoverBest = max(f.CoverBest, float64(cover(sc.pairs, e.doc))/qs.idfMass)
+		f.CoverBest = max(f.CoverBest, float64(sc.cover[e.doc])/qs.idfMass)
 	}
 }
 

@@ -78,7 +78,8 @@ type entry struct {
 // pool. Arrays indexed by document slot are all zero between calls.
 type scratch struct {
 	acc, cos   []float32
-	vis        []uint8 // 0 not asked yet, 1 visible, 2 not visible
+	cover      []float32 // the task's idf mass each document holds (sparse.score)
+	vis        []uint8   // 0 not asked yet, 1 visible, 2 not visible
 	visAsked   []int32
 	cand       []int32 // document -> candidate index + 1
 	touched    []int32
@@ -91,17 +92,17 @@ type scratch struct {
 	q2         []float32
 	rescore    []int32
 	candidates []candidate
-	pairs      []qpair // the task's BM25 pairs (sparse.score)
+	pairs      []qpair
 }
 
 func newScratch(n int) *scratch {
-	return &scratch{acc: make([]float32, n), cos: make([]float32, n), vis: make([]uint8, n), cand: make([]int32, n)}
+	return &scratch{acc: make([]float32, n), cover: make([]float32, n), cos: make([]float32, n), vis: make([]uint8, n), cand: make([]int32, n)}
 }
 
 // reset zeroes what a call left in the slot arrays.
 func (sc *scratch) reset() {
 	for _, d := range sc.touched {
-		sc.acc[d] = 0
+		sc.acc[d], sc.cover[d] = 0, 0
 	}
 	sc.touched = sc.touched[:0]
 	for _, d := range sc.visAsked {

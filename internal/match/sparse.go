@@ -491,8 +491,10 @@ type sparseResult struct {
 
 // score computes each document's BM25 score for the task into sc.acc and
 // appends the documents it touched (their first nonzero score) to
-// sc.touched. acc must be all zero on entry for every slot. sc.pairs holds
-// the task's pairs afterwards (see cover).
+// sc.touched. acc must be all zero on entry for every slot. Each touched
+// document also gets in sc.cover (all zero on entry) the summed idf of the
+// task's forms it holds in some field of their vocab, added in task order:
+// how much of the task one skill covers.
 //
 // With BM25F (the default) each term's frequencies in the fields of one
 // vocab are weighted, length-normalised per field and summed before one
@@ -574,19 +576,6 @@ func (s *sparse) taskPairs(task analyzedTask, pairs []qpair, st *queryStats) ([]
 	return pairs, total
 }
 
-// cover returns the summed idf of the forms of pairs (taskPairs) that
-// document d holds in some field of their vocab, added in task order.
-func cover(pairs []qpair, d int32) float32 {
-	var c float32
-	for i := range pairs {
-		p := &pairs[i]
-		if at := p.pl.findFrom(uint32(d), 0, len(p.pl.docs)); at < len(p.pl.docs) && p.pl.docs[at] == uint32(d) {
-			c += float32(p.idf)
-		}
-	}
-	return c
-}
-
 // contribution is document i of p's list's share of the score: exactly the
 // arithmetic of the exhaustive pass.
 func (s *sparse) contribution(p *qpair, i int) float32 {
@@ -620,9 +609,10 @@ func (s *sparse) contribution(p *qpair, i int) float32 {
 // (norm = 1 − b + b · length / average length), the same operations in
 // the same order for every path, so scores are bit for bit reproducible.
 func (s *sparse) scoreAll(p qpair, sc *scratch, track bool) {
-	acc := sc.acc
+	acc, cover := sc.acc, sc.cover
 	k1 := s.k1
 	idf := p.idf
+	held := float32(idf)
 	if p.v.nf() == 1 && p.pl.freqs16 != nil {
 		f := s.fields[p.v.fields[0]]
 		norm, w := f.norm, f.weight
@@ -635,6 +625,7 @@ func (s *sparse) scoreAll(p qpair, sc *scratch, track bool) {
 				sc.touched = append(sc.touched, int32(d))
 			}
 			acc[d] += c
+			cover[d] += held
 		}
 		return
 	}
@@ -644,6 +635,7 @@ func (s *sparse) scoreAll(p qpair, sc *scratch, track bool) {
 			sc.touched = append(sc.touched, int32(d))
 		}
 		acc[d] += c
+		cover[d] += held
 	}
 }
 
@@ -654,20 +646,6 @@ func (s *sparse) collectTouched(sc *scratch) {
 			sc.touched = append(sc.touched, int32(d))
 		}
 	}
-}
-
-// findFrom returns the first index in [lo, hi) whose document is >= doc, or
-// hi when there is none (and hi == len(docs) means the end).
-func (p *plist) findFrom(doc uint32, lo, hi int) int {
-	for lo < hi {
-		m := int(uint(lo+hi) >> 1)
-		if p.docs[m] < doc {
-			lo = m + 1
-		} else {
-			hi = m
-		}
-	}
-	return lo
 }
 
 // scoreSum is the per-field Okapi BM25 sum, scored exhaustively: each
@@ -703,6 +681,9 @@ func (s *sparse) scoreSum(ctx context.Context, pairs []qpair, sc *scratch) error
 				}
 				acc[d] += float32(w * freq * (k1 + 1) / (freq + k1*norm))
 			}
+		}
+		for _, d := range pl.docs {
+			sc.cover[d] += float32(p.idf)
 		}
 	}
 	return nil
