@@ -86,8 +86,6 @@ type Generation struct {
 	space   vectorSpace                // what made vectors
 	digest  string                     // fingerprint of the catalog input, host paths included
 	db      *store.DB
-	scan    *skillfs.ScanResult // the scan it was built from, and its roots
-	roots   []skill.Root
 }
 
 // Body returns a skill's SKILL.md body from the store. ok is false when the
@@ -114,12 +112,6 @@ type Pass struct {
 	// Partial is set when only the skill folders named by file events
 	// were scanned again.
 	Partial bool
-	// Restored is set when the first build of a start took the scan saved
-	// with the index snapshot instead of scanning: it serves what the last
-	// run served (plus any file whose record changed since), and the
-	// owner should scan everything next to catch changes made while it was
-	// down.
-	Restored bool
 }
 
 // Phase is one step of a build and its duration.
@@ -259,17 +251,13 @@ func (b *Builder) build(ctx context.Context, prev *Generation, full bool, change
 
 	var base *match.Index
 	var baseSpace vectorSpace
-	var saved *savedScan
 	if prev != nil {
 		base, baseSpace = prev.Index, prev.space
 	} else if !b.restored {
 		b.restored = true
-		base, baseSpace, saved = b.snapshots.load()
-		if full || changed != nil {
-			saved = nil
-		}
+		base, baseSpace = b.snapshots.load()
 	}
-	cat, digest, pass, err := b.refreshCatalog(ctx, prev, full, changed, saved)
+	cat, digest, pass, err := b.refreshCatalog(ctx, prev, full, changed)
 	if err != nil {
 		return nil, pass, err
 	}
@@ -287,7 +275,7 @@ func (b *Builder) build(ctx context.Context, prev *Generation, full bool, change
 		return prev, pass, nil
 	}
 	b.setProgress("index", 0, len(cat.Winners()))
-	g := &Generation{Catalog: cat, Model: model, space: space, vectors: vectors, digest: digest, db: b.db, scan: b.lastScan, roots: b.lastRoots}
+	g := &Generation{Catalog: cat, Model: model, space: space, vectors: vectors, digest: digest, db: b.db}
 	cfg := b.modelConfig(matchCfg, g)
 	if b.cids == nil || !pass.Partial {
 		b.cids = map[*skill.Skill][]byte{} // a full scan drops the digests of skills gone
@@ -331,7 +319,7 @@ func (b *Builder) WithMatchConfig(ctx context.Context, g *Generation, cfg match.
 
 // refreshCatalog scans, parses what changed, updates the store and returns
 // the catalog: prev's when its input did not change.
-func (b *Builder) refreshCatalog(ctx context.Context, prev *Generation, full bool, changed []string, saved *savedScan) (*catalog.Catalog, string, Pass, error) {
+func (b *Builder) refreshCatalog(ctx context.Context, prev *Generation, full bool, changed []string) (*catalog.Catalog, string, Pass, error) {
 	var pass Pass
 	t := time.Now()
 	b.setProgress("scan", 0, 0)
@@ -339,15 +327,7 @@ func (b *Builder) refreshCatalog(ctx context.Context, prev *Generation, full boo
 	if err != nil {
 		return nil, "", pass, err
 	}
-	var scan skillfs.ScanResult
-	partial := false
-	if saved != nil && slices.Equal(saved.roots, roots) {
-		scan = *saved.scan
-		b.setScan(&scan, roots)
-		pass.Restored = true
-	} else {
-		scan, partial = b.scan(roots, changed, prev != nil && !full)
-	}
+	scan, partial := b.scan(roots, changed, prev != nil && !full)
 	pass.Dirs, pass.Partial = scan.Dirs, partial
 	if err := b.waitRecords(); err != nil {
 		return nil, "", pass, err

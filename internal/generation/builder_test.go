@@ -452,14 +452,15 @@ func TestIncrementalBuildsAnswerLikeFreshOnes(t *testing.T) {
 		t.Fatal(err)
 	}
 	ti.prev = g
-	if st := pass.Stats; st.Parsed != 0 || st.Embedded != 0 || pass.Analyzed != 0 || pass.Reused != 40 || pass.DocumentsCached != 40 || !pass.Restored {
-		t.Errorf("warm restart parsed %d, embedded %d, analyzed %d, reused %d, vectors reused %d, restored %v; want 0, 0, 0, 40, 40, true",
-			st.Parsed, st.Embedded, pass.Analyzed, pass.Reused, pass.DocumentsCached, pass.Restored)
+	if st := pass.Stats; st.Parsed != 0 || st.Embedded != 0 || pass.Analyzed != 0 || pass.Reused != 40 || pass.DocumentsCached != 40 {
+		t.Errorf("warm restart parsed %d, embedded %d, analyzed %d, reused %d, vectors reused %d; want 0, 0, 0, 40, 40",
+			st.Parsed, st.Embedded, pass.Analyzed, pass.Reused, pass.DocumentsCached)
 	}
 	check("after a restart")
 
-	// A file edited while the router was down: the restored generation
-	// serves the last run's version, the scan that follows the new one.
+	// A file edited while the router was down: the first build after the
+	// restart scans, parses that file alone and updates the snapshot's
+	// index with it.
 	ti.restart()
 	p0 := filepath.Join(root, "s02", skillfs.SkillFile)
 	writeFile(t, p0, "---\nname: s02\ndescription: edited while the router was down, about csv to excel\n---\nbody\n")
@@ -468,16 +469,12 @@ func TestIncrementalBuildsAnswerLikeFreshOnes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !pass.Restored || pass.Stats.Parsed != 0 {
-		t.Errorf("restart: restored %v, parsed %d; want the saved scan and nothing parsed", pass.Restored, pass.Stats.Parsed)
-	}
-	if got := mustLookup(t, g.Catalog, "s02").Description(); strings.Contains(got, "edited") {
-		t.Errorf("the restored generation already serves the edit: %q", got)
-	}
 	ti.prev = g
-	_, st = ti.reindex(false)
-	if st.Changed != 1 {
-		t.Errorf("the scan after the restart found %d changes, want 1", st.Changed)
+	if st := pass.Stats; st.Parsed != 1 || st.Changed != 1 || st.Embedded != 1 || pass.Analyzed != 1 {
+		t.Errorf("restart after an edit: parsed %d, changed %d, embedded %d, analyzed %d; want 1 of each", st.Parsed, st.Changed, st.Embedded, pass.Analyzed)
+	}
+	if got := mustLookup(t, g.Catalog, "s02").Description(); !strings.Contains(got, "edited") {
+		t.Errorf("the first generation after a restart misses the edit made while the router was down: %q", got)
 	}
 	check("the scan after a restart")
 
@@ -587,4 +584,65 @@ func TestBodyCharsChangeEmbedsAgain(t *testing.T) {
 	}
 	ti.prev = g
 	sameAsFresh("after a restart")
+}
+
+// TestDamagedSnapshotIsRebuilt: a snapshot file that is truncated, has a
+// flipped byte or holds garbage is set aside with a warning; the first
+// build after the restart analyzes every skill and answers like a fresh
+// build, never panics.
+func TestDamagedSnapshotIsRebuilt(t *testing.T) {
+	ctx := context.Background()
+	ws := t.TempDir()
+	root := filepath.Join(ws, "skills")
+	for i := range 12 {
+		writeSkill(t, root, fmt.Sprintf("s%02d", i), fmt.Sprintf("s%02d", i), fmt.Sprintf("skill %d about topic %d", i, i%4))
+	}
+	cfg := Config{Embedder: newTinyManager(t)}
+	ti := newTestIndex(t, ws, cfg)
+	ti.reindex(false)
+	ti.b.Flush()
+	path := filepath.Join(ti.stateDir, SnapshotFile)
+	good, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("no snapshot written: %v", err)
+	}
+	fresh := newTestIndex(t, ws, cfg)
+	fresh.reindex(false)
+	damages := map[string][]byte{
+		"truncated": good[:len(good)/2],
+		"flipped":   append(append(append([]byte(nil), good[:len(good)*3/4]...), good[len(good)*3/4]^0x5a), good[len(good)*3/4+1:]...),
+		"garbage":   []byte("not a snapshot at all"),
+		"empty":     nil,
+	}
+	for name, data := range damages {
+		// Stopped, damaged, started: the new builder reads the file as
+		// it starts.
+		ti.b.Flush()
+		if err := ti.db.Close(); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, data, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		ti.open()
+		g, pass, err := ti.b.Build(ctx, nil, false, match.DefaultConfig())
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		ti.prev = g
+		if pass.Analyzed != 12 {
+			t.Errorf("%s snapshot: analyzed %d skills, want all 12", name, pass.Analyzed)
+		}
+		if g.ContentID != fresh.prev.ContentID {
+			t.Errorf("%s snapshot: content id %s, a fresh build says %s", name, g.ContentID, fresh.prev.ContentID)
+		}
+		for _, task := range []string{"topic 1", "skill 7"} {
+			req := skill.MatchRequest{Task: task, TopK: 3}
+			a, _ := g.Index.Rank(ctx, req, nil)
+			b, _ := fresh.prev.Index.Rank(ctx, req, nil)
+			if x, y := rankText(a), rankText(b); x != y {
+				t.Errorf("%s snapshot: %q differs from a fresh build:\n%s\n%s", name, task, x, y)
+			}
+		}
+	}
 }

@@ -16,7 +16,6 @@ import (
 	"github.com/mcpsag/router/internal/embed"
 	"github.com/mcpsag/router/internal/match"
 	"github.com/mcpsag/router/internal/skill"
-	"github.com/mcpsag/router/internal/skillfs"
 )
 
 // SnapshotFile is the index snapshot's name in the state folder. It is
@@ -26,7 +25,7 @@ const SnapshotFile = "index.snapshot"
 
 // snapshotMagic starts the file; a JSON header with the model identity
 // follows, then the match index's own snapshot.
-const snapshotMagic = "MCPSAGGS"
+const snapshotMagic = "MCPSAGG2"
 
 // snapshotMeta is the snapshot's header.
 type snapshotMeta struct {
@@ -38,19 +37,9 @@ type snapshotMeta struct {
 	BodyChars int       `json:"body_chars"`
 	Skills    int       `json:"skills"`
 	Written   time.Time `json:"written"`
-	// Roots and ScanProblems go with the saved scan that follows the
-	// header (when Roots is set).
-	Roots        []skill.Root    `json:"roots,omitempty"`
-	ScanProblems []skill.Problem `json:"scan_problems,omitempty"`
 	// ContentID is the generation's; a restart that serves the same one
 	// does not write the snapshot again.
 	ContentID string `json:"content_id,omitempty"`
-}
-
-// savedScan is the scan a snapshot's generation was built from.
-type savedScan struct {
-	roots []skill.Root
-	scan  *skillfs.ScanResult
 }
 
 // snapshotDelay is how long the generations must stay unchanged before the
@@ -69,7 +58,6 @@ type snapshotWriter struct {
 	loaded    chan struct{} // closed once startLoad's read is done
 	base      *match.Index
 	baseSpace vectorSpace
-	saved     *savedScan
 	onDisk    string // the ContentID of the generation in the file
 
 	mu      sync.Mutex
@@ -188,9 +176,6 @@ func (w *snapshotWriter) write(g *Generation) error {
 	err = func() error {
 		bw := bufio.NewWriterSize(f, 1<<20)
 		m := snapshotMeta{Model: g.space.model, BodyChars: g.space.bodyChars, Skills: g.Index.Len(), Written: time.Now(), ContentID: g.ContentID}
-		if g.scan != nil && len(g.roots) > 0 {
-			m.Roots, m.ScanProblems = g.roots, g.scan.Problems
-		}
 		meta, err := json.Marshal(m)
 		if err != nil {
 			return err
@@ -198,11 +183,6 @@ func (w *snapshotWriter) write(g *Generation) error {
 		bw.WriteString(snapshotMagic)
 		bw.Write(binary.LittleEndian.AppendUint32(nil, uint32(len(meta))))
 		bw.Write(meta)
-		if len(m.Roots) > 0 {
-			if err := writeScan(bw, g.scan, g.roots); err != nil {
-				return err
-			}
-		}
 		if err := g.Index.WriteSnapshot(bw); err != nil {
 			return err
 		}
@@ -229,74 +209,66 @@ func (w *snapshotWriter) startLoad() {
 	w.loaded = make(chan struct{})
 	go func() {
 		defer close(w.loaded)
-		w.base, w.baseSpace, w.saved, w.onDisk = w.read()
+		w.base, w.baseSpace, w.onDisk = w.read()
 	}()
 }
 
 // load returns the snapshot startLoad read, once: nil when there is none or
 // it cannot be used (another version, damaged); the build then analyzes
 // every skill.
-func (w *snapshotWriter) load() (*match.Index, vectorSpace, *savedScan) {
+func (w *snapshotWriter) load() (*match.Index, vectorSpace) {
 	if w.loaded == nil {
-		return nil, vectorSpace{}, nil
+		return nil, vectorSpace{}
 	}
 	<-w.loaded
-	base, space, saved := w.base, w.baseSpace, w.saved
-	w.base, w.saved = nil, nil // the first generation owns them now
-	return base, space, saved
+	base, space := w.base, w.baseSpace
+	w.base = nil // the first generation owns it now
+	return base, space
 }
 
 // read reads the snapshot file.
-func (w *snapshotWriter) read() (*match.Index, vectorSpace, *savedScan, string) {
+func (w *snapshotWriter) read() (*match.Index, vectorSpace, string) {
 	if w.path == "" {
-		return nil, vectorSpace{}, nil, ""
+		return nil, vectorSpace{}, ""
 	}
 	start := time.Now()
-	ix, meta, saved, err := readSnapshot(w.path)
+	ix, meta, err := readSnapshot(w.path)
 	if err != nil {
 		if !errors.Is(err, os.ErrNotExist) {
 			w.log.Warn("index snapshot unusable; analyzing every skill", "path", w.path, "err", err)
 		}
-		return nil, vectorSpace{}, nil, ""
+		return nil, vectorSpace{}, ""
 	}
 	w.log.Debug("index snapshot read", "path", w.path, "skills", meta.Skills, "duration", time.Since(start).String())
-	return ix, vectorSpace{model: meta.Model, bodyChars: meta.BodyChars}, saved, meta.ContentID
+	return ix, vectorSpace{model: meta.Model, bodyChars: meta.BodyChars}, meta.ContentID
 }
 
-func readSnapshot(path string) (*match.Index, snapshotMeta, *savedScan, error) {
+func readSnapshot(path string) (*match.Index, snapshotMeta, error) {
 	var meta snapshotMeta
 	f, err := os.Open(path)
 	if err != nil {
-		return nil, meta, nil, err
+		return nil, meta, err
 	}
 	defer f.Close()
 	r := bufio.NewReaderSize(f, 1<<20)
 	head := make([]byte, len(snapshotMagic)+4)
 	if _, err := io.ReadFull(r, head); err != nil || string(head[:len(snapshotMagic)]) != snapshotMagic {
-		return nil, meta, nil, fmt.Errorf("not an index snapshot: %w", errors.Join(err, errors.New("bad magic")))
+		return nil, meta, fmt.Errorf("not an index snapshot of this version: %w", errors.Join(err, errors.New("bad magic")))
 	}
 	n := binary.LittleEndian.Uint32(head[len(snapshotMagic):])
 	if n > 64<<20 {
-		return nil, meta, nil, fmt.Errorf("snapshot header of %d bytes", n)
+		return nil, meta, fmt.Errorf("snapshot header of %d bytes", n)
 	}
 	mj := make([]byte, n)
 	if _, err := io.ReadFull(r, mj); err != nil {
-		return nil, meta, nil, err
+		return nil, meta, err
 	}
 	if err := json.Unmarshal(mj, &meta); err != nil {
-		return nil, meta, nil, fmt.Errorf("snapshot header: %w", err)
-	}
-	var saved *savedScan
-	if len(meta.Roots) > 0 {
-		scan, err := readScan(r, meta.Roots, meta.ScanProblems)
-		if err != nil {
-			return nil, meta, nil, err
-		}
-		saved = &savedScan{roots: meta.Roots, scan: scan}
+		return nil, meta, fmt.Errorf("snapshot header: %w", err)
 	}
 	ix, err := match.ReadSnapshot(r)
 	if err != nil {
-		return nil, meta, nil, err
+		return nil, meta, err
 	}
-	return ix, meta, saved, nil
+	return ix, meta, nil
 }

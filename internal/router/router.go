@@ -95,8 +95,6 @@ type Router struct {
 	allow    *allowlist.File
 	execs    decisions
 
-	restored atomic.Bool // the first generation came from the snapshot's saved scan
-
 	buildMu sync.Mutex // one build (scan, embed, publish) at a time; guards synced
 	synced  []string   // the scan folders the watcher was last synced to
 
@@ -158,21 +156,6 @@ func (r *Router) Start(ctx context.Context) error {
 			r.watcher.Close()
 		}
 		return err
-	}
-	if r.restored.Load() {
-		// The first generation came from the snapshot's saved scan and is
-		// served already; scan everything now, before Start returns (and
-		// the daemon reports SERVING), for changes made while the router
-		// was down, so a ready router serves what is on disk.
-		if _, err := r.reindex(ctx, false); err != nil {
-			if ctx.Err() != nil {
-				if r.watcher != nil {
-					r.watcher.Close()
-				}
-				return ctx.Err()
-			}
-			r.log.Error("scan after a restart failed; serving the restored generation", "err", err)
-		}
 	}
 	bg, cancel := context.WithCancel(context.Background())
 	r.mu.Lock()
@@ -269,9 +252,6 @@ func (r *Router) reindexChanged(ctx context.Context, full bool, changed []string
 		r.cfg.OnPass(ctx, pass, err)
 	}
 	st := pass.Stats
-	if pass.Restored {
-		r.restored.Store(true)
-	}
 	r.mu.Lock()
 	r.lastReindex, r.lastErr = time.Now(), err
 	if err == nil && st.Published {
