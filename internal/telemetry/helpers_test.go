@@ -2,6 +2,7 @@ package telemetry_test
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"net"
 	"strings"
@@ -191,6 +192,7 @@ func recordAll(t *testing.T, tel *telemetry.Telemetry) context.Context {
 	rec.EmbeddingCache(ctx, telemetry.CacheDocument, 10, 4)
 	rec.Reindexed(ctx, telemetry.Reindex{Full: true, Duration: 250 * time.Millisecond, Scanned: 14, Added: 14,
 		Parsed: 14, Embedded: 11, Invalid: 3, Generation: 4})
+	rec.Reindexed(ctx, telemetry.Reindex{Duration: time.Millisecond, Err: fmt.Errorf("scan: %w", context.Canceled)})
 	rec.AdminCalled(ctx, auth.AdminCall{Method: "/mcpsag.router.v1.SkillRouter/Reindex",
 		Principal: "token:ops", Decision: skill.DecisionAllow, Peer: "127.0.0.1:5556", Code: "OK"})
 	rec.AuthFailed(ctx, auth.AuthFailure{Peer: "192.0.2.7", Method: "/mcpsag.router.v1.SkillRouter/Match",
@@ -315,6 +317,7 @@ var wantEvents = []eventWant{
 	{telemetry.EventReindexed, 0, events, otellog.SeverityInfo, map[string]string{
 		"full": "true", "outcome": "ok", "duration_ms": "250", "scanned": "14", "invalid": "3", "embedded": "11",
 	}},
+	{telemetry.EventReindexed, 1, events, otellog.SeverityInfo, map[string]string{"outcome": "canceled"}},
 	{telemetry.EventAdminCall, 0, audit, otellog.SeverityInfo, map[string]string{
 		"log.type": "audit", "method": "/mcpsag.router.v1.SkillRouter/Reindex", "principal": "token:ops",
 		"decision": "allow", "code": "OK",

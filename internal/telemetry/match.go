@@ -2,6 +2,7 @@ package telemetry
 
 import (
 	"context"
+	"errors"
 	"time"
 	"unicode/utf8"
 
@@ -195,15 +196,20 @@ type Reindex struct {
 }
 
 // Reindexed records a reindex pass: event skill_reindexed and the reindex
-// duration histogram (by outcome and full). Call it after every pass, the
+// duration histogram (by outcome and full: ok, error, or canceled for a
+// pass the router's shutdown stopped). Call it after every pass, the
 // initial load and watcher-triggered passes included.
 func (r *Recorder) Reindexed(ctx context.Context, x Reindex) {
 	if r == nil {
 		return
 	}
 	outcome := "ok"
-	if x.Err != nil {
+	failed := x.Err != nil && !errors.Is(x.Err, context.Canceled)
+	switch {
+	case failed:
 		outcome = "error"
+	case x.Err != nil:
+		outcome = "canceled" // the router is stopping
 	}
 	r.reindexDuration.Record(ctx, x.Duration.Seconds(), metric.WithAttributes(
 		attribute.String(keyOutcome, outcome),
@@ -223,7 +229,7 @@ func (r *Recorder) Reindexed(ctx context.Context, x Reindex) {
 		attribute.Int64("index.generation", int64(x.Generation)),
 	}
 	sev := otellog.SeverityInfo
-	if x.Err != nil {
+	if failed {
 		attrs = append(attrs, attribute.String(keyErrorType, skill.ErrorCode(x.Err).String()))
 		sev = otellog.SeverityWarn
 	}
