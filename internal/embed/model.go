@@ -249,10 +249,26 @@ func asciiOnly(s string) string {
 	}, s)
 }
 
+// wordPieces returns the ids the general tokenizer gives one word, without
+// [CLS] and [SEP]; ok is false when it fails or does not frame the word
+// with them.
+func (m *Model) wordPieces(word string) (ids []int, ok bool) {
+	defer func() {
+		if r := recover(); r != nil {
+			ok = false
+		}
+	}()
+	enc, err := m.tk.EncodeSingle(word, true)
+	if err != nil || len(enc.Ids) < 2 || enc.Ids[0] != m.wp.cls || enc.Ids[len(enc.Ids)-1] != m.wp.sep {
+		return nil, false
+	}
+	return enc.Ids[1 : len(enc.Ids)-1], true
+}
+
 // tokenize encodes one sanitised text, turning tokenizer panics into errors.
 func (m *Model) tokenize(text string) (in tokenized, err error) {
 	if m.wp != nil {
-		if ids, ok := m.wp.encode(text, m.cfg.MaxTokens); ok {
+		if ids, ok := m.wp.encode(text, m.cfg.MaxTokens, m.wordPieces); ok {
 			n := min(len(ids), m.cfg.MaxTokens)
 			in = tokenized{ids: ids[:n], typeIDs: make([]int, n), mask: make([]int, n)}
 			for i := range in.mask {

@@ -53,11 +53,20 @@ func nativeTexts(t *testing.T) []string {
 			out = append(out, line)
 		}
 	}
+	// Words outside ASCII, which the general tokenizer encodes alone.
+	out = append(out, "café déjà vu, naïve résumé", "Straße → İstanbul ﬁle ‘quoted’ — dash", "日本語のテキスト mixed with ascii",
+		"emoji 🚀 rocket, e\u0301 combining", "Ünïcödé UPPER lower", "a—b “c” d…", strings.Repeat("ü ", 400))
 	r := rand.New(rand.NewPCG(3, 4))
 	const alphabet = "abcXYZ019 .,;:!?'\"()[]{}<>-_/\\|@#$%^&*+=~`\t"
-	for range 3000 {
+	const wide = "éü—“”→日本🚀ßİ"
+	for i := range 3000 {
 		var b strings.Builder
 		for range r.IntN(300) {
+			if i%3 == 0 && r.IntN(10) == 0 {
+				w := []rune(wide)
+				b.WriteRune(w[r.IntN(len(w))])
+				continue
+			}
 			b.WriteByte(alphabet[r.IntN(len(alphabet))])
 		}
 		out = append(out, b.String())
@@ -103,7 +112,7 @@ func TestNativeIsTheRuntime(t *testing.T) {
 				want, werr := m.tokenize(s)
 				m.wp = wp
 				got, gerr := m.tokenize(s)
-				if _, ok := wp.encode(s, m.cfg.MaxTokens); ok {
+				if _, ok := wp.encode(s, m.cfg.MaxTokens, m.wordPieces); ok {
 					native++
 				}
 				if (werr == nil) != (gerr == nil) || !slices.Equal(got.ids, want.ids) || !slices.Equal(got.mask, want.mask) || !slices.Equal(got.typeIDs, want.typeIDs) {
@@ -170,7 +179,7 @@ func FuzzNativeTokenizer(f *testing.F) {
 		f.Fatal(err)
 	}
 	f.Cleanup(func() { m.Close() })
-	for _, s := range []string{"fill pdf forms", "a [SEP] b", "x,y;z", strings.Repeat("ab", 60)} {
+	for _, s := range []string{"fill pdf forms", "a [SEP] b", "x,y;z", strings.Repeat("ab", 60), "café — déjà", "日本語 text", "İ ﬁ ß"} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, text string) {
@@ -178,7 +187,7 @@ func FuzzNativeTokenizer(f *testing.F) {
 		if s == "" {
 			return
 		}
-		ids, ok := m.wp.encode(s, m.cfg.MaxTokens)
+		ids, ok := m.wp.encode(s, m.cfg.MaxTokens, m.wordPieces)
 		if !ok {
 			return
 		}

@@ -8,10 +8,11 @@ import (
 // wordPiece is a native encoder for one common tokenizer.json: a BERT
 // WordPiece vocabulary with the BERT normalizer (lowercase, no accent
 // stripping), the BERT pre-tokenizer and [CLS]/[SEP] post-processing. It
-// encodes only printable ASCII text that holds no added token; for that
-// text it gives exactly the ids the general tokenizer gives (the tests
+// encodes printable ASCII words itself, text that holds no added token;
+// for that text it gives exactly the ids the general tokenizer gives (the tests
 // compare the two on the dev sets, real skill texts and random text), at a
-// small fraction of its cost. Anything else goes to the general tokenizer.
+// small fraction of its cost. A word outside ASCII is tokenized alone by
+// the general tokenizer; anything else goes to it whole.
 type wordPiece struct {
 	vocab    map[string]int // word-initial pieces
 	cont     map[string]int // continuation pieces, without their prefix
@@ -19,6 +20,9 @@ type wordPiece struct {
 	cls, sep int
 	maxChars int
 	added    []string // lowercased contents of the added tokens
+	// addedNonASCII is set when an added token holds a character outside
+	// ASCII: such text always goes to the general tokenizer.
+	addedNonASCII bool
 }
 
 // tokenizerJSON is the part of tokenizer.json wordPiece reads.
@@ -137,9 +141,31 @@ func newWordPiece(data []byte) *wordPiece {
 	for _, a := range t.AddedTokens {
 		if a.Content != "" {
 			wp.added = append(wp.added, strings.ToLower(a.Content))
+			for i := 0; i < len(a.Content); i++ {
+				wp.addedNonASCII = wp.addedNonASCII || a.Content[i] >= 0x80
+			}
 		}
 	}
 	return wp
+}
+
+// nonASCIIWord returns the end of the space-separated word of s that holds
+// position i when that word has a byte outside ASCII, else i.
+func nonASCIIWord(s string, i int) int {
+	start := i
+	for start > 0 && s[start-1] != ' ' {
+		start--
+	}
+	end := i
+	for end < len(s) && s[end] != ' ' {
+		end++
+	}
+	for k := start; k < end; k++ {
+		if s[k] >= 0x80 {
+			return end
+		}
+	}
+	return i
 }
 
 // asciiPunct reports whether an ASCII byte is punctuation to the BERT
@@ -151,8 +177,16 @@ func asciiPunct(c byte) bool {
 
 // encode returns the ids of text, [CLS] and [SEP] included, with the
 // word pieces cut to maxTokens-2; ok is false when the text is not for this
-// encoder (not printable ASCII and spaces, or it holds an added token).
-func (wp *wordPiece) encode(text string, maxTokens int) (ids []int, ok bool) {
+// encoder (it holds an added token, a control character, or a word that is
+// not printable ASCII while other is nil).
+//
+// text is sanitised (Sanitize: words apart by single spaces), and the BERT
+// normalizer, pre-tokenizer and WordPiece all work within a space-separated
+// word, so text's pieces are its words' pieces in order. A word that is
+// not printable ASCII is given to other, which returns the pieces the
+// general tokenizer makes of that word alone (without [CLS] and [SEP]); ok
+// is false when it cannot.
+func (wp *wordPiece) encode(text string, maxTokens int, other func(word string) ([]int, bool)) (ids []int, ok bool) {
 	if maxTokens < 2 {
 		return nil, false
 	}
@@ -161,8 +195,12 @@ func (wp *wordPiece) encode(text string, maxTokens int) (ids []int, ok bool) {
 		c := text[i]
 		switch {
 		case c == ' ':
-		case c < 33 || c > 126:
+		case c < 32 || c == 127:
 			return nil, false
+		case c > 127:
+			if other == nil || wp.addedNonASCII {
+				return nil, false
+			}
 		case c >= 'A' && c <= 'Z':
 			c += 'a' - 'A'
 		}
@@ -212,6 +250,18 @@ func (wp *wordPiece) encode(text string, maxTokens int) (ids []int, ok bool) {
 		c := low[i]
 		if c == ' ' {
 			i++
+			continue
+		}
+		if wordEnd := nonASCIIWord(low, i); wordEnd > i {
+			if len(ids)-1 >= limit {
+				break
+			}
+			pieces, ok := other(text[i:wordEnd])
+			if !ok {
+				return nil, false
+			}
+			ids = append(ids, pieces...)
+			i = wordEnd
 			continue
 		}
 		j := i + 1
