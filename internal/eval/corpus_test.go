@@ -73,16 +73,7 @@ func TestOpenRejectsBadFolders(t *testing.T) {
 // calibrated configuration is recognised as in-sample on the same set.
 func TestCalibrateRouting(t *testing.T) {
 	ctx := context.Background()
-	cfg := goldenConfig()
-	c, err := eval.Open(ctx, eval.Options{Skills: routingDir, ModelDir: tinyModelDir(t), Config: &cfg})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	qs, err := eval.LoadQueries(filepath.Join(routingDir, "queries.jsonl"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	c, qs := openRouting(t)
 	last := map[string][2]int{} // phase -> the last done and total reported
 	progress := func(phase string, done, total int) {
 		if prev := last[phase]; done < prev[0] || total <= 0 || done > total {

@@ -3,7 +3,6 @@ package eval_test
 import (
 	"context"
 	"fmt"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -54,16 +53,7 @@ func TestForeign(t *testing.T) {
 // queries and those tasks.
 func TestCrossCatalogAndFitAbstention(t *testing.T) {
 	ctx := context.Background()
-	cfg := goldenConfig()
-	c, err := eval.Open(ctx, eval.Options{Skills: routingDir, ModelDir: tinyModelDir(t), Config: &cfg})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	own, err := eval.LoadQueries(filepath.Join(routingDir, "queries.jsonl"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	c, own := openRouting(t)
 	cr, err := eval.CrossCatalog(ctx, c.Index, offTopic(), eval.CrossOptions{N: 10})
 	if err != nil {
 		t.Fatal(err)
@@ -121,16 +111,7 @@ func TestCrossCatalogAndFitAbstention(t *testing.T) {
 // seed.
 func TestSubCatalogs(t *testing.T) {
 	ctx := context.Background()
-	cfg := goldenConfig()
-	c, err := eval.Open(ctx, eval.Options{Skills: routingDir, ModelDir: tinyModelDir(t), Config: &cfg})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	qs, err := eval.LoadQueries(filepath.Join(routingDir, "queries.jsonl"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	c, qs := openRouting(t)
 	opt := eval.SubCatalogOptions{Name: "routing", Catalog: "routing", Own: true, Sizes: []int{4, 8, 1000},
 		Answerable: 12, NoSkill: 6, MinDraws: 2, MaxDraws: 20, Seed: 3}
 	gs, err := c.SubCatalogs(ctx, qs, opt)

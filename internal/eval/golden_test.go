@@ -41,18 +41,16 @@ func goldenConfig() match.Config {
 
 const goldenThreshold = 0.45
 
-// TestRoutingGolden runs the fixed tree's queries through the loader, the
-// tiny embedding model and Index.Rank in bm25 and hybrid mode and compares
-// every ranking, decision and aggregate figure with the golden files, so a
-// change in ranking shows up as a diff. Run with -update to accept one.
-func TestRoutingGolden(t *testing.T) {
-	ctx := context.Background()
+// openRouting opens the routing tree with the tiny model under the golden
+// configuration, closed when t ends, and returns it with its queries.
+func openRouting(t *testing.T) (*eval.Corpus, []eval.Query) {
+	t.Helper()
 	cfg := goldenConfig()
-	c, err := eval.Open(ctx, eval.Options{Skills: routingDir, ModelDir: tinyModelDir(t), Config: &cfg})
+	c, err := eval.Open(context.Background(), eval.Options{Skills: routingDir, ModelDir: tinyModelDir(t), Config: &cfg})
 	if err != nil {
 		t.Fatalf("Open: %v", err)
 	}
-	defer c.Close()
+	t.Cleanup(func() { c.Close() })
 	if c.DenseErr != nil {
 		t.Fatalf("tiny model: %v", c.DenseErr)
 	}
@@ -60,6 +58,16 @@ func TestRoutingGolden(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return c, qs
+}
+
+// TestRoutingGolden runs the fixed tree's queries through the loader, the
+// tiny embedding model and Index.Rank in bm25 and hybrid mode and compares
+// every ranking, decision and aggregate figure with the golden files, so a
+// change in ranking shows up as a diff. Run with -update to accept one.
+func TestRoutingGolden(t *testing.T) {
+	ctx := context.Background()
+	c, qs := openRouting(t)
 	for _, mode := range []skill.MatchMode{skill.ModeKeyword, skill.ModeHybrid} {
 		t.Run(string(mode), func(t *testing.T) {
 			rep, err := c.Evaluate(ctx, qs, eval.RunOptions{Mode: mode, PerQuery: true, Set: "routing"})

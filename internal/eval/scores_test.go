@@ -56,16 +56,7 @@ var scoreRuns = []scoreRun{
 func TestScoresUnchanged(t *testing.T) {
 	ctx := context.Background()
 	t.Run("routing", func(t *testing.T) {
-		cfg := goldenConfig()
-		c, err := eval.Open(ctx, eval.Options{Skills: routingDir, ModelDir: tinyModelDir(t), Config: &cfg})
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer c.Close()
-		qs, err := eval.LoadQueries(filepath.Join(routingDir, "queries.jsonl"))
-		if err != nil {
-			t.Fatal(err)
-		}
+		c, qs := openRouting(t)
 		tasks := queryTexts(qs)
 		tasks = append(tasks, longTasks(tasks, 600, 30)...)
 		runs := append(append([]scoreRun(nil), scoreRuns...), scoreRun{mode: skill.ModeHybrid, agent: "reviewer"})
