@@ -65,21 +65,27 @@ func BenchmarkFronts(b *testing.B) {
 			{"mcp-stdio-find_skills", find(stdioSession)},
 		} {
 			b.Run(fmt.Sprintf("skills=%d/%s", n, f.name), func(b *testing.B) {
-				times := make([]time.Duration, 0, 4096)
-				i := 0
-				for b.Loop() {
-					q := src.Queries[i%len(src.Queries)]
-					i++
-					t0 := time.Now()
-					if err := f.call(q); err != nil {
-						b.Fatal(err)
-					}
-					times = append(times, time.Since(t0))
-				}
-				reportLatency(b, times)
+				timeCalls(b, src.Queries, f.call)
 			})
 		}
 	}
+}
+
+// timeCalls calls call with the queries in turn for b's iterations and
+// reports the latency's median and 99th percentile.
+func timeCalls(b *testing.B, queries []string, call func(string) error) {
+	times := make([]time.Duration, 0, 4096)
+	i := 0
+	for b.Loop() {
+		q := queries[i%len(queries)]
+		i++
+		t0 := time.Now()
+		if err := call(q); err != nil {
+			b.Fatal(err)
+		}
+		times = append(times, time.Since(t0))
+	}
+	reportLatency(b, times)
 }
 
 // reportLatency reports the median and 99th percentile of times, in ms.

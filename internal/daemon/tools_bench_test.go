@@ -94,18 +94,7 @@ func BenchmarkFindTools(b *testing.B) {
 			}},
 		} {
 			b.Run(fmt.Sprintf("tools=%d/%s", n, f.name), func(b *testing.B) {
-				times := make([]time.Duration, 0, 4096)
-				i := 0
-				for b.Loop() {
-					q := src.Queries[i%len(src.Queries)]
-					i++
-					t0 := time.Now()
-					if err := f.call(q); err != nil {
-						b.Fatal(err)
-					}
-					times = append(times, time.Since(t0))
-				}
-				reportLatency(b, times)
+				timeCalls(b, src.Queries, f.call)
 			})
 		}
 	}
