@@ -98,11 +98,15 @@ func (m fileMeta) valid() error {
 	return nil
 }
 
-// verifyFile checks the bbolt file f structurally, reading it with ReadAt
-// (never through a memory map, so damage is an error here, not a fault). An
-// empty file passes: bbolt initialises it. Any other error means the file is
-// unusable. It never panics: a bug in the walk is reported as an error.
-func verifyFile(f io.ReaderAt, size int64) (err error) {
+// verifyFile checks the bbolt file f structurally. The walk reads pages
+// from data, the file mapped read-only, when it is not nil (no system call
+// per page), else with ReadAt. Either way damage is an error here, not a
+// fault: the walk never touches a byte past the size the file had when it
+// was locked, and openChecked turns a fault into a panic, which is
+// recovered here. An empty file passes: bbolt initialises it. Any other
+// error means the file is unusable. It never panics: a bug in the walk is
+// reported as an error.
+func verifyFile(f io.ReaderAt, data []byte, size int64) (err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			err = fmt.Errorf("cache check failed: %v", r)
@@ -122,7 +126,7 @@ func verifyFile(f io.ReaderAt, size int64) (err error) {
 	if err != nil {
 		return err
 	}
-	w := &walker{r: f, ps: ps}
+	w := &walker{r: f, data: data, ps: ps}
 	return w.run(m, size)
 }
 
@@ -196,6 +200,7 @@ func pickMeta(f io.ReaderAt, ps int) (fileMeta, error) {
 // walker checks the page tree of one meta page.
 type walker struct {
 	r     io.ReaderAt
+	data  []byte // the whole file, mapped; nil: read pages from r
 	ps    int
 	pgid  uint64 // high-water mark: pages [0, pgid) are in use or free
 	used  []bool
@@ -239,22 +244,39 @@ func (w *walker) page(id uint64) (hdr pageHeader, span []byte, err error) {
 	if id < 2 || id >= w.pgid {
 		return hdr, nil, fmt.Errorf("page %d outside [2, %d)", id, w.pgid)
 	}
-	head := make([]byte, pageHeaderSize)
-	if _, err := w.r.ReadAt(head, int64(id)*int64(w.ps)); err != nil {
-		return hdr, nil, fmt.Errorf("page %d: %w", id, err)
+	first, err := w.read(id, 1)
+	if err != nil {
+		return hdr, nil, err
 	}
-	hdr = decodePageHeader(head)
+	hdr = decodePageHeader(first)
 	if hdr.id != id {
 		return hdr, nil, fmt.Errorf("page %d identifies itself as page %d", id, hdr.id)
 	}
 	if uint64(hdr.overflow) >= w.pgid-id {
 		return hdr, nil, fmt.Errorf("page %d: %d overflow pages run past the high-water mark %d", id, hdr.overflow, w.pgid)
 	}
-	span = make([]byte, (int(hdr.overflow)+1)*w.ps)
-	if _, err := w.r.ReadAt(span, int64(id)*int64(w.ps)); err != nil {
-		return hdr, nil, fmt.Errorf("page %d: %w", id, err)
+	if hdr.overflow == 0 {
+		return hdr, first, nil
 	}
-	return hdr, span, nil
+	span, err = w.read(id, int(hdr.overflow)+1)
+	return hdr, span, err
+}
+
+// read returns count pages from page id on. run has checked that pages
+// below the high-water mark lie inside the file.
+func (w *walker) read(id uint64, count int) ([]byte, error) {
+	off, n := int64(id)*int64(w.ps), int64(count)*int64(w.ps)
+	if w.data != nil {
+		if off+n > int64(len(w.data)) {
+			return nil, fmt.Errorf("page %d: %d pages run past the end of the file", id, count)
+		}
+		return w.data[off : off+n : off+n], nil
+	}
+	buf := make([]byte, n)
+	if _, err := w.r.ReadAt(buf, off); err != nil {
+		return nil, fmt.Errorf("page %d: %w", id, err)
+	}
+	return buf, nil
 }
 
 // claim marks pages [id, id+overflow] as in use, once.
@@ -325,7 +347,7 @@ type element struct {
 
 // elements decodes the elements of a page held in span (a page and its
 // overflow, or an inline bucket's page), checking every range against span.
-func elements(span []byte, hdr pageHeader, where string) ([]element, error) {
+func elements(span []byte, hdr pageHeader, where place) ([]element, error) {
 	n := int(hdr.count)
 	if pageHeaderSize+n*elementSize > len(span) {
 		return nil, fmt.Errorf("%s: %d elements do not fit in %d bytes", where, n, len(span))
@@ -378,7 +400,7 @@ func (w *walker) tree(id uint64, lo, hi []byte, depth int) ([]byte, error) {
 			return nil, fmt.Errorf("page %d is in use and on the free list", p)
 		}
 	}
-	where := fmt.Sprintf("page %d", id)
+	where := place{page: id}
 	elems, err := elements(span, hdr, where)
 	if err != nil {
 		return nil, err
@@ -417,7 +439,7 @@ func (w *walker) tree(id uint64, lo, hi []byte, depth int) ([]byte, error) {
 
 // keyInRange checks element i's key against the previous key (or the lower
 // bound for the first) and the upper bound.
-func keyInRange(key, prev, hi []byte, i int, where string) error {
+func keyInRange(key, prev, hi []byte, i int, where place) error {
 	switch c := bytes.Compare(prev, key); {
 	case prev == nil:
 	case i == 0 && c > 0:
@@ -433,7 +455,7 @@ func keyInRange(key, prev, hi []byte, i int, where string) error {
 
 // leafElement checks a leaf element; a bucket's value holds its header and,
 // for a small bucket, its whole (inline) page.
-func (w *walker) leafElement(e element, i int, where string, depth int) error {
+func (w *walker) leafElement(e element, i int, where place, depth int) error {
 	if e.flags&^leafFlagBucket != 0 {
 		return fmt.Errorf("%s: element %d has unknown flags %#x", where, i, e.flags)
 	}
@@ -461,7 +483,7 @@ func (w *walker) leafElement(e element, i int, where string, depth int) error {
 	if hdr.flags != flagLeaf {
 		return fmt.Errorf("%s: inline bucket %q has page type %#x", where, clipKey(e.key), hdr.flags)
 	}
-	iw := fmt.Sprintf("inline bucket %q in %s", clipKey(e.key), where)
+	iw := place{page: where.page, bucket: e.key}
 	elems, err := elements(inline, hdr, iw)
 	if err != nil {
 		return err
@@ -477,6 +499,20 @@ func (w *walker) leafElement(e element, i int, where string, depth int) error {
 		prev = c.key
 	}
 	return nil
+}
+
+// place names a page, or an inline bucket in a page, for error messages;
+// it is formatted only when there is an error.
+type place struct {
+	page   uint64
+	bucket []byte // the key of an inline bucket; nil for the page itself
+}
+
+func (p place) String() string {
+	if p.bucket == nil {
+		return fmt.Sprintf("page %d", p.page)
+	}
+	return fmt.Sprintf("inline bucket %q in page %d", clipKey(p.bucket), p.page)
 }
 
 func clipKey(k []byte) string {
@@ -514,12 +550,25 @@ func lockFile(path string, timeout time.Duration) (*os.File, error) {
 }
 
 // verifyLocked checks the locked file f.
+//
+// It maps the file read-only for the walk: on a warm restart with a large
+// cache, reading every page with its own system calls took as long as the
+// rest of the restart. Where the file cannot be mapped, it reads the pages.
 func verifyLocked(f *os.File) error {
 	fi, err := f.Stat()
 	if err != nil {
 		return err
 	}
-	return verifyFile(f, fi.Size())
+	size := fi.Size()
+	if size == 0 || size != int64(int(size)) {
+		return verifyFile(f, nil, size)
+	}
+	data, err := syscall.Mmap(int(f.Fd()), 0, int(size), syscall.PROT_READ, syscall.MAP_SHARED)
+	if err != nil {
+		return verifyFile(f, nil, size)
+	}
+	defer func() { _ = syscall.Munmap(data) }()
+	return verifyFile(f, data, size)
 }
 
 // environmentError reports whether err is about where the cache lives (no

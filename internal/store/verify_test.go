@@ -534,3 +534,50 @@ func TestDamageBboltWorksAroundIsReported(t *testing.T) {
 		})
 	}
 }
+
+// TestMappedAndReadWalksAgree checks the two ways verifyFile reads pages
+// (the mapped file, and ReadAt where mapping fails) on every damage above
+// and on truncations: they must pass and fail the same files, with the same
+// message.
+func TestMappedAndReadWalksAgree(t *testing.T) {
+	dir := t.TempDir()
+	buildCache(t, dir, 200, 5)
+	pristine := read(t, filepath.Join(dir, FileName))
+	check := func(t *testing.T, path string) {
+		t.Helper()
+		f, err := os.Open(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer f.Close()
+		fi, err := f.Stat()
+		if err != nil {
+			t.Fatal(err)
+		}
+		mapped := errText(verifyLocked(f))
+		readAt := errText(verifyFile(f, nil, fi.Size()))
+		if mapped != readAt {
+			t.Errorf("mapped walk: %q; ReadAt walk: %q", mapped, readAt)
+		}
+	}
+	for _, d := range damages() {
+		for seed := range 3 {
+			path := filepath.Join(t.TempDir(), FileName)
+			write(t, path, pristine)
+			d.do(t, path, rand.New(rand.NewPCG(uint64(seed), 7)))
+			check(t, path)
+		}
+	}
+	for off := 0; off < len(pristine); off += 4096 * 3 / 2 {
+		path := filepath.Join(t.TempDir(), FileName)
+		write(t, path, pristine[:off])
+		check(t, path)
+	}
+}
+
+func errText(err error) string {
+	if err == nil {
+		return ""
+	}
+	return err.Error()
+}
