@@ -249,17 +249,20 @@ func (b *Builder) build(ctx context.Context, prev *Generation, full bool, change
 	start := time.Now()
 	defer b.progress.Store(&skill.Progress{})
 
+	cat, digest, pass, err := b.refreshCatalog(ctx, prev, full, changed)
+	if err != nil {
+		return nil, pass, err
+	}
+	// The snapshot is read while refreshCatalog scans: wait for it only now.
 	var base *match.Index
 	var baseSpace vectorSpace
 	if prev != nil {
 		base, baseSpace = prev.Index, prev.space
 	} else if !b.restored {
 		b.restored = true
+		t := time.Now()
 		base, baseSpace = b.snapshots.load()
-	}
-	cat, digest, pass, err := b.refreshCatalog(ctx, prev, full, changed)
-	if err != nil {
-		return nil, pass, err
+		pass.phase("snapshot", &t)
 	}
 	t := time.Now()
 	b.setProgress("embed", 0, len(cat.Winners()))
@@ -329,10 +332,11 @@ func (b *Builder) refreshCatalog(ctx context.Context, prev *Generation, full boo
 	}
 	scan, partial := b.scan(roots, changed, prev != nil && !full)
 	pass.Dirs, pass.Partial = scan.Dirs, partial
+	pass.phase("scan", &t)
 	if err := b.waitRecords(); err != nil {
 		return nil, "", pass, err
 	}
-	pass.phase("scan", &t)
+	pass.phase("records", &t)
 	if err := ctx.Err(); err != nil {
 		return nil, "", pass, err
 	}

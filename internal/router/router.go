@@ -10,9 +10,11 @@ package router
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"log/slog"
 	"path/filepath"
 	"reflect"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -226,6 +228,19 @@ func (r *Router) Reindex(ctx context.Context, req skill.ReindexRequest) (*skill.
 	return &st, nil
 }
 
+// phaseList renders a build's phases for the log, for example
+// "scan=1.2s parse=0s store=310ms".
+func phaseList(ps []generation.Phase) string {
+	var b strings.Builder
+	for i, p := range ps {
+		if i > 0 {
+			b.WriteByte(' ')
+		}
+		fmt.Fprintf(&b, "%s=%s", p.Name, p.Duration.Round(time.Millisecond))
+	}
+	return b.String()
+}
+
 // reindex runs one build and publishes its generation.
 func (r *Router) reindex(ctx context.Context, full bool) (skill.ReindexStats, error) {
 	return r.reindexChanged(ctx, full, nil)
@@ -266,7 +281,8 @@ func (r *Router) reindexChanged(ctx context.Context, full bool, changed []string
 		r.log.Info("index generation published", "generation", st.Generation, "skills", len(g.Catalog.Winners())-len(g.Catalog.Tools()),
 			"tools", len(g.Catalog.Tools()),
 			"scanned", st.Scanned, "added", st.Added, "changed", st.Changed, "removed", st.Removed,
-			"invalid", st.Invalid, "parsed", st.Parsed, "embedded", st.Embedded, "duration", st.Duration.String())
+			"invalid", st.Invalid, "parsed", st.Parsed, "embedded", st.Embedded, "duration", st.Duration.String(),
+			"phases", phaseList(pass.Phases))
 	}
 	if w != nil && !sameSlice(pass.Dirs, r.synced) {
 		// A rescan of a few folders keeps the last scan's folders: the

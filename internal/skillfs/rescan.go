@@ -30,7 +30,7 @@ func ScanSkillDir(root skill.Root, dir string, lim ScanLimits) (f Found, ok bool
 	if err != nil {
 		return Found{}, false
 	}
-	f, ok = w.skillFile(filepath.Join(root.Path, rel), dir, fs.FileInfoToDirEntry(info), nil)
+	f, ok = w.skillFile(filepath.Join(root.Path, rel), dir, fs.FileInfoToDirEntry(info), nil, nil)
 	if !ok || len(w.res.Problems) > 0 {
 		return Found{}, false
 	}

@@ -12,6 +12,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -84,7 +85,7 @@ func Scan(roots []skill.Root, lim ScanLimits) ScanResult {
 				return
 			}
 			w.realRoot = real
-			w.walk(r.Path, real, 0)
+			w.walk(r.Path, real, 0, nil)
 		})
 	}
 	wg.Wait()
@@ -119,8 +120,9 @@ func (w *walker) inside(real string) bool {
 	return err == nil && (rel == "." || filepath.IsLocal(rel))
 }
 
-// walk visits dir (shown as logical, resolved to real) at a depth below the root.
-func (w *walker) walk(logical, real string, depth int) {
+// walk visits dir (shown as logical, resolved to real) at a depth below the
+// root. pre, when not nil, is the folder read ahead.
+func (w *walker) walk(logical, real string, depth int, pre *listing) {
 	if w.seen[real] {
 		return
 	}
@@ -134,16 +136,22 @@ func (w *walker) walk(logical, real string, depth int) {
 	}
 	w.res.Dirs = append(w.res.Dirs, real)
 
-	entries, err := os.ReadDir(real)
-	if err != nil {
-		w.problem("dir-unreadable", logical, "cannot read folder: %v", err)
+	if pre == nil {
+		pre = &listing{}
+		pre.read(real, w.lim.MaxResources)
+	} else {
+		<-pre.done
+	}
+	if pre.err != nil {
+		w.problem("dir-unreadable", logical, "cannot read folder: %v", pre.err)
 		return
 	}
+	entries := pre.entries
 	for _, e := range entries {
 		if e.Name() != SkillFile {
 			continue
 		}
-		if f, ok := w.skillFile(logical, real, e, entries); ok {
+		if f, ok := w.skillFile(logical, real, e, entries, pre.skill); ok {
 			w.res.Files = append(w.res.Files, f)
 			return // a skill folder: its subfolders are resources
 		}
@@ -151,16 +159,106 @@ func (w *walker) walk(logical, real string, depth int) {
 	if depth >= w.lim.MaxDepth {
 		return
 	}
-	for _, e := range entries {
+	ahead := w.readAhead(real, entries)
+	for i, e := range entries {
 		if ignoredName(e.Name()) {
 			continue
 		}
 		childLogical := filepath.Join(logical, e.Name())
 		childReal, ok := w.resolveDir(childLogical, filepath.Join(real, e.Name()), e)
 		if ok {
-			w.walk(childLogical, childReal, depth+1)
+			var pre *listing
+			if ahead != nil {
+				pre = ahead[i]
+			}
+			w.walk(childLogical, childReal, depth+1, pre)
 		}
 	}
+}
+
+// listing is a folder's entries and, when the folder holds a regular
+// SKILL.md, what skillFile needs of it.
+type listing struct {
+	entries []fs.DirEntry
+	err     error
+	skill   *skillStat    // nil: no regular SKILL.md entry
+	done    chan struct{} // closed once read, for a folder read ahead
+}
+
+// skillStat is the stat of a folder's SKILL.md and the folder's resources.
+type skillStat struct {
+	info      fs.FileInfo
+	err       error
+	resources []skill.Resource
+	truncated bool
+}
+
+// read reads the folder real into l: its entries and, when one of them is
+// a regular SKILL.md, its stat and the folder's resources. It touches no
+// walker state, so folders can be read ahead on other goroutines.
+func (l *listing) read(real string, maxResources int) {
+	l.entries, l.err = os.ReadDir(real)
+	for _, e := range l.entries {
+		if e.Name() == SkillFile && e.Type().IsRegular() {
+			st := &skillStat{}
+			if st.info, st.err = os.Stat(filepath.Join(real, SkillFile)); st.err == nil && st.info.Mode().IsRegular() {
+				st.resources, st.truncated = listResources(real, maxResources, l.entries)
+			}
+			l.skill = st
+			break
+		}
+	}
+}
+
+// readAheadMin is the number of subfolders from which a folder's subfolders
+// are read on several goroutines ahead of the walk. A workspace of 100,000
+// skills spends most of its scan in the system calls that read each skill
+// folder and stat its SKILL.md; these overlap on several CPUs, while the
+// walk itself (order, limits, problems) stays sequential and gives the same
+// result as without reading ahead.
+const readAheadMin = 16
+
+// readAhead starts reading the plain subfolders of real among entries on
+// GOMAXPROCS goroutines, in order; it returns their listings by entry index
+// (nil for the other entries), or nil when there are too few to gain. It
+// reads no more folders than the walk may still visit.
+func (w *walker) readAhead(real string, entries []fs.DirEntry) []*listing {
+	workers := runtime.GOMAXPROCS(0)
+	if workers < 2 {
+		return nil
+	}
+	var todo []int
+	budget := w.lim.MaxDirs - w.dirs
+	for i, e := range entries {
+		if len(todo) >= budget {
+			break
+		}
+		if e.IsDir() && !ignoredName(e.Name()) {
+			todo = append(todo, i)
+		}
+	}
+	if len(todo) < readAheadMin {
+		return nil
+	}
+	out := make([]*listing, len(entries))
+	for _, i := range todo {
+		out[i] = &listing{done: make(chan struct{})}
+	}
+	var next atomic.Int64
+	for range workers {
+		go func() {
+			for {
+				k := int(next.Add(1)) - 1
+				if k >= len(todo) {
+					return
+				}
+				l := out[todo[k]]
+				l.read(filepath.Join(real, entries[todo[k]].Name()), w.lim.MaxResources)
+				close(l.done)
+			}
+		}()
+	}
+	return out
 }
 
 // resolveDir returns the real path of a folder entry, following a symlink
@@ -188,8 +286,9 @@ func (w *walker) resolveDir(logical, p string, e fs.DirEntry) (string, bool) {
 }
 
 // skillFile makes the Found of a skill folder's SKILL.md; entries, when
-// given, are the folder's entries (read again when nil).
-func (w *walker) skillFile(logical, real string, e fs.DirEntry, entries []fs.DirEntry) (Found, bool) {
+// given, are the folder's entries (read again when nil), and st, when
+// given, what listing.read found of a regular SKILL.md.
+func (w *walker) skillFile(logical, real string, e fs.DirEntry, entries []fs.DirEntry, st *skillStat) (Found, bool) {
 	p := filepath.Join(real, SkillFile)
 	if e.Type()&fs.ModeSymlink != 0 {
 		target, err := filepath.EvalSymlinks(p)
@@ -198,7 +297,13 @@ func (w *walker) skillFile(logical, real string, e fs.DirEntry, entries []fs.Dir
 			return Found{}, false
 		}
 	}
-	fi, err := os.Stat(p)
+	var fi fs.FileInfo
+	var err error
+	if st != nil {
+		fi, err = st.info, st.err
+	} else {
+		fi, err = os.Stat(p)
+	}
 	if err != nil {
 		w.problem("file-unreadable", filepath.Join(logical, SkillFile), "cannot stat: %v", err)
 		return Found{}, false
@@ -212,7 +317,11 @@ func (w *walker) skillFile(logical, real string, e fs.DirEntry, entries []fs.Dir
 		Root: w.root, Path: p, Dir: real, RelPath: filepath.ToSlash(rel),
 		Size: fi.Size(), ModTime: fi.ModTime(),
 	}
-	f.Resources, f.ResourcesTruncated = listResources(real, w.lim.MaxResources, entries)
+	if st != nil {
+		f.Resources, f.ResourcesTruncated = st.resources, st.truncated
+	} else {
+		f.Resources, f.ResourcesTruncated = listResources(real, w.lim.MaxResources, entries)
+	}
 	return f, true
 }
 

@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"runtime"
 	"strings"
 	"testing"
 
@@ -150,5 +151,58 @@ func TestScanSkillDirMatchesScan(t *testing.T) {
 	}
 	if _, ok := ScanSkillDir(r, t.TempDir(), DefaultScanLimits); ok {
 		t.Error("a folder outside the root scanned as a skill")
+	}
+}
+
+// TestReadAheadGivesTheSameScan scans a root wide enough to be read ahead
+// (skill folders, ones with resources and a symbolic-link SKILL.md,
+// escaping links, ignored and empty folders, nested categories) with one
+// CPU, where nothing is read ahead, and with four, and under a folder limit
+// that cuts the walk short: the results must be identical.
+func TestReadAheadGivesTheSameScan(t *testing.T) {
+	ws := t.TempDir()
+	root := filepath.Join(ws, "skills")
+	outside := t.TempDir()
+	writeSkill(t, outside, "evil", "evil", "d")
+	for i := range 3 * readAheadMin {
+		dir := fmt.Sprintf("s%03d", i)
+		switch i % 6 {
+		case 0:
+			writeSkill(t, root, dir, dir, "d")
+		case 1:
+			writeSkill(t, root, dir, dir, "d")
+			writeFile(t, filepath.Join(root, dir, "scripts", "run.sh"), "echo")
+			writeFile(t, filepath.Join(root, dir, "references", "a.md"), "a")
+		case 2:
+			must(t, os.MkdirAll(filepath.Join(root, dir), 0o755))
+			must(t, os.Symlink(filepath.Join(outside, "evil", SkillFile), filepath.Join(root, dir, SkillFile)))
+		case 3:
+			must(t, os.Symlink(filepath.Join(outside, "evil"), filepath.Join(root, dir)))
+		case 4:
+			for j := range readAheadMin + 1 {
+				writeSkill(t, root, fmt.Sprintf("%s/c%02d", dir, j), fmt.Sprintf("%s-c%02d", dir, j), "d")
+			}
+		case 5:
+			must(t, os.MkdirAll(filepath.Join(root, "_"+dir, "x"), 0o755))
+			must(t, os.MkdirAll(filepath.Join(root, dir, "empty"), 0o755))
+		}
+	}
+	roots, err := ExpandRoots(ws, DefaultRoots())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, lim := range []ScanLimits{DefaultScanLimits, {MaxDepth: 6, MaxDirs: 40, MaxResources: 1}} {
+		prev := runtime.GOMAXPROCS(1)
+		one := Scan(roots, lim)
+		runtime.GOMAXPROCS(4)
+		four := Scan(roots, lim)
+		runtime.GOMAXPROCS(prev)
+		if len(one.Files) < 2*readAheadMin {
+			t.Fatalf("limits %+v: only %d skills found; the walk is not wide enough to read ahead", lim, len(one.Files))
+		}
+		if !reflect.DeepEqual(one, four) {
+			t.Errorf("limits %+v: reading ahead changed the scan:\none CPU:   %d files, %d dirs, problems %v\nfour CPUs: %d files, %d dirs, problems %v",
+				lim, len(one.Files), len(one.Dirs), one.Problems, len(four.Files), len(four.Dirs), four.Problems)
+		}
 	}
 }
