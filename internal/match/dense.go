@@ -302,9 +302,37 @@ func (d *dense) top(q []float32, k, n int, visible func(int32) bool, ord []int32
 	// lo is a lower bound of each cosine; the k-th best visible lower bound
 	// L bounds the k-th best visible cosine from below, so every slot of
 	// the exact top k has an upper bound of at least L.
+	//
+	// A histogram of the lower bounds first finds the bin that holds the
+	// want-th best: rows in lower bins cannot be among the want best (the
+	// bin of a value never decreases as the value grows), so only the rows
+	// from that bin up reach the heap, the same entries it would keep
+	// from every row.
+	if cap(sc.bins) < n {
+		sc.bins = make([]uint16, n)
+	}
+	bins := sc.bins[:n]
+	var hist [boundBins]int32
+	for bi, b := range d.blocks {
+		base := bi * blockRows
+		if base >= n {
+			break
+		}
+		rows := min(blockRows, n-base)
+		for r := range rows {
+			if !b.has[r] {
+				bins[base+r] = noBin
+				continue
+			}
+			bin := boundBin(approx[base+r] - b.bound[r] - qerr)
+			bins[base+r] = bin
+			hist[bin]++
+		}
+	}
 	floor := float32(math.Inf(-1))
 	want := k
 	for {
+		cut := cutBin(&hist, want)
 		h := newHeap(sc.heap[:0], want)
 		for bi, b := range d.blocks {
 			base := bi * blockRows
@@ -312,8 +340,8 @@ func (d *dense) top(q []float32, k, n int, visible func(int32) bool, ord []int32
 				break
 			}
 			rows := min(blockRows, n-base)
-			for r := range rows {
-				if !b.has[r] {
+			for r, bin := range bins[base : base+rows] {
+				if bin < cut || bin == noBin {
 					continue
 				}
 				lo := approx[base+r] - b.bound[r] - qerr
@@ -361,6 +389,40 @@ func (d *dense) top(q []float32, k, n int, visible func(int32) bool, ord []int32
 	d.exact(q, rescore, sc, func(i int32, s float32) { h.offer(entry{doc: i, ord: ord[i], score: s}) })
 	sc.heap2 = h.s
 	return h.sorted()
+}
+
+// boundBins is the resolution of the lower-bound histogram of dense.top,
+// over [-2, 2): cosines lie in [-1, 1], their lower bounds a little below.
+const boundBins = 1024
+
+// noBin marks a slot without a vector in dense.top's bins.
+const noBin = math.MaxUint16
+
+// boundBin is the histogram bin of a lower bound; it never decreases as lo
+// grows (float32 rounding is monotonic, the scaling exact), and values
+// outside [-2, 2) fall in the first or last bin.
+func boundBin(lo float32) uint16 {
+	x := (lo + 2) * (boundBins / 4)
+	switch {
+	case !(x > 0): // below the range, or NaN
+		return 0
+	case x >= boundBins:
+		return boundBins - 1
+	}
+	return uint16(x)
+}
+
+// cutBin returns the highest bin from which up the histogram holds at
+// least want values, or 0 when it holds fewer.
+func cutBin(hist *[boundBins]int32, want int) uint16 {
+	total := 0
+	for b := boundBins - 1; b > 0; b-- {
+		total += int(hist[b])
+		if total >= want {
+			return uint16(b)
+		}
+	}
+	return 0
 }
 
 // exact calls f with the exact cosine of q with each slot of slots, eight

@@ -91,6 +91,7 @@ type scratch struct {
 	dots       []int32
 	q2         []float32
 	rescore    []int32
+	bins       []uint16 // dense.top: each slot's lower-bound bin
 	candidates []candidate
 	pairs      []qpair
 }
