@@ -28,7 +28,7 @@ type Catalog struct {
 	Problems []skill.Problem
 
 	entries []*skill.Entry
-	keys    map[*skill.Skill]string            // each skill's folded name, computed once
+	facts   map[*skill.Skill]*skillFacts       // what VisibleTo needs of each skill, computed once
 	global  map[string]*skill.Entry            // folded name -> winner among global roots
 	scoped  map[string]map[string]*skill.Entry // agent -> folded name -> winner among its roots
 	shadows []skill.Shadow
@@ -69,7 +69,7 @@ func New(in Input) *Catalog {
 		Files:      in.Files,
 		Invalid:    in.Invalid,
 		Problems:   append([]skill.Problem(nil), in.Problems...),
-		keys:       make(map[*skill.Skill]string, len(in.Skills)),
+		facts:      make(map[*skill.Skill]*skillFacts, len(in.Skills)),
 		global:     make(map[string]*skill.Entry),
 		scoped:     make(map[string]map[string]*skill.Entry),
 		tools:      make(map[string]*skill.Skill, len(in.Tools)),
@@ -83,7 +83,7 @@ func New(in Input) *Catalog {
 	}
 	for _, s := range in.Skills {
 		c.entries = append(c.entries, &skill.Entry{Skill: s})
-		c.keys[s] = skillmd.FoldName(s.Name)
+		c.facts[s] = &skillFacts{key: skillmd.FoldName(s.Name)}
 	}
 	sort.SliceStable(c.entries, func(i, j int) bool {
 		a, b := c.entries[i].Skill, c.entries[j].Skill
@@ -106,7 +106,7 @@ func New(in Input) *Catalog {
 	}
 
 	for _, e := range c.entries {
-		key := c.keys[e.Skill]
+		key := c.facts[e.Skill].key
 		scope := c.global
 		if a := e.Skill.Root.Agent; a != "" {
 			if c.scoped[a] == nil {
@@ -124,6 +124,9 @@ func New(in Input) *Catalog {
 			continue
 		}
 		scope[key] = e
+	}
+	for _, e := range c.global {
+		c.facts[e.Skill].global = true
 	}
 	for agent, skills := range c.scoped {
 		c.agents = append(c.agents, agent)
@@ -227,18 +230,28 @@ func (c *Catalog) Visible(agent string) []*skill.Skill {
 }
 
 // VisibleTo reports whether agent sees s (a winning skill, or a tool of a
-// server the agent sees). Match calls it for every candidate, so it reuses
-// the skill's folded name.
+// server the agent sees). Match calls it for every candidate, so it reads
+// what New worked out: a task without an agent costs one lookup.
 func (c *Catalog) VisibleTo(s *skill.Skill, agent string) bool {
 	if s.IsTool() {
 		return c.tools[s.Name] == s && s.Tool.SeenBy(agent)
 	}
-	key, ok := c.keys[s]
+	f, ok := c.facts[s]
 	if !ok {
 		return false // not a skill of this catalog
 	}
-	e, ok := c.lookupKey(key, agent)
-	return ok && e.Skill == s
+	if agent != "" {
+		if e, ok := c.scoped[agent][f.key]; ok {
+			return e.Skill == s
+		}
+	}
+	return f.global
+}
+
+// skillFacts is what the catalog knows of one of its skills.
+type skillFacts struct {
+	key    string // the folded name
+	global bool   // the winner of its name among the global roots
 }
 
 // Tool finds a tool by its entry name ("server.tool", exactly) when agent
