@@ -547,11 +547,18 @@ func (d *dense) int8Scan(q []float32, n int, out []float32, sc *scratch) float32
 	return float32(math.Sqrt(res)*1.01 + 1e-6)
 }
 
+// scansRunning counts the dense scans running in the process.
+var scansRunning atomic.Int32
+
 // parallel runs f over [0, n) in one call per CPU when the work (n rows of
-// cost multiply-adds) is large enough.
+// cost multiply-adds) is large enough and no other scan is running: under
+// concurrent matches every CPU has work already, and splitting a scan only
+// adds handoffs. Rows are independent, so the result is the same either way.
 func (d *dense) parallel(n int, f func(lo, hi int), cost int) {
+	running := scansRunning.Add(1)
+	defer scansRunning.Add(-1)
 	workers := min(runtime.GOMAXPROCS(0), n*cost/parallelMACs)
-	if workers < 2 {
+	if workers < 2 || running > 1 {
 		f(0, n)
 		return
 	}
