@@ -1,7 +1,6 @@
 package store
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 
@@ -10,9 +9,10 @@ import (
 	"github.com/mcpsag/router/internal/skill"
 )
 
-// recordFormat is the version of the record encoding below (recordJSON and
-// the structs it holds). Bump it with any change to them.
-const recordFormat = 2
+// recordFormat is the version of the record encoding (record.go). Bump it
+// with any change to it: the records and bodies of another format are
+// dropped at open, and every file is parsed again (vectors are kept).
+const recordFormat = 3
 
 // checkRecordsVersion drops the file records and bodies when they were written
 // by another record format or parser version than want, and records want. It
@@ -162,11 +162,7 @@ type FileChanges struct {
 func (d *DB) ApplyFiles(c FileChanges) error {
 	encoded := make([][]byte, len(c.Put))
 	for i, r := range c.Put {
-		b, err := encodeRecord(r)
-		if err != nil {
-			return fmt.Errorf("encode record %s: %w", r.Path, err)
-		}
-		encoded[i] = seal([]byte(r.Path), b)
+		encoded[i] = seal([]byte(r.Path), encodeRecord(r))
 	}
 	d.mu.Lock()
 	retiring := d.retiring
@@ -275,110 +271,4 @@ func deleteUnless(b *bolt.Bucket, keep func(k []byte) bool) (int, error) {
 		}
 	}
 	return len(stale), nil
-}
-
-// The JSON encoding of a file record. These structs are the on-disk format:
-// their field names are fixed by their tags, independent of the domain types,
-// and any change to them must bump recordFormat.
-type (
-	recordJSON struct {
-		ModTimeNano int64         `json:"mtime_ns"`
-		Size        int64         `json:"size"`
-		ContentHash string        `json:"sha256"`
-		Problems    []problemJSON `json:"problems,omitempty"`
-		Good        *versionJSON  `json:"good,omitempty"`
-	}
-	versionJSON struct {
-		Name            string          `json:"name"`
-		Frontmatter     frontmatterJSON `json:"frontmatter"`
-		BodyLine        int             `json:"body_line"`
-		BodyTokens      int             `json:"body_tokens"`
-		ContentHash     string          `json:"sha256"`
-		FrontmatterHash string          `json:"frontmatter_sha256"`
-		Size            int64           `json:"size"`
-		ModTimeNano     int64           `json:"mtime_ns"`
-		Problems        []problemJSON   `json:"problems,omitempty"`
-	}
-	frontmatterJSON struct {
-		Name                   string            `json:"name"`
-		Description            string            `json:"description"`
-		License                string            `json:"license,omitempty"`
-		Compatibility          string            `json:"compatibility,omitempty"`
-		Metadata               map[string]string `json:"metadata,omitempty"`
-		AllowedTools           []string          `json:"allowed_tools,omitempty"`
-		Triggers               []string          `json:"triggers,omitempty"`
-		Tags                   []string          `json:"tags,omitempty"`
-		Hidden                 bool              `json:"hidden,omitempty"`
-		DisableModelInvocation bool              `json:"disable_model_invocation,omitempty"`
-		UserInvocable          *bool             `json:"user_invocable,omitempty"`
-		Extra                  map[string]string `json:"extra,omitempty"`
-	}
-	problemJSON struct {
-		Severity int    `json:"severity"`
-		Code     string `json:"code"`
-		Field    string `json:"field,omitempty"`
-		File     string `json:"file,omitempty"`
-		Line     int    `json:"line,omitempty"`
-		Message  string `json:"message"`
-	}
-)
-
-func encodeRecord(r *FileRecord) ([]byte, error) {
-	out := recordJSON{ModTimeNano: r.ModTimeNano, Size: r.Size, ContentHash: r.ContentHash, Problems: problemsJSON(r.Problems)}
-	if g := r.Good; g != nil {
-		f := g.Frontmatter
-		out.Good = &versionJSON{
-			Name: g.Name, BodyLine: g.BodyLine, BodyTokens: g.BodyTokens, ContentHash: g.ContentHash,
-			FrontmatterHash: g.FrontmatterHash, Size: g.Size, ModTimeNano: g.ModTimeNano, Problems: problemsJSON(g.Problems),
-			Frontmatter: frontmatterJSON{
-				Name: f.Name, Description: f.Description, License: f.License, Compatibility: f.Compatibility,
-				Metadata: f.Metadata, AllowedTools: f.AllowedTools, Triggers: f.Triggers, Tags: f.Tags,
-				Hidden: f.Hidden, DisableModelInvocation: f.DisableModelInvocation, UserInvocable: f.UserInvocable, Extra: f.Extra,
-			},
-		}
-	}
-	return json.Marshal(out)
-}
-
-func decodeRecord(b []byte) (*FileRecord, error) {
-	var in recordJSON
-	if err := json.Unmarshal(b, &in); err != nil {
-		return nil, err
-	}
-	r := &FileRecord{ModTimeNano: in.ModTimeNano, Size: in.Size, ContentHash: in.ContentHash, Problems: problemsOf(in.Problems)}
-	if g := in.Good; g != nil {
-		f := g.Frontmatter
-		r.Good = &Version{
-			Name: g.Name, BodyLine: g.BodyLine, BodyTokens: g.BodyTokens, ContentHash: g.ContentHash,
-			FrontmatterHash: g.FrontmatterHash, Size: g.Size, ModTimeNano: g.ModTimeNano, Problems: problemsOf(g.Problems),
-			Frontmatter: skill.Frontmatter{
-				Name: f.Name, Description: f.Description, License: f.License, Compatibility: f.Compatibility,
-				Metadata: f.Metadata, AllowedTools: f.AllowedTools, Triggers: f.Triggers, Tags: f.Tags,
-				Hidden: f.Hidden, DisableModelInvocation: f.DisableModelInvocation, UserInvocable: f.UserInvocable, Extra: f.Extra,
-			},
-		}
-	}
-	return r, nil
-}
-
-func problemsJSON(ps []skill.Problem) []problemJSON {
-	if len(ps) == 0 {
-		return nil
-	}
-	out := make([]problemJSON, len(ps))
-	for i, p := range ps {
-		out[i] = problemJSON{Severity: int(p.Severity), Code: p.Code, Field: p.Field, File: p.File, Line: p.Line, Message: p.Message}
-	}
-	return out
-}
-
-func problemsOf(ps []problemJSON) []skill.Problem {
-	if len(ps) == 0 {
-		return nil
-	}
-	out := make([]skill.Problem, len(ps))
-	for i, p := range ps {
-		out[i] = skill.Problem{Severity: skill.Severity(p.Severity), Code: p.Code, Field: p.Field, File: p.File, Line: p.Line, Message: p.Message}
-	}
-	return out
 }

@@ -11,7 +11,7 @@
 //	    model_name         -> the model's display name
 //	    records_version    -> "<record format>.<parser version>" of files/ and bodies/
 //	files/
-//	    <absolute SKILL.md path> -> sealed JSON FileRecord (stat, hashes, parsed metadata, problems)
+//	    <absolute SKILL.md path> -> sealed FileRecord (stat, hashes, parsed metadata, problems; record.go)
 //	bodies/
 //	    <content sha256>   -> sealed SKILL.md body text of a good version
 //	vectors/
