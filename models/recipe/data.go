@@ -53,7 +53,7 @@ const (
 // pairs are written; defaultSources are the ones it reads by default.
 var (
 	allSources     = []string{"debian", "appstream", "wordnet", "foldoc", "man", "godoc", "pydoc"}
-	defaultSources = "debian,appstream,wordnet,foldoc"
+	defaultSources = "debian,appstream,wordnet,foldoc,man,godoc,pydoc"
 )
 
 // collectData reads the named sources and returns the pairs in a fixed order.
