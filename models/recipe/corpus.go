@@ -33,15 +33,27 @@ type TPair struct {
 	Val    bool // held out for validation
 }
 
-// isValidation reports whether a pair's group is held out. Only Debian
-// groups are held out: the validation task is Debian retrieval.
+// docValShare: one group in docValShare of the documentation sources (man
+// pages, Go and Python doc comments) goes to the validation split; they are
+// smaller than Debian's, so they give a larger share.
+const docValShare = 20
+
+// isValidation reports whether a pair's group is held out. Debian groups
+// and the documentation sources' groups are held out, each for its own
+// retrieval task; WordNet, FOLDOC and AppStream are not.
 func isValidation(p Pair) bool {
-	if p.Source != "debian" {
+	share := uint32(0)
+	switch p.Source {
+	case "debian":
+		share = valShare
+	case "man", "godoc", "pydoc":
+		share = docValShare
+	default:
 		return false
 	}
 	h := fnv.New32a()
 	h.Write([]byte(p.Group))
-	return h.Sum32()%valShare == 0
+	return h.Sum32()%share == 0
 }
 
 // loadCorpus tokenises the pairs with the work directory's tokenizer, or

@@ -14,6 +14,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 
@@ -36,6 +37,7 @@ type Input struct {
 	Path   string `json:"path"`
 	SHA256 string `json:"sha256"` // of the bytes as parsed (decompressed)
 	Bytes  int    `json:"bytes"`
+	Files  int    `json:"files,omitempty"` // for a directory tree: files hashed
 	Pairs  int    `json:"pairs"`
 }
 
@@ -47,8 +49,24 @@ const (
 	foldocDict  = "/usr/share/dictd/foldoc.dict.dz"
 )
 
-// collectData reads every source and returns the pairs in a fixed order.
-func collectData() ([]Pair, []Input, error) {
+// allSources are the sources the data step can read, in the order their
+// pairs are written; defaultSources are the ones it reads by default.
+var (
+	allSources     = []string{"debian", "appstream", "wordnet", "foldoc", "man", "godoc", "pydoc"}
+	defaultSources = "debian,appstream,wordnet,foldoc,man,godoc,pydoc"
+)
+
+// collectData reads the named sources and returns the pairs in a fixed order.
+func collectData(names string) ([]Pair, []Input, error) {
+	want := map[string]bool{}
+	for _, n := range strings.Split(names, ",") {
+		if n = strings.TrimSpace(n); n != "" {
+			if !slices.Contains(allSources, n) {
+				return nil, nil, fmt.Errorf("unknown source %q (want some of %s)", n, strings.Join(allSources, ","))
+			}
+			want[n] = true
+		}
+	}
 	var pairs []Pair
 	var inputs []Input
 	type source struct {
@@ -60,7 +78,13 @@ func collectData() ([]Pair, []Input, error) {
 		{"appstream", appstreamPairs},
 		{"wordnet", wordnetPairs},
 		{"foldoc", foldocPairs},
+		{"man", manPairs},
+		{"godoc", goDocPairs},
+		{"pydoc", pyDocPairs},
 	} {
+		if !want[s.name] {
+			continue
+		}
 		p, in, err := s.fn()
 		if err != nil {
 			return nil, nil, fmt.Errorf("%s: %w", s.name, err)

@@ -11,7 +11,7 @@
 // Usage:
 //
 //	go run ./models/recipe build  [-work DIR] [-out DIR]   # data, vocab, train, export
-//	go run ./models/recipe data   [-work DIR]              # extract training pairs
+//	go run ./models/recipe data   [-work DIR] [-sources LIST] # extract training pairs
 //	go run ./models/recipe vocab  [-work DIR]              # WordPiece vocabulary -> tokenizer.json
 //	go run ./models/recipe train  [-work DIR]              # word vectors + contrastive training
 //	go run ./models/recipe export [-work DIR] [-out DIR]   # model.onnx, tokenizer.json, mcpsag-model.json
@@ -26,6 +26,7 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"strings"
 	"time"
 )
 
@@ -79,7 +80,8 @@ func usage() {
 
 commands:
   build     run data, vocab, train and export in order
-  data      extract training pairs from Debian, AppStream, WordNet and FOLDOC
+  data      extract training pairs (Debian, AppStream, WordNet, FOLDOC; -sources adds
+            man pages, Go and Python doc comments)
   vocab     build the WordPiece vocabulary and tokenizer.json
   train     train the token table (PMI-SVD vectors, then contrastive)
   export    write model.onnx, tokenizer.json and mcpsag-model.json
@@ -95,13 +97,14 @@ func runBuild(args []string) error {
 	fs := flag.NewFlagSet("build", flag.ExitOnError)
 	work := fs.String("work", defaultWork, "work directory for intermediate files")
 	out := fs.String("out", defaultModel, "model folder to write")
+	sources := fs.String("sources", defaultSources, "comma-separated data sources: "+strings.Join(allSources, ","))
 	fs.Parse(args)
 	steps := []struct {
 		name string
 		fn   func([]string) error
 		args []string
 	}{
-		{"data", runData, []string{"-work", *work}},
+		{"data", runData, []string{"-work", *work, "-sources", *sources}},
 		{"vocab", runVocab, []string{"-work", *work}},
 		{"train", runTrain, []string{"-work", *work}},
 		{"export", runExport, []string{"-work", *work, "-out", *out}},
@@ -119,11 +122,12 @@ func runBuild(args []string) error {
 func runData(args []string) error {
 	fs := flag.NewFlagSet("data", flag.ExitOnError)
 	work := fs.String("work", defaultWork, "work directory")
+	sources := fs.String("sources", defaultSources, "comma-separated sources: "+strings.Join(allSources, ","))
 	fs.Parse(args)
 	if err := os.MkdirAll(*work, 0o755); err != nil {
 		return err
 	}
-	pairs, inputs, err := collectData()
+	pairs, inputs, err := collectData(*sources)
 	if err != nil {
 		return err
 	}

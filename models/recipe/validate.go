@@ -28,8 +28,18 @@ func validationTasks(work string) ([]ValTask, error) {
 	}
 	t1 := ValTask{Name: "synopsis->description"}
 	t2 := ValTask{Name: "sentence->synopsis"}
+	docs := map[string]*ValTask{
+		"man":   {Name: "man:name-line->description"},
+		"godoc": {Name: "godoc:sentence->identifier"},
+		"pydoc": {Name: "pydoc:docstring->name"},
+	}
 	for _, p := range pairs {
 		if !isValidation(p) {
+			continue
+		}
+		if t := docs[p.Source]; t != nil {
+			t.Queries = append(t.Queries, p.A)
+			t.Docs = append(t.Docs, p.B)
 			continue
 		}
 		t1.Queries = append(t1.Queries, p.A)
@@ -41,7 +51,13 @@ func validationTasks(work string) ([]ValTask, error) {
 		t2.Queries = append(t2.Queries, first)
 		t2.Docs = append(t2.Docs, p.A)
 	}
-	return []ValTask{t1, t2}, nil
+	tasks := []ValTask{t1, t2}
+	for _, src := range []string{"man", "godoc", "pydoc"} {
+		if len(docs[src].Queries) > 0 {
+			tasks = append(tasks, *docs[src])
+		}
+	}
+	return tasks, nil
 }
 
 // An Embedder turns texts into L2-normalised vectors.
