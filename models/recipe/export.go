@@ -64,10 +64,19 @@ func runExport(args []string) error {
 		Encoding: onnxgraph.Int8,
 		Metadata: [][2]string{{"mcpsag.model", modelName}, {"mcpsag.recipe", "models/recipe"}},
 	}
-	// The threshold is measured on the dequantised table, the one that runs.
+	// The threshold is measured on the dequantised table, the one that runs,
+	// unless the output folder's manifest holds one already: that one was
+	// fitted on skill routing (routerctl calibrate, see MODEL.md) and is
+	// kept.
 	threshold, err := defaultThreshold(*work, vocab, m.Dequantized(), dim)
 	if err != nil {
 		return err
+	}
+	var prev ModelConfig
+	if readJSON(filepath.Join(*out, "mcpsag-model.json"), &prev) == nil && prev.MatchThreshold > 0 {
+		fmt.Fprintf(os.Stderr, "export: keeping match_threshold %.2f of the existing manifest (the validation split gives %.2f)\n",
+			prev.MatchThreshold, threshold)
+		threshold = prev.MatchThreshold
 	}
 	if err := os.MkdirAll(*out, 0o755); err != nil {
 		return err
