@@ -220,13 +220,6 @@ func (m *Main) openCore(ctx context.Context, holder string, privateFallback bool
 	rec := m.tel.Recorder()
 	if !cfg.Model.Disabled {
 		m.embedder = embed.NewManager(m.embedConfig(cfg), m.log, rec)
-		if err := m.embedder.Reload(ctx, m.embedConfig(cfg)); err != nil {
-			m.log.Warn("embedding model not loaded; matching uses keywords only until it is fixed", "dir", m.embedConfig(cfg).Dir, "err", err)
-		}
-		rec.RegisterEmbeddingCache(telemetry.CacheQuery, func() (int64, int64) {
-			st := m.embedder.Status()
-			return st.QueryCacheHits, st.QueryCacheMisses
-		})
 	}
 	getenv := m.Getenv
 	if getenv == nil {
@@ -237,10 +230,21 @@ func (m *Main) openCore(ctx context.Context, holder string, privateFallback bool
 		Logger: m.log,
 	})
 	m.upstream.Apply(cfg.Servers())
+	// The builder starts reading the cached records and the index snapshot
+	// at once; the model loads meanwhile.
 	builder, err := generation.NewBuilder(m.builderConfig(), db)
 	if err != nil {
 		m.closeUpstream()
 		return err
+	}
+	if m.embedder != nil {
+		if err := m.embedder.Reload(ctx, m.embedConfig(cfg)); err != nil {
+			m.log.Warn("embedding model not loaded; matching uses keywords only until it is fixed", "dir", m.embedConfig(cfg).Dir, "err", err)
+		}
+		rec.RegisterEmbeddingCache(telemetry.CacheQuery, func() (int64, int64) {
+			st := m.embedder.Status()
+			return st.QueryCacheHits, st.QueryCacheMisses
+		})
 	}
 	m.router = router.New(router.Config{
 		Builder:          builder,
