@@ -1,6 +1,7 @@
 package match
 
 import (
+	"iter"
 	"math"
 	"runtime"
 	"sync"
@@ -313,11 +314,7 @@ func (d *dense) top(q []float32, k, n int, visible func(int32) bool, ord []int32
 	}
 	bins := sc.bins[:n]
 	var hist [boundBins]int32
-	for bi, b := range d.blocks {
-		base := bi * blockRows
-		if base >= n {
-			break
-		}
+	for base, b := range d.spans(n) {
 		rows := min(blockRows, n-base)
 		for r := range rows {
 			if !b.has[r] {
@@ -334,11 +331,7 @@ func (d *dense) top(q []float32, k, n int, visible func(int32) bool, ord []int32
 	for {
 		cut := cutBin(&hist, want)
 		h := newHeap(sc.heap[:0], want)
-		for bi, b := range d.blocks {
-			base := bi * blockRows
-			if base >= n {
-				break
-			}
+		for base, b := range d.spans(n) {
 			rows := min(blockRows, n-base)
 			for r, bin := range bins[base : base+rows] {
 				if bin < cut || bin == noBin {
@@ -369,11 +362,7 @@ func (d *dense) top(q []float32, k, n int, visible func(int32) bool, ord []int32
 		want *= 4
 	}
 	rescore := sc.rescore[:0]
-	for bi, b := range d.blocks {
-		base := bi * blockRows
-		if base >= n {
-			break
-		}
+	for base, b := range d.spans(n) {
 		rows := min(blockRows, n-base)
 		for r := range rows {
 			if !b.has[r] || approx[base+r]+b.bound[r]+qerr < floor {
@@ -389,6 +378,17 @@ func (d *dense) top(q []float32, k, n int, visible func(int32) bool, ord []int32
 	d.exact(q, rescore, sc, func(i int32, s float32) { h.offer(entry{doc: i, ord: ord[i], score: s}) })
 	sc.heap2 = h.s
 	return h.sorted()
+}
+
+// spans yields the blocks that hold slots below n, each with its first slot.
+func (d *dense) spans(n int) iter.Seq2[int, *denseBlock] {
+	return func(yield func(int, *denseBlock) bool) {
+		for bi, b := range d.blocks {
+			if base := bi * blockRows; base >= n || !yield(base, b) {
+				return
+			}
+		}
+	}
 }
 
 // boundBins is the resolution of the lower-bound histogram of dense.top,
