@@ -1,7 +1,6 @@
 package match
 
 import (
-	"iter"
 	"math"
 	"runtime"
 	"sync"
@@ -314,7 +313,8 @@ func (d *dense) top(q []float32, k, n int, visible func(int32) bool, ord []int32
 	}
 	bins := sc.bins[:n]
 	var hist [boundBins]int32
-	for base, b := range d.spans(n) {
+	for bi, b := range d.below(n) {
+		base := bi * blockRows
 		rows := min(blockRows, n-base)
 		for r := range rows {
 			if !b.has[r] {
@@ -331,7 +331,8 @@ func (d *dense) top(q []float32, k, n int, visible func(int32) bool, ord []int32
 	for {
 		cut := cutBin(&hist, want)
 		h := newHeap(sc.heap[:0], want)
-		for base, b := range d.spans(n) {
+		for bi, b := range d.below(n) {
+			base := bi * blockRows
 			rows := min(blockRows, n-base)
 			for r, bin := range bins[base : base+rows] {
 				if bin < cut || bin == noBin {
@@ -362,7 +363,8 @@ func (d *dense) top(q []float32, k, n int, visible func(int32) bool, ord []int32
 		want *= 4
 	}
 	rescore := sc.rescore[:0]
-	for base, b := range d.spans(n) {
+	for bi, b := range d.below(n) {
+		base := bi * blockRows
 		rows := min(blockRows, n-base)
 		for r := range rows {
 			if !b.has[r] || approx[base+r]+b.bound[r]+qerr < floor {
@@ -380,15 +382,10 @@ func (d *dense) top(q []float32, k, n int, visible func(int32) bool, ord []int32
 	return h.sorted()
 }
 
-// spans yields the blocks that hold slots below n, each with its first slot.
-func (d *dense) spans(n int) iter.Seq2[int, *denseBlock] {
-	return func(yield func(int, *denseBlock) bool) {
-		for bi, b := range d.blocks {
-			if base := bi * blockRows; base >= n || !yield(base, b) {
-				return
-			}
-		}
-	}
+// below returns the blocks that hold slots below n; block bi holds slots
+// from bi·blockRows on.
+func (d *dense) below(n int) []*denseBlock {
+	return d.blocks[:min(len(d.blocks), (n+blockRows-1)/blockRows)]
 }
 
 // boundBins is the resolution of the lower-bound histogram of dense.top,
