@@ -102,6 +102,11 @@ func parseSkillURI(uri string) (name, file string, err error) {
 	if path.Clean(file) != file {
 		return "", "", errors.New("the path is not clean (empty or '.' segments, or a trailing '/')")
 	}
+	// The URI this server makes for the same file must fit too: escaping
+	// can make it up to three times longer than a raw one.
+	if len(skillURI(name, file)) > maxURIBytes {
+		return "", "", errors.New("longer than 4096 bytes once percent-encoded")
+	}
 	return name, file, nil
 }
 
