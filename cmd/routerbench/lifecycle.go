@@ -32,7 +32,6 @@ type lifecycleOptions struct {
 	modelDir  string
 	edits     int
 	json      bool
-	keepState bool
 	timeout   time.Duration
 }
 

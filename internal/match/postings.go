@@ -36,11 +36,9 @@ type plist struct {
 	docs    []uint32
 	freqs16 []uint16 // len(docs)*nf, document-major
 	freqs32 []uint32 // used instead of freqs16 when some frequency exceeds 65535
-	// df, maxTF and minLen hold, per field, the number of documents with
-	// the term in that field, its largest frequency there, and the
-	// shortest length of that field among those documents. They bound a
-	// document's score for the term.
-	df, maxTF, minLen []uint32
+	// df holds, per field, the number of documents with the term in that
+	// field.
+	df []uint32
 }
 
 // freq returns the frequency of posting i in field j.
@@ -66,54 +64,13 @@ type posting struct {
 	freqs []uint32 // by field of the vocab
 }
 
-// newPlist makes a list of postings sorted by document; lens[j] gives the
-// length of the vocab's field j per document.
-func newPlist(ps []posting, nf int, lens [][]uint32) *plist {
-	if len(ps) == 0 {
-		return nil
-	}
-	p := &plist{docs: make([]uint32, len(ps)), df: make([]uint32, nf), maxTF: make([]uint32, nf), minLen: make([]uint32, nf)}
-	wide := false
-	for _, q := range ps {
-		for _, f := range q.freqs {
-			wide = wide || f > 0xffff
-		}
-	}
-	if wide {
-		p.freqs32 = make([]uint32, len(ps)*nf)
-	} else {
-		p.freqs16 = make([]uint16, len(ps)*nf)
-	}
-	for i, q := range ps {
-		p.docs[i] = q.doc
-		for j, f := range q.freqs {
-			if wide {
-				p.freqs32[i*nf+j] = f
-			} else {
-				p.freqs16[i*nf+j] = uint16(f)
-			}
-		}
-	}
-	p.stats(nf, lens)
-	return p
-}
-
-// stats computes df, maxTF and minLen.
-func (p *plist) stats(nf int, lens [][]uint32) {
-	for j := range nf {
-		p.df[j], p.maxTF[j], p.minLen[j] = 0, 0, 0
-	}
-	for i, d := range p.docs {
+// stats computes df.
+func (p *plist) stats(nf int) {
+	clear(p.df)
+	for i := range p.docs {
 		for j := range nf {
-			f := p.freq(i, j, nf)
-			if f == 0 {
-				continue
-			}
-			p.df[j]++
-			p.maxTF[j] = max(p.maxTF[j], f)
-			l := lens[j][d]
-			if p.minLen[j] == 0 || l < p.minLen[j] {
-				p.minLen[j] = l
+			if p.freq(i, j, nf) != 0 {
+				p.df[j]++
 			}
 		}
 	}
@@ -121,8 +78,8 @@ func (p *plist) stats(nf int, lens [][]uint32) {
 
 // edit returns a copy of p without the documents drop says to drop and
 // with the postings in add (sorted by document), or nil when nothing is
-// left. lens gives the lengths of the vocab's fields in the new index.
-func (p *plist) edit(drop []bool, add []posting, nf int, lens [][]uint32) *plist {
+// left.
+func (p *plist) edit(drop []bool, add []posting, nf int) *plist {
 	n := 0
 	wide := false
 	if p != nil {
@@ -134,7 +91,7 @@ func (p *plist) edit(drop []bool, add []posting, nf int, lens [][]uint32) *plist
 			wide = wide || f > 0xffff
 		}
 	}
-	q := &plist{docs: make([]uint32, 0, n+len(add)), df: make([]uint32, nf), maxTF: make([]uint32, nf), minLen: make([]uint32, nf)}
+	q := &plist{docs: make([]uint32, 0, n+len(add)), df: make([]uint32, nf)}
 	if wide {
 		q.freqs32 = make([]uint32, 0, (n+len(add))*nf)
 	} else {
@@ -166,7 +123,7 @@ func (p *plist) edit(drop []bool, add []posting, nf int, lens [][]uint32) *plist
 	if len(q.docs) == 0 {
 		return nil
 	}
-	q.stats(nf, lens)
+	q.stats(nf)
 	return q
 }
 

@@ -28,7 +28,7 @@ const (
 	// SnapshotVersion changes with the layout or with anything that
 	// changes analysis (analyzers, normalisation); another version is
 	// not read.
-	SnapshotVersion = 4
+	SnapshotVersion = 5
 )
 
 // ErrSnapshotVersion is returned by ReadSnapshot for a snapshot of another
@@ -183,8 +183,6 @@ func (ix *Index) WriteSnapshot(w io.Writer) error {
 				return fmt.Errorf("match snapshot: list stats of %d fields, want %d", len(p.df), nf)
 			}
 			e.u32s(p.df)
-			e.u32s(p.maxTF)
-			e.u32s(p.minLen)
 		}
 	}
 	// Phrases.
@@ -333,7 +331,7 @@ func ReadSnapshot(r io.Reader) (*Index, error) {
 			} else {
 				p.freqs16 = d.u16s(l * nf)
 			}
-			p.df, p.maxTF, p.minLen = d.u32s(nf), d.u32s(nf), d.u32s(nf)
+			p.df = d.u32s(nf)
 			for _, doc := range p.docs {
 				if int(doc) >= n {
 					return nil, fmt.Errorf("match snapshot: a list names slot %d", doc)

@@ -126,15 +126,6 @@ func newSparseShell(fields []*sparseField, bm BM25) (*sparse, error) {
 	return s, nil
 }
 
-// vocabLens returns the length arrays of v's fields.
-func (s *sparse) vocabLens(v *vocab) [][]uint32 {
-	out := make([][]uint32, len(v.fields))
-	for j, fi := range v.fields {
-		out[j] = s.fields[fi].lens
-	}
-	return out
-}
-
 // newSparse indexes docs (document slot i is docs[i]) in memory. Documents
 // are analyzed in parallel, a chunk at a time, and their postings appended
 // in slot order, so every list comes out sorted.
@@ -194,7 +185,6 @@ func newSparse(ctx context.Context, fields []*sparseField, docs []sparseDoc, bm 
 	}
 	for vi, v := range s.vocabs {
 		nf := v.nf()
-		lens := s.vocabLens(v)
 		total := 0
 		for _, b := range lists[vi] {
 			total += len(b.docs)
@@ -209,7 +199,7 @@ func newSparse(ctx context.Context, fields []*sparseField, docs []sparseDoc, bm 
 			for _, f := range b.freqs {
 				wide = wide || f > 0xffff
 			}
-			p := &plist{df: make([]uint32, nf), maxTF: make([]uint32, nf), minLen: make([]uint32, nf)}
+			p := &plist{df: make([]uint32, nf)}
 			start := len(docArena)
 			docArena = append(docArena, b.docs...)
 			p.docs = docArena[start:len(docArena):len(docArena)]
@@ -222,7 +212,7 @@ func newSparse(ctx context.Context, fields []*sparseField, docs []sparseDoc, bm 
 				}
 				p.freqs16 = freqArena[fs:len(freqArena):len(freqArena)]
 			}
-			p.stats(nf, lens)
+			p.stats(nf)
 			v.lists[id] = p
 			lists[vi][id] = building{}
 		}
@@ -319,12 +309,11 @@ func (s *sparse) update(ctx context.Context, fields []*sparseField, bm BM25, slo
 				}
 			}
 		}
-		lens := ns.vocabLens(nv)
 		for id := range affected {
 			add := adds[id]
 			slices.SortFunc(add, func(a, b posting) int { return int(int64(a.doc) - int64(b.doc)) })
 			was := nv.lists[id] != nil
-			nv.lists[id] = nv.lists[id].edit(dropped, add, nv.nf(), lens)
+			nv.lists[id] = nv.lists[id].edit(dropped, add, nv.nf())
 			switch is := nv.lists[id] != nil; {
 			case was && !is:
 				nv.terms--

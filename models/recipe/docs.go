@@ -175,13 +175,6 @@ func macroArgs(s string) []string {
 	return out
 }
 
-// mdoc macros whose arguments are not prose.
-var roffSkip = map[string]bool{"TH": true, "Dd": true, "Dt": true, "Os": true, "de": true, "ds": true, "nr": true, "so": true,
-	"if": true, "ie": true, "el": true, "ig": true, "tr": true, "ne": true, "sp": true, "br": true, "in": true, "ti": true, "ft": true,
-	"ps": true, "ll": true, "na": true, "ad": true, "nh": true, "hy": true, "fi": true, "nf": true, "ta": true, "UC": true, "PD": true,
-	"EX": true, "EE": true, "RS": true, "RE": true, "Bl": true, "El": true, "Bd": true, "Ed": true, "TS": true, "TE": true, "Vb": true, "Ve": true,
-	"IX": true, "ce": true, "ns": true, "rs": true, "Sx": true, "Xr": false}
-
 // manPage extracts the NAME description and the first paragraph of
 // DESCRIPTION of one roff (man or mdoc) page.
 func manPage(src string) (names, desc, body string) {
