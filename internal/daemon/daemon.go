@@ -52,8 +52,11 @@ type Main struct {
 	tel      *telemetry.Telemetry
 	db       *store.DB
 	embedder *embed.Manager
-	upstream *upstream.Manager
-	router   *router.Router
+	// modelLoaded is closed when the first model load, started by
+	// openCore beside the first scan, has ended.
+	modelLoaded chan struct{}
+	upstream    *upstream.Manager
+	router      *router.Router
 	// served is the router as the fronts call it: the telemetry
 	// decorator over router.
 	served skill.Router
@@ -231,16 +234,24 @@ func (m *Main) openCore(ctx context.Context, holder string, privateFallback bool
 	})
 	m.upstream.Apply(cfg.Servers())
 	// The builder starts reading the cached records and the index snapshot
-	// at once; the model loads meanwhile.
+	// at once; the model loads meanwhile, while the first build scans the
+	// roots. That build waits for the load before it embeds (a Manager
+	// that has no model yet reloads under the same lock).
 	builder, err := generation.NewBuilder(m.builderConfig(), db)
 	if err != nil {
 		m.closeUpstream()
 		return err
 	}
-	if m.embedder != nil {
-		if err := m.embedder.Reload(ctx, m.embedConfig(cfg)); err != nil {
-			m.log.Warn("embedding model not loaded; matching uses keywords only until it is fixed", "dir", m.embedConfig(cfg).Dir, "err", err)
-		}
+	m.modelLoaded = make(chan struct{})
+	if m.embedder == nil {
+		close(m.modelLoaded)
+	} else {
+		go func(cfg embed.Config) {
+			defer close(m.modelLoaded)
+			if err := m.embedder.Reload(ctx, cfg); err != nil {
+				m.log.Warn("embedding model not loaded; matching uses keywords only until it is fixed", "dir", cfg.Dir, "err", err)
+			}
+		}(m.embedConfig(cfg))
 		rec.RegisterEmbeddingCache(telemetry.CacheQuery, func() (int64, int64) {
 			st := m.embedder.Status()
 			return st.QueryCacheHits, st.QueryCacheMisses
@@ -371,6 +382,7 @@ func (m *Main) closeEmbedder() error {
 	if m.embedder == nil {
 		return nil
 	}
+	<-m.modelLoaded
 	err := m.embedder.Close()
 	m.embedder = nil
 	return err

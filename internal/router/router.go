@@ -97,7 +97,8 @@ type Router struct {
 	allow    *allowlist.File
 	execs    decisions
 
-	buildMu sync.Mutex // one build (scan, embed, publish) at a time; guards synced
+	buildMu sync.Mutex // one build (scan, embed, publish) at a time; guards scanned and synced
+	scanned []string   // the folders of the last scan
 	synced  []string   // the scan folders the watcher was last synced to
 
 	mu          sync.Mutex // guards the fields below
@@ -153,7 +154,14 @@ func (r *Router) Start(ctx context.Context) error {
 		_ = up.Wait(wctx) // servers that are slower join in a later generation
 		cancel()
 	}
-	if _, err := r.reindex(ctx, false); err != nil {
+	// The router is ready once the first generation is published; the
+	// watches on its folders (one per folder: seconds at 100,000 skills)
+	// are added after, by the refresh loop. Sync then scans once more,
+	// which picks up whatever changed before the watches were in place.
+	r.buildMu.Lock()
+	_, err := r.buildLocked(ctx, false, nil)
+	r.buildMu.Unlock()
+	if err != nil {
 		if r.watcher != nil {
 			r.watcher.Close()
 		}
@@ -180,6 +188,9 @@ func (r *Router) refreshLoop(ctx context.Context) {
 	if r.watcher != nil {
 		go r.watcher.Run(ctx)
 		changes = r.watcher.Changes()
+		r.buildMu.Lock()
+		r.syncWatcherLocked()
+		r.buildMu.Unlock()
 	}
 	if r.cfg.Upstream != nil {
 		upstream = r.cfg.Upstream.Changes()
@@ -251,6 +262,16 @@ func (r *Router) reindex(ctx context.Context, full bool) (skill.ReindexStats, er
 func (r *Router) reindexChanged(ctx context.Context, full bool, changed []string) (skill.ReindexStats, error) {
 	r.buildMu.Lock()
 	defer r.buildMu.Unlock()
+	st, err := r.buildLocked(ctx, full, changed)
+	if err == nil {
+		r.syncWatcherLocked()
+	}
+	return st, err
+}
+
+// buildLocked runs one build, publishes its generation and logs it. The
+// caller holds buildMu.
+func (r *Router) buildLocked(ctx context.Context, full bool, changed []string) (skill.ReindexStats, error) {
 	prev := r.current.Load()
 	var g *generation.Generation
 	var pass generation.Pass
@@ -272,11 +293,11 @@ func (r *Router) reindexChanged(ctx context.Context, full bool, changed []string
 	if err == nil && st.Published {
 		r.lastStats = st
 	}
-	w := r.watcher
 	r.mu.Unlock()
 	if err != nil {
 		return st, err
 	}
+	r.scanned = pass.Dirs
 	if st.Published {
 		r.log.Info("index generation published", "generation", st.Generation, "skills", len(g.Catalog.Winners())-len(g.Catalog.Tools()),
 			"tools", len(g.Catalog.Tools()),
@@ -284,14 +305,22 @@ func (r *Router) reindexChanged(ctx context.Context, full bool, changed []string
 			"invalid", st.Invalid, "parsed", st.Parsed, "embedded", st.Embedded, "duration", st.Duration.String(),
 			"phases", phaseList(pass.Phases))
 	}
-	if w != nil && !sameSlice(pass.Dirs, r.synced) {
-		// A rescan of a few folders keeps the last scan's folders: the
-		// watched set is already right.
-		bc := r.builder.Config()
-		w.Sync(skillfs.WatchDirs(bc.Workspace, bc.Roots, pass.Dirs))
-		r.synced = pass.Dirs
-	}
 	return st, nil
+}
+
+// syncWatcherLocked makes the watcher watch the folders of the last scan.
+// A rescan of a few folders keeps the last scan's folders: the watched set
+// is then already right. The caller holds buildMu.
+func (r *Router) syncWatcherLocked() {
+	r.mu.Lock()
+	w := r.watcher
+	r.mu.Unlock()
+	if w == nil || sameSlice(r.scanned, r.synced) {
+		return
+	}
+	bc := r.builder.Config()
+	w.Sync(skillfs.WatchDirs(bc.Workspace, bc.Roots, r.scanned))
+	r.synced = r.scanned
 }
 
 // sameSlice reports whether a and b are the same slice (not merely equal).

@@ -8,6 +8,7 @@ import (
 	"runtime"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/mcpsag/router/internal/generation"
 	"github.com/mcpsag/router/internal/match"
@@ -113,5 +114,61 @@ func TestFramesNameTheirFile(t *testing.T) {
 	}
 	if got := rootLabel(skill.Root{Display: "/srv/private/skills"}); got != "skills" {
 		t.Errorf("a root outside the workspace is labelled %q", got)
+	}
+}
+
+// The router is ready before its folders are watched: the watches are added
+// in the background, and the scan that follows them serves whatever changed
+// in between. An edit made the moment Start returns must be served, by the
+// watcher or by that scan.
+func TestEditRightAfterStartIsServed(t *testing.T) {
+	ws := t.TempDir()
+	write := func(desc string) {
+		t.Helper()
+		dir := filepath.Join(ws, "skills", "note-taking")
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		body := "---\nname: note-taking\ndescription: " + desc + "\n---\nBody.\n"
+		if err := os.WriteFile(filepath.Join(dir, "SKILL.md"), []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write("Take notes.")
+	db, err := store.Open(t.TempDir(), store.Options{ParserVersion: skillmd.Version})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	b, err := generation.NewBuilder(generation.Config{Workspace: ws}, db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := New(Config{
+		Builder: b, Watch: true, Debounce: 20 * time.Millisecond,
+		Settings: Settings{Flags: skill.Flags{SkillsV1: true}, DefaultTokenBudget: 5000, MaxTokenBudget: 50000, Match: match.DefaultConfig()},
+	})
+	if err := r.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { r.Close() })
+	write("Take meeting notes (edited).")
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	for {
+		got, err := r.Get(ctx, skill.GetRequest{Name: "note-taking"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got.Entry.Skill.Description() == "Take meeting notes (edited)." {
+			break
+		}
+		g := r.current.Load()
+		if _, err := r.WaitGeneration(ctx, g.ID); err != nil {
+			t.Fatalf("the edit made right after Start was not served: still %q", got.Entry.Skill.Description())
+		}
+	}
+	if n := r.watcher.Watched(); n == 0 {
+		t.Error("no folder is watched after the first generation")
 	}
 }
