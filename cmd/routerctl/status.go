@@ -58,7 +58,11 @@ func writeStatus(w io.Writer, st *routerv1.StatusResponse) error {
 		fmt.Fprintf(w, "last reindex FAILED: %s\n", st.LastReindexError)
 	}
 	if p := st.ReindexProgress; p.GetRunning() {
-		fmt.Fprintf(w, "reindex running: %s %d/%d\n", p.Phase, p.Done, p.Total)
+		if p.Phase == "watch" {
+			fmt.Fprintln(w, "file watcher: adding the folders of the last scan; edits are seen once it is done")
+		} else {
+			fmt.Fprintf(w, "reindex running: %s %d/%d\n", p.Phase, p.Done, p.Total)
+		}
 	}
 	if v := st.Validation; v != nil && (v.Errors > 0 || v.Warnings > 0) {
 		fmt.Fprintf(w, "validation: %d errors, %d warnings, by code:\n", v.Errors, v.Warnings)

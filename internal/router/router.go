@@ -97,9 +97,10 @@ type Router struct {
 	allow    *allowlist.File
 	execs    decisions
 
-	buildMu sync.Mutex // one build (scan, embed, publish) at a time; guards scanned and synced
-	scanned []string   // the folders of the last scan
-	synced  []string   // the scan folders the watcher was last synced to
+	buildMu  sync.Mutex  // one build (scan, embed, publish) at a time; guards scanned and synced
+	scanned  []string    // the folders of the last scan
+	synced   []string    // the scan folders the watcher was last synced to
+	watching atomic.Bool // the watcher is adding the folders of a scan
 
 	mu          sync.Mutex // guards the fields below
 	lastStats   skill.ReindexStats
@@ -281,12 +282,8 @@ func (r *Router) buildLocked(ctx context.Context, full bool, changed []string) (
 	} else {
 		g, pass, err = r.builder.Build(ctx, prev, full, r.Settings().Match)
 	}
-	if err == nil && g != prev {
-		r.publish(g)
-	}
-	if r.cfg.OnPass != nil {
-		r.cfg.OnPass(ctx, pass, err)
-	}
+	// The build's stats are in place before its generation is served, so
+	// a Status that says serving describes the build behind it.
 	st := pass.Stats
 	r.mu.Lock()
 	r.lastReindex, r.lastErr = time.Now(), err
@@ -294,6 +291,12 @@ func (r *Router) buildLocked(ctx context.Context, full bool, changed []string) (
 		r.lastStats = st
 	}
 	r.mu.Unlock()
+	if err == nil && g != prev {
+		r.publish(g)
+	}
+	if r.cfg.OnPass != nil {
+		r.cfg.OnPass(ctx, pass, err)
+	}
 	if err != nil {
 		return st, err
 	}
@@ -319,7 +322,9 @@ func (r *Router) syncWatcherLocked() {
 		return
 	}
 	bc := r.builder.Config()
+	r.watching.Store(true)
 	w.Sync(skillfs.WatchDirs(bc.Workspace, bc.Roots, r.scanned))
+	r.watching.Store(false)
 	r.synced = r.scanned
 }
 

@@ -172,3 +172,30 @@ func TestEditRightAfterStartIsServed(t *testing.T) {
 		t.Error("no folder is watched after the first generation")
 	}
 }
+
+// Status describes the build behind the generation it serves, and says
+// when the watcher is still adding folders (after a start, the router
+// serves before its edits are seen).
+func TestStatusReportsBuildAndWatch(t *testing.T) {
+	r := newRouter(t)
+	ctx := context.Background()
+	st, err := r.Status(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !st.Serving || !st.LastStats.Published || st.LastStats.Generation != st.Generation {
+		t.Fatalf("serving %v generation %d, but the last build says published %v generation %d",
+			st.Serving, st.Generation, st.LastStats.Published, st.LastStats.Generation)
+	}
+	if st.Progress.Running {
+		t.Fatalf("progress %+v with no build and no watcher", st.Progress)
+	}
+	r.watching.Store(true)
+	if st, _ = r.Status(ctx); !st.Progress.Running || st.Progress.Phase != "watch" {
+		t.Errorf("progress %+v while the watcher adds folders; want running, phase watch", st.Progress)
+	}
+	r.watching.Store(false)
+	if st, _ = r.Status(ctx); st.Progress.Running {
+		t.Errorf("progress %+v once the watcher is done", st.Progress)
+	}
+}

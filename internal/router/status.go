@@ -11,12 +11,20 @@ import (
 // Status reports the served generation, the last reindex, validation, the
 // embedding model and the MCP servers.
 func (r *Router) Status(context.Context) (*skill.Status, error) {
+	// The generation first: a build records its stats before it publishes,
+	// so the stats read next are those of g's build or a later one.
+	g := r.current.Load()
 	st := &skill.Status{
 		Version:     r.cfg.Version,
 		StartedAt:   r.started,
 		Flags:       r.Settings().Flags,
 		Progress:    r.builder.Progress(),
 		ParsedTotal: r.builder.ParsedTotal(),
+	}
+	if !st.Progress.Running && r.watching.Load() {
+		// After a start, the watches are added while the router serves
+		// (seconds at 100,000 folders); edits are seen once they are.
+		st.Progress = skill.Progress{Running: true, Phase: "watch"}
 	}
 	r.mu.Lock()
 	st.LastReindex, st.LastStats, st.Config = r.lastReindex, r.lastStats, r.configState
@@ -33,7 +41,6 @@ func (r *Router) Status(context.Context) (*skill.Status, error) {
 		st.Servers = up.Servers()
 	}
 
-	g := r.current.Load()
 	if g == nil {
 		return st, nil
 	}

@@ -96,7 +96,10 @@ type ReindexStats struct {
 
 // Progress is a snapshot of a running reindex.
 type Progress struct {
-	Running     bool
+	Running bool
+	// Phase is the build's step ("scan", "parse", "store", "embed",
+	// "index"), or "watch" while the file watcher adds the folders of a
+	// scan, between builds.
 	Phase       string
 	Done, Total int
 }

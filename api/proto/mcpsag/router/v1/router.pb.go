@@ -3330,7 +3330,9 @@ func (x *ValidationSummary) GetByCode() map[string]int32 {
 type ReindexProgress struct {
 	state   protoimpl.MessageState `protogen:"open.v1"`
 	Running bool                   `protobuf:"varint,1,opt,name=running,proto3" json:"running,omitempty"`
-	// "scan", "parse", "embed" or "index".
+	// The build's step: "scan", "parse", "store", "embed" or "index"; or
+	// "watch" while the file watcher adds the folders of a scan (after a
+	// start, the router serves while it does; edits are seen once it is done).
 	Phase         string `protobuf:"bytes,2,opt,name=phase,proto3" json:"phase,omitempty"`
 	Done          int32  `protobuf:"varint,3,opt,name=done,proto3" json:"done,omitempty"`
 	Total         int32  `protobuf:"varint,4,opt,name=total,proto3" json:"total,omitempty"`
