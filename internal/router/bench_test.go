@@ -1,0 +1,140 @@
+package router
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/mcpsag/router/internal/embed"
+	"github.com/mcpsag/router/internal/generation"
+	"github.com/mcpsag/router/internal/match"
+	"github.com/mcpsag/router/internal/skill"
+	"github.com/mcpsag/router/internal/skillfs"
+	"github.com/mcpsag/router/internal/skillmd"
+	"github.com/mcpsag/router/internal/store"
+)
+
+// BenchmarkMatchWorkspace matches the queries of a workspace that
+// routerbench gen wrote (MCPSAG_BENCH_WORKSPACE) through Router.Match, in
+// process, on the state folder a router left for it (MCPSAG_BENCH_STATE),
+// with the default model: what a Match over gRPC costs without the
+// network, gRPC and telemetry. "serial" runs one match at a time;
+// "16-concurrent" runs 16 at once, as routerbench run's default load does.
+// cpu-µs/op is the process CPU per match, comparable with the router's CPU
+// per call under that load.
+//
+//	MCPSAG_BENCH_WORKSPACE=/tmp/ws10k MCPSAG_BENCH_STATE=/tmp/state10k \
+//	  go test -run '^$' -bench MatchWorkspace ./internal/router
+func BenchmarkMatchWorkspace(b *testing.B) {
+	ws, state := os.Getenv("MCPSAG_BENCH_WORKSPACE"), os.Getenv("MCPSAG_BENCH_STATE")
+	if ws == "" || state == "" {
+		b.Skip("set MCPSAG_BENCH_WORKSPACE and MCPSAG_BENCH_STATE (routerbench gen and lifecycle write them)")
+	}
+	queries := benchQueries(b, filepath.Join(ws, "queries.jsonl"))
+	r := benchRouter(b, ws, state)
+	ctx := context.Background()
+	matchOne := func(q string) {
+		if _, err := r.Match(ctx, skill.MatchRequest{Task: q}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.Run("serial", func(b *testing.B) {
+		times := make([]time.Duration, 0, 4096)
+		i := 0
+		c0 := processCPU()
+		for b.Loop() {
+			t0 := time.Now()
+			matchOne(queries[i%len(queries)])
+			times = append(times, time.Since(t0))
+			i++
+		}
+		b.ReportMetric(float64((processCPU()-c0).Nanoseconds())/1e3/float64(i), "cpu-µs/op")
+		slices.Sort(times)
+		b.ReportMetric(float64(times[len(times)/2].Nanoseconds())/1e3, "p50-µs")
+	})
+	b.Run("16-concurrent", func(b *testing.B) {
+		var next, n atomic.Int64
+		b.SetParallelism((16 + runtime.GOMAXPROCS(0) - 1) / runtime.GOMAXPROCS(0))
+		c0 := processCPU()
+		b.RunParallel(func(pb *testing.PB) {
+			for pb.Next() {
+				matchOne(queries[int(next.Add(1))%len(queries)])
+				n.Add(1)
+			}
+		})
+		b.ReportMetric(float64((processCPU()-c0).Nanoseconds())/1e3/float64(n.Load()), "cpu-µs/op")
+	})
+}
+
+// benchRouter starts a router (no watcher) over the workspace and state
+// folder, with the bundled default model.
+func benchRouter(b *testing.B, ws, state string) *Router {
+	roots := skillfs.DefaultRoots()
+	if _, err := os.Stat(filepath.Join(ws, ".mcp", ".mcp-config.yaml")); err == nil {
+		roots = []skillfs.RootSpec{{Path: "skills/*", Kind: skill.KindProject}} // routerbench gen's split workspace
+	}
+	modelDir := filepath.Join("..", "..", "models", "mcpsag-static-v1")
+	m := embed.NewManager(embed.Config{Dir: modelDir}, nil, nil)
+	if err := m.Reload(context.Background(), embed.Config{Dir: modelDir}); err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { m.Close() })
+	db, err := store.Open(state, store.Options{LockTimeout: time.Second, ParserVersion: skillmd.Version})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { db.Close() })
+	bl, err := generation.NewBuilder(generation.Config{Workspace: ws, Roots: roots, Embedder: m}, db)
+	if err != nil {
+		b.Fatal(err)
+	}
+	r := New(Config{Builder: bl, Settings: Settings{Flags: skill.Flags{SkillsV1: true}, Match: match.DefaultConfig()}})
+	if err := r.Start(context.Background()); err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { r.Close(); bl.Flush() })
+	return r
+}
+
+// benchQueries reads the "query" of every line of a queries.jsonl file.
+func benchQueries(b *testing.B, path string) []string {
+	f, err := os.Open(path)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer f.Close()
+	var out []string
+	sc := bufio.NewScanner(f)
+	sc.Buffer(nil, 1<<20)
+	for sc.Scan() {
+		var q struct {
+			Query string `json:"query"`
+		}
+		if err := json.Unmarshal(sc.Bytes(), &q); err != nil {
+			b.Fatalf("%s: %v", path, err)
+		}
+		out = append(out, q.Query)
+	}
+	if err := sc.Err(); err != nil || len(out) == 0 {
+		b.Fatalf("%s: no queries (%v)", path, err)
+	}
+	return out
+}
+
+// processCPU returns the CPU time the process has used.
+func processCPU() time.Duration {
+	var ts unix.Timespec
+	if unix.ClockGettime(unix.CLOCK_PROCESS_CPUTIME_ID, &ts) != nil {
+		return 0
+	}
+	return time.Duration(ts.Nano())
+}
