@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/cobra"
 
 	routerv1 "github.com/mcpsag/router/api/proto/mcpsag/router/v1"
+	"github.com/mcpsag/router/internal/skill"
 )
 
 func newStatusCmd(e *env) *cobra.Command {
@@ -58,7 +59,7 @@ func writeStatus(w io.Writer, st *routerv1.StatusResponse) error {
 		fmt.Fprintf(w, "last reindex FAILED: %s\n", st.LastReindexError)
 	}
 	if p := st.ReindexProgress; p.GetRunning() {
-		if p.Phase == "watch" {
+		if p.Phase == skill.PhaseWatch {
 			fmt.Fprintln(w, "file watcher: adding the folders of the last scan; edits are seen once it is done")
 		} else {
 			fmt.Fprintf(w, "reindex running: %s %d/%d\n", p.Phase, p.Done, p.Total)

@@ -1,9 +1,7 @@
 package router
 
 import (
-	"bufio"
 	"context"
-	"encoding/json"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -15,6 +13,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/mcpsag/router/internal/embed"
+	"github.com/mcpsag/router/internal/eval"
 	"github.com/mcpsag/router/internal/generation"
 	"github.com/mcpsag/router/internal/match"
 	"github.com/mcpsag/router/internal/skill"
@@ -39,7 +38,14 @@ func BenchmarkMatchWorkspace(b *testing.B) {
 	if ws == "" || state == "" {
 		b.Skip("set MCPSAG_BENCH_WORKSPACE and MCPSAG_BENCH_STATE (routerbench gen and lifecycle write them)")
 	}
-	queries := benchQueries(b, filepath.Join(ws, "queries.jsonl"))
+	qs, err := eval.LoadQueries(filepath.Join(ws, "queries.jsonl"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	queries := make([]string, len(qs))
+	for i, q := range qs {
+		queries[i] = q.Query
+	}
 	r := benchRouter(b, ws, state)
 	ctx := context.Background()
 	matchOne := func(q string) {
@@ -103,31 +109,6 @@ func benchRouter(b *testing.B, ws, state string) *Router {
 	}
 	b.Cleanup(func() { r.Close(); bl.Flush() })
 	return r
-}
-
-// benchQueries reads the "query" of every line of a queries.jsonl file.
-func benchQueries(b *testing.B, path string) []string {
-	f, err := os.Open(path)
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer f.Close()
-	var out []string
-	sc := bufio.NewScanner(f)
-	sc.Buffer(nil, 1<<20)
-	for sc.Scan() {
-		var q struct {
-			Query string `json:"query"`
-		}
-		if err := json.Unmarshal(sc.Bytes(), &q); err != nil {
-			b.Fatalf("%s: %v", path, err)
-		}
-		out = append(out, q.Query)
-	}
-	if err := sc.Err(); err != nil || len(out) == 0 {
-		b.Fatalf("%s: no queries (%v)", path, err)
-	}
-	return out
 }
 
 // processCPU returns the CPU time the process has used.

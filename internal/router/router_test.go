@@ -191,7 +191,7 @@ func TestStatusReportsBuildAndWatch(t *testing.T) {
 		t.Fatalf("progress %+v with no build and no watcher", st.Progress)
 	}
 	r.watching.Store(true)
-	if st, _ = r.Status(ctx); !st.Progress.Running || st.Progress.Phase != "watch" {
+	if st, _ = r.Status(ctx); !st.Progress.Running || st.Progress.Phase != skill.PhaseWatch {
 		t.Errorf("progress %+v while the watcher adds folders; want running, phase watch", st.Progress)
 	}
 	r.watching.Store(false)

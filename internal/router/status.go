@@ -24,7 +24,7 @@ func (r *Router) Status(context.Context) (*skill.Status, error) {
 	if !st.Progress.Running && r.watching.Load() {
 		// After a start, the watches are added while the router serves
 		// (seconds at 100,000 folders); edits are seen once they are.
-		st.Progress = skill.Progress{Running: true, Phase: "watch"}
+		st.Progress = skill.Progress{Running: true, Phase: skill.PhaseWatch}
 	}
 	r.mu.Lock()
 	st.LastReindex, st.LastStats, st.Config = r.lastReindex, r.lastStats, r.configState

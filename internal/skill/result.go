@@ -98,11 +98,14 @@ type ReindexStats struct {
 type Progress struct {
 	Running bool
 	// Phase is the build's step ("scan", "parse", "store", "embed",
-	// "index"), or "watch" while the file watcher adds the folders of a
-	// scan, between builds.
+	// "index"), or PhaseWatch between builds.
 	Phase       string
 	Done, Total int
 }
+
+// PhaseWatch is Progress.Phase while the file watcher adds the folders of a
+// scan.
+const PhaseWatch = "watch"
 
 // Flags are the feature flags.
 type Flags struct {
