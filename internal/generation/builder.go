@@ -289,6 +289,7 @@ func (b *Builder) build(ctx context.Context, prev *Generation, full bool, change
 	if g.Index, us, err = b.buildIndex(ctx, base, g, cfg); err != nil {
 		return nil, pass, err
 	}
+	g.vectors = heldVectors(g.vectors, g.Index)
 	pass.phase("index", &t)
 	pass.Analyzed, pass.Reused = us.Changed+us.Added, us.Kept
 	b.snapshots.save(g)
@@ -316,6 +317,7 @@ func (b *Builder) WithMatchConfig(ctx context.Context, g *Generation, cfg match.
 			return nil, err
 		}
 	}
+	next.vectors = heldVectors(next.vectors, next.Index)
 	b.snapshots.save(&next)
 	return &next, nil
 }

@@ -646,3 +646,53 @@ func TestDamagedSnapshotIsRebuilt(t *testing.T) {
 		}
 	}
 }
+
+// TestVectorsAreTheIndexRows: a generation's vectors are its index's own
+// rows, after the first build, after an edit (whose vector block the index
+// copied to change it) and after a restart from the snapshot, so a
+// generation holds each vector once, and they are the vectors a fresh
+// build makes.
+func TestVectorsAreTheIndexRows(t *testing.T) {
+	ws := t.TempDir()
+	root := filepath.Join(ws, "skills")
+	for i := range 8 {
+		writeSkill(t, root, fmt.Sprintf("s%d", i), fmt.Sprintf("s%d", i), fmt.Sprintf("helper number %d for topic %d", i, i%3))
+	}
+	ti := newTestIndex(t, ws, Config{Embedder: newTinyManager(t)})
+	held := func(what string) {
+		t.Helper()
+		rows := map[*skill.Skill][]float32{}
+		ti.prev.Index.EachVector(func(s *skill.Skill, v []float32) { rows[s] = v })
+		if len(rows) != 8 || len(ti.prev.vectors) != 8 {
+			t.Fatalf("%s: %d rows, %d vectors, want 8", what, len(rows), len(ti.prev.vectors))
+		}
+		fresh := newTestIndex(t, ws, Config{Embedder: ti.cfg.Embedder})
+		fresh.reindex(false)
+		for s, v := range ti.prev.vectors {
+			if row := rows[s]; len(row) == 0 || &row[0] != &v[0] {
+				t.Fatalf("%s: the vector of %s is not its index row", what, s.Name)
+			}
+			if w := fresh.prev.vectors[mustLookup(t, fresh.prev.Catalog, s.Name)]; !slices.Equal(v, w) {
+				t.Fatalf("%s: the vector of %s differs from a fresh build's", what, s.Name)
+			}
+		}
+	}
+	ti.reindex(false)
+	held("first build")
+	p := writeSkill(t, root, "s3", "s3", "an entirely new description of this helper")
+	later := time.Now().Add(time.Minute)
+	if err := os.Chtimes(p, later, later); err != nil {
+		t.Fatal(err)
+	}
+	if _, st := ti.reindex(false); st.Embedded != 1 {
+		t.Fatalf("edit: embedded %d, want 1", st.Embedded)
+	}
+	held("after an edit")
+	ti.restart()
+	g, _, err := ti.b.Build(context.Background(), nil, false, match.DefaultConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	ti.prev = g
+	held("after a restart")
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"strings"
 	"unicode"
 	"unicode/utf8"
@@ -101,7 +102,7 @@ func (b *Builder) vectors(ctx context.Context, prev *Generation, base *match.Ind
 		return nil, vectorSpace{}, nil
 	}
 	for i, s := range todo {
-		out[s] = vecs[i]
+		out[s] = match.UnitVector(vecs[i]) // as the index holds it: see heldVectors
 	}
 	// While a server is not settled its tools are missing from winners:
 	// their vectors stay in the cache for when it is back.
@@ -283,6 +284,7 @@ func (b *Builder) indexInput(g *Generation, winners []*skill.Skill, cfg match.Co
 		Config:       cfg,
 	}
 	if g.vectors != nil {
+		in.UnitVectors = true
 		in.Vectors = make([][]float32, len(winners))
 		for i, s := range winners {
 			in.Vectors[i] = g.vectors[s]
@@ -291,6 +293,29 @@ func (b *Builder) indexInput(g *Generation, winners []*skill.Skill, cfg match.Co
 		in.Model = g.Model.Fingerprint
 	}
 	return in
+}
+
+// heldVectors returns vectors (a generation's, unit vectors by skill) with
+// every vector ix holds replaced by ix's own copy, the same bits: a
+// generation then keeps no vector alive that its index does not hold (the
+// first copy of a new vector, the rows of blocks its index copied to change
+// them). It returns vectors itself when nothing is replaced.
+func heldVectors(vectors map[*skill.Skill][]float32, ix *match.Index) map[*skill.Skill][]float32 {
+	if vectors == nil {
+		return nil
+	}
+	out, copied := vectors, false
+	ix.EachVector(func(s *skill.Skill, row []float32) {
+		v, ok := out[s]
+		if !ok || len(v) == 0 || &v[0] == &row[0] {
+			return
+		}
+		if !copied {
+			out, copied = maps.Clone(vectors), true
+		}
+		out[s] = row
+	})
+	return out
 }
 
 // buildFresh builds in from scratch, reading the bodies it indexes in one

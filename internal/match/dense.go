@@ -3,8 +3,10 @@ package match
 import (
 	"math"
 	"runtime"
+	"slices"
 	"sync"
 	"sync/atomic"
+	"unsafe"
 )
 
 // dense holds the skill vectors as unit rows, one per document slot, in
@@ -41,9 +43,9 @@ type denseBlock struct {
 
 // newDense copies the usable vectors into a matrix of n slots. A vector is
 // usable when it has the dimension of the first usable one and a finite,
-// nonzero norm; it is normalised to unit length. bad counts the unusable
-// ones.
-func newDense(vectors [][]float32, n int) (d *dense, bad int) {
+// nonzero norm; it is normalised to unit length unless unit says it is
+// (see set). bad counts the unusable ones.
+func newDense(vectors [][]float32, n int, unit bool) (d *dense, bad int) {
 	dim := 0
 	for _, v := range vectors {
 		if len(v) > 0 {
@@ -67,55 +69,11 @@ func newDense(vectors [][]float32, n int) (d *dense, bad int) {
 		if vectors[i] == nil {
 			continue
 		}
-		if !d.set(i, vectors[i]) {
+		if !d.set(i, vectors[i], unit) {
 			bad++
 		}
 	}
 	return d, bad
-}
-
-// restoreDense makes the matrix of a snapshot's vectors: the unit rows
-// (normalised as set does, on every CPU, block by block), without their
-// int8 forms, which the snapshot holds. It returns nil when no vector has
-// the dimension.
-func restoreDense(vectors [][]float32, n, dim int) *dense {
-	d := &dense{dim: dim, stride: (dim + 63) &^ 63}
-	d.grow(n)
-	counts := make([]int, len(d.blocks))
-	var next atomic.Int64
-	var wg sync.WaitGroup
-	for range runtime.GOMAXPROCS(0) {
-		wg.Go(func() {
-			for bi := int(next.Add(1) - 1); bi < len(d.blocks); bi = int(next.Add(1) - 1) {
-				b := d.blocks[bi]
-				for r := range blockRows {
-					i := bi*blockRows + r
-					if i >= n || i >= len(vectors) {
-						break
-					}
-					v := vectors[i]
-					norm, ok := unitNorm(v)
-					if len(v) != dim || !ok {
-						continue
-					}
-					row := b.vecs[r*dim : (r+1)*dim]
-					for j, x := range v {
-						row[j] = float32(float64(x) / norm)
-					}
-					b.has[r] = true
-					counts[bi]++
-				}
-			}
-		})
-	}
-	wg.Wait()
-	for _, c := range counts {
-		d.count += c
-	}
-	if d.count == 0 {
-		return nil
-	}
-	return d
 }
 
 // usable reports whether v can be a row of d.
@@ -139,9 +97,11 @@ func (d *dense) newBlock() *denseBlock {
 	}
 }
 
-// set stores v, normalised, in slot i of a block d owns. It returns false
-// (and clears the slot) when v is not usable.
-func (d *dense) set(i int, v []float32) bool {
+// set stores v in slot i of a block d owns: as it is when unit says v is a
+// unit vector already (UnitVector made it, or it is a row of an index) and
+// its norm is within unitSlack of 1, else normalised. It returns false (and
+// clears the slot) when v is not usable.
+func (d *dense) set(i int, v []float32, unit bool) bool {
 	b := d.blocks[i/blockRows]
 	r := i % blockRows
 	if b.has[r] {
@@ -155,12 +115,70 @@ func (d *dense) set(i int, v []float32) bool {
 		b.quantize(r, d.dim, d.stride)
 		return false
 	}
-	for j, x := range v {
-		row[j] = float32(float64(x) / norm)
+	if unit && math.Abs(norm-1) <= unitSlack {
+		copy(row, v)
+	} else {
+		normalize(row, v, norm)
 	}
 	b.has[r] = true
 	d.count++
 	b.quantize(r, d.dim, d.stride)
+	return true
+}
+
+// unitSlack is how far from 1 the norm of a vector said to be a unit
+// vector may be: far more than float32 rounding leaves, far less than any
+// vector that was never normalised.
+const unitSlack = 1e-4
+
+// normalize writes v divided by its norm to dst. Every unit vector the
+// index holds or hands out is made here, so the same vector always gives
+// the same bits.
+func normalize(dst, v []float32, norm float64) {
+	for j, x := range v {
+		dst[j] = float32(float64(x) / norm)
+	}
+}
+
+// UnitVector returns v normalised to unit length in a new slice, exactly as
+// an Index normalises the vectors it is given: an index given the result
+// with BuildInput.UnitVectors holds the same bits as one given v. A vector
+// that cannot be normalised (zero, not finite) is returned as it is.
+func UnitVector(v []float32) []float32 {
+	norm, ok := unitNorm(v)
+	if !ok {
+		return v
+	}
+	out := make([]float32, len(v))
+	normalize(out, v, norm)
+	return out
+}
+
+// holds reports whether slot i holds what set(i, v, unit) would store,
+// without storing it: an update keeps the slot's row when it does.
+func (d *dense) holds(i int32, v []float32, unit bool) bool {
+	if !d.has(i) {
+		return !d.usable(v)
+	}
+	if len(v) != d.dim {
+		return false
+	}
+	row := d.row(i)
+	if unsafe.SliceData(row) == unsafe.SliceData(v) {
+		return true
+	}
+	norm, ok := unitNorm(v)
+	if !ok {
+		return false
+	}
+	if unit && math.Abs(norm-1) <= unitSlack {
+		return slices.Equal(row, v)
+	}
+	for j, x := range v {
+		if float32(float64(x)/norm) != row[j] {
+			return false
+		}
+	}
 	return true
 }
 
@@ -263,9 +281,7 @@ func (d *dense) query(q []float32) ([]float32, bool) {
 		return nil, false
 	}
 	out := make([]float32, d.dim)
-	for i, x := range q {
-		out[i] = float32(float64(x) / norm)
-	}
+	normalize(out, q, norm)
 	return out, true
 }
 

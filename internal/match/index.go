@@ -29,8 +29,14 @@ type BuildInput struct {
 	// Vectors are the skills' document vectors, aligned with Skills. A
 	// nil slice or nil entries mean no vector: those skills are matched
 	// by keywords only. Vectors of another dimension than the first one
-	// are ignored and counted in BuildStats.BadVectors.
+	// are ignored and counted in BuildStats.BadVectors. The index keeps
+	// its own unit-length copy of each.
 	Vectors [][]float32
+	// UnitVectors says Vectors are unit vectors already: made by
+	// UnitVector, or rows an Index handed out (EachVector). The
+	// index then copies them as they are, so a vector passed on from one
+	// generation to the next keeps its bits; others are normalised.
+	UnitVectors bool
 	// Body returns a skill's SKILL.md body. It is called only when the
 	// body is indexed (Fields.BodyChars > 0 and Fields.Body.Weight > 0);
 	// nil, or an error for one skill, indexes that skill without a body.
@@ -78,7 +84,6 @@ type Index struct {
 	hidden       []bool           // by slot
 	ord          []int32          // by slot: the skill's place among the indexed skills, in catalog order
 	bodyErr      []bool           // by slot: the body could not be read; indexed without it
-	srcVec       [][]float32      // by slot: the vector as given, to tell an unchanged one cheaply
 	byOrd        []int32          // the slots in catalog order
 	slotOf       map[string]int32 // skill folder -> slot
 	sparse       *sparse
@@ -120,7 +125,6 @@ func Build(ctx context.Context, in BuildInput) (*Index, error) {
 	ix.ord = make([]int32, n)
 	ix.byOrd = make([]int32, n)
 	ix.bodyErr = make([]bool, n)
-	ix.srcVec = vectors
 	ix.slotOf = make(map[string]int32, n)
 	for i, s := range ix.docs {
 		ix.slotOf[s.Key()] = int32(i)
@@ -148,12 +152,17 @@ func Build(ctx context.Context, in BuildInput) (*Index, error) {
 		}
 		texts[i] = docText(s, fields, body)
 	}
+	// Nothing reads in after this point: a body reader that holds every
+	// body (a cold build's) is garbage while the postings are built,
+	// which is when the build holds the most.
+	unit := in.UnitVectors
+	in = BuildInput{}
 	var err error
 	if ix.sparse, err = newSparse(ctx, fields, texts, cfg.BM25); err != nil {
 		return nil, err
 	}
 
-	ix.dense, ix.stats.BadVectors = newDense(vectors, n)
+	ix.dense, ix.stats.BadVectors = newDense(vectors, n, unit)
 	if ix.dense != nil {
 		ix.stats.Vectors, ix.stats.Dimension = ix.dense.count, ix.dense.dim
 	}
@@ -312,7 +321,7 @@ func (ix *Index) WithConfig(cfg Config) (*Index, error) {
 	sp.k1, sp.sum = cfg.BM25.K1, cfg.BM25.Scoring == ScoringSum
 	return &Index{
 		cfg: cfg, generation: ix.generation, generationID: ix.generationID, model: ix.model, docs: ix.docs, hidden: ix.hidden,
-		ord: ix.ord, bodyErr: ix.bodyErr, srcVec: ix.srcVec, byOrd: ix.byOrd, slotOf: ix.slotOf,
+		ord: ix.ord, bodyErr: ix.bodyErr, byOrd: ix.byOrd, slotOf: ix.slotOf,
 		sparse: &sp, dense: ix.dense, phrases: ix.phrases, embedder: ix.embedder, stats: ix.stats,
 	}, nil
 }
@@ -323,12 +332,17 @@ func (ix *Index) CanUpdate(cfg Config) bool {
 	return ix.sameIndexing(cfg.withDefaults(), ix.sparse.hasField(fieldParams))
 }
 
-// EachVector calls f with every indexed skill that has a vector, and the
-// vector as given to Build or Update, in catalog order.
+// EachVector calls f with every indexed skill that has a usable vector, and
+// the unit vector the index holds for it, in catalog order. The vector is
+// the index's own memory: f must not change it. Passed back to Build or
+// Update with BuildInput.UnitVectors, it is kept as it is.
 func (ix *Index) EachVector(f func(*skill.Skill, []float32)) {
+	if ix.dense == nil {
+		return
+	}
 	for _, d := range ix.byOrd {
-		if v := ix.srcVec[d]; v != nil {
-			f(ix.docs[d], v)
+		if ix.dense.has(d) {
+			f(ix.docs[d], ix.dense.row(d))
 		}
 	}
 }

@@ -121,7 +121,7 @@ func TestParallelScanMatchesSerial(t *testing.T) {
 		}
 		vecs[i] = v
 	}
-	d, bad := newDense(vecs, n)
+	d, bad := newDense(vecs, n, false)
 	if bad != 0 || d.count != n-(n+96)/97 {
 		t.Fatalf("bad %d count %d", bad, d.count)
 	}

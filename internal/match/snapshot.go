@@ -28,7 +28,7 @@ const (
 	// SnapshotVersion changes with the layout or with anything that
 	// changes analysis (analyzers, normalisation); another version is
 	// not read.
-	SnapshotVersion = 5
+	SnapshotVersion = 6
 )
 
 // ErrSnapshotVersion is returned by ReadSnapshot for a snapshot of another
@@ -144,9 +144,6 @@ func (ix *Index) WriteSnapshot(w io.Writer) error {
 		e.u8(1)
 		e.stub(stubOf(s))
 		e.bool(ix.bodyErr[d])
-		v := ix.srcVec[d]
-		e.u32(uint32(len(v)))
-		e.f32s(v)
 	}
 	e.i32s(ix.byOrd)
 	// Sparse.
@@ -213,11 +210,20 @@ func (ix *Index) WriteSnapshot(w io.Writer) error {
 			e.u32(uint32(r.i))
 		}
 	}
-	// The int8 rows, whose making is the costly part of restoring the
-	// vectors.
+	// The vector blocks as they are: the unit rows, which slots have one,
+	// and the int8 rows.
 	if ix.dense != nil {
 		e.u32(uint32(len(ix.dense.blocks)))
+		has := make([]byte, blockRows)
 		for _, b := range ix.dense.blocks {
+			for r, h := range b.has {
+				has[r] = 0
+				if h {
+					has[r] = 1
+				}
+			}
+			e.bytes(has)
+			e.f32s(b.vecs)
 			e.i8s(b.q)
 			e.f32s(b.scale)
 			e.f32s(b.bound)
@@ -265,7 +271,6 @@ func ReadSnapshot(r io.Reader) (*Index, error) {
 	ix.docs = make([]*skill.Skill, n)
 	ix.hidden = make([]bool, n)
 	ix.bodyErr = make([]bool, n)
-	ix.srcVec = make([][]float32, n)
 	ix.ord = make([]int32, n)
 	for s := range n {
 		if d.u8() == 0 {
@@ -278,12 +283,6 @@ func ReadSnapshot(r io.Reader) (*Index, error) {
 		ix.docs[s] = st.skill()
 		ix.hidden[s] = st.Hidden
 		ix.bodyErr[s] = d.bool()
-		if l := int(d.u32()); l > 0 {
-			if l > 1<<16 {
-				return nil, fmt.Errorf("match snapshot slot %d: vector of %d values", s, l)
-			}
-			ix.srcVec[s] = d.f32s(l)
-		}
 		if d.err != nil {
 			return nil, fmt.Errorf("match snapshot slot %d: %w", s, d.err)
 		}
@@ -382,24 +381,8 @@ func ReadSnapshot(r io.Reader) (*Index, error) {
 		}
 		ph.byFirst[t] = refs
 	}
-	type quantized struct {
-		q          []int8
-		scale, bnd []float32
-		sum        []int32
-	}
-	var qb []quantized
 	if h.Dim > 0 {
-		stride := (h.Dim + 63) &^ 63
-		nb := int(d.u32())
-		if d.err == nil && nb != (n+blockRows-1)/blockRows {
-			d.err = fmt.Errorf("%d vector blocks for %d slots", nb, n)
-		}
-		for range nb {
-			if d.err != nil {
-				break
-			}
-			qb = append(qb, quantized{q: d.i8s(blockRows * stride), scale: d.f32s(blockRows), bnd: d.f32s(blockRows), sum: d.i32s(blockRows)})
-		}
+		ix.dense = d.dense(h.Dim, ix.docs)
 	}
 	if d.err != nil {
 		return nil, fmt.Errorf("match snapshot: %w", d.err)
@@ -410,16 +393,39 @@ func ReadSnapshot(r io.Reader) (*Index, error) {
 		return nil, errors.New("match snapshot: checksum mismatch (damaged or cut)")
 	}
 	ix.phrases = ph
-	if h.Dim > 0 {
-		ix.dense = restoreDense(ix.srcVec, n, h.Dim)
-		if ix.dense == nil || len(ix.dense.blocks) != len(qb) {
-			return nil, errors.New("match snapshot: vectors do not match their int8 rows")
-		}
-		for i, b := range ix.dense.blocks {
-			b.q, b.scale, b.bound, b.sum = qb[i].q, qb[i].scale, qb[i].bnd, qb[i].sum
-		}
-	}
 	return ix, nil
+}
+
+// dense reads the vector blocks of the slots docs (nil: a free slot),
+// which a valid index gives dim values per row.
+func (d *dec) dense(dim int, docs []*skill.Skill) *dense {
+	if dim > 1<<16 {
+		d.err = fmt.Errorf("vectors of %d values", dim)
+		return nil
+	}
+	dn := &dense{dim: dim, stride: (dim + 63) &^ 63}
+	nb := int(d.u32())
+	if d.err == nil && nb != (len(docs)+blockRows-1)/blockRows {
+		d.err = fmt.Errorf("%d vector blocks for %d slots", nb, len(docs))
+	}
+	for bi := 0; bi < nb && d.err == nil; bi++ {
+		b := &denseBlock{has: make([]bool, blockRows)}
+		for r, h := range d.bytes(blockRows) {
+			i := bi*blockRows + r
+			switch {
+			case h > 1 || h == 1 && (i >= len(docs) || docs[i] == nil):
+				d.err = fmt.Errorf("vector block %d: row %d marked %d", bi, r, h)
+			case h == 1:
+				b.has[r] = true
+				dn.count++
+			}
+		}
+		b.vecs = d.f32s(blockRows * dim)
+		b.q = d.i8s(blockRows * dn.stride)
+		b.scale, b.bound, b.sum = d.f32s(blockRows), d.f32s(blockRows), d.i32s(blockRows)
+		dn.blocks = append(dn.blocks, b)
+	}
+	return dn
 }
 
 // enc writes the snapshot's encoding; the first error sticks.

@@ -6,7 +6,6 @@ import (
 	"maps"
 	"slices"
 	"time"
-	"unsafe"
 
 	"github.com/mcpsag/router/internal/skill"
 )
@@ -136,14 +135,12 @@ func (ix *Index) Update(ctx context.Context, in BuildInput) (*Index, UpdateStats
 	nx.docs = make([]*skill.Skill, slots)
 	nx.hidden = make([]bool, slots)
 	nx.bodyErr = make([]bool, slots)
-	nx.srcVec = make([][]float32, slots)
 	nx.ord = make([]int32, slots)
 	nx.byOrd = make([]int32, len(items))
 	copy(nx.bodyErr, ix.bodyErr)
 	for i, it := range items {
 		nx.docs[it.slot] = it.s
 		nx.hidden[it.slot] = it.s.Frontmatter.Hidden
-		nx.srcVec[it.slot] = it.v
 		nx.ord[it.slot] = int32(i)
 		nx.byOrd[i] = it.slot
 		if it.s.Frontmatter.Hidden {
@@ -193,7 +190,7 @@ func (ix *Index) Update(ctx context.Context, in BuildInput) (*Index, UpdateStats
 	for i, it := range items {
 		svs[i] = slotVec{slot: it.slot, v: it.v, kept: it.kept}
 	}
-	nx.dense, us.Vectors = ix.updateDense(svs, drop, slots)
+	nx.dense, us.Vectors = ix.updateDense(svs, drop, slots, in.UnitVectors)
 	if nx.dense != nil {
 		nx.stats.Vectors, nx.stats.Dimension = nx.dense.count, nx.dense.dim
 		for _, it := range items {
@@ -246,22 +243,10 @@ func sameIndexedText(a, b *skill.Skill) bool {
 		slices.Equal(a.Tags(), b.Tags()) && slices.Equal(a.Frontmatter.Triggers, b.Frontmatter.Triggers)
 }
 
-// sameVector reports whether v, as given, is the vector slot d was set
-// from: the same slice, or equal values.
-func sameVector(old, v []float32) bool {
-	if len(old) != len(v) {
-		return false
-	}
-	if len(v) == 0 || unsafe.SliceData(old) == unsafe.SliceData(v) {
-		return true
-	}
-	return slices.Equal(old, v)
-}
-
 // updateDense returns the vectors of the new generation: ix's blocks, with
 // those that hold a changed slot copied and changed. Like newDense, the
 // dimension is that of the first usable vector in catalog order.
-func (ix *Index) updateDense(items []slotVec, drop []int32, slots int) (*dense, int) {
+func (ix *Index) updateDense(items []slotVec, drop []int32, slots int, unit bool) (*dense, int) {
 	dim := 0
 	for _, it := range items {
 		if len(it.v) > 0 {
@@ -280,7 +265,7 @@ func (ix *Index) updateDense(items []slotVec, drop []int32, slots int) (*dense, 
 		d.grow(slots)
 		for _, it := range items {
 			if it.v != nil {
-				d.set(int(it.slot), it.v)
+				d.set(int(it.slot), it.v, unit)
 			}
 		}
 		return d, len(items)
@@ -292,7 +277,7 @@ func (ix *Index) updateDense(items []slotVec, drop []int32, slots int) (*dense, 
 		touched[int(d)/blockRows] = true
 	}
 	for _, it := range items {
-		if it.kept && sameVector(ix.srcVec[it.slot], it.v) {
+		if it.kept && old.holds(it.slot, it.v, unit) {
 			continue
 		}
 		set[it.slot] = it.v
@@ -305,7 +290,7 @@ func (ix *Index) updateDense(items []slotVec, drop []int32, slots int) (*dense, 
 	d.grow(slots)
 	for _, s := range slices.Sorted(maps.Keys(set)) {
 		if v := set[s]; v != nil {
-			d.set(int(s), v)
+			d.set(int(s), v, unit)
 		} else {
 			d.clearSlot(int(s))
 		}
