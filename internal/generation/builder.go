@@ -558,8 +558,6 @@ func parseFound(f skillfs.Found, lim skillmd.Limits) parseResult {
 // is unchanged.
 type skillMemo struct {
 	rec      *store.FileRecord
-	found    skillfs.Found
-	reg      skill.RegistryEntry
 	hasReg   bool
 	key      string // the folded name
 	skill    *skill.Skill
@@ -567,13 +565,15 @@ type skillMemo struct {
 	digestIn []byte         // the skill's part of digestInput
 }
 
-// same reports whether m was built from rec, f and the registry entry e.
+// same reports whether m was built from rec, f and the registry entry e
+// (hasReg: there is one). The skill it built holds what it took from f and
+// e.
 func (m *skillMemo) same(rec *store.FileRecord, f skillfs.Found, e skill.RegistryEntry, hasReg bool) bool {
-	g := m.found
-	return m.rec == rec && g.Root == f.Root && g.Dir == f.Dir && g.RelPath == f.RelPath &&
-		g.ResourcesTruncated == f.ResourcesTruncated && slices.Equal(g.Resources, f.Resources) &&
-		m.hasReg == hasReg && m.reg.Owner == e.Owner && m.reg.Source == e.Source && slices.Equal(m.reg.Tags, e.Tags) &&
-		((m.reg.Enabled == nil) == (e.Enabled == nil)) && (e.Enabled == nil || *m.reg.Enabled == *e.Enabled)
+	s, r := m.skill, m.skill.Registry
+	return m.rec == rec && s.Root == f.Root && s.Dir == f.Dir && s.RelPath == f.RelPath &&
+		s.ResourcesTruncated == f.ResourcesTruncated && slices.Equal(s.Resources, f.Resources) &&
+		m.hasReg == hasReg && (!hasReg || r.Owner == e.Owner && r.Source == e.Source && slices.Equal(r.Tags, e.Tags) &&
+		((r.Enabled == nil) == (e.Enabled == nil)) && (e.Enabled == nil || *r.Enabled == *e.Enabled))
 }
 
 // sameFiles reports whether two scans found the same SKILL.md paths.
@@ -672,7 +672,7 @@ func (b *Builder) catalogInput(roots []skill.Root, scan skillfs.ScanResult, recs
 			used[f.Root.Path][key] = true
 		}
 		if m == nil || !m.same(rec, f, e, hasReg) {
-			m = &skillMemo{rec: rec, found: f, reg: e, hasReg: hasReg, key: key}
+			m = &skillMemo{rec: rec, hasReg: hasReg, key: key}
 			s := &skill.Skill{
 				Name: g.Name, Dir: f.Dir, RelPath: f.RelPath, Root: f.Root,
 				Frontmatter: g.Frontmatter, BodyLine: g.BodyLine, BodyTokens: g.BodyTokens,

@@ -135,8 +135,13 @@ func decodeRecord(b []byte) (*FileRecord, error) {
 	case 1:
 		g := &Version{Name: d.str()}
 		d.frontmatter(&g.Frontmatter)
+		// The names, and the two hashes of a file whose last version
+		// parsed, are usually equal: they share one string.
+		if g.Frontmatter.Name == g.Name {
+			g.Frontmatter.Name = g.Name
+		}
 		g.BodyLine, g.BodyTokens = d.smallInt(), d.smallInt()
-		g.ContentHash, g.FrontmatterHash = d.str(), d.str()
+		g.ContentHash, g.FrontmatterHash = d.strLike(r.ContentHash), d.str()
 		g.Size, g.ModTimeNano = d.int(), d.int()
 		g.Problems = d.problems()
 		r.Good = g
@@ -213,6 +218,17 @@ func (d *recordDecoder) count(min int) int {
 func (d *recordDecoder) str() string {
 	n := d.count(1)
 	s := string(d.b[:n])
+	d.b = d.b[n:]
+	return s
+}
+
+// strLike is str, returning like itself when the string equals it.
+func (d *recordDecoder) strLike(like string) string {
+	n := d.count(1)
+	s := like
+	if string(d.b[:n]) != like { // compared without a copy
+		s = string(d.b[:n])
+	}
 	d.b = d.b[n:]
 	return s
 }
