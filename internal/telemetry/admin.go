@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"regexp"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -30,7 +31,12 @@ var TranslationStrategy = otlptranslator.UnderscoreEscapingWithSuffixes
 // global one).
 func newPrometheus() (sdkmetric.Reader, http.Handler, error) {
 	reg := prometheus.NewRegistry()
-	if err := reg.Register(collectors.NewGoCollector()); err != nil {
+	// Beside the default Go metrics: the heap live after the last GC
+	// (go_gc_heap_live_bytes), what the router really holds, and the
+	// size the heap may reach before the next (go_gc_heap_goal_bytes).
+	// Resident memory sits between the two.
+	heap := collectors.GoRuntimeMetricsRule{Matcher: regexp.MustCompile(`^/gc/heap/(live|goal):bytes$`)}
+	if err := reg.Register(collectors.NewGoCollector(collectors.WithGoCollectorRuntimeMetrics(heap))); err != nil {
 		return nil, nil, fmt.Errorf("telemetry: register go collector: %w", err)
 	}
 	if err := reg.Register(collectors.NewProcessCollector(collectors.ProcessCollectorOpts{})); err != nil {

@@ -140,7 +140,7 @@ func TestMetricsEndpoint(t *testing.T) {
 		}
 	}
 	// Go runtime and process metrics come from the same registry.
-	for _, name := range []string{"go_goroutines", "process_resident_memory_bytes"} {
+	for _, name := range []string{"go_goroutines", "process_resident_memory_bytes", "go_gc_heap_live_bytes", "go_gc_heap_goal_bytes"} {
 		if _, ok := fams[name]; !ok {
 			t.Errorf("%s not served", name)
 		}
