@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"runtime/debug"
 	"strconv"
 	"testing"
@@ -97,7 +98,10 @@ func BenchmarkEditToServed(b *testing.B) {
 // BenchmarkWarmRestart opens the state folder MCPSAG_BENCH_STATE that a
 // router left for the workspace MCPSAG_BENCH_WORKSPACE (routerbench
 // lifecycle leaves one) and builds the first generation, as a restart does,
-// with the default model; it logs each step's duration.
+// with the default model; it logs each step's duration. It reports the heap
+// live after a collection while the generation and the builder are held
+// (live-MiB): what a router holds at that size, model included, garbage
+// excluded.
 func BenchmarkWarmRestart(b *testing.B) {
 	ws, state := os.Getenv("MCPSAG_BENCH_WORKSPACE"), os.Getenv("MCPSAG_BENCH_STATE")
 	if ws == "" || state == "" {
@@ -129,7 +133,7 @@ func BenchmarkWarmRestart(b *testing.B) {
 			b.Fatal(err)
 		}
 		t3 := time.Now()
-		_, pass, err := bl.Build(context.Background(), nil, false, match.DefaultConfig())
+		g, pass, err := bl.Build(context.Background(), nil, false, match.DefaultConfig())
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -138,6 +142,15 @@ func BenchmarkWarmRestart(b *testing.B) {
 			t1.Sub(t0).Round(time.Millisecond), t2.Sub(t1).Round(time.Millisecond), t3.Sub(t2).Round(time.Millisecond),
 			t4.Sub(t3).Round(time.Millisecond), pass.Stats.Parsed, pass.Stats.Embedded, pass.Analyzed, pass.Phases)
 		bl.Flush()
+		b.StopTimer()
+		runtime.GC()
+		var ms runtime.MemStats
+		runtime.ReadMemStats(&ms)
+		b.ReportMetric(float64(ms.HeapAlloc)/(1<<20), "live-MiB")
+		b.Logf("live heap %.1f MiB with %d skills indexed", float64(ms.HeapAlloc)/(1<<20), g.Index.Len())
+		runtime.KeepAlive(g)
+		runtime.KeepAlive(bl) // its records, scan and memo serve the next build
+		b.StartTimer()
 		db.Close()
 		m.Close()
 	}
