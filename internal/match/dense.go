@@ -115,11 +115,7 @@ func (d *dense) set(i int, v []float32, unit bool) bool {
 		b.quantize(r, d.dim, d.stride)
 		return false
 	}
-	if unit && math.Abs(norm-1) <= unitSlack {
-		copy(row, v)
-	} else {
-		normalize(row, v, norm)
-	}
+	unitRow(row, v, norm, unit)
 	b.has[r] = true
 	d.count++
 	b.quantize(r, d.dim, d.stride)
@@ -130,6 +126,15 @@ func (d *dense) set(i int, v []float32, unit bool) bool {
 // vector may be: far more than float32 rounding leaves, far less than any
 // vector that was never normalised.
 const unitSlack = 1e-4
+
+// unitRow writes to dst the row set stores for v, whose norm is norm.
+func unitRow(dst, v []float32, norm float64, unit bool) {
+	if unit && math.Abs(norm-1) <= unitSlack {
+		copy(dst, v)
+		return
+	}
+	normalize(dst, v, norm)
+}
 
 // normalize writes v divided by its norm to dst. Every unit vector the
 // index holds or hands out is made here, so the same vector always gives
@@ -171,15 +176,9 @@ func (d *dense) holds(i int32, v []float32, unit bool) bool {
 	if !ok {
 		return false
 	}
-	if unit && math.Abs(norm-1) <= unitSlack {
-		return slices.Equal(row, v)
-	}
-	for j, x := range v {
-		if float32(float64(x)/norm) != row[j] {
-			return false
-		}
-	}
-	return true
+	want := make([]float32, d.dim)
+	unitRow(want, v, norm, unit)
+	return slices.Equal(row, want)
 }
 
 // clearSlot removes slot i's vector (the block must be d's own).

@@ -134,12 +134,9 @@ func decodeRecord(b []byte) (*FileRecord, error) {
 	case 0:
 	case 1:
 		g := &Version{Name: d.str()}
-		d.frontmatter(&g.Frontmatter)
 		// The names, and the two hashes of a file whose last version
 		// parsed, are usually equal: they share one string.
-		if g.Frontmatter.Name == g.Name {
-			g.Frontmatter.Name = g.Name
-		}
+		d.frontmatter(&g.Frontmatter, g.Name)
 		g.BodyLine, g.BodyTokens = d.smallInt(), d.smallInt()
 		g.ContentHash, g.FrontmatterHash = d.strLike(r.ContentHash), d.str()
 		g.Size, g.ModTimeNano = d.int(), d.int()
@@ -275,8 +272,9 @@ func (d *recordDecoder) problems() []skill.Problem {
 	return out
 }
 
-func (d *recordDecoder) frontmatter(f *skill.Frontmatter) {
-	f.Name, f.Description, f.License, f.Compatibility = d.str(), d.str(), d.str(), d.str()
+// frontmatter decodes f; its name shares name's string when equal.
+func (d *recordDecoder) frontmatter(f *skill.Frontmatter, name string) {
+	f.Name, f.Description, f.License, f.Compatibility = d.strLike(name), d.str(), d.str(), d.str()
 	f.Metadata = d.strMap()
 	f.AllowedTools, f.Triggers, f.Tags = d.strs(), d.strs(), d.strs()
 	flags := d.byte()
