@@ -155,3 +155,29 @@ func BenchmarkWarmRestart(b *testing.B) {
 		m.Close()
 	}
 }
+
+// BenchmarkReadSnapshot reads the index snapshot a router left in the state
+// folder MCPSAG_BENCH_STATE, as a restart does while it scans; it reports
+// the bytes allocated per read beside the file's size.
+//
+//	MCPSAG_BENCH_STATE=/tmp/state100k go test -run '^$' -bench ReadSnapshot -benchtime 5x ./internal/generation
+func BenchmarkReadSnapshot(b *testing.B) {
+	state := os.Getenv("MCPSAG_BENCH_STATE")
+	if state == "" {
+		b.Skip("set MCPSAG_BENCH_STATE to a router's state folder (routerbench lifecycle leaves one)")
+	}
+	path := filepath.Join(state, SnapshotFile)
+	fi, err := os.Stat(path)
+	if err != nil {
+		b.Skip(err)
+	}
+	b.SetBytes(fi.Size())
+	b.ReportAllocs()
+	for b.Loop() {
+		ix, _, err := readSnapshot(path)
+		if err != nil {
+			b.Fatal(err)
+		}
+		runtime.KeepAlive(ix)
+	}
+}

@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/mcpsag/router/internal/embed"
@@ -23,8 +24,11 @@ import (
 // means the next start analyzes more.
 const SnapshotFile = "index.snapshot"
 
-// snapshotMagic starts the file; a JSON header with the model identity
-// follows, then the match index's own snapshot.
+// snapshotMagic starts the file; the length of a JSON header with the model
+// identity follows, then the header, padded with spaces so that the match
+// index's own snapshot, which comes last, starts at a multiple of 8 bytes:
+// read from a mapping of the file, the index's arrays are aligned where
+// they lie and are used there (see match.ReadSnapshot).
 const snapshotMagic = "MCPSAGG2"
 
 // snapshotMeta is the snapshot's header.
@@ -180,6 +184,9 @@ func (w *snapshotWriter) write(g *Generation) error {
 		if err != nil {
 			return err
 		}
+		for (len(snapshotMagic)+4+len(meta))%8 != 0 {
+			meta = append(meta, ' ')
+		}
 		bw.WriteString(snapshotMagic)
 		bw.Write(binary.LittleEndian.AppendUint32(nil, uint32(len(meta))))
 		bw.Write(meta)
@@ -243,32 +250,62 @@ func (w *snapshotWriter) read() (*match.Index, vectorSpace, string) {
 	return ix, vectorSpace{model: meta.Model, bodyChars: meta.BodyChars}, meta.ContentID
 }
 
+// readSnapshot reads the snapshot file at path from a read-only mapping of
+// it. The index it returns uses its vectors and postings in place, and so
+// do the indexes updated from it, which share what did not change: the
+// mapping stays for the life of the process (one per start; pages the
+// kernel may drop and read again), and so does the file's disk space once
+// a newer snapshot replaces it. A file that cannot be mapped is read into
+// memory instead.
 func readSnapshot(path string) (*match.Index, snapshotMeta, error) {
 	var meta snapshotMeta
-	f, err := os.Open(path)
+	data, unmap, err := mapFile(path)
 	if err != nil {
 		return nil, meta, err
 	}
-	defer f.Close()
-	r := bufio.NewReaderSize(f, 1<<20)
-	head := make([]byte, len(snapshotMagic)+4)
-	if _, err := io.ReadFull(r, head); err != nil || string(head[:len(snapshotMagic)]) != snapshotMagic {
-		return nil, meta, fmt.Errorf("not an index snapshot of this version: %w", errors.Join(err, errors.New("bad magic")))
-	}
-	n := binary.LittleEndian.Uint32(head[len(snapshotMagic):])
-	if n > 64<<20 {
-		return nil, meta, fmt.Errorf("snapshot header of %d bytes", n)
-	}
-	mj := make([]byte, n)
-	if _, err := io.ReadFull(r, mj); err != nil {
-		return nil, meta, err
-	}
-	if err := json.Unmarshal(mj, &meta); err != nil {
-		return nil, meta, fmt.Errorf("snapshot header: %w", err)
-	}
-	ix, err := match.ReadSnapshot(r)
+	ix, err := decodeSnapshot(data, &meta)
 	if err != nil {
+		unmap()
 		return nil, meta, err
 	}
 	return ix, meta, nil
+}
+
+// decodeSnapshot decodes a snapshot file's contents into its index and
+// meta.
+func decodeSnapshot(data []byte, meta *snapshotMeta) (*match.Index, error) {
+	head := len(snapshotMagic) + 4
+	if len(data) < head || string(data[:len(snapshotMagic)]) != snapshotMagic {
+		return nil, errors.New("not an index snapshot of this version: bad magic")
+	}
+	n := int(binary.LittleEndian.Uint32(data[len(snapshotMagic):]))
+	if n > 64<<20 || n > len(data)-head {
+		return nil, fmt.Errorf("snapshot header of %d bytes in a file of %d", n, len(data))
+	}
+	if err := json.Unmarshal(data[head:head+n], meta); err != nil {
+		return nil, fmt.Errorf("snapshot header: %w", err)
+	}
+	return match.ReadSnapshot(data[head+n:])
+}
+
+// mapFile maps the file at path read-only; unmap releases the mapping. A
+// file that cannot be mapped (an empty one, or a file system that does not
+// allow it) is read instead, and unmap does nothing.
+func mapFile(path string) (data []byte, unmap func(), err error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, nil, err
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, nil, err
+	}
+	if size := fi.Size(); size > 0 && size == int64(int(size)) {
+		if data, err := syscall.Mmap(int(f.Fd()), 0, int(size), syscall.PROT_READ, syscall.MAP_SHARED); err == nil {
+			return data, func() { syscall.Munmap(data) }, nil
+		}
+	}
+	data, err = io.ReadAll(f)
+	return data, func() {}, err
 }

@@ -3,7 +3,9 @@ package match_test
 import (
 	"bytes"
 	"context"
+	"encoding/binary"
 	"errors"
+	"hash/crc32"
 	"strings"
 	"testing"
 	"time"
@@ -124,7 +126,8 @@ func FuzzMatch(f *testing.F) {
 }
 
 // FuzzReadSnapshot feeds damaged snapshots to ReadSnapshot: it must return
-// an error or an index, never panic.
+// an error or an index, never panic. Each input is read as it is, and again
+// with its checksum made to match, so that the damage reaches the decoder.
 func FuzzReadSnapshot(f *testing.F) {
 	ix, err := match.Build(context.Background(), match.BuildInput{
 		Skills: []*skill.Skill{newSkill("pdf-forms", "Fill PDF forms", withTriggers("fill pdf form")), newSkill("sql-review", "Review SQL")},
@@ -140,6 +143,12 @@ func FuzzReadSnapshot(f *testing.F) {
 	f.Add([]byte(b.String()))
 	f.Add([]byte("MCPSAGIX"))
 	f.Fuzz(func(t *testing.T, data []byte) {
-		_, _ = match.ReadSnapshot(bytes.NewReader(data))
+		_, _ = match.ReadSnapshot(data)
+		if len(data) >= 4 {
+			fixed := bytes.Clone(data)
+			body := fixed[:len(fixed)-4]
+			binary.LittleEndian.PutUint32(fixed[len(body):], crc32.Checksum(body, crc32.MakeTable(crc32.Castagnoli)))
+			_, _ = match.ReadSnapshot(fixed)
+		}
 	})
 }

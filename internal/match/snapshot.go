@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"hash"
 	"hash/crc32"
 	"io"
 	"unsafe"
@@ -22,13 +21,15 @@ import (
 //
 // Layout: the magic, then sections of little-endian integers, length-
 // prefixed strings and raw arrays, in the order WriteSnapshot writes them,
-// then the CRC-32C of all that.
+// then the CRC-32C of all that. Each array starts at an offset that is a
+// multiple of its value's size (zero bytes pad up to it), so that
+// ReadSnapshot can use the arrays where they lie instead of copying them.
 const (
 	snapshotMagic = "MCPSAGIX"
 	// SnapshotVersion changes with the layout or with anything that
 	// changes analysis (analyzers, normalisation); another version is
 	// not read.
-	SnapshotVersion = 6
+	SnapshotVersion = 7
 )
 
 // ErrSnapshotVersion is returned by ReadSnapshot for a snapshot of another
@@ -242,14 +243,26 @@ func (ix *Index) WriteSnapshot(w io.Writer) error {
 
 var crcTable = crc32.MakeTable(crc32.Castagnoli)
 
-// ReadSnapshot restores an index written by WriteSnapshot. Its skills are
-// stand-ins that carry only what Update compares: use the result only as
-// the base of Update, which attaches the current skills (and embedder,
-// generation and configuration). It returns ErrSnapshotVersion for a
-// snapshot of another version, and an error for a damaged one.
-func ReadSnapshot(r io.Reader) (*Index, error) {
-	d := &dec{r: bufio.NewReaderSize(r, 1<<20), crc: crc32.New(crcTable)}
-	if m := d.bytes(len(snapshotMagic)); d.err != nil || string(m) != snapshotMagic {
+// ReadSnapshot restores an index from data, which WriteSnapshot wrote. Its
+// skills are stand-ins that carry only what Update compares: use the result
+// only as the base of Update, which attaches the current skills (and
+// embedder, generation and configuration). It returns ErrSnapshotVersion
+// for a snapshot of another version, and an error for a damaged one.
+//
+// The index uses the vectors and postings where they lie in data when data
+// is aligned like them (a file mapped into memory is), instead of copying
+// them: data must stay unchanged as long as the index, or any index updated
+// from it, is in use. Update copies what it changes; nothing writes to data.
+func ReadSnapshot(data []byte) (*Index, error) {
+	if len(data) < len(snapshotMagic)+4 {
+		return nil, errors.New("match snapshot: too short (damaged or cut)")
+	}
+	body := data[:len(data)-4]
+	if crc32.Checksum(body, crcTable) != binary.LittleEndian.Uint32(data[len(body):]) {
+		return nil, errors.New("match snapshot: checksum mismatch (damaged or cut)")
+	}
+	d := &dec{b: body}
+	if m := d.take(len(snapshotMagic)); d.err != nil || string(m) != snapshotMagic {
 		return nil, fmt.Errorf("match snapshot: bad magic: %w", errors.Join(d.err, errors.New("not a snapshot")))
 	}
 	var h snapshotHeader
@@ -384,13 +397,11 @@ func ReadSnapshot(r io.Reader) (*Index, error) {
 	if h.Dim > 0 {
 		ix.dense = d.dense(h.Dim, ix.docs)
 	}
+	if d.err == nil && d.off != len(d.b) {
+		d.err = fmt.Errorf("%d bytes after the vectors", len(d.b)-d.off)
+	}
 	if d.err != nil {
 		return nil, fmt.Errorf("match snapshot: %w", d.err)
-	}
-	sum := d.crc.Sum32()
-	var tail [4]byte
-	if _, err := io.ReadFull(d.r, tail[:]); err != nil || binary.LittleEndian.Uint32(tail[:]) != sum {
-		return nil, errors.New("match snapshot: checksum mismatch (damaged or cut)")
 	}
 	ix.phrases = ph
 	return ix, nil
@@ -410,7 +421,7 @@ func (d *dec) dense(dim int, docs []*skill.Skill) *dense {
 	}
 	for bi := 0; bi < nb && d.err == nil; bi++ {
 		b := &denseBlock{has: make([]bool, blockRows)}
-		for r, h := range d.bytes(blockRows) {
+		for r, h := range d.take(blockRows) {
 			i := bi*blockRows + r
 			switch {
 			case h > 1 || h == 1 && (i >= len(docs) || docs[i] == nil):
@@ -431,6 +442,7 @@ func (d *dec) dense(dim int, docs []*skill.Skill) *dense {
 // enc writes the snapshot's encoding; the first error sticks.
 type enc struct {
 	w   *bufio.Writer
+	n   int // bytes written
 	err error
 	buf [8]byte
 }
@@ -438,6 +450,7 @@ type enc struct {
 func (e *enc) bytes(b []byte) {
 	if e.err == nil {
 		_, e.err = e.w.Write(b)
+		e.n += len(b)
 	}
 }
 func (e *enc) u8(v uint8) { e.bytes([]byte{v}) }
@@ -460,68 +473,82 @@ func (e *enc) str(s string) {
 	e.u32(uint32(len(s)))
 	if e.err == nil {
 		_, e.err = e.w.WriteString(s)
+		e.n += len(s)
 	}
 }
-func (e *enc) u32s(v []uint32)  { e.bytes(asBytes(v)) }
-func (e *enc) i8s(v []int8)     { e.bytes(asBytes(v)) }
-func (e *enc) i32s(v []int32)   { e.bytes(asBytes(v)) }
-func (e *enc) u16s(v []uint16)  { e.bytes(asBytes(v)) }
-func (e *enc) f32s(v []float32) { e.bytes(asBytes(v)) }
 
-// dec reads the snapshot's encoding; the first error sticks and later
-// reads return zero values.
+// array writes v after the zero bytes that bring the offset to a multiple
+// of its value's size.
+func array[T int8 | uint16 | uint32 | int32 | float32](e *enc, v []T) {
+	var pad [8]byte
+	e.bytes(pad[:padding(e.n, sizeOf[T]())])
+	e.bytes(asBytes(v))
+}
+func (e *enc) u32s(v []uint32)  { array(e, v) }
+func (e *enc) i8s(v []int8)     { array(e, v) }
+func (e *enc) i32s(v []int32)   { array(e, v) }
+func (e *enc) u16s(v []uint16)  { array(e, v) }
+func (e *enc) f32s(v []float32) { array(e, v) }
+
+// padding is the number of bytes from offset off to the next multiple of
+// size.
+func padding(off, size int) int { return (size - off%size) % size }
+
+func sizeOf[T int8 | uint16 | uint32 | int32 | float32]() int {
+	var zero T
+	return int(unsafe.Sizeof(zero))
+}
+
+// dec reads the snapshot's encoding from memory; the first error sticks
+// and later reads return zero values.
 type dec struct {
-	r   *bufio.Reader
-	crc hash.Hash32 // of every byte read
+	b   []byte
+	off int
 	err error
-	buf [8]byte
 }
 
-func (d *dec) read(b []byte) {
-	if d.err == nil {
-		_, d.err = io.ReadFull(d.r, b)
-		d.crc.Write(b)
+// take returns the next n bytes of b, capped so that appending copies.
+func (d *dec) take(n int) []byte {
+	if d.err != nil {
+		return nil
 	}
-}
-func (d *dec) bytes(n int) []byte {
-	b := make([]byte, n)
-	d.read(b)
+	if n < 0 || n > len(d.b)-d.off {
+		d.err = io.ErrUnexpectedEOF
+		return nil
+	}
+	b := d.b[d.off : d.off+n : d.off+n]
+	d.off += n
 	return b
 }
 func (d *dec) u8() uint8 {
-	d.read(d.buf[:1])
-	if d.err != nil {
-		return 0
+	if b := d.take(1); b != nil {
+		return b[0]
 	}
-	return d.buf[0]
+	return 0
 }
 func (d *dec) bool() bool { return d.u8() != 0 }
 func (d *dec) u32() uint32 {
-	d.read(d.buf[:4])
-	if d.err != nil {
-		return 0
+	if b := d.take(4); b != nil {
+		return binary.LittleEndian.Uint32(b)
 	}
-	return binary.LittleEndian.Uint32(d.buf[:4])
+	return 0
 }
 func (d *dec) u64() uint64 {
-	d.read(d.buf[:8])
-	if d.err != nil {
-		return 0
+	if b := d.take(8); b != nil {
+		return binary.LittleEndian.Uint64(b)
 	}
-	return binary.LittleEndian.Uint64(d.buf[:8])
+	return 0
 }
 func (d *dec) str() string {
 	n := int(d.u32())
-	if d.err != nil || n > 1<<24 {
-		if d.err == nil {
-			d.err = fmt.Errorf("string of %d bytes", n)
-		}
-		return ""
+	if d.err == nil && n > 1<<24 {
+		d.err = fmt.Errorf("string of %d bytes", n)
 	}
-	return string(d.bytes(n))
+	return string(d.take(n))
 }
 
-// numeric reads n values into a new slice, little-endian on any host.
+// numeric reads an array of n values: where they lie in b when the host
+// is little-endian and b holds them aligned, else in a new slice.
 func numeric[T int8 | uint16 | uint32 | int32 | float32](d *dec, n int) []T {
 	if d.err != nil || n < 0 || n > 1<<30 {
 		if d.err == nil {
@@ -529,8 +556,21 @@ func numeric[T int8 | uint16 | uint32 | int32 | float32](d *dec, n int) []T {
 		}
 		return nil
 	}
+	size := sizeOf[T]()
+	d.take(padding(d.off, size))
+	raw := d.take(n * size)
+	if d.err != nil {
+		return nil
+	}
+	if n == 0 {
+		return []T{}
+	}
+	p := unsafe.Pointer(unsafe.SliceData(raw))
+	if littleEndian && uintptr(p)%uintptr(size) == 0 {
+		return unsafe.Slice((*T)(p), n)
+	}
 	out := make([]T, n)
-	d.read(asBytes(out))
+	copy(unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(out))), n*size), raw)
 	if !littleEndian {
 		swap(out)
 	}

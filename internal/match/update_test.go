@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"unsafe"
 
 	"github.com/mcpsag/router/internal/skill"
 )
@@ -236,9 +237,13 @@ func TestSnapshotRestoresForUpdate(t *testing.T) {
 		t.Fatal(err)
 	}
 	data := buf.String()
-	base, err := ReadSnapshot(strings.NewReader(data))
+	mapped := []byte(data) // stands in for the mapped file
+	base, err := ReadSnapshot(mapped)
 	if err != nil {
 		t.Fatal(err)
+	}
+	if !within(mapped, base.dense.blocks[0].vecs) || !within(mapped, base.dense.blocks[0].q) || !within(mapped, base.sparse.fields[0].lens) {
+		t.Error("the restored vectors and lengths are copies, not the arrays in the snapshot")
 	}
 	calls := 0
 	in.Body = func(s *skill.Skill) (string, error) { calls++; return bodies[s.ContentHash], nil }
@@ -278,9 +283,12 @@ func TestSnapshotRestoresForUpdate(t *testing.T) {
 		t.Fatal(err)
 	}
 	compareIndexes(t, "restored and edited", up, want, tasks)
+	if string(mapped) != data {
+		t.Error("updating a restored index wrote into the snapshot it was read from")
+	}
 
 	for _, cut := range []int{0, 5, 40, len(data) / 3, len(data) - 1} {
-		if _, err := ReadSnapshot(strings.NewReader(data[:cut])); err == nil {
+		if _, err := ReadSnapshot([]byte(data[:cut])); err == nil {
 			t.Errorf("a snapshot cut at %d of %d bytes was read", cut, len(data))
 		}
 	}
@@ -288,7 +296,7 @@ func TestSnapshotRestoresForUpdate(t *testing.T) {
 	for i := 200; i < len(bad); i += 997 {
 		bad[i] ^= 0x5a
 	}
-	if _, err := ReadSnapshot(strings.NewReader(string(bad))); err == nil {
+	if _, err := ReadSnapshot(bad); err == nil {
 		t.Error("a snapshot with flipped bytes was read")
 	}
 }
@@ -390,7 +398,7 @@ func TestUpdateWithTools(t *testing.T) {
 	if err := ix.WriteSnapshot(&buf); err != nil {
 		t.Fatal(err)
 	}
-	base, err := ReadSnapshot(strings.NewReader(buf.String()))
+	base, err := ReadSnapshot([]byte(buf.String()))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -508,4 +516,14 @@ func TestUnitVectorsKeepTheirBits(t *testing.T) {
 			t.Fatalf("%s: norm %v after a build given a vector of norm 3 as unit", s.Name, n)
 		}
 	})
+}
+
+// within reports whether the array of s lies inside data.
+func within[T any](data []byte, s []T) bool {
+	if len(s) == 0 {
+		return false
+	}
+	lo := uintptr(unsafe.Pointer(unsafe.SliceData(data)))
+	p := uintptr(unsafe.Pointer(unsafe.SliceData(s)))
+	return p >= lo && p < lo+uintptr(len(data))
 }
