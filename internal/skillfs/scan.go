@@ -9,7 +9,7 @@ import (
 	"path"
 	"path/filepath"
 	"runtime"
-	"sort"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -90,12 +90,22 @@ func Scan(roots []skill.Root, lim ScanLimits) ScanResult {
 	}
 	wg.Wait()
 	var res ScanResult
-	for _, p := range parts {
-		res.Files = append(res.Files, p.Files...)
+	var files []*Found
+	for i := range parts {
+		p := &parts[i]
+		for j := range p.Files {
+			files = append(files, &p.Files[j])
+		}
 		res.Dirs = append(res.Dirs, p.Dirs...)
 		res.Problems = append(res.Problems, p.Problems...)
 	}
-	sort.Slice(res.Files, func(i, j int) bool { return res.Files[i].Path < res.Files[j].Path })
+	// Sorted through pointers: a Found is large, and sorting a slice of
+	// them moves each one many times.
+	slices.SortStableFunc(files, func(a, b *Found) int { return strings.Compare(a.Path, b.Path) })
+	res.Files = make([]Found, len(files))
+	for i, f := range files {
+		res.Files[i] = *f
+	}
 	return res
 }
 
@@ -138,7 +148,7 @@ func (w *walker) walk(logical, real string, depth int, pre *listing) {
 
 	if pre == nil {
 		pre = &listing{}
-		pre.read(real, w.lim.MaxResources)
+		pre.read(noParent, real, real, w.lim.MaxResources)
 	} else {
 		<-pre.done
 	}
@@ -160,6 +170,10 @@ func (w *walker) walk(logical, real string, depth int, pre *listing) {
 		return
 	}
 	ahead := w.readAhead(real, entries)
+	if ahead != nil {
+		// Most subfolders of a folder this large are skills (a root).
+		w.res.Files = slices.Grow(w.res.Files, len(entries))
+	}
 	for i, e := range entries {
 		if ignoredName(e.Name()) {
 			continue
@@ -193,19 +207,24 @@ type skillStat struct {
 	truncated bool
 }
 
-// read reads the folder real into l: its entries and, when one of them is
-// a regular SKILL.md, its stat and the folder's resources. It touches no
-// walker state, so folders can be read ahead on other goroutines.
-func (l *listing) read(real string, maxResources int) {
+// readPath is listing.read through paths: os.ReadDir and os.Stat.
+func (l *listing) readPath(real string, maxResources int) {
 	l.entries, l.err = os.ReadDir(real)
+	l.statSkill(real, maxResources, func() (fs.FileInfo, error) { return os.Stat(filepath.Join(real, SkillFile)) })
+}
+
+// statSkill sets l.skill when l's entries hold a regular SKILL.md, with
+// what stat says of it and, when it is still a regular file, the
+// folder's resources.
+func (l *listing) statSkill(real string, maxResources int, stat func() (fs.FileInfo, error)) {
 	for _, e := range l.entries {
 		if e.Name() == SkillFile && e.Type().IsRegular() {
 			st := &skillStat{}
-			if st.info, st.err = os.Stat(filepath.Join(real, SkillFile)); st.err == nil && st.info.Mode().IsRegular() {
+			if st.info, st.err = stat(); st.err == nil && st.info.Mode().IsRegular() {
 				st.resources, st.truncated = listResources(real, maxResources, l.entries)
 			}
 			l.skill = st
-			break
+			return
 		}
 	}
 }
@@ -244,20 +263,26 @@ func (w *walker) readAhead(real string, entries []fs.DirEntry) []*listing {
 	for _, i := range todo {
 		out[i] = &listing{done: make(chan struct{})}
 	}
+	parent, closeParent := openParent(real)
 	var next atomic.Int64
+	var running sync.WaitGroup
 	for range workers {
-		go func() {
+		running.Go(func() {
 			for {
 				k := int(next.Add(1)) - 1
 				if k >= len(todo) {
 					return
 				}
-				l := out[todo[k]]
-				l.read(filepath.Join(real, entries[todo[k]].Name()), w.lim.MaxResources)
+				l, name := out[todo[k]], entries[todo[k]].Name()
+				l.read(parent, name, filepath.Join(real, name), w.lim.MaxResources)
 				close(l.done)
 			}
-		}()
+		})
 	}
+	go func() {
+		running.Wait()
+		closeParent()
+	}()
 	return out
 }
 
