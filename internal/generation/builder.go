@@ -144,6 +144,10 @@ type Builder struct {
 	restored      bool                                      // the index snapshot was tried
 	loading       chan struct{}                             // closed once the cached records are read
 	recordsErr    error
+	checking      chan struct{}       // closed once the cached bodies are checked; nil after the first build
+	bodiless      []*store.FileRecord // records whose cached body is missing or damaged
+	bodilessErr   error
+	reparse       map[string]bool     // SKILL.md paths the next pass parses whatever their stamps
 	lastScan      *skillfs.ScanResult // the last scan, for rescans of changed skill folders
 	lastRoots     []skill.Root
 	scanIdx       map[string]int          // skill folder -> its index in lastScan.Files
@@ -186,11 +190,18 @@ func NewBuilder(cfg Config, db *store.DB) (*Builder, error) {
 	b.snapshots.log = cfg.Logger
 	b.progress.Store(&skill.Progress{})
 	// The cached records and the index snapshot are read while the first
-	// build scans the roots.
-	b.loading = make(chan struct{})
+	// build scans the roots, and the cached bodies are checked after the
+	// records, while that build makes its catalog: it waits for that only
+	// before it uses a body.
+	b.loading, b.checking = make(chan struct{}), make(chan struct{})
 	go func() {
-		defer close(b.loading)
-		b.records, b.recordsErr = db.Files()
+		defer close(b.checking)
+		recs, err := db.Files()
+		b.records, b.recordsErr = recs, err
+		close(b.loading)
+		if err == nil {
+			b.bodiless, b.bodilessErr = db.MissingBodies(recs)
+		}
 	}()
 	b.snapshots.startLoad()
 	return b, nil
@@ -200,6 +211,25 @@ func NewBuilder(cfg Config, db *store.DB) (*Builder, error) {
 func (b *Builder) waitRecords() error {
 	<-b.loading
 	return b.recordsErr
+}
+
+// takeBodiless waits for the check of the cached bodies NewBuilder started,
+// the first time it is called, and returns the records it found without a
+// body that are still the builder's; later calls return nothing.
+func (b *Builder) takeBodiless() ([]*store.FileRecord, error) {
+	if b.checking == nil {
+		return nil, nil
+	}
+	<-b.checking
+	found, err := b.bodiless, b.bodilessErr
+	b.checking, b.bodiless, b.bodilessErr = nil, nil, nil
+	var current []*store.FileRecord
+	for _, r := range found {
+		if b.records[r.Path] == r {
+			current = append(current, r)
+		}
+	}
+	return current, err
 }
 
 // Flush waits until the last generation's index snapshot is written.
@@ -253,6 +283,27 @@ func (b *Builder) build(ctx context.Context, prev *Generation, full bool, change
 	if err != nil {
 		return nil, pass, err
 	}
+	// Before any body is used: a file whose cached body is missing or
+	// damaged is parsed again, which stores its body again.
+	bodiless, err := b.takeBodiless()
+	if err != nil {
+		return nil, pass, err
+	}
+	if len(bodiless) > 0 {
+		b.log.Warn("cached bodies missing or damaged; parsing their files again", "files", len(bodiless))
+		b.reparse = map[string]bool{}
+		for _, r := range bodiless {
+			b.reparse[r.Path] = true
+		}
+		first := pass
+		cat, digest, pass, err = b.refreshCatalog(ctx, prev, full, changed)
+		b.reparse = nil
+		if err != nil {
+			return nil, pass, err
+		}
+		pass.Phases = append(first.Phases, pass.Phases...)
+		pass.Stats = afterSecondPass(first.Stats, pass.Stats)
+	}
 	// The snapshot is read while refreshCatalog scans: wait for it only now.
 	var base *match.Index
 	var baseSpace vectorSpace
@@ -297,6 +348,17 @@ func (b *Builder) build(ctx context.Context, prev *Generation, full bool, change
 	pass.Stats.Published = true
 	pass.Stats.Duration = time.Since(start)
 	return g, pass, nil
+}
+
+// afterSecondPass is what two catalog passes in a row did, from the stats of
+// each: the files the first added or changed are unchanged for the second.
+func afterSecondPass(first, second skill.ReindexStats) skill.ReindexStats {
+	second.Added += first.Added
+	second.Changed += first.Changed
+	second.Removed += first.Removed
+	second.Unchanged -= first.Added + first.Changed
+	second.Parsed += first.Parsed
+	return second
 }
 
 // WithMatchConfig returns a generation serving g's catalog and vectors under
@@ -348,7 +410,7 @@ func (b *Builder) refreshCatalog(ctx context.Context, prev *Generation, full boo
 	var todo []int
 	for i, f := range scan.Files {
 		old := b.records[f.Path]
-		if !full && old != nil && old.ModTimeNano == f.ModTime.UnixNano() && old.Size == f.Size {
+		if !full && old != nil && !b.reparse[f.Path] && old.ModTimeNano == f.ModTime.UnixNano() && old.Size == f.Size {
 			continue
 		}
 		todo = append(todo, i)
@@ -377,8 +439,8 @@ func (b *Builder) refreshCatalog(ctx context.Context, prev *Generation, full boo
 		f := scan.Files[i]
 		old := b.records[f.Path]
 		rec := parsed[j].record
-		if old != nil && rec.Good == nil {
-			rec.Good = old.Good // a bad edit keeps the last good version
+		if old != nil && rec.Good == nil && !b.reparse[f.Path] {
+			rec.Good = old.Good // a bad edit keeps the last good version (whose body is in the cache)
 		}
 		next[f.Path] = rec
 		switch {

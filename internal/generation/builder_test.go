@@ -1,7 +1,9 @@
 package generation
 
 import (
+	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -10,6 +12,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	bolt "go.etcd.io/bbolt"
 
 	"github.com/mcpsag/router/internal/catalog"
 	"github.com/mcpsag/router/internal/embed"
@@ -695,4 +699,61 @@ func TestVectorsAreTheIndexRows(t *testing.T) {
 	}
 	ti.prev = g
 	held("after a restart")
+}
+
+// TestMissingBodyIsParsedAgain: a restart does not read the cached bodies
+// before it scans, but a file whose cached body was damaged or lost while
+// the router was down is parsed again before the first generation uses a
+// body, so its body is served; the pass counts it as parsed, beside a file
+// edited meanwhile. (The test damages the cache through bbolt, by the
+// store's bucket name.)
+func TestMissingBodyIsParsedAgain(t *testing.T) {
+	ctx := context.Background()
+	ws := t.TempDir()
+	root := filepath.Join(ws, "skills")
+	for i := range 6 {
+		writeSkill(t, root, fmt.Sprintf("s%02d", i), fmt.Sprintf("s%02d", i), fmt.Sprintf("skill %d about topic %d", i, i))
+	}
+	ti := newTestIndex(t, ws, Config{})
+	ti.reindex(false)
+	damaged, lost := mustLookup(t, ti.prev.Catalog, "s02").ContentHash, mustLookup(t, ti.prev.Catalog, "s04").ContentHash
+	ti.b.Flush()
+	path := ti.db.Path()
+	if err := ti.db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	bdb, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = bdb.Update(func(tx *bolt.Tx) error {
+		b := tx.Bucket([]byte("bodies"))
+		v := bytes.Clone(b.Get([]byte(damaged)))
+		v[len(v)-2] ^= 0x5a
+		return errors.Join(b.Put([]byte(damaged), v), b.Delete([]byte(lost)))
+	})
+	if err := errors.Join(err, bdb.Close()); err != nil {
+		t.Fatal(err)
+	}
+	writeSkill(t, root, "s05", "s05", "skill 5 about a topic edited while the router was down")
+
+	ti.open()
+	g, pass, err := ti.b.Build(ctx, nil, false, match.DefaultConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	ti.prev = g
+	if st := pass.Stats; st.Parsed != 3 || st.Changed != 1 || st.Unchanged != 5 || st.Added != 0 || st.Removed != 0 {
+		t.Errorf("restart after damage: %+v; want 3 parsed (2 bodies, 1 edit), 1 changed, 5 unchanged", st)
+	}
+	for _, name := range []string{"s02", "s04"} {
+		body, ok, err := g.Body(mustLookup(t, g.Catalog, name))
+		if err != nil || !ok || !strings.Contains(body, "Body of "+name+".") {
+			t.Errorf("body of %s after a restart: %q ok=%v err=%v", name, body, ok, err)
+		}
+	}
+	ti.restart()
+	if _, st := ti.reindex(false); st.Parsed != 0 {
+		t.Errorf("the next restart parsed %d files, want 0", st.Parsed)
+	}
 }

@@ -3,6 +3,8 @@ package store
 import (
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
 
 	bolt "go.etcd.io/bbolt"
 
@@ -70,14 +72,15 @@ type Version struct {
 }
 
 // Files returns every file record, keyed by path. A record that fails its
-// checksum, does not decode, breaks the record invariants, or whose good
-// version's body is missing or damaged is left out (and logged): its file is
-// then parsed again, so damage costs a parse, never a wrong answer.
+// checksum, does not decode or breaks the record invariants is left out
+// (and logged): its file is then parsed again, so damage costs a parse,
+// never a wrong answer. Files does not read the bodies, which costs more
+// than the records: MissingBodies finds the records whose body is missing
+// or damaged, which must be parsed again before their bodies are used.
 func (d *DB) Files() (map[string]*FileRecord, error) {
 	out := make(map[string]*FileRecord)
 	dropped := 0
 	err := d.bolt.View(func(tx *bolt.Tx) error {
-		bodies := tx.Bucket(bucketBodies)
 		return tx.Bucket(bucketFiles).ForEach(func(k, v []byte) error {
 			payload, ok := unseal(k, v)
 			if !ok {
@@ -88,13 +91,6 @@ func (d *DB) Files() (map[string]*FileRecord, error) {
 			if err != nil || r.check() != nil {
 				dropped++
 				return nil
-			}
-			if r.Good != nil {
-				hash := []byte(r.Good.ContentHash)
-				if _, ok := unseal(hash, bodies.Get(hash)); !ok {
-					dropped++
-					return nil
-				}
 			}
 			r.Path = string(k)
 			out[r.Path] = r
@@ -109,6 +105,30 @@ func (d *DB) Files() (map[string]*FileRecord, error) {
 			"records", dropped, "kept", len(out))
 	}
 	return out, nil
+}
+
+// MissingBodies returns the records of recs whose good version's body is
+// missing from the cache or fails its checksum, in path order.
+func (d *DB) MissingBodies(recs map[string]*FileRecord) ([]*FileRecord, error) {
+	var missing []*FileRecord
+	err := d.bolt.View(func(tx *bolt.Tx) error {
+		bodies := tx.Bucket(bucketBodies)
+		for _, r := range recs {
+			if r.Good == nil {
+				continue
+			}
+			hash := []byte(r.Good.ContentHash)
+			if _, ok := unseal(hash, bodies.Get(hash)); !ok {
+				missing = append(missing, r)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("read bodies: %w", err)
+	}
+	slices.SortFunc(missing, func(a, b *FileRecord) int { return strings.Compare(a.Path, b.Path) })
+	return missing, nil
 }
 
 // check tests the invariants the indexer relies on: hashes are sha256 hex,

@@ -1,6 +1,7 @@
 package store
 
 import (
+	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
@@ -8,6 +9,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -271,5 +273,43 @@ func overwrite(t *testing.T, path string, off int64, b []byte) {
 	defer f.Close()
 	if _, err := f.WriteAt(b, off); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestMissingBodies: Files keeps a record whose body was damaged or lost,
+// and MissingBodies names exactly those records.
+func TestMissingBodies(t *testing.T) {
+	dir := t.TempDir()
+	db := openT(t, dir)
+	populate(t, db, 4)
+	files, err := db.Files()
+	if err != nil || len(files) != 4 {
+		t.Fatalf("files %d, err %v", len(files), err)
+	}
+	if missing, err := db.MissingBodies(files); err != nil || len(missing) != 0 {
+		t.Fatalf("intact cache: missing %v, err %v", missing, err)
+	}
+	damaged, lost := hashOf("skill-0001"), hashOf("skill-0003")
+	if err := db.bolt.Update(func(tx *bolt.Tx) error {
+		b := tx.Bucket(bucketBodies)
+		v := bytes.Clone(b.Get([]byte(damaged)))
+		v[len(v)-1] ^= 0x5a
+		return errors.Join(b.Put([]byte(damaged), v), b.Delete([]byte(lost)))
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if files, err = db.Files(); err != nil || len(files) != 4 {
+		t.Fatalf("after damage: files %d, err %v; want all 4 kept", len(files), err)
+	}
+	missing, err := db.MissingBodies(files)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, r := range missing {
+		got = append(got, r.Good.ContentHash)
+	}
+	if want := []string{damaged, lost}; !slices.Equal(got, want) {
+		t.Errorf("missing bodies %v, want %v", got, want)
 	}
 }

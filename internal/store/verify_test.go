@@ -94,6 +94,15 @@ func checkAnswers(t *testing.T, dir string, tr truth) string {
 	if err != nil {
 		t.Fatalf("Files: %v", err)
 	}
+	// A record whose body is damaged is parsed again before its body is
+	// used: only the others must hold their bodies.
+	missing, err := db.MissingBodies(files)
+	if err != nil {
+		t.Fatalf("MissingBodies: %v", err)
+	}
+	for _, r := range missing {
+		delete(files, r.Path)
+	}
 	if db.Recovered != "" && len(files) > 0 {
 		t.Fatalf("recovered (%s) but %d records survived", db.Recovered, len(files))
 	}
