@@ -26,7 +26,7 @@ const SnapshotFile = "index.snapshot"
 
 // snapshotMagic starts the file; the length of a JSON header with the model
 // identity follows, then the header, padded with spaces so that the match
-// index's own snapshot, which comes last, starts at a multiple of 8 bytes:
+// index's own snapshot, which comes last, starts at a multiple of 64 bytes:
 // read from a mapping of the file, the index's arrays are aligned where
 // they lie and are used there (see match.ReadSnapshot).
 const snapshotMagic = "MCPSAGG2"
@@ -184,7 +184,7 @@ func (w *snapshotWriter) write(g *Generation) error {
 		if err != nil {
 			return err
 		}
-		for (len(snapshotMagic)+4+len(meta))%8 != 0 {
+		for (len(snapshotMagic)+4+len(meta))%64 != 0 {
 			meta = append(meta, ' ')
 		}
 		bw.WriteString(snapshotMagic)

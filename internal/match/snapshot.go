@@ -22,14 +22,16 @@ import (
 // Layout: the magic, then sections of little-endian integers, length-
 // prefixed strings and raw arrays, in the order WriteSnapshot writes them,
 // then the CRC-32C of all that. Each array starts at an offset that is a
-// multiple of its value's size (zero bytes pad up to it), so that
-// ReadSnapshot can use the arrays where they lie instead of copying them.
+// multiple of its value's size, and the vector rows at a multiple of 64
+// (zero bytes pad up to it), so that ReadSnapshot can use the arrays where
+// they lie instead of copying them, and the pre-scan's 64-byte loads of the
+// int8 rows do not straddle cache lines.
 const (
 	snapshotMagic = "MCPSAGIX"
 	// SnapshotVersion changes with the layout or with anything that
 	// changes analysis (analyzers, normalisation); another version is
 	// not read.
-	SnapshotVersion = 7
+	SnapshotVersion = 8
 )
 
 // ErrSnapshotVersion is returned by ReadSnapshot for a snapshot of another
@@ -224,7 +226,7 @@ func (ix *Index) WriteSnapshot(w io.Writer) error {
 				}
 			}
 			e.bytes(has)
-			e.f32s(b.vecs)
+			e.rows(b.vecs)
 			e.i8s(b.q)
 			e.f32s(b.scale)
 			e.f32s(b.bound)
@@ -431,7 +433,7 @@ func (d *dec) dense(dim int, docs []*skill.Skill) *dense {
 				dn.count++
 			}
 		}
-		b.vecs = d.f32s(blockRows * dim)
+		b.vecs = d.rows(blockRows * dim)
 		b.q = d.i8s(blockRows * dn.stride)
 		b.scale, b.bound, b.sum = d.f32s(blockRows), d.f32s(blockRows), d.i32s(blockRows)
 		dn.blocks = append(dn.blocks, b)
@@ -478,17 +480,23 @@ func (e *enc) str(s string) {
 }
 
 // array writes v after the zero bytes that bring the offset to a multiple
-// of its value's size.
-func array[T int8 | uint16 | uint32 | int32 | float32](e *enc, v []T) {
-	var pad [8]byte
-	e.bytes(pad[:padding(e.n, sizeOf[T]())])
+// of align.
+func array[T int8 | uint16 | uint32 | int32 | float32](e *enc, v []T, align int) {
+	var pad [rowAlign]byte
+	e.bytes(pad[:padding(e.n, align)])
 	e.bytes(asBytes(v))
 }
-func (e *enc) u32s(v []uint32)  { array(e, v) }
-func (e *enc) i8s(v []int8)     { array(e, v) }
-func (e *enc) i32s(v []int32)   { array(e, v) }
-func (e *enc) u16s(v []uint16)  { array(e, v) }
-func (e *enc) f32s(v []float32) { array(e, v) }
+func (e *enc) u32s(v []uint32)  { array(e, v, 4) }
+func (e *enc) i32s(v []int32)   { array(e, v, 4) }
+func (e *enc) u16s(v []uint16)  { array(e, v, 2) }
+func (e *enc) f32s(v []float32) { array(e, v, 4) }
+
+// i8s writes int8 vector rows, rows the float32 ones.
+func (e *enc) i8s(v []int8)     { array(e, v, rowAlign) }
+func (e *enc) rows(v []float32) { array(e, v, rowAlign) }
+
+// rowAlign is the alignment of the vector rows in a snapshot: a cache line.
+const rowAlign = 64
 
 // padding is the number of bytes from offset off to the next multiple of
 // size.
@@ -547,9 +555,10 @@ func (d *dec) str() string {
 	return string(d.take(n))
 }
 
-// numeric reads an array of n values: where they lie in b when the host
-// is little-endian and b holds them aligned, else in a new slice.
-func numeric[T int8 | uint16 | uint32 | int32 | float32](d *dec, n int) []T {
+// numeric reads an array of n values that starts at the next multiple of
+// align: where they lie in b when the host is little-endian and b holds
+// them aligned, else in a new slice.
+func numeric[T int8 | uint16 | uint32 | int32 | float32](d *dec, n, align int) []T {
 	if d.err != nil || n < 0 || n > 1<<30 {
 		if d.err == nil {
 			d.err = fmt.Errorf("array of %d values", n)
@@ -557,7 +566,7 @@ func numeric[T int8 | uint16 | uint32 | int32 | float32](d *dec, n int) []T {
 		return nil
 	}
 	size := sizeOf[T]()
-	d.take(padding(d.off, size))
+	d.take(padding(d.off, align))
 	raw := d.take(n * size)
 	if d.err != nil {
 		return nil
@@ -576,11 +585,12 @@ func numeric[T int8 | uint16 | uint32 | int32 | float32](d *dec, n int) []T {
 	}
 	return out
 }
-func (d *dec) u32s(n int) []uint32  { return numeric[uint32](d, n) }
-func (d *dec) i8s(n int) []int8     { return numeric[int8](d, n) }
-func (d *dec) i32s(n int) []int32   { return numeric[int32](d, n) }
-func (d *dec) u16s(n int) []uint16  { return numeric[uint16](d, n) }
-func (d *dec) f32s(n int) []float32 { return numeric[float32](d, n) }
+func (d *dec) u32s(n int) []uint32  { return numeric[uint32](d, n, 4) }
+func (d *dec) i32s(n int) []int32   { return numeric[int32](d, n, 4) }
+func (d *dec) u16s(n int) []uint16  { return numeric[uint16](d, n, 2) }
+func (d *dec) f32s(n int) []float32 { return numeric[float32](d, n, 4) }
+func (d *dec) i8s(n int) []int8     { return numeric[int8](d, n, rowAlign) }
+func (d *dec) rows(n int) []float32 { return numeric[float32](d, n, rowAlign) }
 
 // asBytes views a numeric slice as its bytes (host order; writers on
 // big-endian hosts swap first).

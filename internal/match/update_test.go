@@ -237,13 +237,18 @@ func TestSnapshotRestoresForUpdate(t *testing.T) {
 		t.Fatal(err)
 	}
 	data := buf.String()
-	mapped := []byte(data) // stands in for the mapped file
+	mapped := pageAligned(data) // stands in for the mapped file
 	base, err := ReadSnapshot(mapped)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if !within(mapped, base.dense.blocks[0].vecs) || !within(mapped, base.dense.blocks[0].q) || !within(mapped, base.sparse.fields[0].lens) {
 		t.Error("the restored vectors and lengths are copies, not the arrays in the snapshot")
+	}
+	for bi, b := range base.dense.blocks {
+		if uintptr(unsafe.Pointer(&b.q[0]))%rowAlign != 0 || uintptr(unsafe.Pointer(&b.vecs[0]))%rowAlign != 0 {
+			t.Fatalf("vector block %d: rows not aligned to %d bytes in the snapshot", bi, rowAlign)
+		}
 	}
 	calls := 0
 	in.Body = func(s *skill.Skill) (string, error) { calls++; return bodies[s.ContentHash], nil }
@@ -516,6 +521,16 @@ func TestUnitVectorsKeepTheirBits(t *testing.T) {
 			t.Fatalf("%s: norm %v after a build given a vector of norm 3 as unit", s.Name, n)
 		}
 	})
+}
+
+// pageAligned returns a copy of s that starts at a multiple of 4096 bytes,
+// as a mapping of a file does.
+func pageAligned(s string) []byte {
+	buf := make([]byte, len(s)+4096)
+	off := int((4096 - uintptr(unsafe.Pointer(&buf[0]))%4096) % 4096)
+	b := buf[off : off+len(s) : off+len(s)]
+	copy(b, s)
+	return b
 }
 
 // within reports whether the array of s lies inside data.
