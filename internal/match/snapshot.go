@@ -400,7 +400,7 @@ func ReadSnapshot(data []byte) (*Index, error) {
 		ix.dense = d.dense(h.Dim, ix.docs)
 	}
 	if d.err == nil && d.off != len(d.b) {
-		d.err = fmt.Errorf("%d bytes after the vectors", len(d.b)-d.off)
+		d.err = fmt.Errorf("%d bytes after the last section", len(d.b)-d.off)
 	}
 	if d.err != nil {
 		return nil, fmt.Errorf("match snapshot: %w", d.err)
