@@ -757,3 +757,34 @@ func TestMissingBodyIsParsedAgain(t *testing.T) {
 		t.Errorf("the next restart parsed %d files, want 0", st.Parsed)
 	}
 }
+
+// TestMovedModelKeepsSnapshotVectors: the same model files in another
+// folder (a state folder moved or restored elsewhere holds the bundled
+// model) make the same vectors, so a restart takes them from the index
+// snapshot: with the vector cache emptied, it embeds nothing.
+func TestMovedModelKeepsSnapshotVectors(t *testing.T) {
+	ws := t.TempDir()
+	root := filepath.Join(ws, "skills")
+	for i := range 6 {
+		writeSkill(t, root, fmt.Sprintf("s%d", i), fmt.Sprintf("s%d", i), fmt.Sprintf("helper number %d for topic %d", i, i%3))
+	}
+	first := newTinyManager(t)
+	ti := newTestIndex(t, ws, Config{Embedder: first})
+	if _, st := ti.reindex(false); st.Embedded != 6 {
+		t.Fatalf("first build embedded %d, want 6", st.Embedded)
+	}
+	moved := newTinyManager(t)
+	a, b := first.Identity(), moved.Identity()
+	if a.Fingerprint != b.Fingerprint || a.Path == b.Path {
+		t.Fatalf("want the same model in two folders: %+v, %+v", a, b)
+	}
+	ti.b.Flush()
+	if _, err := ti.db.PruneVectors(a.Fingerprint, map[string]bool{}); err != nil {
+		t.Fatal(err)
+	}
+	ti.cfg.Embedder = moved
+	ti.restart()
+	if _, st := ti.reindex(false); st.Embedded != 0 {
+		t.Errorf("a restart with the model moved embedded %d skills, want 0 (the snapshot's vectors)", st.Embedded)
+	}
+}

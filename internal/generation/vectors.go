@@ -40,7 +40,7 @@ func (b *Builder) vectors(ctx context.Context, prev *Generation, base *match.Ind
 	}
 	bodyChars := m.Config().BodyChars
 	space := vectorSpace{model: id, bodyChars: bodyChars}
-	fromPrev := prev != nil && prev.vectors != nil && prev.space == space
+	fromPrev := prev != nil && prev.vectors != nil && space.reuses(prev.space)
 	if fromPrev && cat == prev.Catalog {
 		return prev.vectors, space, nil
 	}
@@ -114,10 +114,19 @@ func (b *Builder) vectors(ctx context.Context, prev *Generation, base *match.Ind
 
 // vectorSpace is what a generation's vectors are made by: the model, and
 // how many characters of a skill's body its embedded text holds. A vector
-// is reused only within one space.
+// is reused only within one space (see reuses).
 type vectorSpace struct {
 	model     embed.Identity
 	bodyChars int
+}
+
+// reuses reports whether vectors made in t are valid in s: the same model
+// files and settings, and as many characters of each body embedded. Where
+// the model's folder lies, and its name, change no vector: a state folder
+// moved or restored elsewhere keeps its snapshot's vectors.
+func (s vectorSpace) reuses(t vectorSpace) bool {
+	return s.model.Fingerprint == t.model.Fingerprint && s.model.Settings == t.model.Settings &&
+		s.model.Dimension == t.model.Dimension && s.bodyChars == t.bodyChars
 }
 
 // knownVector is a vector a skill had in an earlier generation.
@@ -131,7 +140,7 @@ type knownVector struct {
 // space.
 func knownVectors(prev *Generation, base *match.Index, baseSpace, space vectorSpace, want map[string]bool) map[string]knownVector {
 	out := map[string]knownVector{}
-	if prev != nil && prev.vectors != nil && prev.space == space {
+	if prev != nil && prev.vectors != nil && space.reuses(prev.space) {
 		for s, v := range prev.vectors {
 			if want[s.Key()] {
 				out[s.Key()] = knownVector{s.ContentHash, s.Name, v}
@@ -139,7 +148,7 @@ func knownVectors(prev *Generation, base *match.Index, baseSpace, space vectorSp
 		}
 		return out
 	}
-	if base != nil && baseSpace == space {
+	if base != nil && space.reuses(baseSpace) {
 		base.EachVector(func(s *skill.Skill, v []float32) {
 			if want[s.Key()] {
 				out[s.Key()] = knownVector{s.ContentHash, s.Name, v}
