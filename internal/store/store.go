@@ -21,7 +21,8 @@
 // A sealed value starts with a format byte and a CRC-32C of its key and
 // payload (seal.go); one that fails the check is treated as absent. Before
 // bbolt maps the file, its structure is checked with plain reads
-// (verify.go), so a damaged file is moved aside instead of faulting.
+// (verify.go), so a damaged file is moved aside instead of faulting; a file
+// unchanged since the last Close is not checked again (clean.go).
 //
 // All buckets are created when the file is opened, in one transaction.
 // Transactions stay short: callers compute (parse, embed) outside them and
@@ -92,9 +93,11 @@ type Options struct {
 
 // DB is an open cache file.
 type DB struct {
-	bolt *bolt.DB
-	path string
-	dir  string
+	bolt   *bolt.DB
+	file   *os.File // the locked file bbolt uses
+	walked bool     // Open checked the file's structure (it was not closed cleanly as it is)
+	path   string
+	dir    string
 	// Recovered says why the previous file was moved aside at open, or "".
 	Recovered string
 	// Reparse says why the file records were dropped at open (another
@@ -130,7 +133,7 @@ func Open(dir string, opts Options) (*DB, error) {
 	}
 	path := filepath.Join(dir, FileName)
 	note := damageNote(path)
-	db, reason, err := openChecked(path, opts.LockTimeout)
+	db, f, walked, reason, err := openChecked(path, opts.LockTimeout)
 	if errors.Is(err, bolterrors.ErrTimeout) {
 		return nil, lockedError(dir)
 	}
@@ -143,7 +146,7 @@ func Open(dir string, opts Options) (*DB, error) {
 			return nil, fmt.Errorf("move unusable cache %s aside: %w (after: %v)", path, rerr, err)
 		}
 		recovered = fmt.Sprintf("%s: %v (moved to %s)", reason, err, filepath.Base(aside))
-		db, _, err = openChecked(path, opts.LockTimeout)
+		db, f, walked, _, err = openChecked(path, opts.LockTimeout)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("open cache %s: %w", path, err)
@@ -151,7 +154,7 @@ func Open(dir string, opts Options) (*DB, error) {
 	if note != "" && recovered == "" {
 		log.Warn("cache file damaged; bbolt works around it", "path", path, "damage", note)
 	}
-	d := &DB{bolt: db, path: path, dir: dir, Recovered: recovered, log: log}
+	d := &DB{bolt: db, file: f, walked: walked, path: path, dir: dir, Recovered: recovered, log: log}
 	if d.Reparse, err = d.checkRecordsVersion(opts.ParserVersion); err != nil {
 		closeQuietly(db)
 		return nil, fmt.Errorf("open cache %s: %w", path, err)
@@ -171,10 +174,10 @@ func Open(dir string, opts Options) (*DB, error) {
 // about the environment (lock, permissions, space, a folder in the way).
 //
 // The file is locked and checked by verifyFile before bbolt maps it, so a
-// truncated or malformed file is an error rather than a fault; bbolt gets the
-// same locked file.
-func openChecked(path string, timeout time.Duration) (db *bolt.DB, reason string, err error) {
-	var f *os.File
+// truncated or malformed file is an error rather than a fault, unless the
+// last Close left it as it is (takeClean; walked is then false); bbolt gets
+// the same locked file, which openChecked also returns.
+func openChecked(path string, timeout time.Duration) (db *bolt.DB, f *os.File, walked bool, reason string, err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			if db != nil {
@@ -183,34 +186,36 @@ func openChecked(path string, timeout time.Duration) (db *bolt.DB, reason string
 			} else if f != nil {
 				f.Close()
 			}
-			reason, err = "corrupt", fmt.Errorf("bbolt panicked: %v", r)
+			f, reason, err = nil, "corrupt", fmt.Errorf("bbolt panicked: %v", r)
 		}
 	}()
 	old := debug.SetPanicOnFault(true)
 	defer debug.SetPanicOnFault(old)
 
 	if f, err = lockFile(path, timeout); err != nil {
-		return nil, "", err
+		return nil, nil, false, "", err
 	}
-	if err := verifyLocked(f); err != nil {
-		f.Close()
-		if environmentError(err) {
-			return nil, "", err
+	if walked = !takeClean(filepath.Dir(path), f); walked {
+		if err := verifyLocked(f); err != nil {
+			f.Close()
+			if environmentError(err) {
+				return nil, nil, false, "", err
+			}
+			return nil, nil, false, "corrupt", err
 		}
-		return nil, "corrupt", err
 	}
 	db, err = bolt.Open(path, 0o640, &bolt.Options{Timeout: timeout, OpenFile: func(string, int, os.FileMode) (*os.File, error) { return f, nil }})
 	if err != nil {
 		if errors.Is(err, bolterrors.ErrTimeout) || environmentError(err) {
-			return nil, "", err
+			return nil, nil, false, "", err
 		}
-		return nil, "corrupt", err
+		return nil, nil, false, "corrupt", err
 	}
 	if reason, err := ensureSchema(db); err != nil {
 		closeQuietly(db)
-		return nil, reason, err
+		return nil, nil, false, reason, err
 	}
-	return db, "", nil
+	return db, f, walked, "", nil
 }
 
 func closeQuietly(db *bolt.DB) {
@@ -253,11 +258,15 @@ func lockedError(dir string) error {
 // Path returns the cache file's path.
 func (d *DB) Path() string { return d.path }
 
-// Close closes the file and removes the holder note (and a temporary
-// directory).
+// Close closes the file, notes that it closed it cleanly (clean.go) and
+// removes the holder note (and a temporary directory).
 func (d *DB) Close() error {
 	_ = os.Remove(filepath.Join(d.dir, holderFile))
+	noted := !d.temp && noteClean(d.dir, d.file) == nil
 	err := d.bolt.Close()
+	if err != nil && noted {
+		_ = os.Remove(filepath.Join(d.dir, cleanFile))
+	}
 	if d.temp {
 		_ = os.RemoveAll(d.dir)
 	}

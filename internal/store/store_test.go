@@ -313,3 +313,62 @@ func TestMissingBodies(t *testing.T) {
 		t.Errorf("missing bodies %v, want %v", got, want)
 	}
 }
+
+// TestCleanCloseSkipsTheCheck: a cache closed by Close and unchanged since
+// is not walked again at the next open, and its note is gone while it is
+// open; one written to after Close, or left without Close, is walked; a
+// damaged one is still caught.
+func TestCleanCloseSkipsTheCheck(t *testing.T) {
+	dir := t.TempDir()
+	db := openT(t, dir)
+	if !db.walked {
+		t.Error("a new cache was not checked")
+	}
+	populate(t, db, 20)
+	must(t, db.Close())
+
+	db = openT(t, dir)
+	if db.walked {
+		t.Error("a cache closed cleanly and unchanged was checked again")
+	}
+	if _, err := os.Stat(filepath.Join(dir, cleanFile)); !os.IsNotExist(err) {
+		t.Errorf("the clean-close note is still there while the cache is open: %v", err)
+	}
+	files, err := db.Files()
+	if err != nil || len(files) != 20 {
+		t.Fatalf("files %d, err %v", len(files), err)
+	}
+	must(t, db.Close())
+
+	// Written to after Close: the note no longer matches.
+	path := filepath.Join(dir, FileName)
+	fi, err := os.Stat(path)
+	must(t, err)
+	overwrite(t, path, fi.Size()-4096, make([]byte, 4096))
+	db = openT(t, dir)
+	if !db.walked {
+		t.Error("a cache written to after Close was not checked")
+	}
+	// Left without Close (a crash): no note.
+	db.bolt.Close()
+	db = openT(t, dir)
+	if !db.walked {
+		t.Error("a cache left without Close was not checked")
+	}
+	must(t, db.Close())
+
+	// A damaged meta page after a clean close is caught and worked around.
+	overwrite(t, path, 0, make([]byte, 64))
+	db = openT(t, dir)
+	if !db.walked {
+		t.Error("a cache damaged after Close was not checked")
+	}
+	must(t, db.Close())
+}
+
+func must(t *testing.T, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+}
