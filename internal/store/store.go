@@ -154,6 +154,9 @@ func Open(dir string, opts Options) (*DB, error) {
 	if note != "" && recovered == "" {
 		log.Warn("cache file damaged; bbolt works around it", "path", path, "damage", note)
 	}
+	if !walked {
+		log.Debug("cache file unchanged since it was closed cleanly; its structure was not checked again", "path", path)
+	}
 	d := &DB{bolt: db, file: f, walked: walked, path: path, dir: dir, Recovered: recovered, log: log}
 	if d.Reparse, err = d.checkRecordsVersion(opts.ParserVersion); err != nil {
 		closeQuietly(db)
