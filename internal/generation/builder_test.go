@@ -708,7 +708,6 @@ func TestVectorsAreTheIndexRows(t *testing.T) {
 // edited meanwhile. (The test damages the cache through bbolt, by the
 // store's bucket name.)
 func TestMissingBodyIsParsedAgain(t *testing.T) {
-	ctx := context.Background()
 	ws := t.TempDir()
 	root := filepath.Join(ws, "skills")
 	for i := range 6 {
@@ -738,16 +737,12 @@ func TestMissingBodyIsParsedAgain(t *testing.T) {
 	writeSkill(t, root, "s05", "s05", "skill 5 about a topic edited while the router was down")
 
 	ti.open()
-	g, pass, err := ti.b.Build(ctx, nil, false, match.DefaultConfig())
-	if err != nil {
-		t.Fatal(err)
-	}
-	ti.prev = g
-	if st := pass.Stats; st.Parsed != 3 || st.Changed != 1 || st.Unchanged != 5 || st.Added != 0 || st.Removed != 0 {
+	_, st := ti.reindex(false)
+	if st.Parsed != 3 || st.Changed != 1 || st.Unchanged != 5 || st.Added != 0 || st.Removed != 0 {
 		t.Errorf("restart after damage: %+v; want 3 parsed (2 bodies, 1 edit), 1 changed, 5 unchanged", st)
 	}
 	for _, name := range []string{"s02", "s04"} {
-		body, ok, err := g.Body(mustLookup(t, g.Catalog, name))
+		body, ok, err := ti.prev.Body(mustLookup(t, ti.prev.Catalog, name))
 		if err != nil || !ok || !strings.Contains(body, "Body of "+name+".") {
 			t.Errorf("body of %s after a restart: %q ok=%v err=%v", name, body, ok, err)
 		}

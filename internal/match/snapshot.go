@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"hash/crc32"
 	"io"
+	"slices"
 	"unsafe"
 
 	"github.com/mcpsag/router/internal/skill"
@@ -481,7 +482,7 @@ func (e *enc) str(s string) {
 
 // array writes v after the zero bytes that bring the offset to a multiple
 // of align.
-func array[T int8 | uint16 | uint32 | int32 | float32](e *enc, v []T, align int) {
+func array[T number](e *enc, v []T, align int) {
 	var pad [rowAlign]byte
 	e.bytes(pad[:padding(e.n, align)])
 	e.bytes(asBytes(v))
@@ -502,9 +503,19 @@ const rowAlign = 64
 // size.
 func padding(off, size int) int { return (size - off%size) % size }
 
-func sizeOf[T int8 | uint16 | uint32 | int32 | float32]() int {
+// number is a value type of the snapshot's arrays.
+type number interface {
+	int8 | uint16 | uint32 | int32 | float32
+}
+
+func sizeOf[T number]() int {
 	var zero T
 	return int(unsafe.Sizeof(zero))
+}
+
+// bytesOf views a numeric slice as its bytes, in host order.
+func bytesOf[T number](v []T) []byte {
+	return unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(v))), len(v)*sizeOf[T]())
 }
 
 // dec reads the snapshot's encoding from memory; the first error sticks
@@ -558,7 +569,7 @@ func (d *dec) str() string {
 // numeric reads an array of n values that starts at the next multiple of
 // align: where they lie in b when the host is little-endian and b holds
 // them aligned, else in a new slice.
-func numeric[T int8 | uint16 | uint32 | int32 | float32](d *dec, n, align int) []T {
+func numeric[T number](d *dec, n, align int) []T {
 	if d.err != nil || n < 0 || n > 1<<30 {
 		if d.err == nil {
 			d.err = fmt.Errorf("array of %d values", n)
@@ -579,9 +590,10 @@ func numeric[T int8 | uint16 | uint32 | int32 | float32](d *dec, n, align int) [
 		return unsafe.Slice((*T)(p), n)
 	}
 	out := make([]T, n)
-	copy(unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(out))), n*size), raw)
+	b := bytesOf(out)
+	copy(b, raw)
 	if !littleEndian {
-		swap(out)
+		swapBytes(b, size)
 	}
 	return out
 }
@@ -592,20 +604,13 @@ func (d *dec) f32s(n int) []float32 { return numeric[float32](d, n, 4) }
 func (d *dec) i8s(n int) []int8     { return numeric[int8](d, n, rowAlign) }
 func (d *dec) rows(n int) []float32 { return numeric[float32](d, n, rowAlign) }
 
-// asBytes views a numeric slice as its bytes (host order; writers on
-// big-endian hosts swap first).
-func asBytes[T int8 | uint16 | uint32 | int32 | float32](v []T) []byte {
-	if len(v) == 0 {
-		return nil
-	}
-	var zero T
-	size := int(unsafe.Sizeof(zero))
-	b := unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(v))), len(v)*size)
+// asBytes is v's bytes as the snapshot stores them: little-endian (a copy,
+// swapped, on a big-endian host).
+func asBytes[T number](v []T) []byte {
+	b := bytesOf(v)
 	if !littleEndian {
-		c := make([]byte, len(b))
-		copy(c, b)
-		swapBytes(c, size)
-		return c
+		b = slices.Clone(b)
+		swapBytes(b, sizeOf[T]())
 	}
 	return b
 }
@@ -615,12 +620,7 @@ var littleEndian = func() bool {
 	return *(*byte)(unsafe.Pointer(&x)) == 1
 }()
 
-// swap reverses the byte order of every value.
-func swap[T int8 | uint16 | uint32 | int32 | float32](v []T) {
-	var zero T
-	swapBytes(unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(v))), len(v)*int(unsafe.Sizeof(zero))), int(unsafe.Sizeof(zero)))
-}
-
+// swapBytes reverses the byte order of every size-byte value in b.
 func swapBytes(b []byte, size int) {
 	for i := 0; i+size <= len(b); i += size {
 		for a, z := i, i+size-1; a < z; a, z = a+1, z-1 {
