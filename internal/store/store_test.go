@@ -277,40 +277,73 @@ func overwrite(t *testing.T, path string, off int64, b []byte) {
 }
 
 // TestMissingBodies: Files keeps a record whose body was damaged or lost,
-// and MissingBodies names exactly those records.
+// and MissingBodies names exactly those records, in path order: the bodies
+// first and last in key order, one in between, and one that two records
+// share, among bodies no record uses, checked against a lookup of each
+// record's body.
 func TestMissingBodies(t *testing.T) {
 	dir := t.TempDir()
 	db := openT(t, dir)
-	populate(t, db, 4)
+	populate(t, db, 8)
 	files, err := db.Files()
-	if err != nil || len(files) != 4 {
+	if err != nil || len(files) != 8 {
 		t.Fatalf("files %d, err %v", len(files), err)
+	}
+	var hashes []string
+	for _, r := range files {
+		hashes = append(hashes, r.Good.ContentHash)
+	}
+	slices.Sort(hashes)
+	shared := hashes[5]
+	var twin FileRecord
+	for _, r := range files {
+		if r.Good.ContentHash == shared {
+			twin = *r
+		}
+	}
+	twin.Path = filepath.Join("/skills", "twin", "SKILL.md")
+	must(t, db.ApplyFiles(FileChanges{Put: []*FileRecord{&twin}}))
+	if files, err = db.Files(); err != nil || len(files) != 9 {
+		t.Fatalf("with a shared body: files %d, err %v", len(files), err)
 	}
 	if missing, err := db.MissingBodies(files); err != nil || len(missing) != 0 {
 		t.Fatalf("intact cache: missing %v, err %v", missing, err)
 	}
-	damaged, lost := hashOf("skill-0001"), hashOf("skill-0003")
 	if err := db.bolt.Update(func(tx *bolt.Tx) error {
 		b := tx.Bucket(bucketBodies)
-		v := bytes.Clone(b.Get([]byte(damaged)))
-		v[len(v)-1] ^= 0x5a
-		return errors.Join(b.Put([]byte(damaged), v), b.Delete([]byte(lost)))
+		var errs []error
+		for i := range 40 { // bodies no record uses lie between those checked
+			key := []byte(hashOf(fmt.Sprint("stale ", i)))
+			errs = append(errs, b.Put(key, seal(key, []byte("old body"))))
+		}
+		for _, h := range []string{hashes[3], shared} {
+			v := bytes.Clone(b.Get([]byte(h)))
+			v[len(v)-1] ^= 0x5a
+			errs = append(errs, b.Put([]byte(h), v))
+		}
+		return errors.Join(append(errs, b.Delete([]byte(hashes[0])), b.Delete([]byte(hashes[7])))...)
 	}); err != nil {
 		t.Fatal(err)
 	}
-	if files, err = db.Files(); err != nil || len(files) != 4 {
-		t.Fatalf("after damage: files %d, err %v; want all 4 kept", len(files), err)
+	if files, err = db.Files(); err != nil || len(files) != 9 {
+		t.Fatalf("after damage: files %d, err %v; want all 9 kept", len(files), err)
 	}
 	missing, err := db.MissingBodies(files)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var got []string
+	var got, want []string
 	for _, r := range missing {
-		got = append(got, r.Good.ContentHash)
+		got = append(got, r.Path)
 	}
-	if want := []string{damaged, lost}; !slices.Equal(got, want) {
-		t.Errorf("missing bodies %v, want %v", got, want)
+	for _, r := range files {
+		if _, ok, err := db.Body(r.Good.ContentHash); err != nil || !ok {
+			want = append(want, r.Path)
+		}
+	}
+	slices.Sort(want)
+	if len(want) != 5 || !slices.Equal(got, want) {
+		t.Errorf("missing bodies %v, want %v (5: two lost, two damaged, one shared)", got, want)
 	}
 }
 
