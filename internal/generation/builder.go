@@ -112,6 +112,9 @@ type Pass struct {
 	// Partial is set when only the skill folders named by file events
 	// were scanned again.
 	Partial bool
+	// FoldersReused counts the folders a full scan did not read, since
+	// their listings from the last full scan still held.
+	FoldersReused int
 }
 
 // Phase is one step of a build and its duration.
@@ -161,6 +164,7 @@ type Builder struct {
 	parsedTotal atomic.Int64
 	progress    atomic.Pointer[skill.Progress]
 	snapshots   snapshotWriter
+	listings    listingsFile
 }
 
 // NewBuilder returns a builder over db; it starts reading the cached records
@@ -188,6 +192,8 @@ func NewBuilder(cfg Config, db *store.DB) (*Builder, error) {
 	}
 	b.snapshots.path = filepath.Join(filepath.Dir(db.Path()), SnapshotFile)
 	b.snapshots.log = cfg.Logger
+	b.listings.path = filepath.Join(filepath.Dir(db.Path()), ListingsFile)
+	b.listings.log = cfg.Logger
 	b.progress.Store(&skill.Progress{})
 	// The cached records and the index snapshot are read while the first
 	// build scans the roots, and the cached bodies are checked after the
@@ -232,8 +238,12 @@ func (b *Builder) takeBodiless() ([]*store.FileRecord, error) {
 	return current, err
 }
 
-// Flush waits until the last generation's index snapshot is written.
-func (b *Builder) Flush() { b.snapshots.flush() }
+// Flush waits until the last generation's index snapshot and the last full
+// scan's folder listings are written.
+func (b *Builder) Flush() {
+	b.snapshots.flush()
+	b.listings.wait()
+}
 
 // Config returns the builder's configuration, defaults filled.
 func (b *Builder) Config() Config { return b.cfg }
@@ -394,8 +404,8 @@ func (b *Builder) refreshCatalog(ctx context.Context, prev *Generation, full boo
 	if err != nil {
 		return nil, "", pass, err
 	}
-	scan, partial := b.scan(roots, changed, prev != nil && !full)
-	pass.Dirs, pass.Partial = scan.Dirs, partial
+	scan, partial, reused := b.scan(roots, changed, prev != nil && !full)
+	pass.Dirs, pass.Partial, pass.FoldersReused = scan.Dirs, partial, reused
 	pass.phase("scan", &t)
 	if err := b.waitRecords(); err != nil {
 		return nil, "", pass, err
@@ -507,16 +517,21 @@ func (b *Builder) refreshCatalog(ctx context.Context, prev *Generation, full boo
 
 // scan returns the skill files of the roots: the last scan with the skill
 // folders of changed scanned again when that is enough (partial is then
-// set), else a scan of every root.
-func (b *Builder) scan(roots []skill.Root, changed []string, incremental bool) (res skillfs.ScanResult, partial bool) {
+// set), else a scan of every root, given the last full scan's folder
+// listings; reused counts the folders it took from them.
+func (b *Builder) scan(roots []skill.Root, changed []string, incremental bool) (res skillfs.ScanResult, partial bool, reused int) {
 	if incremental && changed != nil && b.lastScan != nil && slices.Equal(roots, b.lastRoots) {
 		if res, ok := b.rescan(changed); ok {
-			return res, true
+			return res, true, 0
 		}
 	}
-	res = skillfs.Scan(roots, b.cfg.Scan)
+	known := b.listings.load()
+	res = skillfs.Scan(roots, b.cfg.Scan, known)
+	b.listings.save(res.Listings, known)
+	reused = res.Listings.Reused()
+	res.Listings = nil // on disk only: the next full scan reads them there
 	b.setScan(&res, roots)
-	return res, false
+	return res, false, reused
 }
 
 // setScan makes res the last scan, the base of rescans.

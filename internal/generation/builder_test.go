@@ -783,3 +783,62 @@ func TestMovedModelKeepsSnapshotVectors(t *testing.T) {
 		t.Errorf("a restart with the model moved embedded %d skills, want 0 (the snapshot's vectors)", st.Embedded)
 	}
 }
+
+// TestRestartReusesFolderListings: a restart's scan takes the folders
+// unchanged since the last full scan from the listings that scan saved,
+// and sees every change made while the router was down: a resource added,
+// a SKILL.md edited in place, a skill added. Damaged listings are ignored.
+func TestRestartReusesFolderListings(t *testing.T) {
+	ws := t.TempDir()
+	root := filepath.Join(ws, "skills")
+	for i := range 6 {
+		writeSkill(t, root, fmt.Sprintf("s%02d", i), fmt.Sprintf("s%02d", i), fmt.Sprintf("skill %d about topic %d", i, i))
+	}
+	writeFile(t, filepath.Join(root, "s01", "scripts", "run.sh"), "echo run")
+	time.Sleep(1100 * time.Millisecond) // older than the margin under which a folder's listing is not kept
+	ti := newTestIndex(t, ws, Config{})
+	ti.reindex(false)
+	ti.restart()
+	listings := filepath.Join(ti.stateDir, ListingsFile)
+	if _, err := os.Stat(listings); err != nil {
+		t.Fatalf("no folder listings saved: %v", err)
+	}
+
+	writeFile(t, filepath.Join(root, "s01", "notes.md"), "notes")
+	writeSkill(t, root, "s02", "s02", "skill 2 edited in place while the router was down")
+	writeSkill(t, root, "s06", "s06", "skill 6 added while the router was down")
+	build := func() Pass {
+		t.Helper()
+		g, pass, err := ti.b.Build(context.Background(), nil, false, match.DefaultConfig())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := mustLookup(t, g.Catalog, "s01").Resources; len(got) != 2 {
+			t.Errorf("s01 resources %+v, want notes.md and scripts/run.sh", got)
+		}
+		if got := mustLookup(t, g.Catalog, "s02").Description(); !strings.Contains(got, "edited in place") {
+			t.Errorf("s02 description %q, want the edit", got)
+		}
+		mustLookup(t, g.Catalog, "s06")
+		return pass
+	}
+	pass := build()
+	if pass.FoldersReused != 5 || pass.Stats.Parsed != 2 {
+		t.Errorf("restart reused %d folder listings and parsed %d files; want 5 (s00, s02 to s05) and 2 (s02, s06)",
+			pass.FoldersReused, pass.Stats.Parsed)
+	}
+
+	ti.b.Flush() // the restart saved listings again: they changed
+	data, err := os.ReadFile(listings)
+	if err != nil {
+		t.Fatal(err)
+	}
+	data[len(data)/2] ^= 1
+	if err := os.WriteFile(listings, data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	ti.restart()
+	if pass := build(); pass.FoldersReused != 0 {
+		t.Errorf("damaged listings: %d folders reused", pass.FoldersReused)
+	}
+}

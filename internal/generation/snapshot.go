@@ -172,13 +172,7 @@ func (w *snapshotWriter) flush() {
 // write writes g's snapshot to a temporary file and renames it over the
 // snapshot.
 func (w *snapshotWriter) write(g *Generation) error {
-	f, err := os.CreateTemp(filepath.Dir(w.path), ".index-*.tmp")
-	if err != nil {
-		return err
-	}
-	tmp := f.Name()
-	err = func() error {
-		bw := bufio.NewWriterSize(f, 1<<20)
+	err := replaceFile(w.path, func(bw *bufio.Writer) error {
 		m := snapshotMeta{Model: g.space.model, BodyChars: g.space.bodyChars, Skills: g.Index.Len(), Written: time.Now(), ContentID: g.ContentID}
 		meta, err := json.Marshal(m)
 		if err != nil {
@@ -190,7 +184,26 @@ func (w *snapshotWriter) write(g *Generation) error {
 		bw.WriteString(snapshotMagic)
 		bw.Write(binary.LittleEndian.AppendUint32(nil, uint32(len(meta))))
 		bw.Write(meta)
-		if err := g.Index.WriteSnapshot(bw); err != nil {
+		return g.Index.WriteSnapshot(bw)
+	})
+	if err != nil {
+		return fmt.Errorf("write index snapshot %s: %w", w.path, err)
+	}
+	return nil
+}
+
+// replaceFile writes a file through write into a temporary file beside
+// path, syncs it and renames it over path: a reader sees the old file or
+// the new one, whole, even after a crash.
+func replaceFile(path string, write func(*bufio.Writer) error) error {
+	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+"-*.tmp")
+	if err != nil {
+		return err
+	}
+	tmp := f.Name()
+	err = func() error {
+		bw := bufio.NewWriterSize(f, 1<<20)
+		if err := write(bw); err != nil {
 			return err
 		}
 		if err := bw.Flush(); err != nil {
@@ -202,13 +215,12 @@ func (w *snapshotWriter) write(g *Generation) error {
 		err = cerr
 	}
 	if err == nil {
-		err = os.Rename(tmp, w.path)
+		err = os.Rename(tmp, path)
 	}
 	if err != nil {
 		os.Remove(tmp)
-		return fmt.Errorf("write index snapshot %s: %w", w.path, err)
 	}
-	return nil
+	return err
 }
 
 // startLoad reads the snapshot in the background; load returns it.

@@ -22,7 +22,7 @@ type Report struct {
 // build reads them, without a store, and reports every problem with its file
 // and line plus the name collisions precedence would resolve.
 func Validate(roots []skill.Root, lim skillmd.Limits, scanLim skillfs.ScanLimits) *Report {
-	scan := skillfs.Scan(roots, scanLim)
+	scan := skillfs.Scan(roots, scanLim, nil)
 	rep := &Report{Files: len(scan.Files)}
 	rep.Problems = append(rep.Problems, scan.Problems...)
 	registries := make(map[string]map[string]skill.RegistryEntry, len(roots))

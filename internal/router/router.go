@@ -304,7 +304,7 @@ func (r *Router) buildLocked(ctx context.Context, full bool, changed []string) (
 	if st.Published {
 		r.log.Info("index generation published", "generation", st.Generation, "skills", len(g.Catalog.Winners())-len(g.Catalog.Tools()),
 			"tools", len(g.Catalog.Tools()),
-			"scanned", st.Scanned, "added", st.Added, "changed", st.Changed, "removed", st.Removed,
+			"scanned", st.Scanned, "folders_reused", pass.FoldersReused, "added", st.Added, "changed", st.Changed, "removed", st.Removed,
 			"invalid", st.Invalid, "parsed", st.Parsed, "embedded", st.Embedded, "duration", st.Duration.String(),
 			"phases", phaseList(pass.Phases))
 	}

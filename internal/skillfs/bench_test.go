@@ -9,7 +9,9 @@ import (
 // BenchmarkScan scans the workspace MCPSAG_BENCH_WORKSPACE (routerbench gen
 // writes one) as a start does, with the default limits and the default
 // roots, or each folder of skills/ as a root when the workspace's
-// configuration says so (a workspace of 100,000 skills does).
+// configuration says so (a workspace of 100,000 skills does): "read"
+// reads every folder, "listings" is given the listings of a scan before
+// it, as a restart on an unchanged workspace is.
 //
 //	MCPSAG_BENCH_WORKSPACE=/tmp/ws100k go test -run '^$' -bench Scan -benchtime 5x ./internal/skillfs
 func BenchmarkScan(b *testing.B) {
@@ -25,14 +27,22 @@ func BenchmarkScan(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	b.ReportAllocs()
-	var found int
-	for b.Loop() {
-		res := Scan(roots, DefaultScanLimits)
-		found = len(res.Files)
+	known := Scan(roots, DefaultScanLimits, nil).Listings
+	for _, c := range []struct {
+		name  string
+		known *Listings
+	}{{"read", nil}, {"listings", known}} {
+		b.Run(c.name, func(b *testing.B) {
+			b.ReportAllocs()
+			var res ScanResult
+			for b.Loop() {
+				res = Scan(roots, DefaultScanLimits, c.known)
+			}
+			if len(res.Files) == 0 {
+				b.Fatal("no skills found")
+			}
+			b.ReportMetric(float64(len(res.Files)), "skills")
+			b.ReportMetric(float64(res.Listings.Reused()), "reused")
+		})
 	}
-	if found == 0 {
-		b.Fatal("no skills found")
-	}
-	b.ReportMetric(float64(found), "skills")
 }

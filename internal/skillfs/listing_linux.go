@@ -3,7 +3,6 @@ package skillfs
 import (
 	"encoding/binary"
 	"io/fs"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -34,27 +33,56 @@ func openParent(real string) (parent int, closeParent func()) {
 
 // read reads the folder name of the open folder parent (or the folder at
 // path name when parent is noParent), whose real path is real, into l: its
-// entries in name order and, when one of them is a regular SKILL.md, its
-// stat and the folder's resources. It touches no walker state, so folders
-// can be read ahead on other goroutines.
-func (l *listing) read(parent int, name, real string, maxResources int) {
+// entries in name order, its stamp and, when one of the entries is a
+// regular SKILL.md, its stat and the folder's resources. When known, the
+// folder's listing from an earlier scan, has the folder's stamp, its
+// entries are taken from there instead of read. It touches no walker
+// state, so folders can be read ahead on other goroutines.
+func (l *listing) read(parent int, name, real string, maxResources int, known *folderListing) {
+	if known != nil {
+		var st unix.Stat_t
+		if unix.Fstatat(parent, name, &st, 0) == nil && stampOf(&st) == known.stamp {
+			l.entries, l.stamp, l.reused = known.entries, known.stamp, true
+			l.statSkill(real, maxResources, func() (fs.FileInfo, error) {
+				return statAt(parent, name+"/"+SkillFile, filepath.Join(real, SkillFile))
+			})
+			return
+		}
+	}
 	fd, err := unix.Openat(parent, name, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
 	if err != nil {
 		l.err = &fs.PathError{Op: "open", Path: real, Err: err}
 		return
 	}
 	defer unix.Close(fd)
+	// The stamp is taken before the entries are read: a change between
+	// the two leaves a stamp that no longer matches.
+	var st unix.Stat_t
+	if unix.Fstat(fd, &st) == nil {
+		l.stamp = stampOf(&st)
+	}
 	if l.entries, err = readDirents(fd, real); err != nil {
 		l.entries, l.err = nil, &fs.PathError{Op: "readdirent", Path: real, Err: err}
 		return
 	}
 	l.statSkill(real, maxResources, func() (fs.FileInfo, error) {
-		var st unix.Stat_t
-		if err := unix.Fstatat(fd, SkillFile, &st, 0); err != nil {
-			return nil, &fs.PathError{Op: "stat", Path: filepath.Join(real, SkillFile), Err: err}
-		}
-		return newStatInfo(SkillFile, &st), nil
+		return statAt(fd, SkillFile, filepath.Join(real, SkillFile))
 	})
+}
+
+// statAt stats name relative to the open folder fd; path names it in
+// errors.
+func statAt(fd int, name, path string) (fs.FileInfo, error) {
+	var st unix.Stat_t
+	if err := unix.Fstatat(fd, name, &st, 0); err != nil {
+		return nil, &fs.PathError{Op: "stat", Path: path, Err: err}
+	}
+	return newStatInfo(SkillFile, &st), nil
+}
+
+// stampOf is the stamp of a folder from its stat.
+func stampOf(st *unix.Stat_t) dirStamp {
+	return dirStamp{dev: st.Dev, ino: st.Ino, mtime: st.Mtim.Nano(), ctime: st.Ctim.Nano()}
 }
 
 // direntBuffers hold the raw entries getdents returns.
@@ -132,18 +160,6 @@ func direntType(fd int, name string, typ uint8) (fs.FileMode, error) {
 	}
 	return fileMode(st.Mode).Type(), nil
 }
-
-// dirent is an entry readDirents listed.
-type dirent struct {
-	dir, name string
-	typ       fs.FileMode
-}
-
-func (d dirent) Name() string               { return d.name }
-func (d dirent) IsDir() bool                { return d.typ.IsDir() }
-func (d dirent) Type() fs.FileMode          { return d.typ }
-func (d dirent) Info() (fs.FileInfo, error) { return os.Lstat(filepath.Join(d.dir, d.name)) }
-func (d dirent) String() string             { return fs.FormatDirEntry(d) }
 
 // statInfo is an fs.FileInfo from a stat.
 type statInfo struct {

@@ -37,8 +37,8 @@ func TestListingMatchesPaths(t *testing.T) {
 	if p == noParent {
 		t.Fatal("the parent folder did not open")
 	}
-	relative.read(p, "skill", dir, 500)
-	noParentRead.read(noParent, dir, dir, 500)
+	relative.read(p, "skill", dir, 500, nil)
+	noParentRead.read(noParent, dir, dir, 500, nil)
 	for _, c := range []struct {
 		name string
 		l    *listing
@@ -62,7 +62,7 @@ func TestListingMatchesPaths(t *testing.T) {
 	}
 
 	var missing listing
-	missing.read(p, "gone", filepath.Join(parent, "gone"), 500)
+	missing.read(p, "gone", filepath.Join(parent, "gone"), 500, nil)
 	if _, err := os.ReadDir(filepath.Join(parent, "gone")); missing.err == nil || missing.err.Error() != err.Error() {
 		t.Errorf("a missing folder: %v, os.ReadDir: %v", missing.err, err)
 	}

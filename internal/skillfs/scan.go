@@ -59,6 +59,9 @@ type ScanResult struct {
 	// Problems are walk problems: unreadable folders, escaping symlinks,
 	// limits hit.
 	Problems []skill.Problem
+	// Listings are the folders the walk read or took from the listings
+	// it was given, for the next scan; nil where a scan records none.
+	Listings *Listings
 }
 
 // Scan walks the roots. A folder holding SKILL.md is a skill; the walk does
@@ -66,9 +69,14 @@ type ScanResult struct {
 // Symbolic links are followed only when their target stays inside the root.
 // Unreadable files and folders are reported and skipped.
 //
+// known, when not nil, are the listings an earlier scan recorded: a folder
+// whose stamp is unchanged is not read again (see Listings). The result is
+// the same with or without them.
+//
 // Roots are walked concurrently (up to GOMAXPROCS at a time); the result
 // is the same as walking them one after the other.
-func Scan(roots []skill.Root, lim ScanLimits) ScanResult {
+func Scan(roots []skill.Root, lim ScanLimits, known *Listings) ScanResult {
+	taken := time.Now()
 	parts := make([]ScanResult, len(roots))
 	sem := make(chan struct{}, runtime.GOMAXPROCS(0))
 	var wg sync.WaitGroup
@@ -76,7 +84,8 @@ func Scan(roots []skill.Root, lim ScanLimits) ScanResult {
 		sem <- struct{}{}
 		wg.Go(func() {
 			defer func() { <-sem }()
-			w := walker{root: r, lim: lim, res: &parts[i], seen: map[string]bool{}}
+			w := walker{root: r, lim: lim, res: &parts[i], seen: map[string]bool{}, known: known}
+			w.res.Listings = &Listings{Taken: taken, dirs: map[string]*folderListing{}}
 			real, err := filepath.EvalSymlinks(r.Path)
 			if err != nil {
 				if !os.IsNotExist(err) {
@@ -89,10 +98,11 @@ func Scan(roots []skill.Root, lim ScanLimits) ScanResult {
 		})
 	}
 	wg.Wait()
-	var res ScanResult
+	res := ScanResult{Listings: &Listings{Taken: taken, dirs: make(map[string]*folderListing, known.Len())}}
 	var files []*Found
 	for i := range parts {
 		p := &parts[i]
+		res.Listings.merge(p.Listings)
 		for j := range p.Files {
 			files = append(files, &p.Files[j])
 		}
@@ -116,6 +126,7 @@ type walker struct {
 	res      *ScanResult
 	seen     map[string]bool // real paths visited, against symlink loops
 	dirs     int
+	known    *Listings // an earlier scan's, or nil
 }
 
 func (w *walker) problem(code, file, format string, args ...any) {
@@ -148,13 +159,17 @@ func (w *walker) walk(logical, real string, depth int, pre *listing) {
 
 	if pre == nil {
 		pre = &listing{}
-		pre.read(noParent, real, real, w.lim.MaxResources)
+		pre.read(noParent, real, real, w.lim.MaxResources, w.known.lookup(real))
 	} else {
 		<-pre.done
 	}
 	if pre.err != nil {
 		w.problem("dir-unreadable", logical, "cannot read folder: %v", pre.err)
 		return
+	}
+	w.res.Listings.add(real, pre.stamp, pre.entries)
+	if pre.reused {
+		w.res.Listings.reused++
 	}
 	entries := pre.entries
 	for _, e := range entries {
@@ -194,6 +209,8 @@ func (w *walker) walk(logical, real string, depth int, pre *listing) {
 // SKILL.md, what skillFile needs of it.
 type listing struct {
 	entries []fs.DirEntry
+	stamp   dirStamp // the folder's when read; zero where unknown
+	reused  bool     // entries came from an earlier scan's listing
 	err     error
 	skill   *skillStat    // nil: no regular SKILL.md entry
 	done    chan struct{} // closed once read, for a folder read ahead
@@ -274,7 +291,8 @@ func (w *walker) readAhead(real string, entries []fs.DirEntry) []*listing {
 					return
 				}
 				l, name := out[todo[k]], entries[todo[k]].Name()
-				l.read(parent, name, filepath.Join(real, name), w.lim.MaxResources)
+				child := filepath.Join(real, name)
+				l.read(parent, name, child, w.lim.MaxResources, w.known.lookup(child))
 				close(l.done)
 			}
 		})

@@ -52,7 +52,7 @@ func TestScanRules(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	res := Scan(roots, DefaultScanLimits)
+	res := Scan(roots, DefaultScanLimits, nil)
 	var got []string
 	for _, f := range res.Files {
 		got = append(got, f.RelPath)
@@ -100,7 +100,7 @@ func TestScanSurvivesUnreadableFolder(t *testing.T) {
 	must(t, os.Chmod(filepath.Join(root, "locked"), 0))
 	t.Cleanup(func() { os.Chmod(filepath.Join(root, "locked"), 0o755) })
 	roots, _ := ExpandRoots(ws, DefaultRoots())
-	res := Scan(roots, DefaultScanLimits)
+	res := Scan(roots, DefaultScanLimits, nil)
 	if len(res.Files) != 1 || !problemsHave(res.Problems, "dir-unreadable", "locked") {
 		t.Errorf("files %v problems %v; want ok found and locked reported", res.Files, res.Problems)
 	}
@@ -133,7 +133,7 @@ func TestScanSkillDirMatchesScan(t *testing.T) {
 		}
 	}
 	r := skill.Root{Path: root, Display: "skills", Kind: skill.KindProject}
-	res := Scan([]skill.Root{r}, DefaultScanLimits)
+	res := Scan([]skill.Root{r}, DefaultScanLimits, nil)
 	if len(res.Files) != 2 {
 		t.Fatalf("scan found %d skills", len(res.Files))
 	}
@@ -193,13 +193,14 @@ func TestReadAheadGivesTheSameScan(t *testing.T) {
 	}
 	for _, lim := range []ScanLimits{DefaultScanLimits, {MaxDepth: 6, MaxDirs: 40, MaxResources: 1}} {
 		prev := runtime.GOMAXPROCS(1)
-		one := Scan(roots, lim)
+		one := Scan(roots, lim, nil)
 		runtime.GOMAXPROCS(4)
-		four := Scan(roots, lim)
+		four := Scan(roots, lim, nil)
 		runtime.GOMAXPROCS(prev)
 		if len(one.Files) < 2*readAheadMin {
 			t.Fatalf("limits %+v: only %d skills found; the walk is not wide enough to read ahead", lim, len(one.Files))
 		}
+		one.Listings, four.Listings = nil, nil
 		if !reflect.DeepEqual(one, four) {
 			t.Errorf("limits %+v: reading ahead changed the scan:\none CPU:   %d files, %d dirs, problems %v\nfour CPUs: %d files, %d dirs, problems %v",
 				lim, len(one.Files), len(one.Dirs), one.Problems, len(four.Files), len(four.Dirs), four.Problems)

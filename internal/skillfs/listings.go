@@ -1,0 +1,305 @@
+package skillfs
+
+import (
+	"encoding/binary"
+	"errors"
+	"hash/crc32"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+)
+
+// Listings are the entries of the folders a scan read, each with the
+// folder's stamp (device, inode, modification and change times) when it
+// was read. Given to the next scan (ScanOptions.Known), they spare it
+// reading a folder whose stamp is unchanged: adding, removing or renaming
+// an entry changes its folder's times, so the same stamp means the same
+// entries. What a scan takes from a listing is only a folder's own entry
+// names and types; SKILL.md and every resource are stat'ed as always, and
+// subfolders are read as always. A listing is kept only when its folder's
+// times were at least racyMargin older than the scan's start: a change in
+// the same tick of the file system's clock as the one before it would keep
+// the folder's times, and is caught this way. Listings are recorded on
+// Linux only, where a scan reads folders through system calls that give
+// their stamps.
+type Listings struct {
+	// Taken is when the scan that read them started.
+	Taken time.Time
+	dirs  map[string]*folderListing
+	// reused counts the folders a scan took from Known instead of reading.
+	reused int
+}
+
+// folderListing is one folder's entries and its stamp when they were read.
+type folderListing struct {
+	stamp   dirStamp
+	entries []fs.DirEntry
+}
+
+// dirStamp identifies a folder's state: a folder whose entries change gets
+// another modification and change time.
+type dirStamp struct {
+	dev, ino     uint64
+	mtime, ctime int64 // nanoseconds since 1970
+}
+
+// racyMargin is how much older than a scan's start a folder's times must
+// be for its listing to be kept (see Listings).
+var racyMargin = time.Second
+
+// Len is the number of folders listed.
+func (l *Listings) Len() int {
+	if l == nil {
+		return 0
+	}
+	return len(l.dirs)
+}
+
+// Reused is the number of folders the scan that recorded l took from the
+// listings it was given instead of reading them.
+func (l *Listings) Reused() int {
+	if l == nil {
+		return 0
+	}
+	return l.reused
+}
+
+// lookup returns the listing of the folder real, or nil.
+func (l *Listings) lookup(real string) *folderListing {
+	if l == nil {
+		return nil
+	}
+	return l.dirs[real]
+}
+
+// add records a folder read at or after l.Taken, unless its times are too
+// recent to tell a later change apart.
+func (l *Listings) add(real string, stamp dirStamp, entries []fs.DirEntry) {
+	limit := l.Taken.Add(-racyMargin).UnixNano()
+	if stamp == (dirStamp{}) || stamp.mtime >= limit || stamp.ctime >= limit {
+		return
+	}
+	l.dirs[real] = &folderListing{stamp: stamp, entries: entries}
+}
+
+// merge adds the folders of o to l.
+func (l *Listings) merge(o *Listings) {
+	for k, v := range o.dirs {
+		l.dirs[k] = v
+	}
+	l.reused += o.reused
+}
+
+// listingsMagic starts an encoded Listings; the number is the format.
+const listingsMagic = "MCPSAGL1"
+
+// Entry types as encoded.
+const (
+	entryRegular = iota
+	entryDir
+	entrySymlink
+	entryOther // anything else, which a scan skips alike
+)
+
+// MarshalBinary encodes l: the magic, when it was taken, then each folder
+// in path order (its path as the length it shares with the previous one
+// and the rest, its stamp, its entries' names and types), then a CRC-32C of
+// all before it.
+func (l *Listings) MarshalBinary() ([]byte, error) {
+	paths := make([]string, 0, len(l.dirs))
+	for p := range l.dirs {
+		paths = append(paths, p)
+	}
+	slices.Sort(paths)
+	out := append([]byte(listingsMagic), make([]byte, 0, 64*len(paths))...)
+	out = binary.AppendVarint(out, l.Taken.UnixNano())
+	out = binary.AppendUvarint(out, uint64(len(paths)))
+	prev := ""
+	for _, p := range paths {
+		d := l.dirs[p]
+		shared := commonPrefix(prev, p)
+		out = binary.AppendUvarint(out, uint64(shared))
+		out = appendString(out, p[shared:])
+		out = binary.AppendUvarint(out, d.stamp.dev)
+		out = binary.AppendUvarint(out, d.stamp.ino)
+		out = binary.AppendVarint(out, d.stamp.mtime)
+		out = binary.AppendVarint(out, d.stamp.ctime)
+		out = binary.AppendUvarint(out, uint64(len(d.entries)))
+		for _, e := range d.entries {
+			out = appendString(out, e.Name())
+			out = append(out, entryCode(e.Type()))
+		}
+		prev = p
+	}
+	return binary.LittleEndian.AppendUint32(out, crc32.Checksum(out, castagnoli)), nil
+}
+
+var castagnoli = crc32.MakeTable(crc32.Castagnoli)
+
+// ReadListings decodes what MarshalBinary wrote. Any damage, and any other
+// format, is an error: the caller then scans without listings.
+func ReadListings(data []byte) (*Listings, error) {
+	if len(data) < len(listingsMagic)+4 || string(data[:len(listingsMagic)]) != listingsMagic {
+		return nil, errors.New("not a listings file of this format")
+	}
+	body := data[:len(data)-4]
+	if binary.LittleEndian.Uint32(data[len(data)-4:]) != crc32.Checksum(body, castagnoli) {
+		return nil, errors.New("listings fail their checksum")
+	}
+	r := listingReader{b: body[len(listingsMagic):]}
+	l := &Listings{Taken: time.Unix(0, r.varint())}
+	n := r.count(1)
+	l.dirs = make(map[string]*folderListing, n)
+	prev := ""
+	for range n {
+		shared := r.uvarint()
+		if shared > uint64(len(prev)) {
+			return nil, errors.New("listings: a path shares more than the one before it")
+		}
+		p := prev[:shared] + r.str()
+		d := &folderListing{stamp: dirStamp{dev: r.uvarint(), ino: r.uvarint(), mtime: r.varint(), ctime: r.varint()}}
+		d.entries = make([]fs.DirEntry, r.count(2))
+		for i := range d.entries {
+			name := r.str()
+			typ, ok := entryType(r.byte())
+			if !ok || !validEntryName(name) || (i > 0 && name <= d.entries[i-1].Name()) {
+				return nil, errors.New("listings: an entry is invalid or out of order")
+			}
+			d.entries[i] = dirent{dir: p, name: name, typ: typ}
+		}
+		if r.err != nil {
+			break
+		}
+		if p <= prev && prev != "" || !filepath.IsAbs(p) {
+			return nil, errors.New("listings: a folder is out of order or not absolute")
+		}
+		l.dirs[p] = d
+		prev = p
+	}
+	if r.err != nil || len(r.b) != 0 {
+		return nil, errors.New("listings: truncated or with bytes after the last folder")
+	}
+	return l, nil
+}
+
+func commonPrefix(a, b string) int {
+	n := min(len(a), len(b))
+	for i := range n {
+		if a[i] != b[i] {
+			return i
+		}
+	}
+	return n
+}
+
+func appendString(b []byte, s string) []byte {
+	return append(binary.AppendUvarint(b, uint64(len(s))), s...)
+}
+
+func entryCode(t fs.FileMode) byte {
+	switch {
+	case t.IsRegular():
+		return entryRegular
+	case t.IsDir():
+		return entryDir
+	case t&fs.ModeSymlink != 0:
+		return entrySymlink
+	}
+	return entryOther
+}
+
+// entryType is the type of an encoded entry. An entry that is not a
+// regular file, folder or link comes back as irregular: a scan treats
+// every such entry alike.
+func entryType(code byte) (fs.FileMode, bool) {
+	switch code {
+	case entryRegular:
+		return 0, true
+	case entryDir:
+		return fs.ModeDir, true
+	case entrySymlink:
+		return fs.ModeSymlink, true
+	case entryOther:
+		return fs.ModeIrregular, true
+	}
+	return 0, false
+}
+
+func validEntryName(name string) bool {
+	return name != "" && name != "." && name != ".." && !strings.ContainsAny(name, "/\x00")
+}
+
+// listingReader decodes varints and strings, remembering the first error.
+type listingReader struct {
+	b   []byte
+	err error
+}
+
+func (r *listingReader) fail() {
+	if r.err == nil {
+		r.err = errors.New("truncated")
+	}
+	r.b = nil
+}
+
+func (r *listingReader) uvarint() uint64 {
+	v, n := binary.Uvarint(r.b)
+	if n <= 0 {
+		r.fail()
+		return 0
+	}
+	r.b = r.b[n:]
+	return v
+}
+
+func (r *listingReader) varint() int64 {
+	v, n := binary.Varint(r.b)
+	if n <= 0 {
+		r.fail()
+		return 0
+	}
+	r.b = r.b[n:]
+	return v
+}
+
+// count reads a length that at least minBytes bytes per item must follow.
+func (r *listingReader) count(minBytes int) int {
+	v := r.uvarint()
+	if v > uint64(len(r.b)/minBytes) {
+		r.fail()
+		return 0
+	}
+	return int(v)
+}
+
+func (r *listingReader) str() string {
+	n := r.count(1)
+	s := string(r.b[:n])
+	r.b = r.b[n:]
+	return s
+}
+
+func (r *listingReader) byte() byte {
+	if len(r.b) == 0 {
+		r.fail()
+		return 0
+	}
+	c := r.b[0]
+	r.b = r.b[1:]
+	return c
+}
+
+// dirent is a folder entry a scan listed or took from a listing.
+type dirent struct {
+	dir, name string
+	typ       fs.FileMode
+}
+
+func (d dirent) Name() string               { return d.name }
+func (d dirent) IsDir() bool                { return d.typ.IsDir() }
+func (d dirent) Type() fs.FileMode          { return d.typ }
+func (d dirent) Info() (fs.FileInfo, error) { return os.Lstat(filepath.Join(d.dir, d.name)) }
+func (d dirent) String() string             { return fs.FormatDirEntry(d) }
