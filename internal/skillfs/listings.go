@@ -152,35 +152,66 @@ func ReadListings(data []byte) (*Listings, error) {
 	r := listingReader{b: body[len(listingsMagic):]}
 	l := &Listings{Taken: time.Unix(0, r.varint())}
 	n := r.count(1)
-	l.dirs = make(map[string]*folderListing, n)
-	prev := ""
-	for range n {
+	// The paths, names, listings and entries are carved out of a few large
+	// allocations: a restart at 100,000 skills decodes them all before its
+	// scan starts.
+	folders := make([]folderListing, n)
+	counts, pathEnds := make([]int, n), make([]int, n)
+	var entries []dirent
+	var nameEnds []int
+	var paths, names strings.Builder
+	paths.Grow(len(r.b))
+	var path []byte // the current folder's
+	for i := range n {
 		shared := r.uvarint()
-		if shared > uint64(len(prev)) {
-			return nil, errors.New("listings: a path shares more than the one before it")
+		rest := r.bytes()
+		if shared > uint64(len(path)) || i > 0 && string(rest) <= string(path[shared:]) {
+			return nil, errors.New("listings: a folder is out of order")
 		}
-		p := prev[:shared] + r.str()
-		d := &folderListing{stamp: dirStamp{dev: r.uvarint(), ino: r.uvarint(), mtime: r.varint(), ctime: r.varint()}}
-		d.entries = make([]fs.DirEntry, r.count(2))
-		for i := range d.entries {
-			name := r.str()
+		path = append(path[:shared], rest...)
+		if !filepath.IsAbs(string(path)) {
+			return nil, errors.New("listings: a folder is not absolute")
+		}
+		paths.Write(path)
+		pathEnds[i] = paths.Len()
+		folders[i].stamp = dirStamp{dev: r.uvarint(), ino: r.uvarint(), mtime: r.varint(), ctime: r.varint()}
+		counts[i] = r.count(2)
+		var prev []byte
+		for j := range counts[i] {
+			name := r.bytes()
 			typ, ok := entryType(r.byte())
-			if !ok || !validEntryName(name) || (i > 0 && name <= d.entries[i-1].Name()) {
+			if !ok || !validEntryName(string(name)) || j > 0 && string(name) <= string(prev) {
 				return nil, errors.New("listings: an entry is invalid or out of order")
 			}
-			d.entries[i] = dirent{dir: p, name: name, typ: typ}
+			prev = name
+			entries = append(entries, dirent{typ: typ})
+			names.Write(name)
+			nameEnds = append(nameEnds, names.Len())
 		}
 		if r.err != nil {
 			break
 		}
-		if p <= prev && prev != "" || !filepath.IsAbs(p) {
-			return nil, errors.New("listings: a folder is out of order or not absolute")
-		}
-		l.dirs[p] = d
-		prev = p
 	}
 	if r.err != nil || len(r.b) != 0 {
 		return nil, errors.New("listings: truncated or with bytes after the last folder")
+	}
+	l.dirs = make(map[string]*folderListing, n)
+	ifaces := make([]fs.DirEntry, len(entries))
+	allPaths, allNames := paths.String(), names.String()
+	pathStart, nameStart, e := 0, 0, 0
+	for i := range folders {
+		f := &folders[i]
+		p := allPaths[pathStart:pathEnds[i]]
+		pathStart = pathEnds[i]
+		f.entries = ifaces[e : e+counts[i] : e+counts[i]]
+		for j := range f.entries {
+			d := &entries[e]
+			d.dir, d.name = p, allNames[nameStart:nameEnds[e]]
+			nameStart = nameEnds[e]
+			f.entries[j] = d
+			e++
+		}
+		l.dirs[p] = f
 	}
 	return l, nil
 }
@@ -275,11 +306,12 @@ func (r *listingReader) count(minBytes int) int {
 	return int(v)
 }
 
-func (r *listingReader) str() string {
+// bytes reads a length and that many bytes, which alias the input.
+func (r *listingReader) bytes() []byte {
 	n := r.count(1)
-	s := string(r.b[:n])
+	b := r.b[:n:n]
 	r.b = r.b[n:]
-	return s
+	return b
 }
 
 func (r *listingReader) byte() byte {
