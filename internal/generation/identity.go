@@ -31,6 +31,7 @@ import (
 func contentID(cat *catalog.Catalog, model embed.Identity, dense bool, cfg match.Config, workspace string, cache map[*skill.Skill][]byte) (string, uint64) {
 	prefix := workspace + string(os.PathSeparator)
 	d := digester{h: sha256.New(), prefix: prefix}
+	each := digester{prefix: prefix} // one skill at a time
 	d.str("mcpsag-generation-1")
 	if dense {
 		d.str(model.Fingerprint)
@@ -47,10 +48,10 @@ func contentID(cat *catalog.Catalog, model embed.Identity, dense bool, cfg match
 		s := e.Skill
 		sum, ok := cache[s]
 		if !ok {
-			sum = skillDigest(s, prefix)
+			sum = each.skill(s)
 			cache[s] = sum
 		}
-		d.h.Write(sum)
+		d.buf = append(d.buf, sum...)
 		d.int(int64(e.Rank))
 		d.bool(e.ShadowedBy != nil)
 	}
@@ -65,7 +66,7 @@ func contentID(cat *catalog.Catalog, model embed.Identity, dense bool, cfg match
 			d.str(a)
 		}
 	}
-	sum := d.h.Sum(nil)
+	sum := d.sum()
 	// A positive number under 2⁵³, so it survives JSON readers that hold
 	// numbers as doubles.
 	id := binary.BigEndian.Uint64(sum[:8]) >> 11
@@ -75,9 +76,10 @@ func contentID(cat *catalog.Catalog, model embed.Identity, dense bool, cfg match
 	return hex.EncodeToString(sum[:16]), id
 }
 
-// skillDigest hashes what clients see of one skill.
-func skillDigest(s *skill.Skill, prefix string) []byte {
-	d := digester{h: sha256.New(), prefix: prefix}
+// skill returns the digest of what clients see of one skill. It uses and
+// resets d's buffer, and not its hash.
+func (d *digester) skill(s *skill.Skill) []byte {
+	d.buf = d.buf[:0]
 	d.str(string(s.Root.Kind))
 	d.str(s.Root.Agent)
 	d.int(int64(s.Root.Order))
@@ -90,24 +92,33 @@ func skillDigest(s *skill.Skill, prefix string) []byte {
 	d.resources(s)
 	d.registry(s.Registry, d.rel(s.Registry.Source))
 	d.problems(s.Problems)
-	return d.h.Sum(nil)
+	sum := sha256.Sum256(d.buf)
+	return sum[:]
 }
 
-// digester writes length-prefixed fields into a hash.
+// digester writes length-prefixed fields into a buffer, which goes into
+// its hash a block at a time (or, without a hash, is hashed whole): one
+// write of many fields costs far less than a write of each.
 type digester struct {
-	h      hash.Hash
-	prefix string // the workspace, with a trailing separator
-	buf    [10]byte
+	h      hash.Hash // nil: the buffer is hashed whole by its user
+	prefix string    // the workspace, with a trailing separator
+	buf    []byte
 }
+
+// digestBlock is how much a digester with a hash buffers before writing.
+const digestBlock = 32 << 10
 
 func (d *digester) str(s string) {
 	d.int(int64(len(s)))
-	d.h.Write([]byte(s))
+	d.buf = append(d.buf, s...)
 }
 
 func (d *digester) int(v int64) {
-	n := binary.PutVarint(d.buf[:], v)
-	d.h.Write(d.buf[:n])
+	d.buf = binary.AppendVarint(d.buf, v)
+	if d.h != nil && len(d.buf) >= digestBlock {
+		d.h.Write(d.buf)
+		d.buf = d.buf[:0]
+	}
 }
 
 func (d *digester) bool(v bool) {
@@ -116,6 +127,13 @@ func (d *digester) bool(v bool) {
 	} else {
 		d.int(0)
 	}
+}
+
+// sum writes what is buffered into the hash and returns its sum.
+func (d *digester) sum() []byte {
+	d.h.Write(d.buf)
+	d.buf = d.buf[:0]
+	return d.h.Sum(nil)
 }
 
 // rel writes workspace paths relative to the workspace.
@@ -170,7 +188,7 @@ func (d *digester) problems(ps []skill.Problem) {
 // paths included): the part of digestInput that tells a rescan whether
 // anything changed.
 func inputDigest(s *skill.Skill) []byte {
-	d := digester{h: sha256.New()}
+	var d digester
 	d.str(s.Dir)
 	d.str(s.Root.Path)
 	d.str(s.Root.Display)
@@ -181,5 +199,6 @@ func inputDigest(s *skill.Skill) []byte {
 	d.resources(s)
 	d.registry(s.Registry, s.Registry.Source)
 	d.problems(s.Problems)
-	return d.h.Sum(nil)
+	sum := sha256.Sum256(d.buf)
+	return sum[:]
 }
