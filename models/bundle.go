@@ -10,6 +10,7 @@ import (
 	"embed"
 	"encoding/hex"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -50,11 +51,9 @@ func Default(dir string) (string, error) {
 	names := []string{"model.onnx", "tokenizer.json", "mcpsag-model.json"}
 	h := sha256.New()
 	for _, n := range names {
-		b, err := fs.ReadFile(files, n)
-		if err != nil {
+		if err := copyFrom(h, files, n); err != nil {
 			return "", fmt.Errorf("bundled model: %w", err)
 		}
-		h.Write(b)
 	}
 	target := filepath.Join(dir, DefaultName+"-"+hex.EncodeToString(h.Sum(nil))[:12])
 	if fi, err := os.Stat(target); err == nil && fi.IsDir() {
@@ -93,16 +92,55 @@ func Default(dir string) (string, error) {
 }
 
 // intact reports whether every named file in dir equals the bundled one.
+// Both are read a block at a time: a start does not hold two more copies of
+// the model.
 func intact(files fs.FS, dir string, names []string) bool {
 	for _, n := range names {
-		want, err := fs.ReadFile(files, n)
+		want, err := files.Open(n)
 		if err != nil {
 			return false
 		}
-		got, err := os.ReadFile(filepath.Join(dir, n))
-		if err != nil || !bytes.Equal(got, want) {
+		got, err := os.Open(filepath.Join(dir, n))
+		if err != nil {
+			want.Close()
+			return false
+		}
+		same := sameContent(got, want)
+		got.Close()
+		want.Close()
+		if !same {
 			return false
 		}
 	}
 	return true
+}
+
+// sameContent reports whether a and b read to the same bytes.
+func sameContent(a, b io.Reader) bool {
+	bufA, bufB := make([]byte, 64<<10), make([]byte, 64<<10)
+	for {
+		na, errA := io.ReadFull(a, bufA)
+		nb, errB := io.ReadFull(b, bufB)
+		if na != nb || !bytes.Equal(bufA[:na], bufB[:nb]) {
+			return false
+		}
+		endA, endB := errA == io.EOF || errA == io.ErrUnexpectedEOF, errB == io.EOF || errB == io.ErrUnexpectedEOF
+		switch {
+		case endA && endB:
+			return true
+		case errA != nil || errB != nil:
+			return false
+		}
+	}
+}
+
+// copyFrom writes the file name of files to w.
+func copyFrom(w io.Writer, files fs.FS, name string) error {
+	f, err := files.Open(name)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	_, err = io.Copy(w, f)
+	return err
 }

@@ -59,3 +59,32 @@ func TestDefaultReplacesADamagedCopy(t *testing.T) {
 		t.Errorf("%d entries in %s after the repair, want only the model folder", len(entries), dir)
 	}
 }
+
+// TestSameContent: files equal, differing in one byte, or one a prefix of
+// the other, including at the edge of a read block.
+func TestSameContent(t *testing.T) {
+	block := bytes.Repeat([]byte("m"), 64<<10)
+	long := append(append([]byte(nil), block...), block...)
+	flipped := append([]byte(nil), long...)
+	flipped[len(flipped)-1] ^= 1
+	for _, c := range []struct {
+		name string
+		a, b []byte
+		want bool
+	}{
+		{"both empty", nil, nil, true},
+		{"equal, two blocks", long, long, true},
+		{"equal, short", []byte("abc"), []byte("abc"), true},
+		{"last byte differs", long, flipped, false},
+		{"cut at a block", long, block, false},
+		{"one byte longer", long, append(append([]byte(nil), long...), 'x'), false},
+		{"empty and not", nil, []byte("a"), false},
+	} {
+		if got := sameContent(bytes.NewReader(c.a), bytes.NewReader(c.b)); got != c.want {
+			t.Errorf("%s: %v, want %v", c.name, got, c.want)
+		}
+		if got := sameContent(bytes.NewReader(c.b), bytes.NewReader(c.a)); got != c.want {
+			t.Errorf("%s, swapped: %v, want %v", c.name, got, c.want)
+		}
+	}
+}
