@@ -14,10 +14,9 @@ import (
 
 // Listings are the entries of the folders a scan read, each with the
 // folder's stamp (device, inode, modification and change times) when it
-// was read. Given to the next scan (ScanOptions.Known), they spare it
-// reading a folder whose stamp is unchanged: adding, removing or renaming
-// an entry changes its folder's times, so the same stamp means the same
-// entries. What a scan takes from a listing is only a folder's own entry
+// was read. Given to the next Scan, they spare it reading a folder whose
+// stamp is unchanged: adding, removing or renaming an entry changes its
+// folder's times, so the same stamp means the same entries. What a scan takes from a listing is only a folder's own entry
 // names and types; SKILL.md and every resource are stat'ed as always, and
 // subfolders are read as always. A listing is kept only when its folder's
 // times were at least racyMargin older than the scan's start: a change in
@@ -29,7 +28,8 @@ type Listings struct {
 	// Taken is when the scan that read them started.
 	Taken time.Time
 	dirs  map[string]*folderListing
-	// reused counts the folders a scan took from Known instead of reading.
+	// reused counts the folders a scan took from the listings it was
+	// given instead of reading them.
 	reused int
 }
 

@@ -60,7 +60,7 @@ type ScanResult struct {
 	// limits hit.
 	Problems []skill.Problem
 	// Listings are the folders the walk read or took from the listings
-	// it was given, for the next scan; nil where a scan records none.
+	// it was given, for the next scan (none on systems other than Linux).
 	Listings *Listings
 }
 
