@@ -194,6 +194,7 @@ func NewBuilder(cfg Config, db *store.DB) (*Builder, error) {
 	b.snapshots.log = cfg.Logger
 	b.listings.path = filepath.Join(filepath.Dir(db.Path()), ListingsFile)
 	b.listings.log = cfg.Logger
+	removeLeftovers(filepath.Dir(db.Path()), cfg.Logger)
 	b.progress.Store(&skill.Progress{})
 	// The cached records and the index snapshot are read while the first
 	// build scans the roots, and the cached bodies are checked after the

@@ -842,3 +842,30 @@ func TestRestartReusesFolderListings(t *testing.T) {
 		t.Errorf("damaged listings: %d folders reused", pass.FoldersReused)
 	}
 }
+
+// TestLeftoverTempFilesRemoved: the temporary files of snapshot and
+// listings writes that never finished (a process killed mid-write) are
+// removed when a builder opens the state folder; nothing else is.
+func TestLeftoverTempFilesRemoved(t *testing.T) {
+	ws := t.TempDir()
+	writeSkill(t, filepath.Join(ws, "skills"), "s0", "s0", "a skill")
+	ti := newTestIndex(t, ws, Config{})
+	ti.reindex(false)
+	ti.b.Flush()
+	leftovers := []string{".index.snapshot-123.tmp", ".scan.listings-9.tmp", ".index-77.tmp"}
+	kept := []string{"notes.tmp", ".other-1.tmp", "index.snapshot.bak"}
+	for _, n := range append(slices.Clone(leftovers), kept...) {
+		writeFile(t, filepath.Join(ti.stateDir, n), "x")
+	}
+	ti.restart()
+	for _, n := range leftovers {
+		if _, err := os.Stat(filepath.Join(ti.stateDir, n)); !os.IsNotExist(err) {
+			t.Errorf("%s: still there (%v)", n, err)
+		}
+	}
+	for _, n := range append(kept, SnapshotFile, "cache.db") {
+		if _, err := os.Stat(filepath.Join(ti.stateDir, n)); err != nil {
+			t.Errorf("%s: %v", n, err)
+		}
+	}
+}

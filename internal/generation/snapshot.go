@@ -196,7 +196,7 @@ func (w *snapshotWriter) write(g *Generation) error {
 // path, syncs it and renames it over path: a reader sees the old file or
 // the new one, whole, even after a crash.
 func replaceFile(path string, write func(*bufio.Writer) error) error {
-	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+"-*.tmp")
+	f, err := os.CreateTemp(filepath.Dir(path), tempPattern(filepath.Base(path)))
 	if err != nil {
 		return err
 	}
@@ -320,4 +320,23 @@ func mapFile(path string) (data []byte, unmap func(), err error) {
 	}
 	data, err = io.ReadAll(f)
 	return data, func() {}, err
+}
+
+// tempPattern names the temporary files replaceFile writes for the file
+// name.
+func tempPattern(name string) string { return "." + name + "-*.tmp" }
+
+// removeLeftovers removes from the state folder dir the temporary files a
+// process stopped mid-write (killed, or its machine lost) left of the
+// index snapshot and the folder listings. A new builder calls it: its store
+// holds the state folder's lock, and nothing of its own is being written.
+func removeLeftovers(dir string, log *slog.Logger) {
+	for _, name := range []string{SnapshotFile, ListingsFile, "index"} { // "index": the snapshot's pattern in earlier releases
+		leftovers, _ := filepath.Glob(filepath.Join(dir, tempPattern(name)))
+		for _, p := range leftovers {
+			if err := os.Remove(p); err == nil {
+				log.Info("removed a temporary file left by a write that did not finish", "file", p)
+			}
+		}
+	}
 }
