@@ -85,12 +85,21 @@ func (l *Listings) add(real string, stamp dirStamp, entries []fs.DirEntry) {
 	l.dirs[real] = &folderListing{stamp: stamp, entries: entries}
 }
 
-// merge adds the folders of o to l.
-func (l *Listings) merge(o *Listings) {
+// merge returns the folders of l and o (which, when l is nil, is o): the
+// smaller set is added to the larger, so a scan whose roots are walked
+// apart does not copy each root's listings again into a new set.
+func (l *Listings) merge(o *Listings) *Listings {
+	if l == nil {
+		return o
+	}
+	if len(o.dirs) > len(l.dirs) {
+		l, o = o, l
+	}
 	for k, v := range o.dirs {
 		l.dirs[k] = v
 	}
 	l.reused += o.reused
+	return l
 }
 
 // listingsMagic starts an encoded Listings; the number is the format.

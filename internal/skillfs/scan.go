@@ -98,11 +98,11 @@ func Scan(roots []skill.Root, lim ScanLimits, known *Listings) ScanResult {
 		})
 	}
 	wg.Wait()
-	res := ScanResult{Listings: &Listings{Taken: taken, dirs: make(map[string]*folderListing, known.Len())}}
+	var res ScanResult
 	var files []*Found
 	for i := range parts {
 		p := &parts[i]
-		res.Listings.merge(p.Listings)
+		res.Listings = res.Listings.merge(p.Listings)
 		for j := range p.Files {
 			files = append(files, &p.Files[j])
 		}
