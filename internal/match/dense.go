@@ -255,10 +255,6 @@ func (d *dense) row(i int32) []float32 {
 	return b.vecs[r*d.dim : (r+1)*d.dim : (r+1)*d.dim]
 }
 
-// cosine returns the exact cosine of q (a unit vector) with slot i, which
-// must have a vector.
-func (d *dense) cosine(q []float32, i int32) float32 { return dot(q, d.row(i)) }
-
 // unitNorm returns the L2 norm of v and whether it is finite and nonzero.
 func unitNorm(v []float32) (float64, bool) {
 	var s float64

@@ -121,6 +121,12 @@ func (sc *scratch) reset() {
 // the abstention features and the rule that decided. Evaluations use it so
 // they measure exactly what Match does.
 func (ix *Index) Rank(ctx context.Context, req skill.MatchRequest, visible Visibility) (*Ranking, error) {
+	return ix.rank(ctx, req, visible, nil)
+}
+
+// rank is Rank, asking view (when not nil) instead of visible whether the
+// caller sees a skill.
+func (ix *Index) rank(ctx context.Context, req skill.MatchRequest, visible Visibility, view *View) (*Ranking, error) {
 	r, err := resolve(req, visible, ix.cfg)
 	if err != nil {
 		return nil, err
@@ -147,7 +153,12 @@ func (ix *Index) Rank(ctx context.Context, req skill.MatchRequest, visible Visib
 			return false
 		}
 		s := ix.docs[d]
-		v := s != nil && (r.hidden || !ix.hidden[d]) && r.visible(s)
+		v := s != nil && (r.hidden || !ix.hidden[d])
+		if v && view != nil {
+			v = view.allows(d, s)
+		} else if v {
+			v = r.visible(s)
+		}
 		sc.vis[d] = 2
 		if v {
 			sc.vis[d] = 1
@@ -225,12 +236,24 @@ func (ix *Index) Rank(ctx context.Context, req skill.MatchRequest, visible Visib
 			get(d).fire = f
 		}
 	}
+	if useDense {
+		// The cosines of candidates outside the dense list, eight rows at a
+		// time.
+		need := sc.rescore[:0]
+		for i := range sc.candidates {
+			if c := &sc.candidates[i]; !c.hasCos && ix.dense.has(c.doc) {
+				need = append(need, c.doc)
+			}
+		}
+		sc.rescore = need
+		ix.dense.exact(uq, need, sc, func(d int32, s float32) {
+			c := &sc.candidates[sc.cand[d]-1]
+			c.cos, c.hasCos = float64(s), true
+		})
+	}
 	cands := make([]*candidate, len(sc.candidates))
 	for i := range sc.candidates {
 		c := &sc.candidates[i]
-		if useDense && !c.hasCos && ix.dense.has(c.doc) {
-			c.cos, c.hasCos = float64(ix.dense.cosine(uq, c.doc)), true
-		}
 		if c.fire != nil {
 			c.boost = c.fire.boost
 		}
@@ -286,9 +309,16 @@ func visibleTop(k int, isVisible func(int32) bool, pick func(int) []entry) []ent
 
 // topSparse returns the k best touched documents by BM25 score, best first.
 func topSparse(acc []float32, touched []int32, ord []int32, k int, sc *scratch) []entry {
+	if k <= 0 {
+		return nil
+	}
 	h := newHeap(sc.heap3[:0], k)
 	for _, d := range touched {
-		h.offer(entry{doc: d, ord: ord[d], score: acc[d]})
+		// Most documents score below the heap's worst once it is full: an
+		// equal score still goes in, to be ranked by ord.
+		if s := acc[d]; !h.full() || s >= h.s[0].score {
+			h.offer(entry{doc: d, ord: ord[d], score: s})
+		}
 	}
 	sc.heap3 = h.s
 	return h.sorted()
