@@ -2,7 +2,11 @@ package router
 
 import (
 	"context"
+	"strconv"
+	"sync"
 
+	"github.com/mcpsag/router/internal/generation"
+	"github.com/mcpsag/router/internal/match"
 	"github.com/mcpsag/router/internal/skill"
 )
 
@@ -23,13 +27,64 @@ func (r *Router) Match(ctx context.Context, req skill.MatchRequest) (*skill.Matc
 			AbstainDetail: "routing is switched off (feature flag skills_v1); load skills by name, or ask an operator to turn it on",
 		}, nil
 	}
-	kinds, scope := req.Options.Kinds, skill.ScopeFrom(ctx)
-	visible := func(s *skill.Skill) bool {
-		return kinds.Allows(s) && scope.Allows(s) && g.Catalog.VisibleTo(s, req.Agent)
-	}
-	res, err := g.Index.Match(ctx, req, visible)
+	res, err := g.Index.MatchView(ctx, req, r.views.get(g, req.Agent, req.Options.Kinds, skill.ScopeFrom(ctx)))
 	if err != nil {
 		return nil, err
 	}
 	return &res, nil
+}
+
+// maxViews bounds the views kept for one generation: callers with more
+// distinct agents, kind filters and scopes than that are matched without
+// one, which answers the same, only slower.
+const maxViews = 64
+
+// views keeps the served generation's match views, one per kind of caller:
+// a caller's agent, kind filter and scope decide which skills it sees.
+type views struct {
+	mu sync.Mutex
+	g  *generation.Generation // the generation of m
+	m  map[string]*match.View
+}
+
+// get returns the view of g for a caller with agent, kinds and scope.
+func (v *views) get(g *generation.Generation, agent string, kinds skill.KindFilter, scope skill.Scope) *match.View {
+	key := viewKey(agent, kinds, scope)
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	if v.g != g {
+		v.g, v.m = g, map[string]*match.View{}
+	}
+	if view, ok := v.m[key]; ok {
+		return view
+	}
+	view := g.Index.View(func(s *skill.Skill) bool {
+		return kinds.Allows(s) && scope.Allows(s) && g.Catalog.VisibleTo(s, agent)
+	})
+	if len(v.m) < maxViews {
+		v.m[key] = view
+	}
+	return view
+}
+
+// viewKey names what a caller sees: equal keys, equal visibility. Each
+// part is written with its length, so no two callers share a key.
+func viewKey(agent string, kinds skill.KindFilter, scope skill.Scope) string {
+	if kinds != skill.KindsSkills && kinds != skill.KindsTools {
+		kinds = "" // both, however it was said
+	}
+	if agent == "" && kinds == "" && scope.Servers == nil {
+		return ""
+	}
+	b := make([]byte, 0, 64)
+	part := func(s string) { b = append(strconv.AppendInt(b, int64(len(s)), 10), ':'); b = append(b, s...) }
+	part(agent)
+	part(string(kinds))
+	if scope.Servers != nil {
+		b = strconv.AppendInt(append(b, 's'), int64(len(scope.Servers)), 10)
+		for _, s := range scope.Servers {
+			part(s)
+		}
+	}
+	return string(b)
 }

@@ -93,6 +93,7 @@ type Router struct {
 	started time.Time
 
 	current  atomic.Pointer[generation.Generation]
+	views    views // of the served generation
 	settings atomic.Pointer[Settings]
 	allow    *allowlist.File
 	execs    decisions
