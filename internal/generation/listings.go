@@ -2,6 +2,7 @@ package generation
 
 import (
 	"bufio"
+	"errors"
 	"log/slog"
 	"os"
 	"sync"
@@ -42,6 +43,10 @@ func (f *listingsFile) load() *skillfs.Listings {
 		return nil
 	}
 	l, err := skillfs.ReadListings(data)
+	if errors.Is(err, skillfs.ErrListingsFormat) {
+		f.log.Info("folder listings of another format (another version wrote them); the scan reads every folder", "file", f.path)
+		return nil
+	}
 	if err != nil {
 		f.log.Warn("folder listings unusable; the scan reads every folder", "file", f.path, "err", err)
 		return nil

@@ -102,8 +102,12 @@ func (l *Listings) merge(o *Listings) *Listings {
 	return l
 }
 
+// ErrListingsFormat is ReadListings' error for what is not listings of
+// this format: another version's, after an upgrade, or another file.
+var ErrListingsFormat = errors.New("not a listings file of this format")
+
 // listingsMagic starts an encoded Listings; the number is the format.
-const listingsMagic = "MCPSAGL1"
+const listingsMagic = "MCPSAGL2"
 
 // Entry types as encoded.
 const (
@@ -113,19 +117,30 @@ const (
 	entryOther // anything else, which a scan skips alike
 )
 
-// MarshalBinary encodes l: the magic, when it was taken, then each folder
-// in path order (its path as the length it shares with the previous one
-// and the rest, its stamp, its entries' names and types), then a CRC-32C of
-// all before it.
+// MarshalBinary encodes l: the magic, when it was taken, the number of
+// folders, of entries, and of bytes of folder paths and of entry names in
+// all, then each folder in path order (its path as the length it shares
+// with the previous one and the rest, its stamp, its entries' names and
+// types), then a CRC-32C of all before it. The totals let a decoder
+// allocate each of its arrays once.
 func (l *Listings) MarshalBinary() ([]byte, error) {
 	paths := make([]string, 0, len(l.dirs))
-	for p := range l.dirs {
+	var entries, pathBytes, nameBytes int
+	for p, d := range l.dirs {
 		paths = append(paths, p)
+		pathBytes += len(p)
+		entries += len(d.entries)
+		for _, e := range d.entries {
+			nameBytes += len(e.Name())
+		}
 	}
 	slices.Sort(paths)
 	out := append([]byte(listingsMagic), make([]byte, 0, 64*len(paths))...)
 	out = binary.AppendVarint(out, l.Taken.UnixNano())
 	out = binary.AppendUvarint(out, uint64(len(paths)))
+	out = binary.AppendUvarint(out, uint64(entries))
+	out = binary.AppendUvarint(out, uint64(pathBytes))
+	out = binary.AppendUvarint(out, uint64(nameBytes))
 	prev := ""
 	for _, p := range paths {
 		d := l.dirs[p]
@@ -152,7 +167,7 @@ var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 // format, is an error: the caller then scans without listings.
 func ReadListings(data []byte) (*Listings, error) {
 	if len(data) < len(listingsMagic)+4 || string(data[:len(listingsMagic)]) != listingsMagic {
-		return nil, errors.New("not a listings file of this format")
+		return nil, ErrListingsFormat
 	}
 	body := data[:len(data)-4]
 	if binary.LittleEndian.Uint32(data[len(data)-4:]) != crc32.Checksum(body, castagnoli) {
@@ -161,15 +176,26 @@ func ReadListings(data []byte) (*Listings, error) {
 	r := listingReader{b: body[len(listingsMagic):]}
 	l := &Listings{Taken: time.Unix(0, r.varint())}
 	n := r.count(1)
-	// The paths, names, listings and entries are carved out of a few large
-	// allocations: a restart at 100,000 skills decodes them all before its
-	// scan starts.
+	totalEntries := r.count(2)
+	// A folder's path takes at most maxPathBytes; an entry's name is in
+	// the input whole.
+	pathBytes, nameBytes := r.uvarint(), r.uvarint()
+	if r.err != nil || pathBytes > uint64(n)*maxPathBytes || nameBytes > uint64(len(r.b)) {
+		return nil, errors.New("listings: a total is out of range")
+	}
+	// The paths, names, listings and entries are carved out of a few
+	// allocations of their exact size: a restart at 100,000 skills decodes
+	// them all, into fresh memory, before its scan starts.
 	folders := make([]folderListing, n)
 	counts, pathEnds := make([]int, n), make([]int, n)
-	var entries []dirent
-	var nameEnds []int
+	entries := make([]dirent, 0, totalEntries)
+	nameEnds := make([]int, 0, totalEntries)
 	var paths, names strings.Builder
-	paths.Grow(len(r.b))
+	// Paths share prefixes, so their total can exceed the input's size: a
+	// few times over, at most, in what a scan writes; more, and the total
+	// is checked before it is believed.
+	paths.Grow(int(min(pathBytes, 16*uint64(len(data)))))
+	names.Grow(int(nameBytes))
 	var path []byte // the current folder's
 	for i := range n {
 		shared := r.uvarint()
@@ -178,13 +204,16 @@ func ReadListings(data []byte) (*Listings, error) {
 			return nil, errors.New("listings: a folder is out of order")
 		}
 		path = append(path[:shared], rest...)
-		if !filepath.IsAbs(string(path)) {
-			return nil, errors.New("listings: a folder is not absolute")
+		if len(path) > maxPathBytes || paths.Len()+len(path) > int(pathBytes) {
+			return nil, errors.New("listings: the folder paths are longer than their total")
 		}
 		paths.Write(path)
 		pathEnds[i] = paths.Len()
 		folders[i].stamp = dirStamp{dev: r.uvarint(), ino: r.uvarint(), mtime: r.varint(), ctime: r.varint()}
 		counts[i] = r.count(2)
+		if len(entries)+counts[i] > totalEntries {
+			return nil, errors.New("listings: more entries than their total")
+		}
 		var prev []byte
 		for j := range counts[i] {
 			name := r.bytes()
@@ -204,6 +233,9 @@ func ReadListings(data []byte) (*Listings, error) {
 	if r.err != nil || len(r.b) != 0 {
 		return nil, errors.New("listings: truncated or with bytes after the last folder")
 	}
+	if len(entries) != totalEntries || paths.Len() != int(pathBytes) || names.Len() != int(nameBytes) {
+		return nil, errors.New("listings: the totals do not match the folders")
+	}
 	l.dirs = make(map[string]*folderListing, n)
 	ifaces := make([]fs.DirEntry, len(entries))
 	allPaths, allNames := paths.String(), names.String()
@@ -212,6 +244,9 @@ func ReadListings(data []byte) (*Listings, error) {
 		f := &folders[i]
 		p := allPaths[pathStart:pathEnds[i]]
 		pathStart = pathEnds[i]
+		if !filepath.IsAbs(p) {
+			return nil, errors.New("listings: a folder is not absolute")
+		}
 		f.entries = ifaces[e : e+counts[i] : e+counts[i]]
 		for j := range f.entries {
 			d := &entries[e]
@@ -224,6 +259,9 @@ func ReadListings(data []byte) (*Listings, error) {
 	}
 	return l, nil
 }
+
+// maxPathBytes bounds a listed folder's path, as Linux's PATH_MAX does.
+const maxPathBytes = 4096
 
 func commonPrefix(a, b string) int {
 	n := min(len(a), len(b))

@@ -2,6 +2,7 @@ package skillfs
 
 import (
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"hash/crc32"
 	"io/fs"
@@ -154,12 +155,47 @@ func TestReadListingsRefusesDamage(t *testing.T) {
 	}
 	flipped := append([]byte(nil), data...)
 	flipped[len(flipped)/2] ^= 1
-	other := append([]byte("MCPSAGL0"), data[8:]...)
+	other := append([]byte("MCPSAGL1"), data[8:]...)
+	// Totals that lie, with a checksum that matches: one entry, one path
+	// byte or one name byte more or fewer than the folders hold.
+	lies := map[string][]byte{}
+	for i, name := range []string{"entries", "path bytes", "name bytes"} {
+		for _, delta := range []int{-1, 1} {
+			lies[fmt.Sprintf("%s %+d", name, delta)] = withTotal(t, data, i, delta)
+		}
+	}
 	for name, b := range map[string][]byte{"flipped": flipped, "cut": data[:len(data)-1], "other format": other, "empty": nil} {
+		lies[name] = b
+	}
+	if _, err := ReadListings(other); !errors.Is(err, ErrListingsFormat) {
+		t.Errorf("another format: %v, want ErrListingsFormat", err)
+	}
+	if _, err := ReadListings(flipped); errors.Is(err, ErrListingsFormat) {
+		t.Error("damage reported as another format")
+	}
+	for name, b := range lies {
 		if _, err := ReadListings(b); err == nil {
 			t.Errorf("%s: accepted", name)
 		}
 	}
+}
+
+// withTotal returns encoded listings with header total i (0 entries, 1 path
+// bytes, 2 name bytes) changed by delta, and the checksum made to match.
+func withTotal(t *testing.T, data []byte, i, delta int) []byte {
+	t.Helper()
+	r := listingReader{b: data[len(listingsMagic) : len(data)-4]}
+	r.varint()
+	r.uvarint()
+	for range i {
+		r.uvarint()
+	}
+	at := len(data) - 4 - len(r.b)
+	v := r.uvarint()
+	rest := r.b
+	out := binary.AppendUvarint(append([]byte(nil), data[:at]...), uint64(int(v)+delta))
+	out = append(out, rest...)
+	return binary.LittleEndian.AppendUint32(out, crc32.Checksum(out, castagnoli))
 }
 
 func sampleListings() *Listings {
