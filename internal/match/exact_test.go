@@ -194,3 +194,48 @@ type fakeQuery struct{ vecs map[string][]float32 }
 func (f fakeQuery) EmbedQuery(_ context.Context, text string) ([]float32, error) {
 	return f.vecs[text], nil
 }
+
+// TestScratchClearedAfterEverySlot checks that a task whose postings cover
+// most documents (scored without a list of touched documents) leaves no
+// score behind for the next match on the same scratch.
+func TestScratchClearedAfterEverySlot(t *testing.T) {
+	skills, vecs, bodies := exactCorpus(t, 800, 16, 7)
+	r := rand.New(rand.NewPCG(2, 2))
+	z := rand.NewZipf(r, 1.1, 2, 20000)
+	broad, narrow := zipfText(r, z, 300), skills[5].Frontmatter.Description
+	build := func() *Index {
+		ix, err := Build(context.Background(), BuildInput{
+			Skills: skills, Vectors: vecs, Config: DefaultConfig(),
+			Body: func(s *skill.Skill) (string, error) { return bodies[s.ContentHash], nil },
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return ix
+	}
+	ix, fresh := build(), build()
+	var st queryStats
+	if _, total := ix.sparse.taskPairs(ix.sparse.analyzeTask(broad), nil, &st); total < ix.sparse.n/2 {
+		t.Fatalf("the broad task's postings (%d) do not cover half the %d documents", total, ix.sparse.n)
+	}
+	ctx := context.Background()
+	req := func(task string) skill.MatchRequest {
+		return skill.MatchRequest{Task: task, TopK: 10, Options: skill.MatchOptions{Mode: skill.ModeKeyword}}
+	}
+	want, err := fresh.Rank(ctx, req(narrow), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 3 {
+		if _, err := ix.Rank(ctx, req(broad), nil); err != nil {
+			t.Fatal(err)
+		}
+		got, err := ix.Rank(ctx, req(narrow), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if a, b := exactRendering(want), exactRendering(got); a != b {
+			t.Fatalf("after a broad task:\n%s\nwant\n%s", b, a)
+		}
+	}
+}

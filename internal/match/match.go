@@ -83,6 +83,7 @@ type scratch struct {
 	visAsked   []int32
 	cand       []int32 // document -> candidate index + 1
 	touched    []int32
+	everySlot  bool // any slot of acc and cover may be nonzero, not only the touched
 	heap       []entry
 	heap2      []entry
 	heap3      []entry
@@ -102,6 +103,11 @@ func newScratch(n int) *scratch {
 
 // reset zeroes what a call left in the slot arrays.
 func (sc *scratch) reset() {
+	if sc.everySlot {
+		clear(sc.acc)
+		clear(sc.cover)
+		sc.everySlot = false
+	}
 	for _, d := range sc.touched {
 		sc.acc[d], sc.cover[d] = 0, 0
 	}
@@ -211,7 +217,7 @@ func (ix *Index) rank(ctx context.Context, req skill.MatchRequest, visible Visib
 		return nil, skill.Errorf(skill.CodeInternal, "bm25: %v", err)
 	}
 	qs := sres.stats
-	bm25List = visibleTop(pool, isVisible, func(k int) []entry { return topSparse(sc.acc, sc.touched, ix.ord, k, sc) })
+	bm25List = visibleTop(pool, isVisible, func(k int) []entry { return topSparse(sc, ix.ord, k) })
 
 	// Candidates: both lists and every visible skill a phrase fired for.
 	get := func(d int32) *candidate {
@@ -307,17 +313,29 @@ func visibleTop(k int, isVisible func(int32) bool, pick func(int) []entry) []ent
 	}
 }
 
-// topSparse returns the k best touched documents by BM25 score, best first.
-func topSparse(acc []float32, touched []int32, ord []int32, k int, sc *scratch) []entry {
+// topSparse returns the k best documents by BM25 score, best first: of the
+// touched ones, or of every slot with a score when sc.everySlot is set.
+func topSparse(sc *scratch, ord []int32, k int) []entry {
 	if k <= 0 {
 		return nil
 	}
 	h := newHeap(sc.heap3[:0], k)
-	for _, d := range touched {
-		// Most documents score below the heap's worst once it is full: an
-		// equal score still goes in, to be ranked by ord.
-		if s := acc[d]; !h.full() || s >= h.s[0].score {
+	// Most documents score below the heap's worst once it is full: an
+	// equal score still goes in, to be ranked by ord.
+	offer := func(d int32, s float32) {
+		if !h.full() || s >= h.s[0].score {
 			h.offer(entry{doc: d, ord: ord[d], score: s})
+		}
+	}
+	if sc.everySlot {
+		for d, s := range sc.acc {
+			if s != 0 {
+				offer(int32(d), s)
+			}
+		}
+	} else {
+		for _, d := range sc.touched {
+			offer(d, sc.acc[d])
 		}
 	}
 	sc.heap3 = h.s

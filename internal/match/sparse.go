@@ -480,7 +480,8 @@ type sparseResult struct {
 
 // score computes each document's BM25 score for the task into sc.acc and
 // appends the documents it touched (their first nonzero score) to
-// sc.touched. acc must be all zero on entry for every slot. Each touched
+// sc.touched, or, when the task's postings cover most documents, sets
+// sc.everySlot instead. acc must be all zero on entry for every slot. Each touched
 // document also gets in sc.cover (all zero on entry) the summed idf of the
 // task's forms it holds in some field of their vocab, added in task order:
 // how much of the task one skill covers.
@@ -502,20 +503,15 @@ func (s *sparse) score(ctx context.Context, task analyzedTask, sc *scratch) (spa
 	if s.sum {
 		return res, s.scoreSum(ctx, pairs, sc)
 	}
-	// When the postings cover most documents, finding the touched ones
-	// afterwards costs less than a test per posting.
+	// When the postings cover most documents, a test per posting to list
+	// the touched ones costs more than reading every slot's score after.
 	track := total < len(sc.acc)/2
+	sc.everySlot = !track
 	for _, p := range pairs {
 		if err := ctx.Err(); err != nil {
-			if !track {
-				s.collectTouched(sc)
-			}
 			return res, err
 		}
 		s.scoreAll(p, sc, track)
-	}
-	if !track {
-		s.collectTouched(sc)
 	}
 	return res, nil
 }
@@ -625,15 +621,6 @@ func (s *sparse) scoreAll(p qpair, sc *scratch, track bool) {
 		}
 		acc[d] += c
 		cover[d] += held
-	}
-}
-
-// collectTouched lists the documents with a score, in slot order.
-func (s *sparse) collectTouched(sc *scratch) {
-	for d, a := range sc.acc {
-		if a != 0 {
-			sc.touched = append(sc.touched, int32(d))
-		}
 	}
 }
 
