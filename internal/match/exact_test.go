@@ -76,6 +76,26 @@ func exactCorpus(t testing.TB, n, dim int, seed uint64) ([]*skill.Skill, [][]flo
 	return skills, vecs, bodies
 }
 
+// zipfTasks returns n tasks of words(i) Zipf-distributed words, every
+// fifth naming one of skills, and a random dim-dimensional vector for each.
+func zipfTasks(r *rand.Rand, z *rand.Zipf, skills []*skill.Skill, n, dim int, words func(i int) int) ([]string, map[string][]float32) {
+	var tasks []string
+	qv := map[string][]float32{}
+	for i := range n {
+		task := zipfText(r, z, words(i))
+		if i%5 == 0 {
+			task += " " + skills[r.IntN(len(skills))].Name
+		}
+		tasks = append(tasks, task)
+		v := make([]float32, dim)
+		for j := range v {
+			v[j] = float32(r.NormFloat64())
+		}
+		qv[task] = v
+	}
+	return tasks, qv
+}
+
 // exactRendering is everything Rank returns that a client or the
 // evaluation sees.
 func exactRendering(rk *Ranking) string {

@@ -23,24 +23,12 @@ func TestUpdateIsBuild(t *testing.T) {
 	r := rand.New(rand.NewPCG(11, 12))
 	z := rand.NewZipf(r, 1.1, 2, 5000)
 	skills, vecs, bodies := exactCorpus(t, 1500, 16, 3)
-	var tasks []string
-	qv := map[string][]float32{}
-	for i := range 40 {
-		words := 2 + r.IntN(6)
-		if i%4 == 0 {
-			words = 200
+	tasks, qv := zipfTasks(r, z, skills, 40, 16, func(i int) int {
+		if words := 2 + r.IntN(6); i%4 != 0 {
+			return words
 		}
-		task := zipfText(r, z, words)
-		if i%5 == 0 {
-			task += " " + skills[r.IntN(len(skills))].Name
-		}
-		tasks = append(tasks, task)
-		v := make([]float32, 16)
-		for j := range v {
-			v[j] = float32(r.NormFloat64())
-		}
-		qv[task] = v
-	}
+		return 200
+	})
 	emb := fakeQuery{vecs: qv}
 	input := func() BuildInput {
 		return BuildInput{Skills: skills, Vectors: vecs, Embedder: emb, Config: DefaultConfig(),

@@ -18,22 +18,9 @@ import (
 // that a View of another index is used as its visible function alone.
 func TestViewRemembersVisibility(t *testing.T) {
 	skills, vecs, bodies := exactCorpus(t, 1500, 48, 3)
-	qv := map[string][]float32{}
 	r := rand.New(rand.NewPCG(5, 5))
 	z := rand.NewZipf(r, 1.1, 2, 20000)
-	var tasks []string
-	for i := range 40 {
-		task := zipfText(r, z, 3+r.IntN(12))
-		if i%5 == 0 {
-			task += " " + skills[r.IntN(len(skills))].Name
-		}
-		tasks = append(tasks, task)
-		v := make([]float32, 48)
-		for j := range v {
-			v[j] = float32(r.NormFloat64())
-		}
-		qv[task] = v
-	}
+	tasks, qv := zipfTasks(r, z, skills, 40, 48, func(int) int { return 3 + r.IntN(12) })
 	build := func(skills []*skill.Skill) *Index {
 		ix, err := Build(context.Background(), BuildInput{
 			Skills: skills, Vectors: vecs[:len(skills)], Embedder: fakeQuery{vecs: qv}, Config: DefaultConfig(),
