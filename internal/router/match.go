@@ -27,7 +27,16 @@ func (r *Router) Match(ctx context.Context, req skill.MatchRequest) (*skill.Matc
 			AbstainDetail: "routing is switched off (feature flag skills_v1); load skills by name, or ask an operator to turn it on",
 		}, nil
 	}
-	res, err := g.Index.MatchView(ctx, req, r.views.get(g, req.Agent, req.Options.Kinds, skill.ScopeFrom(ctx)))
+	kinds, scope := req.Options.Kinds, skill.ScopeFrom(ctx)
+	visible := func(s *skill.Skill) bool {
+		return kinds.Allows(s) && scope.Allows(s) && g.Catalog.VisibleTo(s, req.Agent)
+	}
+	var res skill.MatchResult
+	if view := r.views.get(g, r.current.Load(), viewKey(req.Agent, kinds, scope), visible); view != nil {
+		res, err = g.Index.MatchView(ctx, req, view)
+	} else {
+		res, err = g.Index.Match(ctx, req, visible)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -47,24 +56,35 @@ type views struct {
 	m  map[string]*match.View
 }
 
-// get returns the view of g for a caller with agent, kinds and scope.
-func (v *views) get(g *generation.Generation, agent string, kinds skill.KindFilter, scope skill.Scope) *match.View {
-	key := viewKey(agent, kinds, scope)
+// get returns the view of g named key, made through visible the first
+// time, or nil when g is not current (a match that began before the last
+// publish: the views hold only the served generation, so that an old one
+// is not kept alive by them) or maxViews views are kept already.
+func (v *views) get(g, current *generation.Generation, key string, visible match.Visibility) *match.View {
 	v.mu.Lock()
 	defer v.mu.Unlock()
+	if g != current {
+		return nil
+	}
 	if v.g != g {
 		v.g, v.m = g, map[string]*match.View{}
 	}
 	if view, ok := v.m[key]; ok {
 		return view
 	}
-	view := g.Index.View(func(s *skill.Skill) bool {
-		return kinds.Allows(s) && scope.Allows(s) && g.Catalog.VisibleTo(s, agent)
-	})
-	if len(v.m) < maxViews {
-		v.m[key] = view
+	if len(v.m) >= maxViews {
+		return nil
 	}
+	view := g.Index.View(visible)
+	v.m[key] = view
 	return view
+}
+
+// forget drops the views of the generation publish just replaced.
+func (v *views) forget() {
+	v.mu.Lock()
+	v.g, v.m = nil, nil
+	v.mu.Unlock()
 }
 
 // viewKey names what a caller sees: equal keys, equal visibility. Each

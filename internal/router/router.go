@@ -337,6 +337,7 @@ func sameSlice(a, b []string) bool {
 // publish makes g the served generation and wakes WaitGeneration callers.
 func (r *Router) publish(g *generation.Generation) {
 	r.current.Store(g)
+	r.views.forget()
 	r.mu.Lock()
 	close(r.published)
 	r.published = make(chan struct{})
@@ -396,6 +397,7 @@ func (r *Router) SetSettings(ctx context.Context, s Settings) error {
 		return err
 	}
 	r.current.Store(next)
+	r.views.forget()
 	return nil
 }
 

@@ -83,19 +83,36 @@ func TestViewsFollowCallersAndGenerations(t *testing.T) {
 		t.Errorf("%d views kept for 18 kinds of caller", n)
 	}
 
-	// Another generation starts afresh; past maxViews callers are matched
-	// without a kept view.
+	// A match of a generation no longer served gets no view, and leaves
+	// the views as they were.
 	next := *g
-	v := r.views.get(&next, "", "", skill.Scope{})
-	if len(r.views.m) != 1 || r.views.g != &next || v == r.views.get(g, "", "", skill.Scope{}) {
-		t.Error("a view of the last generation was served for the next")
+	if r.views.get(&next, g, "", nil) != nil || r.views.g != g {
+		t.Error("a view was made for a generation not served")
 	}
+	// Publishing drops the views, so they keep no old generation alive.
+	kept := r.views.get(g, g, "", nil)
+	r.publish(g)
+	if r.views.g != nil || r.views.m != nil {
+		t.Error("the views outlive their generation's publish")
+	}
+	plain := func(*skill.Skill) bool { return true }
+	if v := r.views.get(g, g, "", plain); v == nil || v == kept {
+		t.Error("after a publish the old view was served again")
+	}
+	// Past maxViews kinds of caller, matches go without a view and answer
+	// the same.
 	for i := range maxViews + 10 {
-		if r.views.get(g, fmt.Sprintf("agent-%d", i), "", skill.Scope{}) == nil {
-			t.Fatal("no view")
+		v := r.views.get(g, g, fmt.Sprintf("agent-%d", i), plain)
+		if (v == nil) != (i >= maxViews-1) {
+			t.Fatalf("caller %d of %d: view %v", i, maxViews, v)
 		}
 	}
 	if len(r.views.m) != maxViews {
 		t.Errorf("%d views kept, want at most %d", len(r.views.m), maxViews)
+	}
+	req := skill.MatchRequest{Task: "page the on-call engineer", TopK: 10, Agent: "reviewer", Options: skill.MatchOptions{Kinds: skill.KindsTools}}
+	got, err := r.Match(ctx, req)
+	if err != nil || len(got.Candidates) == 0 || got.Candidates[0].Skill.Name != "ops.page_oncall" {
+		t.Errorf("a caller past the views: %v %v", got, err)
 	}
 }
