@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"math"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -289,6 +290,7 @@ func TestGenFromDevSets(t *testing.T) {
 var reportKeys = []string{
 	"transport", "method", "clients", "queries", "calls", "errors", "seconds", "calls_per_second",
 	"p50_ms", "p90_ms", "p99_ms", "max_ms", "rss_before_bytes", "rss_after_bytes", "load_average",
+	"router_cpu_seconds", "router_cpu_ms_per_call", "bench_cpu_ms_per_call",
 }
 
 // runReport runs "routerbench run --json" with args and checks the report:
@@ -341,11 +343,22 @@ func TestRunAgainstRouter(t *testing.T) {
 			t.Errorf("RSS %d before, %d after; want both read from --pid", rep.RSSBefore, rep.RSSAfter)
 		}
 	})
+	t.Run("router CPU from --pid", func(t *testing.T) {
+		// Long enough for the 10 ms ticks of /proc to count.
+		rep := runReport(t, "--addr", r.Addr, "--queries", queries, "--clients", "2", "--duration", "600ms", "--warmup", "0", "--pid", pid)
+		if rep.RouterCPU <= 0 || math.Abs(rep.RouterCPUPerCall-rep.RouterCPU*1000/float64(rep.Calls)) > 1e-9 || rep.BenchCPUPerCall <= 0 {
+			t.Errorf("router CPU %v s, %v ms per call over %d calls, load generator %v ms per call; want the router's read from --pid",
+				rep.RouterCPU, rep.RouterCPUPerCall, rep.Calls, rep.BenchCPUPerCall)
+		}
+	})
 	for _, method := range []string{"load", "list"} {
 		t.Run("grpc "+method, func(t *testing.T) {
 			rep := runReport(t, "--addr", r.Addr, "--queries", queries, "--clients", "2", "--count", "20", "--warmup", "0", "--method", method)
 			if rep.Method != method || rep.Calls != 20 {
 				t.Errorf("method %s, %d calls; want %s, 20", rep.Method, rep.Calls, method)
+			}
+			if rep.RouterCPU != 0 || rep.RouterCPUPerCall != 0 || rep.BenchCPUPerCall <= 0 {
+				t.Errorf("router CPU %v s, %v ms per call without --pid; load generator %v ms per call", rep.RouterCPU, rep.RouterCPUPerCall, rep.BenchCPUPerCall)
 			}
 		})
 	}
@@ -363,7 +376,7 @@ func TestRunAgainstRouter(t *testing.T) {
 	})
 	t.Run("human output", func(t *testing.T) {
 		res := mustBench(t, "run", "--addr", r.Addr, "--queries", queries, "--clients", "2", "--count", "10", "--warmup", "0")
-		for _, want := range []string{"grpc match, 2 clients, 38 tasks in turn", "calls      10 in", "latency    p50", "errors     none", "router RSS unknown"} {
+		for _, want := range []string{"grpc match, 2 clients, 38 tasks in turn", "calls      10 in", "latency    p50", "errors     none", "router RSS unknown", "CPU        router unknown, load generator "} {
 			if !strings.Contains(res.stdout, want) {
 				t.Errorf("output lacks %q:\n%s", want, res.stdout)
 			}

@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 )
 
@@ -34,6 +35,16 @@ type report struct {
 	// 0 when unknown.
 	RSSBefore int64 `json:"rss_before_bytes"`
 	RSSAfter  int64 `json:"rss_after_bytes"`
+	// RouterCPU is the CPU time the router used while the calls were
+	// measured, in seconds, and RouterCPUPerCall that per call made
+	// (successful or not), in ms; both 0 when unknown. On a machine the
+	// router shares with the load generator, CPU per call moves less with
+	// the load than calls per second do.
+	RouterCPU        float64 `json:"router_cpu_seconds"`
+	RouterCPUPerCall float64 `json:"router_cpu_ms_per_call"`
+	// BenchCPUPerCall is the load generator's own CPU per call, in ms: what
+	// it takes from the router when they share a machine.
+	BenchCPUPerCall float64 `json:"bench_cpu_ms_per_call"`
 	// Load is the machine's load average over one minute at the end.
 	Load float64 `json:"load_average"`
 }
@@ -84,28 +95,53 @@ func (r *report) print(w io.Writer) {
 		return fmt.Sprintf("%.1f MiB", float64(b)/(1<<20))
 	}
 	fmt.Fprintf(w, "router RSS %s before, %s after\n", mib(r.RSSBefore), mib(r.RSSAfter))
+	router := "unknown"
+	if r.RouterCPU > 0 {
+		router = fmt.Sprintf("%.3f ms per call (%.1f s)", r.RouterCPUPerCall, r.RouterCPU)
+	}
+	fmt.Fprintf(w, "CPU        router %s, load generator %.3f ms per call\n", router, r.BenchCPUPerCall)
 	fmt.Fprintf(w, "load avg   %.2f\n", r.Load)
 }
 
-// memoryReader reads a router's resident memory: the sum over pids (from
-// /proc), else process_resident_memory_bytes from a /metrics URL.
-type memoryReader struct {
+// routerGauges reads a router's resident memory and CPU time: summed
+// over pids (from /proc), else process_resident_memory_bytes and
+// process_cpu_seconds_total from a /metrics URL.
+type routerGauges struct {
 	pids       []int
 	metricsURL string
 }
 
-func (m memoryReader) read(ctx context.Context) int64 {
-	if len(m.pids) > 0 {
+// rss returns the router's resident memory in bytes, 0 when unknown.
+func (p routerGauges) rss(ctx context.Context) int64 {
+	if len(p.pids) > 0 {
 		var sum int64
-		for _, pid := range m.pids {
+		for _, pid := range p.pids {
 			sum += rssOf(pid)
 		}
 		return sum
 	}
-	if m.metricsURL == "" {
+	return int64(p.metric(ctx, "process_resident_memory_bytes"))
+}
+
+// cpu returns the CPU time the router has used in seconds, 0 when unknown.
+func (p routerGauges) cpu(ctx context.Context) float64 {
+	if len(p.pids) > 0 {
+		var sum float64
+		for _, pid := range p.pids {
+			sum += cpuOf(pid)
+		}
+		return sum
+	}
+	return p.metric(ctx, "process_cpu_seconds_total")
+}
+
+// metric returns the value of an unlabelled metric of the /metrics URL, 0
+// when there is none.
+func (p routerGauges) metric(ctx context.Context, name string) float64 {
+	if p.metricsURL == "" {
 		return 0
 	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, m.metricsURL, nil)
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, p.metricsURL, nil)
 	if err != nil {
 		return 0
 	}
@@ -117,12 +153,50 @@ func (m memoryReader) read(ctx context.Context) int64 {
 	sc := bufio.NewScanner(res.Body)
 	sc.Buffer(nil, 1<<20)
 	for sc.Scan() {
-		if v, ok := strings.CutPrefix(sc.Text(), "process_resident_memory_bytes "); ok {
+		if v, ok := strings.CutPrefix(sc.Text(), name+" "); ok {
 			f, _ := strconv.ParseFloat(strings.TrimSpace(v), 64)
-			return int64(f)
+			return f
 		}
 	}
 	return 0
+}
+
+// userHZ is the unit of the CPU times in /proc/<pid>/stat on Linux.
+const userHZ = 100
+
+// cpuOf returns the user and system CPU time of a process and its threads
+// from /proc, in seconds; 0 when unknown.
+func cpuOf(pid int) float64 {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0
+	}
+	// The command name, in parentheses, may hold spaces: the fields that
+	// follow start after the last ')', with the state (field 3).
+	i := strings.LastIndexByte(string(data), ')')
+	if i < 0 {
+		return 0
+	}
+	f := strings.Fields(string(data[i+1:]))
+	if len(f) < 13 {
+		return 0
+	}
+	utime, err1 := strconv.ParseFloat(f[11], 64)
+	stime, err2 := strconv.ParseFloat(f[12], 64)
+	if err1 != nil || err2 != nil {
+		return 0
+	}
+	return (utime + stime) / userHZ
+}
+
+// selfCPU returns the CPU time this process has used, in seconds.
+func selfCPU() float64 {
+	var ru syscall.Rusage
+	if syscall.Getrusage(syscall.RUSAGE_SELF, &ru) != nil {
+		return 0
+	}
+	tv := func(t syscall.Timeval) float64 { return float64(t.Sec) + float64(t.Usec)/1e6 }
+	return tv(ru.Utime) + tv(ru.Stime)
 }
 
 // rssOf returns a process's resident memory from /proc, 0 when unknown.

@@ -54,8 +54,9 @@ func newRunCmd() *cobra.Command {
 for --duration or until --count calls are done, after --warmup. Tasks come
 from --queries (JSON lines with a "query", as the dev sets and gen write), in
 turn. It prints throughput, latency percentiles (p50, p90, p99, max), errors
-by code, and the router's resident memory before and after when it knows
-where to read it (--pid, --metrics-url, or the child of --mcp-command).
+by code, the router's resident memory before and after and its CPU per
+call when it knows where to read them (--pid, --metrics-url, or the child
+of --mcp-command), and its own CPU per call.
 
 Methods: match, load (level 2, skill names from a first list), list (over
 gRPC); find_skills, load_skill, list_skills (over MCP).`,
@@ -179,9 +180,9 @@ func runLoad(ctx context.Context, o runOptions) (*report, error) {
 	if o.pid != 0 {
 		pids = []int{o.pid}
 	}
-	mem := memoryReader{pids: pids, metricsURL: o.metricsURL}
+	router := routerGauges{pids: pids, metricsURL: o.metricsURL}
 	rep := &report{Transport: o.transport, Method: o.method, Clients: o.clients, Queries: len(tasks), Errors: map[string]int{}}
-	rep.RSSBefore = mem.read(ctx)
+	rep.RSSBefore = router.rss(ctx)
 
 	var next atomic.Int64
 	var measured atomic.Int64
@@ -233,6 +234,7 @@ func runLoad(ctx context.Context, o runOptions) (*report, error) {
 	if o.warmup > 0 {
 		sleepCtx(ctx, o.warmup)
 	}
+	routerCPU, benchCPU := router.cpu(ctx), selfCPU()
 	measuring.Store(true)
 	start := time.Now()
 	if o.count > 0 {
@@ -243,13 +245,25 @@ func runLoad(ctx context.Context, o runOptions) (*report, error) {
 		sleepCtx(ctx, o.duration)
 	}
 	elapsed := time.Since(start)
+	if c := router.cpu(ctx); routerCPU > 0 && c > routerCPU {
+		rep.RouterCPU = c - routerCPU
+	}
+	benchCPU = selfCPU() - benchCPU
 	close(stop)
 	wg.Wait()
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	rep.RSSAfter = mem.read(ctx)
+	rep.RSSAfter = router.rss(ctx)
 	rep.setLatencies(lats, elapsed)
+	calls := rep.Calls
+	for _, n := range rep.Errors {
+		calls += n
+	}
+	if calls > 0 {
+		rep.RouterCPUPerCall = rep.RouterCPU * 1000 / float64(calls)
+		rep.BenchCPUPerCall = benchCPU * 1000 / float64(calls)
+	}
 	return rep, nil
 }
 
