@@ -114,11 +114,7 @@ type routerGauges struct {
 // rss returns the router's resident memory in bytes, 0 when unknown.
 func (p routerGauges) rss(ctx context.Context) int64 {
 	if len(p.pids) > 0 {
-		var sum int64
-		for _, pid := range p.pids {
-			sum += rssOf(pid)
-		}
-		return sum
+		return sumOver(p.pids, rssOf)
 	}
 	return int64(p.metric(ctx, "process_resident_memory_bytes"))
 }
@@ -126,13 +122,18 @@ func (p routerGauges) rss(ctx context.Context) int64 {
 // cpu returns the CPU time the router has used in seconds, 0 when unknown.
 func (p routerGauges) cpu(ctx context.Context) float64 {
 	if len(p.pids) > 0 {
-		var sum float64
-		for _, pid := range p.pids {
-			sum += cpuOf(pid)
-		}
-		return sum
+		return sumOver(p.pids, cpuOf)
 	}
 	return p.metric(ctx, "process_cpu_seconds_total")
+}
+
+// sumOver adds up what of returns for each process.
+func sumOver[T int64 | float64](pids []int, of func(pid int) T) T {
+	var sum T
+	for _, pid := range pids {
+		sum += of(pid)
+	}
+	return sum
 }
 
 // metric returns the value of an unlabelled metric of the /metrics URL, 0

@@ -160,9 +160,10 @@ func (ix *Index) rank(ctx context.Context, req skill.MatchRequest, visible Visib
 		}
 		s := ix.docs[d]
 		v := s != nil && (r.hidden || !ix.hidden[d])
-		if v && view != nil {
+		switch {
+		case v && view != nil:
 			v = view.allows(d, s)
-		} else if v {
+		case v:
 			v = r.visible(s)
 		}
 		sc.vis[d] = 2

@@ -177,10 +177,10 @@ func ReadListings(data []byte) (*Listings, error) {
 	l := &Listings{Taken: time.Unix(0, r.varint())}
 	n := r.count(1)
 	totalEntries := r.count(2)
-	// A folder's path takes at most maxPathBytes; an entry's name is in
-	// the input whole.
+	// An entry's name is in the input whole; the paths' total is checked
+	// as they are decoded.
 	pathBytes, nameBytes := r.uvarint(), r.uvarint()
-	if r.err != nil || pathBytes > uint64(n)*maxPathBytes || nameBytes > uint64(len(r.b)) {
+	if r.err != nil || nameBytes > uint64(len(r.b)) {
 		return nil, errors.New("listings: a total is out of range")
 	}
 	// The paths, names, listings and entries are carved out of a few
