@@ -70,6 +70,8 @@ func Open(ctx context.Context, cfg Config) (*Model, error) {
 	}
 	h := sha256.New()
 	h.Write(onnxBytes)
+	var onnxSum [32]byte
+	h.Sum(onnxSum[:0]) // the ONNX file's own digest; the hash goes on
 	h.Write(tokBytes)
 	fingerprint := hex.EncodeToString(h.Sum(nil))
 
@@ -80,6 +82,8 @@ func Open(ctx context.Context, cfg Config) (*Model, error) {
 	m := &Model{
 		cfg:          cfg,
 		files:        files,
+		hf:           hf,
+		onnxSum:      onnxSum,
 		tk:           tk,
 		maxTextBytes: 16 * cfg.MaxTokens,
 		sem:          make(chan struct{}, cfg.Concurrency),
@@ -90,15 +94,18 @@ func Open(ctx context.Context, cfg Config) (*Model, error) {
 		return nil, err
 	}
 	m.info.TokenizerVocab = tk.GetVocabSize(true)
-	if err := m.build(files.onnx, onnxBytes, hf); err != nil {
-		return fail(err)
+	// A static embedding graph is evaluated natively: the runtime is built
+	// only if something asks for it (Verify, a test comparing the two).
+	if !m.useNative(onnxBytes, tokBytes) {
+		if err := m.build(files.onnx, onnxBytes); err != nil {
+			return fail(err)
+		}
 	}
 	if m.cfg.Dimension != 0 && m.id.Dimension != m.cfg.Dimension {
 		return fail(withReason(ReasonDimension, fmt.Errorf("model %s gives %d-dimensional vectors, configured dimension is %d",
 			dir, m.id.Dimension, m.cfg.Dimension)))
 	}
 	m.cfg.Dimension = m.id.Dimension
-	m.useNative(onnxBytes, tokBytes)
 	m.id.Name = cfg.Name
 	m.id.Fingerprint = fingerprint
 	m.id.Path = dir
@@ -152,29 +159,98 @@ func findFiles(dir string) (modelFiles, error) {
 // inputs hugot's Go backend knows how to fill.
 var knownInputs = []string{"input_ids", "attention_mask", "token_type_ids", "position_ids"}
 
-// build creates the hugot model and pipeline and picks the output.
-func (m *Model) build(onnxPath string, onnxBytes []byte, hf hfConfig) (err error) {
+// build creates the model runtime (hugot's model and pipeline) and picks
+// the output from the outputs the runtime finds.
+func (m *Model) build(onnxPath string, onnxBytes []byte) error {
+	hm, err := m.newBackend(onnxPath, onnxBytes)
+	if err != nil {
+		return err
+	}
+	out, pooling, err := pickOutput(hm.OutputsMeta, m.cfg.OutputName, m.cfg.Pooling)
+	if err != nil {
+		destroy(hm)
+		return withReason(ReasonModelInvalid, err)
+	}
+	m.setOutput(hm.OutputsMeta, out, pooling)
+	if m.pipe, err = m.newPipeline(onnxPath, hm, out.Name); err != nil {
+		destroy(hm)
+		return err
+	}
+	m.hm = hm
+	return nil
+}
+
+// runtime returns the model runtime, building it on first use for a static
+// graph evaluated natively. It reads the ONNX file again and refuses it
+// when it is not the one Open loaded.
+func (m *Model) runtime() (*backends.Model, *pipelines.FeatureExtractionPipeline, error) {
+	m.runtimeOnce.Do(func() {
+		if m.hm != nil {
+			return
+		}
+		b, err := os.ReadFile(m.files.onnx)
+		if err != nil {
+			m.runtimeErr = withReason(ReasonUnreadable, err)
+			return
+		}
+		if sha256.Sum256(b) != m.onnxSum {
+			m.runtimeErr = withReason(ReasonModelInvalid, fmt.Errorf("%s changed since the model was loaded", m.files.onnx))
+			return
+		}
+		hm, err := m.newBackend(m.files.onnx, b)
+		if err != nil {
+			m.runtimeErr = err
+			return
+		}
+		out := slices.IndexFunc(hm.OutputsMeta, func(o backends.InputOutputInfo) bool { return o.Name == m.cfg.OutputName })
+		if out < 0 {
+			destroy(hm)
+			m.runtimeErr = withReason(ReasonModelInvalid, fmt.Errorf("model has no output %q (outputs: %v)", m.cfg.OutputName, backends.GetNames(hm.OutputsMeta)))
+			return
+		}
+		pipe, err := m.newPipeline(m.files.onnx, hm, m.cfg.OutputName)
+		if err != nil {
+			destroy(hm)
+			m.runtimeErr = err
+			return
+		}
+		m.hm, m.pipe, m.outIndex = hm, pipe, out
+	})
+	if m.hm == nil && m.runtimeErr == nil {
+		return nil, nil, ErrClosed // Close ran first
+	}
+	return m.hm, m.pipe, m.runtimeErr
+}
+
+// runtimeOptions are hugot's options for cfg: the pure-Go backend and the
+// shape buckets.
+func runtimeOptions(cfg Config) *options.Options {
+	opts := options.Defaults()
+	opts.Backend = "GO"
+	opts.GoMLXOptions.BatchBuckets = cfg.BatchBuckets
+	opts.GoMLXOptions.SequenceBuckets = cfg.SequenceBuckets
+	return opts
+}
+
+// newBackend parses the ONNX graph into hugot's model and checks its
+// inputs.
+func (m *Model) newBackend(onnxPath string, onnxBytes []byte) (hm *backends.Model, err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			err = withReason(ReasonModelInvalid, fmt.Errorf("load %s: panic: %v", onnxPath, r))
 		}
 	}()
-	opts := options.Defaults()
-	opts.Backend = "GO"
-	opts.GoMLXOptions.BatchBuckets = m.cfg.BatchBuckets
-	opts.GoMLXOptions.SequenceBuckets = m.cfg.SequenceBuckets
-	hm := &backends.Model{
+	hm = &backends.Model{
 		ID:                    onnxPath,
 		Path:                  filepath.Dir(onnxPath), // external data is relative to the ONNX file
 		OnnxFilename:          filepath.Base(onnxPath),
 		Pipelines:             map[string]backends.Pipeline{},
 		OnnxBytes:             onnxBytes,
-		MaxPositionEmbeddings: hf.maxPositions,
+		MaxPositionEmbeddings: m.hf.maxPositions,
 	}
-	if err := backends.CreateModelBackend(hm, opts); err != nil {
-		return withReason(ReasonModelInvalid, fmt.Errorf("load %s: %w", onnxPath, err))
+	if err := backends.CreateModelBackend(hm, runtimeOptions(m.cfg)); err != nil {
+		return nil, withReason(ReasonModelInvalid, fmt.Errorf("load %s: %w", onnxPath, err))
 	}
-	m.hm = hm
 	hm.Tokenizer = &backends.Tokenizer{
 		Runtime:          "GO",
 		GoTokenizer:      &backends.GoTokenizer{Tokenizer: m.tk},
@@ -183,18 +259,41 @@ func (m *Model) build(onnxPath string, onnxBytes []byte, hf hfConfig) (err error
 	}
 	for _, in := range hm.InputsMeta {
 		if !slices.Contains(knownInputs, in.Name) {
-			return withReason(ReasonModelInvalid, fmt.Errorf("model input %q is not supported (want %v)", in.Name, knownInputs))
+			destroy(hm)
+			return nil, withReason(ReasonModelInvalid, fmt.Errorf("model input %q is not supported (want %v)", in.Name, knownInputs))
 		}
 		if len(in.Dimensions) != 2 {
-			return withReason(ReasonModelInvalid, fmt.Errorf("model input %q has shape %v, want [batch, sequence]", in.Name, in.Dimensions))
+			destroy(hm)
+			return nil, withReason(ReasonModelInvalid, fmt.Errorf("model input %q has shape %v, want [batch, sequence]", in.Name, in.Dimensions))
 		}
 	}
-	out, pooling, err := pickOutput(hm.OutputsMeta, m.cfg.OutputName, m.cfg.Pooling)
+	return hm, nil
+}
+
+// newPipeline makes the feature-extraction pipeline that reads output out.
+func (m *Model) newPipeline(onnxPath string, hm *backends.Model, out string) (pipe *pipelines.FeatureExtractionPipeline, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = withReason(ReasonModelInvalid, fmt.Errorf("load %s: panic: %v", onnxPath, r))
+		}
+	}()
+	pipe, err = pipelines.NewFeatureExtractionPipeline(
+		backends.PipelineConfig[*pipelines.FeatureExtractionPipeline]{
+			ModelPath: m.files.dir,
+			Name:      "embed",
+			Options:   []backends.PipelineOption[*pipelines.FeatureExtractionPipeline]{pipelines.WithOutputName(out)},
+		}, runtimeOptions(m.cfg), hm)
 	if err != nil {
-		return withReason(ReasonModelInvalid, err)
+		return nil, withReason(ReasonModelInvalid, fmt.Errorf("load %s: %w", onnxPath, err))
 	}
+	return pipe, nil
+}
+
+// setOutput records the output the model's vectors are pooled from, among
+// outs, and the pooling.
+func (m *Model) setOutput(outs []backends.InputOutputInfo, out backends.InputOutputInfo, pooling Pooling) {
 	m.cfg.OutputName, m.cfg.Pooling = out.Name, pooling
-	for i, o := range hm.OutputsMeta {
+	for i, o := range outs {
 		m.info.Outputs = append(m.info.Outputs, o.Name)
 		if o.Name == out.Name {
 			m.outIndex = i
@@ -202,18 +301,13 @@ func (m *Model) build(onnxPath string, onnxBytes []byte, hf hfConfig) (err error
 	}
 	m.info.Output = out.Name
 	m.id.Dimension = int(out.Dimensions[len(out.Dimensions)-1])
+}
 
-	pipe, err := pipelines.NewFeatureExtractionPipeline(
-		backends.PipelineConfig[*pipelines.FeatureExtractionPipeline]{
-			ModelPath: m.files.dir,
-			Name:      "embed",
-			Options:   []backends.PipelineOption[*pipelines.FeatureExtractionPipeline]{pipelines.WithOutputName(out.Name)},
-		}, opts, hm)
-	if err != nil {
-		return withReason(ReasonModelInvalid, fmt.Errorf("load %s: %w", onnxPath, err))
+// destroy releases a runtime's model.
+func destroy(hm *backends.Model) {
+	if hm.GoMLXModel != nil {
+		hm.GoMLXModel.Destroy()
 	}
-	m.pipe = pipe
-	return nil
 }
 
 // pickOutput chooses the output and pooling; see PoolingAuto.
@@ -309,14 +403,22 @@ func loadTokenizer(b []byte, maxTokens int) (tk *tokenizer.Tokenizer, err error)
 }
 
 // useNative turns on native evaluation when the model is a static
-// embedding graph whose output the pooling reads, and native tokenization
-// when tokenizer.json is a BERT WordPiece one whose ids fit the table.
-func (m *Model) useNative(onnxBytes, tokBytes []byte) {
+// embedding graph whose one output the pooling reads and whose rows the
+// tokenizer's ids index, choosing the output as build would from the
+// outputs the runtime finds in that graph, and native tokenization when
+// tokenizer.json is a BERT WordPiece one whose ids fit the table. It
+// reports whether the model is evaluated natively.
+func (m *Model) useNative(onnxBytes, tokBytes []byte) bool {
 	st, err := onnxgraph.ReadStatic(onnxBytes)
-	if err != nil || st.Dim != m.id.Dimension || m.cfg.OutputName != onnxgraph.LastHiddenState ||
-		m.info.TokenizerVocab > st.VocabSize {
-		return
+	if err != nil || m.info.TokenizerVocab > st.VocabSize {
+		return false
 	}
+	outs := []backends.InputOutputInfo{{Name: onnxgraph.LastHiddenState, Dimensions: backends.Shape{-1, -1, int64(st.Dim)}}}
+	out, pooling, err := pickOutput(outs, m.cfg.OutputName, m.cfg.Pooling)
+	if err != nil {
+		return false // build reports it
+	}
+	m.setOutput(outs, out, pooling)
 	m.static = st
 	m.info.Native = true
 	if wp := newWordPiece(tokBytes); wp != nil {
@@ -329,6 +431,7 @@ func (m *Model) useNative(onnxBytes, tokBytes []byte) {
 			m.info.NativeTokenizer = true
 		}
 	}
+	return true
 }
 
 // warm compiles the batch-1 shapes (one per sequence bucket), checks the

@@ -35,12 +35,20 @@ type Model struct {
 	id    Identity
 	files modelFiles
 
-	tk       *tokenizer.Tokenizer
-	wp       *wordPiece        // native encoder for the texts it handles; nil for other tokenizers
-	static   *onnxgraph.Static // native evaluation of a static embedding graph; nil for others
-	hm       *backends.Model
-	pipe     *pipelines.FeatureExtractionPipeline
-	outIndex int
+	hf hfConfig
+	// onnxSum is the SHA-256 of the ONNX bytes loaded.
+	onnxSum [32]byte
+
+	tk     *tokenizer.Tokenizer
+	wp     *wordPiece        // native encoder for the texts it handles; nil for other tokenizers
+	static *onnxgraph.Static // native evaluation of a static embedding graph; nil for others
+	// The runtime: built by Open for a model it runs, by runtime on first
+	// use for a static graph evaluated natively.
+	runtimeOnce sync.Once
+	runtimeErr  error
+	hm          *backends.Model
+	pipe        *pipelines.FeatureExtractionPipeline
+	outIndex    int
 
 	maxTextBytes int
 	sem          chan struct{} // bounds concurrent model runs
@@ -119,8 +127,9 @@ func (m *Model) Close() error {
 		return nil
 	}
 	m.closed = true
-	if m.hm != nil && m.hm.GoMLXModel != nil {
-		m.hm.GoMLXModel.Destroy()
+	m.runtimeOnce.Do(func() {}) // no runtime is built once closed
+	if m.hm != nil {
+		destroy(m.hm)
 	}
 	return nil
 }
@@ -403,6 +412,10 @@ func (m *Model) run(batch []tokenized) (vecs [][]float32, err error) {
 			err = withReason(ReasonEmbedError, fmt.Errorf("model run: panic: %v", r))
 		}
 	}()
+	hm, pipe, err := m.runtime()
+	if err != nil {
+		return nil, err
+	}
 	b := backends.NewBatch(len(batch))
 	b.Input = make([]backends.TokenizedInput, len(batch))
 	for i, in := range batch {
@@ -419,13 +432,13 @@ func (m *Model) run(batch []tokenized) (vecs [][]float32, err error) {
 	// harmless, but a data race between concurrent runs, so serialise this
 	// cheap step and run the model itself concurrently.
 	m.inputMu.Lock()
-	err = backends.CreateInputTensors(b, m.hm, "GO")
+	err = backends.CreateInputTensors(b, hm, "GO")
 	m.inputMu.Unlock()
 	if err != nil {
 		return nil, withReason(ReasonEmbedError, fmt.Errorf("model input: %w", err))
 	}
 	m.noteShape(len(batch), b.MaxSequenceLength)
-	if err := m.pipe.Forward(b); err != nil {
+	if err := pipe.Forward(b); err != nil {
 		return nil, withReason(ReasonEmbedError, fmt.Errorf("model run: %w", err))
 	}
 	return m.pool(b, batch)

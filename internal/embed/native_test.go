@@ -200,3 +200,62 @@ func FuzzNativeTokenizer(f *testing.F) {
 		}
 	})
 }
+
+// TestStaticRuntimeOnDemand checks that Open evaluates a static graph
+// without building the model runtime, that the runtime is built on first
+// use and only once, that it refuses an ONNX file that changed since Open,
+// and that none is built after Close.
+func TestStaticRuntimeOnDemand(t *testing.T) {
+	ctx := context.Background()
+	dir := filepath.Join(t.TempDir(), "tiny")
+	if _, err := embedtest.WriteTinyModel(dir); err != nil {
+		t.Fatal(err)
+	}
+	m, err := Open(ctx, Config{Dir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	if m.hm != nil || m.pipe != nil || !m.info.Native {
+		t.Fatalf("Open built the runtime for a static graph (native %v)", m.info.Native)
+	}
+	if m.info.Output != "last_hidden_state" || !slices.Equal(m.info.Outputs, []string{"last_hidden_state"}) || m.cfg.Pooling != PoolingMean {
+		t.Fatalf("output %q of %v, pooling %q; want last_hidden_state, mean", m.info.Output, m.info.Outputs, m.cfg.Pooling)
+	}
+	if _, err := m.Embed(ctx, []string{"fill in a pdf form"}, Query); err != nil || m.hm != nil {
+		t.Fatalf("native embed: %v, runtime built %v", err, m.hm != nil)
+	}
+	hm, pipe, err := m.runtime()
+	if err != nil || hm == nil || pipe == nil {
+		t.Fatalf("runtime: %v", err)
+	}
+	if again, _, _ := m.runtime(); again != hm {
+		t.Fatal("runtime built twice")
+	}
+	if m.hm.OutputsMeta[m.outIndex].Name != m.cfg.OutputName {
+		t.Fatalf("runtime reads output %q, want %q", m.hm.OutputsMeta[m.outIndex].Name, m.cfg.OutputName)
+	}
+
+	changed, err := Open(ctx, Config{Dir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer changed.Close()
+	if _, err := embedtest.WriteTinyModelDim(dir, embedtest.TinyDim+1); err != nil {
+		t.Fatal(err)
+	}
+	changed.static = nil // as a non-static model: every run needs the runtime
+	_, err = changed.Embed(ctx, []string{"fill in a pdf form"}, Query)
+	if err == nil || !strings.Contains(err.Error(), "changed since the model was loaded") || ReasonOf(err) != ReasonModelInvalid {
+		t.Fatalf("runtime over a changed ONNX file: %v (reason %v)", err, ReasonOf(err))
+	}
+
+	closed, err := Open(ctx, Config{Dir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	closed.Close()
+	if _, _, err := closed.runtime(); err != ErrClosed {
+		t.Fatalf("runtime after Close: %v, want ErrClosed", err)
+	}
+}

@@ -132,10 +132,16 @@ func Verify(ctx context.Context, dir string, cfg Config) (VerifyReport, error) {
 }
 
 func (r *VerifyReport) checkVocab(m *Model) {
-	if m.hm == nil || m.hm.GoMLXModel == nil || m.hm.GoMLXModel.OnnxModel == nil {
+	// A static graph evaluated natively has no runtime until asked: the
+	// check builds it, so the graph is also one the runtime can run.
+	hm, _, err := m.runtime()
+	if !r.check("runtime", err == nil, "%v", errString(err)) {
 		return
 	}
-	for _, p := range m.hm.GoMLXModel.OnnxModel.Proto.MetadataProps {
+	if hm.GoMLXModel == nil || hm.GoMLXModel.OnnxModel == nil {
+		return
+	}
+	for _, p := range hm.GoMLXModel.OnnxModel.Proto.MetadataProps {
 		if p.Key != "mcpsag.vocab_size" {
 			continue
 		}

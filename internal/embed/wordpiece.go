@@ -97,7 +97,7 @@ func newWordPiece(data []byte) *wordPiece {
 		}
 		return int(id), true
 	}
-	wp := &wordPiece{vocab: map[string]int{}, cont: map[string]int{}, maxChars: m.MaxInputCharsPerWord}
+	wp := &wordPiece{vocab: m.Vocab, cont: map[string]int{}, maxChars: m.MaxInputCharsPerWord}
 	var ok bool
 	switch post.Type {
 	case "BertProcessing":
@@ -136,7 +136,6 @@ func newWordPiece(data []byte) *wordPiece {
 		if rest, isCont := strings.CutPrefix(piece, m.ContinuingSubwordPrefix); isCont {
 			wp.cont[rest] = id
 		}
-		wp.vocab[piece] = id
 	}
 	for _, a := range t.AddedTokens {
 		if a.Content != "" {
