@@ -1,10 +1,12 @@
 package match
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"testing"
 
@@ -256,6 +258,46 @@ func TestScratchClearedAfterEverySlot(t *testing.T) {
 		}
 		if a, b := exactRendering(want), exactRendering(got); a != b {
 			t.Fatalf("after a broad task:\n%s\nwant\n%s", b, a)
+		}
+	}
+}
+
+// TestTopSparseKeepsTies checks BM25's top list against a sort of every
+// scored document (score, then ord), on scores drawn from a few values so
+// that many tie at the list's edge (one negative, so that a slot without a
+// score is not above the list's worst), over every slot and over touched
+// documents only, for lists shorter and longer than the documents scored.
+func TestTopSparseKeepsTies(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 13))
+	for round := range 400 {
+		n := 1 + rng.IntN(300)
+		sc := newScratch(n)
+		ord := make([]int32, n)
+		for i, o := range rng.Perm(n) {
+			ord[i] = int32(o)
+		}
+		values := []float32{0.5, 1, -1, 1.5, 2, 2.5}[:1+rng.IntN(6)]
+		for d := range n {
+			if rng.IntN(3) > 0 {
+				sc.acc[d] = values[rng.IntN(len(values))]
+				sc.touched = append(sc.touched, int32(d))
+			}
+		}
+		sc.everySlot = round%2 == 0
+		k := 1 + rng.IntN(n+5)
+		var want []entry
+		for _, d := range sc.touched {
+			want = append(want, entry{doc: d, ord: ord[d], score: sc.acc[d]})
+		}
+		slices.SortFunc(want, func(a, b entry) int {
+			if a.score != b.score {
+				return cmp.Compare(b.score, a.score)
+			}
+			return cmp.Compare(a.ord, b.ord)
+		})
+		want = want[:min(k, len(want))]
+		if got := topSparse(sc, ord, k); !slices.Equal(got, want) {
+			t.Fatalf("round %d (n %d, k %d, every slot %v): top list\n%v\nwant\n%v", round, n, k, sc.everySlot, got, want)
 		}
 	}
 }
