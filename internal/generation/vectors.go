@@ -139,7 +139,7 @@ type knownVector struct {
 // prev (or of base, restored from a snapshot made in baseSpace) made in
 // space.
 func knownVectors(prev *Generation, base *match.Index, baseSpace, space vectorSpace, want map[string]bool) map[string]knownVector {
-	out := map[string]knownVector{}
+	out := make(map[string]knownVector, len(want)) // at most one per key wanted
 	if prev != nil && prev.vectors != nil && space.reuses(prev.space) {
 		for s, v := range prev.vectors {
 			if want[s.Key()] {
