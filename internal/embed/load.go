@@ -68,14 +68,31 @@ func Open(ctx context.Context, cfg Config) (*Model, error) {
 	if err != nil {
 		return nil, withReason(ReasonUnreadable, err)
 	}
+	// The general tokenizer loads on one core while the other hashes the
+	// files and reads the graph: at start, loading the model is most of
+	// what a router on a few skills waits for.
+	type loaded struct {
+		tk  *tokenizer.Tokenizer
+		err error
+	}
+	tokDone := make(chan loaded, 1)
+	go func() {
+		tk, err := loadTokenizer(tokBytes, cfg.MaxTokens)
+		tokDone <- loaded{tk, err}
+	}()
 	h := sha256.New()
 	h.Write(onnxBytes)
 	var onnxSum [32]byte
 	h.Sum(onnxSum[:0]) // the ONNX file's own digest; the hash goes on
 	h.Write(tokBytes)
 	fingerprint := hex.EncodeToString(h.Sum(nil))
-
-	tk, err := loadTokenizer(tokBytes, cfg.MaxTokens)
+	static, _ := onnxgraph.ReadStatic(onnxBytes) // nil: not a static graph
+	var wp *wordPiece
+	if static != nil {
+		wp = newWordPiece(tokBytes)
+	}
+	tl := <-tokDone
+	tk, err := tl.tk, tl.err
 	if err != nil {
 		return nil, withReason(ReasonModelInvalid, fmt.Errorf("load %s: %w", files.tokenizer, err))
 	}
@@ -96,7 +113,7 @@ func Open(ctx context.Context, cfg Config) (*Model, error) {
 	m.info.TokenizerVocab = tk.GetVocabSize(true)
 	// A static embedding graph is evaluated natively: the runtime is built
 	// only if something asks for it (Verify, a test comparing the two).
-	if !m.useNative(onnxBytes, tokBytes) {
+	if !m.useNative(static, wp) {
 		if err := m.build(files.onnx, onnxBytes); err != nil {
 			return fail(err)
 		}
@@ -403,14 +420,14 @@ func loadTokenizer(b []byte, maxTokens int) (tk *tokenizer.Tokenizer, err error)
 }
 
 // useNative turns on native evaluation when the model is a static
-// embedding graph whose one output the pooling reads and whose rows the
-// tokenizer's ids index, choosing the output as build would from the
-// outputs the runtime finds in that graph, and native tokenization when
-// tokenizer.json is a BERT WordPiece one whose ids fit the table. It
-// reports whether the model is evaluated natively.
-func (m *Model) useNative(onnxBytes, tokBytes []byte) bool {
-	st, err := onnxgraph.ReadStatic(onnxBytes)
-	if err != nil || m.info.TokenizerVocab > st.VocabSize {
+// embedding graph (st, nil for others) whose one output the pooling reads
+// and whose rows the tokenizer's ids index, choosing the output as build
+// would from the outputs the runtime finds in that graph, and native
+// tokenization when tokenizer.json is a BERT WordPiece one (wp, nil for
+// others) whose ids fit the table. It reports whether the model is
+// evaluated natively.
+func (m *Model) useNative(st *onnxgraph.Static, wp *wordPiece) bool {
+	if st == nil || m.info.TokenizerVocab > st.VocabSize {
 		return false
 	}
 	outs := []backends.InputOutputInfo{{Name: onnxgraph.LastHiddenState, Dimensions: backends.Shape{-1, -1, int64(st.Dim)}}}
@@ -421,7 +438,7 @@ func (m *Model) useNative(onnxBytes, tokBytes []byte) bool {
 	m.setOutput(outs, out, pooling)
 	m.static = st
 	m.info.Native = true
-	if wp := newWordPiece(tokBytes); wp != nil {
+	if wp != nil {
 		top := 0
 		for _, id := range wp.vocab {
 			top = max(top, id)
