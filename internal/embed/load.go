@@ -20,6 +20,7 @@ import (
 	"github.com/sugarme/tokenizer/pretrained"
 
 	"github.com/mcpsag/router/internal/filestamp"
+	"github.com/mcpsag/router/internal/mapfile"
 	"github.com/mcpsag/router/internal/onnxgraph"
 )
 
@@ -60,10 +61,15 @@ func Open(ctx context.Context, cfg Config) (*Model, error) {
 	if err != nil {
 		return nil, withReason(ReasonConfigInvalid, err)
 	}
-	onnxBytes, err := os.ReadFile(files.onnx)
+	// The graph is read from a mapping for as long as Open runs: a static
+	// graph's table is copied out of it, and another graph is copied for
+	// the runtime. A mapping is the page cache's pages, not 10 MB and more
+	// of fresh memory to fault in at every start.
+	onnxBytes, release, err := mapfile.Read(files.onnx)
 	if err != nil {
 		return nil, withReason(ReasonUnreadable, err)
 	}
+	defer release()
 	tokBytes, err := os.ReadFile(files.tokenizer)
 	if err != nil {
 		return nil, withReason(ReasonUnreadable, err)
@@ -80,18 +86,26 @@ func Open(ctx context.Context, cfg Config) (*Model, error) {
 		tk, err := loadTokenizer(tokBytes, cfg.MaxTokens)
 		tokDone <- loaded{tk, err}
 	}()
-	h := sha256.New()
-	h.Write(onnxBytes)
 	var onnxSum [32]byte
-	h.Sum(onnxSum[:0]) // the ONNX file's own digest; the hash goes on
-	h.Write(tokBytes)
-	fingerprint := hex.EncodeToString(h.Sum(nil))
-	static, _ := onnxgraph.ReadStatic(onnxBytes) // nil: not a static graph
+	var fingerprint string
+	var static *onnxgraph.Static // nil: not a static graph
+	err = mapfile.Guard(files.onnx, func() error {
+		h := sha256.New()
+		h.Write(onnxBytes)
+		h.Sum(onnxSum[:0]) // the ONNX file's own digest; the hash goes on
+		h.Write(tokBytes)
+		fingerprint = hex.EncodeToString(h.Sum(nil))
+		static, _ = onnxgraph.ReadStatic(onnxBytes)
+		return nil
+	})
 	var wp *wordPiece
 	if static != nil {
 		wp = newWordPiece(tokBytes)
 	}
 	tl := <-tokDone
+	if err != nil {
+		return nil, withReason(ReasonUnreadable, err)
+	}
 	tk, err := tl.tk, tl.err
 	if err != nil {
 		return nil, withReason(ReasonModelInvalid, fmt.Errorf("load %s: %w", files.tokenizer, err))
@@ -114,7 +128,12 @@ func Open(ctx context.Context, cfg Config) (*Model, error) {
 	// A static embedding graph is evaluated natively: the runtime is built
 	// only if something asks for it (Verify, a test comparing the two).
 	if !m.useNative(static, wp) {
-		if err := m.build(files.onnx, onnxBytes); err != nil {
+		// The runtime keeps the graph's bytes: a copy of the mapping.
+		var graph []byte
+		if err := mapfile.Guard(files.onnx, func() error { graph = bytes.Clone(onnxBytes); return nil }); err != nil {
+			return fail(withReason(ReasonUnreadable, err))
+		}
+		if err := m.build(files.onnx, graph); err != nil {
 			return fail(err)
 		}
 	}

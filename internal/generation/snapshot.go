@@ -6,15 +6,14 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"os"
 	"path/filepath"
 	"sync"
-	"syscall"
 	"time"
 
 	"github.com/mcpsag/router/internal/embed"
+	"github.com/mcpsag/router/internal/mapfile"
 	"github.com/mcpsag/router/internal/match"
 	"github.com/mcpsag/router/internal/skill"
 )
@@ -271,7 +270,7 @@ func (w *snapshotWriter) read() (*match.Index, vectorSpace, string) {
 // memory instead.
 func readSnapshot(path string) (*match.Index, snapshotMeta, error) {
 	var meta snapshotMeta
-	data, unmap, err := mapFile(path)
+	data, unmap, err := mapfile.Read(path)
 	if err != nil {
 		return nil, meta, err
 	}
@@ -298,28 +297,6 @@ func decodeSnapshot(data []byte, meta *snapshotMeta) (*match.Index, error) {
 		return nil, fmt.Errorf("snapshot header: %w", err)
 	}
 	return match.ReadSnapshot(data[head+n:])
-}
-
-// mapFile maps the file at path read-only; unmap releases the mapping. A
-// file that cannot be mapped (an empty one, or a file system that does not
-// allow it) is read instead, and unmap does nothing.
-func mapFile(path string) (data []byte, unmap func(), err error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, nil, err
-	}
-	defer f.Close()
-	fi, err := f.Stat()
-	if err != nil {
-		return nil, nil, err
-	}
-	if size := fi.Size(); size > 0 && size == int64(int(size)) {
-		if data, err := syscall.Mmap(int(f.Fd()), 0, int(size), syscall.PROT_READ, syscall.MAP_SHARED); err == nil {
-			return data, func() { syscall.Munmap(data) }, nil
-		}
-	}
-	data, err = io.ReadAll(f)
-	return data, func() {}, err
 }
 
 // tempPattern names the temporary files replaceFile writes for the file

@@ -1,0 +1,52 @@
+// Package mapfile reads files through read-only memory mappings, so that a
+// large file's bytes are the page cache's pages instead of a copy in fresh
+// memory.
+//
+// A mapped file that another process truncates faults when the pages past
+// its new end are read (SIGBUS). Readers of a mapping the process does not
+// own the writes of guard their reads with Guard.
+package mapfile
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"runtime/debug"
+	"syscall"
+)
+
+// Read maps the file at path read-only; release unmaps it, after which data
+// must not be used. A file that cannot be mapped (an empty one, or a file
+// system that does not allow it) is read instead, and release does nothing.
+func Read(path string) (data []byte, release func(), err error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, nil, err
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, nil, err
+	}
+	if size := fi.Size(); size > 0 && size == int64(int(size)) {
+		if data, err := syscall.Mmap(int(f.Fd()), 0, int(size), syscall.PROT_READ, syscall.MAP_SHARED); err == nil {
+			return data, func() { syscall.Munmap(data) }, nil
+		}
+	}
+	data, err = io.ReadAll(f)
+	return data, func() {}, err
+}
+
+// Guard runs read, which reads a mapping, and returns its error, or an
+// error naming path when the read faulted (the file was cut short while
+// mapped) instead of letting the fault end the process.
+func Guard(path string, read func() error) (err error) {
+	old := debug.SetPanicOnFault(true)
+	defer debug.SetPanicOnFault(old)
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("%s: read of its mapping failed (was it changed while being read?): %v", path, r)
+		}
+	}()
+	return read()
+}
