@@ -271,7 +271,7 @@ func (c *Catalog) Tools() []*skill.Skill { return c.toolSeq }
 // winners and every agent's own winners), then every tool. Matching
 // indexes these.
 func (c *Catalog) Winners() []*skill.Skill {
-	var out []*skill.Skill
+	out := make([]*skill.Skill, 0, len(c.entries)+len(c.toolSeq))
 	for _, e := range c.entries {
 		if e.ShadowedBy == nil {
 			out = append(out, e.Skill)

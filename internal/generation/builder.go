@@ -721,6 +721,7 @@ func (b *Builder) catalogInput(roots []skill.Root, scan skillfs.ScanResult, recs
 	b.lastMemoFiles = scan.Files
 	memo := b.memo
 	used := make(map[string]map[string]bool)
+	var digests digester // one buffer for every skill's input digest
 	for _, f := range scan.Files {
 		rec := recs[f.Path]
 		in.Problems = append(in.Problems, rec.Problems...)
@@ -770,7 +771,7 @@ func (b *Builder) catalogInput(roots []skill.Root, scan skillfs.ScanResult, recs
 				s.Registry = e
 			}
 			m.skill = s
-			m.digestIn = inputDigest(s)
+			m.digestIn = digests.input(s)
 		}
 		if memo[f.Path] != m {
 			memo[f.Path] = m

@@ -184,11 +184,12 @@ func (d *digester) problems(ps []skill.Problem) {
 	}
 }
 
-// inputDigest hashes what a skill's catalog entry is built from (host
-// paths included): the part of digestInput that tells a rescan whether
-// anything changed.
-func inputDigest(s *skill.Skill) []byte {
-	var d digester
+// input returns the digest of what a skill's catalog entry is built from
+// (host paths included): the part of digestInput that tells a rescan
+// whether anything changed. Like skill, it uses and resets d's buffer, and
+// not its hash.
+func (d *digester) input(s *skill.Skill) []byte {
+	d.buf = d.buf[:0]
 	d.str(s.Dir)
 	d.str(s.Root.Path)
 	d.str(s.Root.Display)
