@@ -135,7 +135,7 @@ func (r *VerifyReport) checkVocab(m *Model) {
 	// A static graph evaluated natively has no runtime until asked: the
 	// check builds it, so the graph is also one the runtime can run.
 	hm, _, err := m.runtime()
-	if !r.check("runtime", err == nil, "%v", errString(err)) {
+	if !r.check("runtime", err == nil, "the ONNX runtime loads the graph: %v", errString(err)) {
 		return
 	}
 	if hm.GoMLXModel == nil || hm.GoMLXModel.OnnxModel == nil {
