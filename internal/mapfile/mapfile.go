@@ -24,17 +24,31 @@ func Read(path string) (data []byte, release func(), err error) {
 		return nil, nil, err
 	}
 	defer f.Close()
-	fi, err := f.Stat()
-	if err != nil {
-		return nil, nil, err
-	}
-	if size := fi.Size(); size > 0 && size == int64(int(size)) {
-		if data, err := syscall.Mmap(int(f.Fd()), 0, int(size), syscall.PROT_READ, syscall.MAP_SHARED); err == nil {
-			return data, func() { syscall.Munmap(data) }, nil
-		}
+	if data, release, ok := Map(f); ok {
+		return data, release, nil
 	}
 	data, err = io.ReadAll(f)
 	return data, func() {}, err
+}
+
+// Map maps the open file f read-only, as it is now; release unmaps it. ok
+// is false, and nothing is mapped, for a file that cannot be mapped: an
+// empty one, one too large for the address space, or one on a file system
+// that does not allow it.
+func Map(f *os.File) (data []byte, release func(), ok bool) {
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, nil, false
+	}
+	size := fi.Size()
+	if size <= 0 || size != int64(int(size)) {
+		return nil, nil, false
+	}
+	data, err = syscall.Mmap(int(f.Fd()), 0, int(size), syscall.PROT_READ, syscall.MAP_SHARED)
+	if err != nil {
+		return nil, nil, false
+	}
+	return data, func() { _ = syscall.Munmap(data) }, true
 }
 
 // Guard runs read, which reads a mapping, and returns its error, or an

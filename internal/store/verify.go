@@ -13,6 +13,8 @@ import (
 	"time"
 
 	bolterrors "go.etcd.io/bbolt/errors"
+
+	"github.com/mcpsag/router/internal/mapfile"
 )
 
 // The cache file is checked here, with ordinary reads, before bbolt maps it.
@@ -559,16 +561,12 @@ func verifyLocked(f *os.File) error {
 	if err != nil {
 		return err
 	}
-	size := fi.Size()
-	if size == 0 || size != int64(int(size)) {
-		return verifyFile(f, nil, size)
+	data, release, ok := mapfile.Map(f)
+	if !ok {
+		return verifyFile(f, nil, fi.Size())
 	}
-	data, err := syscall.Mmap(int(f.Fd()), 0, int(size), syscall.PROT_READ, syscall.MAP_SHARED)
-	if err != nil {
-		return verifyFile(f, nil, size)
-	}
-	defer func() { _ = syscall.Munmap(data) }()
-	return verifyFile(f, data, size)
+	defer release()
+	return verifyFile(f, data, int64(len(data)))
 }
 
 // environmentError reports whether err is about where the cache lives (no
