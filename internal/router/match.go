@@ -28,14 +28,11 @@ func (r *Router) Match(ctx context.Context, req skill.MatchRequest) (*skill.Matc
 		}, nil
 	}
 	kinds, scope := req.Options.Kinds, skill.ScopeFrom(ctx)
-	visible := func(s *skill.Skill) bool {
-		return kinds.Allows(s) && scope.Allows(s) && g.Catalog.VisibleTo(s, req.Agent)
-	}
 	var res skill.MatchResult
-	if view := r.views.get(g, r.current.Load(), viewKey(req.Agent, kinds, scope), visible); view != nil {
+	if view := r.views.get(g, r.current.Load(), req.Agent, kinds, scope); view != nil {
 		res, err = g.Index.MatchView(ctx, req, view)
 	} else {
-		res, err = g.Index.Match(ctx, req, visible)
+		res, err = g.Index.Match(ctx, req, visibility(g, req.Agent, kinds, scope))
 	}
 	if err != nil {
 		return nil, err
@@ -56,11 +53,11 @@ type views struct {
 	m  map[string]*match.View
 }
 
-// get returns the view of g named key, made through visible the first
-// time, or nil when g is not current (a match that began before the last
-// publish: the views hold only the served generation, so that an old one
-// is not kept alive by them) or maxViews views are kept already.
-func (v *views) get(g, current *generation.Generation, key string, visible match.Visibility) *match.View {
+// get returns the view of g for a caller with agent, kinds and scope, made
+// the first time, or nil when g is not current (a match that began before
+// the last publish: the views hold only the served generation, so that an
+// old one is not kept alive by them) or maxViews views are kept already.
+func (v *views) get(g, current *generation.Generation, agent string, kinds skill.KindFilter, scope skill.Scope) *match.View {
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	if g != current {
@@ -69,15 +66,24 @@ func (v *views) get(g, current *generation.Generation, key string, visible match
 	if v.g != g {
 		v.g, v.m = g, map[string]*match.View{}
 	}
+	key := viewKey(agent, kinds, scope)
 	if view, ok := v.m[key]; ok {
 		return view
 	}
 	if len(v.m) >= maxViews {
 		return nil
 	}
-	view := g.Index.View(visible)
+	view := g.Index.View(visibility(g, agent, kinds, scope))
 	v.m[key] = view
 	return view
+}
+
+// visibility tells which skills of g a caller with agent, kinds and scope
+// sees.
+func visibility(g *generation.Generation, agent string, kinds skill.KindFilter, scope skill.Scope) match.Visibility {
+	return func(s *skill.Skill) bool {
+		return kinds.Allows(s) && scope.Allows(s) && g.Catalog.VisibleTo(s, agent)
+	}
 }
 
 // forget drops the views of the generation publish just replaced.
