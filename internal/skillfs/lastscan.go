@@ -1,0 +1,271 @@
+package skillfs
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"hash/crc32"
+	"path/filepath"
+	"time"
+
+	"github.com/mcpsag/router/internal/skill"
+)
+
+// A scan's result can be saved and read back, so that a restart can serve
+// what the last scan found before it scans again (see ReadScanResult).
+
+// ErrScanFormat is ReadScanResult's error for what is not a scan result of
+// this format: another version's, after an upgrade, or another file.
+var ErrScanFormat = errors.New("not a scan result of this format")
+
+// ErrScanRoots is ReadScanResult's error for a scan result of other roots
+// than those given: the configuration changed since it was saved.
+var ErrScanRoots = errors.New("the scan result is of other roots")
+
+// scanMagic starts an encoded scan result; the number is the format.
+const scanMagic = "MCPSAGS1"
+
+// MarshalScanResult encodes what res found of roots (its files, folders
+// and problems; not its listings): the magic, the roots, the files in
+// order (each with the index of its root, its path as the length it
+// shares with the previous file's and the rest, its path relative to the
+// root, size, modification time and resources), the folders (paths as
+// the files' are), the problems, then a CRC-32C of all before it. Every
+// file's root must be one of roots.
+func MarshalScanResult(res *ScanResult, roots []skill.Root) ([]byte, error) {
+	out := append([]byte(scanMagic), make([]byte, 0, 96*len(res.Files)+48*len(res.Dirs))...)
+	out = binary.AppendUvarint(out, uint64(len(roots)))
+	for _, r := range roots {
+		out = appendString(out, r.Path)
+		out = appendString(out, r.Display)
+		out = appendString(out, string(r.Kind))
+		out = appendString(out, r.Agent)
+		out = binary.AppendVarint(out, int64(r.Order))
+	}
+	// The total of the strings decoded, and their number, let a decoder
+	// allocate for them once.
+	textBytes, textStrings := 0, len(res.Dirs)
+	for i := range res.Files {
+		f := &res.Files[i]
+		textBytes += len(f.Path) + len(f.RelPath)
+		textStrings += 2 + len(f.Resources)
+		for _, r := range f.Resources {
+			textBytes += len(r.Path)
+		}
+	}
+	for _, d := range res.Dirs {
+		textBytes += len(d)
+	}
+	out = binary.AppendUvarint(out, uint64(textBytes))
+	out = binary.AppendUvarint(out, uint64(textStrings))
+	out = binary.AppendUvarint(out, uint64(len(res.Files)))
+	prevPath, prevRel, ri := "", "", 0
+	for i := range res.Files {
+		f := &res.Files[i]
+		if ri >= len(roots) || roots[ri] != f.Root {
+			if ri = rootIndex(roots, f.Root); ri < 0 {
+				return nil, fmt.Errorf("%s: its root %s is not one of the roots given", f.Path, f.Root.Path)
+			}
+		}
+		if f.Dir != filepath.Dir(f.Path) {
+			return nil, fmt.Errorf("%s: its folder is %s", f.Path, f.Dir)
+		}
+		out = binary.AppendUvarint(out, uint64(ri))
+		out = appendShared(out, prevPath, f.Path)
+		out = appendShared(out, prevRel, f.RelPath)
+		prevPath, prevRel = f.Path, f.RelPath
+		out = binary.AppendVarint(out, f.Size)
+		out = binary.AppendVarint(out, f.ModTime.UnixNano())
+		out = binary.AppendUvarint(out, uint64(len(f.Resources)))
+		for _, r := range f.Resources {
+			out = appendString(out, r.Path)
+			out = binary.AppendVarint(out, r.Size)
+		}
+		out = appendBool(out, f.ResourcesTruncated)
+	}
+	out = binary.AppendUvarint(out, uint64(len(res.Dirs)))
+	prev := ""
+	for _, d := range res.Dirs {
+		out = appendShared(out, prev, d)
+		prev = d
+	}
+	out = binary.AppendUvarint(out, uint64(len(res.Problems)))
+	for _, p := range res.Problems {
+		out = binary.AppendVarint(out, int64(p.Severity))
+		out = appendString(out, p.Code)
+		out = appendString(out, p.Field)
+		out = appendString(out, p.File)
+		out = binary.AppendVarint(out, int64(p.Line))
+		out = appendString(out, p.Message)
+	}
+	return binary.LittleEndian.AppendUint32(out, crc32.Checksum(out, castagnoli)), nil
+}
+
+// ReadScanResult decodes what MarshalScanResult wrote of the same roots.
+// Any damage is an error, and so is another format (ErrScanFormat) or
+// other roots (ErrScanRoots). The strings of the result share a few
+// allocations: a restart at 100,000 skills decodes them all.
+func ReadScanResult(data []byte, roots []skill.Root) (ScanResult, error) {
+	var res ScanResult
+	if len(data) < len(scanMagic)+4 || string(data[:len(scanMagic)]) != scanMagic {
+		return res, ErrScanFormat
+	}
+	body := data[:len(data)-4]
+	if binary.LittleEndian.Uint32(data[len(data)-4:]) != crc32.Checksum(body, castagnoli) {
+		return res, errors.New("scan result fails its checksum")
+	}
+	r := listingReader{b: body[len(scanMagic):]}
+	n := r.count(5)
+	if r.err == nil && n != len(roots) {
+		return res, ErrScanRoots
+	}
+	for i := range n {
+		got := skill.Root{Path: string(r.bytes()), Display: string(r.bytes()), Kind: skill.SourceKind(r.bytes()),
+			Agent: string(r.bytes()), Order: int(r.varint())}
+		if r.err == nil && got != roots[i] {
+			return res, ErrScanRoots
+		}
+	}
+	// Every string is decoded into text, and sliced out of it once it is
+	// whole; ends are the ends of the strings in text. Paths share
+	// prefixes, so their total can exceed the input's size: a few times
+	// over in what a scan writes; more is checked before it is believed.
+	textBytes, textStrings := r.uvarint(), r.count(1)
+	text := make([]byte, 0, min(textBytes, 16*uint64(len(data))))
+	ends := make([]int, 0, textStrings)
+	add := func(b []byte) {
+		if uint64(len(text)+len(b)) > textBytes {
+			r.fail()
+			return
+		}
+		text = append(text, b...)
+		ends = append(ends, len(text))
+	}
+	addShared := func(prev []byte) []byte {
+		shared, rest := r.uvarint(), r.bytes()
+		if shared > uint64(len(prev)) || int(shared)+len(rest) > maxPathBytes {
+			r.fail()
+			return nil
+		}
+		cur := append(prev[:shared], rest...) // prev is in text already
+		add(cur)
+		return cur
+	}
+	if nFiles := r.count(7); nFiles > 0 {
+		res.Files = make([]Found, nFiles)
+	}
+	var resources []skill.Resource
+	var prevPath, prevRel []byte
+	for i := range res.Files {
+		f := &res.Files[i]
+		ri := r.uvarint()
+		if ri >= uint64(len(roots)) {
+			r.fail()
+			break
+		}
+		f.Root = roots[ri]
+		prevPath = addShared(prevPath)
+		prevRel = addShared(prevRel)
+		f.Size = r.varint()
+		f.ModTime = time.Unix(0, r.varint())
+		if k := r.count(2); k > 0 {
+			if cap(resources)-len(resources) < k {
+				resources = make([]skill.Resource, 0, max(k, 64))
+			}
+			f.Resources = resources[len(resources) : len(resources)+k : len(resources)+k]
+			resources = resources[:len(resources)+k]
+			for j := range f.Resources {
+				add(r.bytes())
+				f.Resources[j].Size = r.varint()
+			}
+		}
+		f.ResourcesTruncated = r.bool()
+		if r.err != nil {
+			break
+		}
+	}
+	nDirs := r.count(2)
+	var prevDir []byte
+	for range nDirs {
+		if prevDir = addShared(prevDir); r.err != nil {
+			break
+		}
+	}
+	if nProblems := r.count(6); nProblems > 0 {
+		res.Problems = make([]skill.Problem, nProblems)
+	}
+	for i := range res.Problems {
+		p := &res.Problems[i]
+		p.Severity = skill.Severity(r.varint())
+		p.Code, p.Field, p.File = string(r.bytes()), string(r.bytes()), string(r.bytes())
+		p.Line = int(r.varint())
+		p.Message = string(r.bytes())
+	}
+	if r.err != nil || len(r.b) != 0 {
+		return ScanResult{}, errors.New("scan result: truncated or with bytes after its end")
+	}
+	if uint64(len(text)) != textBytes || len(ends) != textStrings {
+		return ScanResult{}, errors.New("scan result: the totals do not match the strings")
+	}
+	all := string(text)
+	next, start := 0, 0
+	take := func() string {
+		s := all[start:ends[next]]
+		start = ends[next]
+		next++
+		return s
+	}
+	for i := range res.Files {
+		f := &res.Files[i]
+		f.Path, f.RelPath = take(), take()
+		f.Dir = filepath.Dir(f.Path)
+		for j := range f.Resources {
+			f.Resources[j].Path = take()
+		}
+		if !filepath.IsAbs(f.Path) || filepath.Base(f.Path) != SkillFile {
+			return ScanResult{}, fmt.Errorf("scan result: %q is not the path of a %s", f.Path, SkillFile)
+		}
+	}
+	if nDirs > 0 {
+		res.Dirs = make([]string, nDirs)
+	}
+	for i := range res.Dirs {
+		res.Dirs[i] = take()
+	}
+	return res, nil
+}
+
+func rootIndex(roots []skill.Root, r skill.Root) int {
+	for i := range roots {
+		if roots[i] == r {
+			return i
+		}
+	}
+	return -1
+}
+
+// appendShared appends s as the length of the prefix it shares with prev
+// and the rest.
+func appendShared(out []byte, prev, s string) []byte {
+	shared := commonPrefix(prev, s)
+	out = binary.AppendUvarint(out, uint64(shared))
+	return appendString(out, s[shared:])
+}
+
+func appendBool(out []byte, v bool) []byte {
+	if v {
+		return append(out, 1)
+	}
+	return append(out, 0)
+}
+
+func (r *listingReader) bool() bool {
+	switch r.byte() {
+	case 0:
+		return false
+	case 1:
+		return true
+	}
+	r.fail()
+	return false
+}
