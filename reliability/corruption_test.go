@@ -220,7 +220,7 @@ func TestCorruptCacheIsRecovered(t *testing.T) {
 				}
 				r, err := launch(t, o)
 				if err == nil {
-					err = r.WaitServing(2 * time.Minute)
+					err = r.WaitCaughtUp(2 * time.Minute)
 				}
 				if r != nil && r.Crashed() {
 					fatal++

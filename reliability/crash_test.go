@@ -213,7 +213,7 @@ func TestCrashConsistency(t *testing.T) {
 		t0 := time.Now()
 		again, err := launch(t, routerOpts{Workspace: ws.Dir, StateDir: state})
 		if err == nil {
-			err = again.WaitServing(2 * time.Minute)
+			err = again.WaitCaughtUp(2 * time.Minute)
 		}
 		if err != nil {
 			t.Fatalf("cycle %d (%s, killed in %s): restart failed: %v", i, point, phase, err)

@@ -256,6 +256,29 @@ func (r *routerProc) WaitServing(timeout time.Duration) error {
 	}
 }
 
+// WaitCaughtUp is WaitServing, then polls Status until the router has caught
+// up with the skill folders: a restart serves the last scan first, then
+// scans them (watch.serve_last_scan), and only then is what it serves what
+// the disk holds. Status needs no token only where auth is off.
+func (r *routerProc) WaitCaughtUp(timeout time.Duration) error {
+	deadline := time.Now().Add(timeout)
+	if err := r.WaitServing(timeout); err != nil {
+		return err
+	}
+	for {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		st, err := r.RPC.Status(ctx, &pb.StatusRequest{})
+		cancel()
+		if err == nil && !st.GetCatchingUp() {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("router still catching up after %v (last Status error %v):\n%s", timeout, err, r.logs.tail(30))
+		}
+		time.Sleep(25 * time.Millisecond)
+	}
+}
+
 // Serving reports whether the health service says SERVING right now.
 func (r *routerProc) Serving() bool {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)

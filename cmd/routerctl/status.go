@@ -58,6 +58,9 @@ func writeStatus(w io.Writer, st *routerv1.StatusResponse) error {
 	if st.LastReindexError != "" {
 		fmt.Fprintf(w, "last reindex FAILED: %s\n", st.LastReindexError)
 	}
+	if st.CatchingUp {
+		fmt.Fprintln(w, "catching up: serving what the last scan found before this start; scanning the skill folders for changes made while the router was stopped")
+	}
 	if p := st.ReindexProgress; p.GetRunning() {
 		if p.Phase == skill.PhaseWatch {
 			fmt.Fprintln(w, "file watcher: adding the folders of the last scan; edits are seen once it is done")

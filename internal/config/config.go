@@ -119,6 +119,12 @@ type Watch struct {
 	Enabled        bool          `yaml:"enabled"`
 	Debounce       time.Duration `yaml:"debounce"`
 	RescanInterval time.Duration `yaml:"rescan_interval"`
+	// ServeLastScan makes a start serve the skill files the last scan
+	// found (kept in the state directory) as soon as the cache is read,
+	// and scan the roots right after: a change made while the router was
+	// stopped is served once that scan ends. Off, a start scans before it
+	// serves.
+	ServeLastScan bool `yaml:"serve_last_scan"`
 }
 
 // Load configures staged loading.
@@ -232,7 +238,7 @@ func builtin() Config {
 			MaxFrontmatterBytes: 64 << 10,
 			MaxResourceBytes:    1 << 20,
 		},
-		Watch:    Watch{Enabled: true, Debounce: 250 * time.Millisecond, RescanInterval: time.Minute},
+		Watch:    Watch{Enabled: true, Debounce: 250 * time.Millisecond, RescanInterval: time.Minute, ServeLastScan: true},
 		Load:     Load{DefaultTokenBudget: 5000, MaxTokenBudget: 50000},
 		Flags:    Flags{SkillsV1: true, SkillsExec: false},
 		Shutdown: Shutdown{Drain: 0, Grace: 10 * time.Second},

@@ -80,11 +80,12 @@ func (m *Main) builderConfig() generation.Config {
 	roots, _ := cfg.RootSpecsKinds() // validated by config.Resolve
 	prec, _ := cfg.PrecedenceKinds()
 	bc := generation.Config{
-		Workspace:  cfg.Workspace,
-		Precedence: prec,
-		Limits:     skillmd.Limits{MaxFileBytes: cfg.Limits.MaxSkillFileBytes, MaxFrontmatterBytes: cfg.Limits.MaxFrontmatterBytes},
-		Embedder:   m.embedder,
-		Logger:     m.log.With("component", "builder"),
+		Workspace:     cfg.Workspace,
+		Precedence:    prec,
+		Limits:        skillmd.Limits{MaxFileBytes: cfg.Limits.MaxSkillFileBytes, MaxFrontmatterBytes: cfg.Limits.MaxFrontmatterBytes},
+		Embedder:      m.embedder,
+		Logger:        m.log.With("component", "builder"),
+		ServeLastScan: cfg.Watch.ServeLastScan,
 	}
 	if m.upstream != nil {
 		bc.Tools = m.upstream

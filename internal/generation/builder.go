@@ -47,8 +47,17 @@ type Config struct {
 	Embedder *embed.Manager
 	// Tools gives the tools of connected MCP servers, indexed with the
 	// skills; nil means none.
-	Tools  ToolSource
-	Logger *slog.Logger
+	Tools ToolSource
+	// ServeLastScan makes the first build take the skill files from the
+	// scan behind the index snapshot (ScanFile) instead of scanning the
+	// roots, when the cache holds every one of them as that scan found it
+	// (the same paths, sizes and modification times) and the roots are
+	// the same: a restart then parses and embeds nothing, and reads no
+	// folder, before it serves. The pass says so (Pass.Restored); the
+	// caller then builds again at once, which scans the roots and catches
+	// up with what changed while it was stopped.
+	ServeLastScan bool
+	Logger        *slog.Logger
 }
 
 // ToolSource gives a build the tools of the connected MCP servers;
@@ -86,6 +95,10 @@ type Generation struct {
 	space   vectorSpace                // what made vectors
 	digest  string                     // fingerprint of the catalog input, host paths included
 	db      *store.DB
+	// scan is the scan behind the catalog, of scanRoots; the snapshot
+	// writer saves it with the index (ScanFile).
+	scan      *skillfs.ScanResult
+	scanRoots []skill.Root
 }
 
 // Body returns a skill's SKILL.md body from the store. ok is false when the
@@ -115,6 +128,9 @@ type Pass struct {
 	// FoldersReused counts the folders a full scan did not read, since
 	// their listings from the last full scan still held.
 	FoldersReused int
+	// Restored is set when the skill files came from the scan behind the
+	// index snapshot, not from the roots (Config.ServeLastScan).
+	Restored bool
 }
 
 // Phase is one step of a build and its duration.
@@ -147,6 +163,7 @@ type Builder struct {
 	restored      bool                                      // the index snapshot was tried
 	loading       chan struct{}                             // closed once the cached records are read
 	recordsErr    error
+	checkBodies   func()              // starts the check of the cached bodies once the records are read
 	checking      chan struct{}       // closed once the cached bodies are checked; nil after the first build
 	bodiless      []*store.FileRecord // records whose cached body is missing or damaged
 	bodilessErr   error
@@ -165,6 +182,7 @@ type Builder struct {
 	progress    atomic.Pointer[skill.Progress]
 	snapshots   snapshotWriter
 	listings    listingsFile
+	lastScans   lastScanFile
 }
 
 // NewBuilder returns a builder over db; it starts reading the cached records
@@ -194,18 +212,32 @@ func NewBuilder(cfg Config, db *store.DB) (*Builder, error) {
 	b.snapshots.log = cfg.Logger
 	b.listings.path = filepath.Join(filepath.Dir(db.Path()), ListingsFile)
 	b.listings.log = cfg.Logger
+	b.lastScans.path = filepath.Join(filepath.Dir(db.Path()), ScanFile)
+	b.lastScans.log = cfg.Logger
+	b.snapshots.lastScans = &b.lastScans
+	if cfg.ServeLastScan {
+		b.lastScans.startLoad(cfg.Workspace, cfg.Roots)
+	}
 	removeLeftovers(filepath.Dir(db.Path()), cfg.Logger)
 	b.progress.Store(&skill.Progress{})
 	// The cached records and the index snapshot are read while the first
 	// build scans the roots, and the cached bodies are checked after the
 	// records, while that build makes its catalog: it waits for that only
-	// before it uses a body.
+	// before it uses a body. A first build that serves the last scan
+	// (ServeLastScan) does not wait for the check, nor share the CPUs with
+	// it: the check starts with the next build, which uses its findings.
 	b.loading, b.checking = make(chan struct{}), make(chan struct{})
+	check := make(chan struct{})
+	b.checkBodies = sync.OnceFunc(func() { close(check) })
+	if !cfg.ServeLastScan {
+		b.checkBodies()
+	}
 	go func() {
 		defer close(b.checking)
 		recs, err := db.Files()
 		b.records, b.recordsErr = recs, err
 		close(b.loading)
+		<-check
 		if err == nil {
 			b.bodiless, b.bodilessErr = db.MissingBodies(recs)
 		}
@@ -295,10 +327,15 @@ func (b *Builder) build(ctx context.Context, prev *Generation, full bool, change
 		return nil, pass, err
 	}
 	// Before any body is used: a file whose cached body is missing or
-	// damaged is parsed again, which stores its body again.
-	bodiless, err := b.takeBodiless()
-	if err != nil {
-		return nil, pass, err
+	// damaged is parsed again, which stores its body again. A pass that
+	// serves the last scan leaves that to the build after it: until then,
+	// a damaged body is not served (Generation.Body), and a skill whose
+	// analysis needed it is analyzed again then.
+	var bodiless []*store.FileRecord
+	if !pass.Restored {
+		if bodiless, err = b.takeBodiless(); err != nil {
+			return nil, pass, err
+		}
 	}
 	if len(bodiless) > 0 {
 		b.log.Warn("cached bodies missing or damaged; parsing their files again", "files", len(bodiless))
@@ -340,12 +377,16 @@ func (b *Builder) build(ctx context.Context, prev *Generation, full bool, change
 		return prev, pass, nil
 	}
 	b.setProgress("index", 0, len(cat.Winners()))
-	g := &Generation{Catalog: cat, Model: model, space: space, vectors: vectors, digest: digest, db: b.db}
+	g := &Generation{Catalog: cat, Model: model, space: space, vectors: vectors, digest: digest, db: b.db,
+		scan: b.lastScan, scanRoots: b.lastRoots}
 	cfg := b.modelConfig(matchCfg, g)
 	if b.cids == nil || !pass.Partial {
 		b.cids = map[*skill.Skill][]byte{} // a full scan drops the digests of skills gone
 	}
 	g.ContentID, g.ID = contentID(cat, model, vectors != nil, cfg, b.workspace, b.cids)
+	if pass.Restored {
+		b.snapshots.scanWritten(g.ContentID)
+	}
 	pass.phase("identity", &t)
 	var us match.UpdateStats
 	if g.Index, us, err = b.buildIndex(ctx, base, g, cfg); err != nil {
@@ -405,8 +446,14 @@ func (b *Builder) refreshCatalog(ctx context.Context, prev *Generation, full boo
 	if err != nil {
 		return nil, "", pass, err
 	}
-	scan, partial, reused := b.scan(roots, changed, prev != nil && !full)
-	pass.Dirs, pass.Partial, pass.FoldersReused = scan.Dirs, partial, reused
+	var scan skillfs.ScanResult
+	restored := prev == nil && !full && changed == nil && b.reparse == nil
+	if last := b.lastScans.take(roots); restored && last != nil {
+		scan = *last
+	} else {
+		restored = false
+		scan, pass.Partial, pass.FoldersReused = b.scan(roots, changed, prev != nil && !full)
+	}
 	pass.phase("scan", &t)
 	if err := b.waitRecords(); err != nil {
 		return nil, "", pass, err
@@ -415,17 +462,25 @@ func (b *Builder) refreshCatalog(ctx context.Context, prev *Generation, full boo
 	if err := ctx.Err(); err != nil {
 		return nil, "", pass, err
 	}
+	todo := b.toParse(scan.Files, full)
+	if restored && (len(todo) > 0 || len(b.records) != len(scan.Files)) {
+		b.log.Info("the cache does not hold the skill files of the last scan as it found them; scanning the roots",
+			"files", len(scan.Files), "cached", len(b.records), "to_parse", len(todo))
+		restored = false
+		scan, pass.Partial, pass.FoldersReused = b.scan(roots, changed, false)
+		todo = b.toParse(scan.Files, full)
+		pass.phase("scan", &t)
+	}
+	if restored {
+		b.setScan(&scan, roots)
+	} else {
+		b.checkBodies()
+	}
+	partial := pass.Partial
+	pass.Dirs, pass.Restored = scan.Dirs, restored
 
 	st := &pass.Stats
 	st.Scanned = len(scan.Files)
-	var todo []int
-	for i, f := range scan.Files {
-		old := b.records[f.Path]
-		if !full && old != nil && !b.reparse[f.Path] && old.ModTimeNano == f.ModTime.UnixNano() && old.Size == f.Size {
-			continue
-		}
-		todo = append(todo, i)
-	}
 
 	b.setProgress("parse", 0, len(todo))
 	parsed, err := b.parseAll(ctx, scan.Files, todo)
@@ -514,6 +569,21 @@ func (b *Builder) refreshCatalog(ctx context.Context, prev *Generation, full boo
 	cat := catalog.New(in)
 	pass.phase("catalog", &t)
 	return cat, digest, pass, nil
+}
+
+// toParse returns the indexes of the files to parse: every one with full,
+// else those the cache does not hold at their size and modification time,
+// and those marked for parsing again.
+func (b *Builder) toParse(files []skillfs.Found, full bool) []int {
+	var todo []int
+	for i, f := range files {
+		old := b.records[f.Path]
+		if !full && old != nil && !b.reparse[f.Path] && old.ModTimeNano == f.ModTime.UnixNano() && old.Size == f.Size {
+			continue
+		}
+		todo = append(todo, i)
+	}
+	return todo
 }
 
 // scan returns the skill files of the roots: the last scan with the skill

@@ -721,19 +721,7 @@ func TestMissingBodyIsParsedAgain(t *testing.T) {
 	if err := ti.db.Close(); err != nil {
 		t.Fatal(err)
 	}
-	bdb, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: time.Second})
-	if err != nil {
-		t.Fatal(err)
-	}
-	err = bdb.Update(func(tx *bolt.Tx) error {
-		b := tx.Bucket([]byte("bodies"))
-		v := bytes.Clone(b.Get([]byte(damaged)))
-		v[len(v)-2] ^= 0x5a
-		return errors.Join(b.Put([]byte(damaged), v), b.Delete([]byte(lost)))
-	})
-	if err := errors.Join(err, bdb.Close()); err != nil {
-		t.Fatal(err)
-	}
+	damageBodies(t, path, damaged, lost)
 	writeSkill(t, root, "s05", "s05", "skill 5 about a topic edited while the router was down")
 
 	ti.open()
@@ -750,6 +738,148 @@ func TestMissingBodyIsParsedAgain(t *testing.T) {
 	ti.restart()
 	if _, st := ti.reindex(false); st.Parsed != 0 {
 		t.Errorf("the next restart parsed %d files, want 0", st.Parsed)
+	}
+}
+
+// damageBodies flips a bit of the cached body of content hash damaged, and
+// deletes that of lost (none when empty), in the closed cache at path.
+func damageBodies(t *testing.T, path, damaged, lost string) {
+	t.Helper()
+	bdb, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = bdb.Update(func(tx *bolt.Tx) error {
+		b := tx.Bucket([]byte("bodies"))
+		v := bytes.Clone(b.Get([]byte(damaged)))
+		v[len(v)-2] ^= 0x5a
+		err := b.Put([]byte(damaged), v)
+		if lost != "" {
+			err = errors.Join(err, b.Delete([]byte(lost)))
+		}
+		return err
+	})
+	if err := errors.Join(err, bdb.Close()); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestRestartServesTheLastScan: with ServeLastScan, a restart's first
+// build serves the skill files of the scan behind the snapshot, as they
+// were (edits made while it was stopped are not seen, nothing is parsed,
+// the generation is the one served before), and the build after it scans
+// the roots and catches up, parsing again the files whose cached body was
+// damaged meanwhile. A cache that does not hold those files as that scan
+// found them (here: a new cache), or a damaged scan file, makes the first
+// build scan the roots instead.
+func TestRestartServesTheLastScan(t *testing.T) {
+	ws := t.TempDir()
+	root := filepath.Join(ws, "skills")
+	for i := range 6 {
+		writeSkill(t, root, fmt.Sprintf("s%02d", i), fmt.Sprintf("s%02d", i), fmt.Sprintf("skill %d about topic %d", i, i))
+	}
+	writeFile(t, filepath.Join(root, "s01", "scripts", "run.sh"), "echo run")
+	ti := newTestIndex(t, ws, Config{ServeLastScan: true})
+	build := func() (*Generation, Pass) {
+		t.Helper()
+		g, pass, err := ti.b.Build(context.Background(), ti.prev, false, match.DefaultConfig())
+		if err != nil {
+			t.Fatal(err)
+		}
+		ti.prev = g
+		return g, pass
+	}
+	if _, pass := build(); pass.Restored {
+		t.Fatal("a first start, with no scan saved, served one")
+	}
+	before := ti.prev
+	ti.restart()
+	if _, err := os.Stat(filepath.Join(ti.stateDir, ScanFile)); err != nil {
+		t.Fatalf("no scan saved: %v", err)
+	}
+
+	// While the router is stopped: an edit, a new skill, a new resource,
+	// and s03's cached body damaged.
+	writeSkill(t, root, "s02", "s02", "skill 2 edited in place while the router was down")
+	writeSkill(t, root, "s06", "s06", "skill 6 added while the router was down")
+	writeFile(t, filepath.Join(root, "s01", "notes.md"), "notes")
+	ti.b.Flush()
+	if err := ti.db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	damageBodies(t, ti.db.Path(), mustLookup(t, before.Catalog, "s03").ContentHash, "")
+	ti.open()
+
+	g, pass := build()
+	if !pass.Restored || pass.Stats.Parsed != 0 || pass.Stats.Scanned != 6 {
+		t.Fatalf("restart: restored %v, parsed %d, scanned %d; want the last scan's 6 files, none parsed",
+			pass.Restored, pass.Stats.Parsed, pass.Stats.Scanned)
+	}
+	if g.ContentID != before.ContentID {
+		t.Errorf("the restored generation is %s, want the one served before the restart, %s", g.ContentID, before.ContentID)
+	}
+	if got := mustLookup(t, g.Catalog, "s02").Description(); strings.Contains(got, "edited") {
+		t.Errorf("the restored s02 is the edit: %q", got)
+	}
+	if len(mustLookup(t, g.Catalog, "s01").Resources) != 1 || len(pass.Dirs) == 0 {
+		t.Errorf("restored s01 resources %+v, folders %d; want the last scan's", mustLookup(t, g.Catalog, "s01").Resources, len(pass.Dirs))
+	}
+	if _, ok, err := g.Body(mustLookup(t, g.Catalog, "s03")); ok || err != nil {
+		t.Errorf("the damaged body of s03 is served: ok=%v err=%v", ok, err)
+	}
+
+	g, pass = build()
+	if pass.Restored || pass.Stats.Parsed != 3 || pass.Stats.Added != 1 || pass.Stats.Changed != 1 {
+		t.Errorf("catching up: restored %v, %+v; want 3 parsed (s02, s06, s03 for its body), 1 added, 1 changed",
+			pass.Restored, pass.Stats)
+	}
+	if got := mustLookup(t, g.Catalog, "s02").Description(); !strings.Contains(got, "edited") {
+		t.Errorf("s02 after catching up: %q, want the edit", got)
+	}
+	if len(mustLookup(t, g.Catalog, "s01").Resources) != 2 {
+		t.Errorf("s01 resources after catching up: %+v", mustLookup(t, g.Catalog, "s01").Resources)
+	}
+	if body, ok, err := g.Body(mustLookup(t, g.Catalog, "s03")); !ok || err != nil || !strings.Contains(body, "Body of s03.") {
+		t.Errorf("s03's body after catching up: %q ok=%v err=%v", body, ok, err)
+	}
+	caughtUp := g
+
+	ti.restart()
+	if g, pass := build(); !pass.Restored || g.ContentID != caughtUp.ContentID {
+		t.Errorf("the next restart: restored %v, generation %s; want the caught-up one, %s", pass.Restored, g.ContentID, caughtUp.ContentID)
+	}
+
+	ti.b.Flush()
+	if err := ti.db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Remove(ti.db.Path()); err != nil {
+		t.Fatal(err)
+	}
+	ti.open()
+	if g, pass := build(); pass.Restored || pass.Stats.Parsed != 7 || g.ContentID != caughtUp.ContentID {
+		t.Errorf("a new cache: restored %v, parsed %d, generation %s; want a scan parsing the 7 files, giving %s",
+			pass.Restored, pass.Stats.Parsed, g.ContentID, caughtUp.ContentID)
+	}
+
+	ti.restart()
+	scanFile := filepath.Join(ti.stateDir, ScanFile)
+	data, err := os.ReadFile(scanFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	data[len(data)/2] ^= 1
+	if err := os.WriteFile(scanFile, data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	ti.restart()
+	if _, pass := build(); pass.Restored || pass.Stats.Parsed != 0 {
+		t.Errorf("a damaged scan file: restored %v, parsed %d; want a scan, parsing nothing", pass.Restored, pass.Stats.Parsed)
+	}
+	// That scan is saved, though the snapshot on disk is of its generation.
+	ti.restart()
+	if _, pass := build(); !pass.Restored {
+		t.Error("the restart after a damaged scan file did not serve the scan saved since")
 	}
 }
 

@@ -57,11 +57,16 @@ const snapshotDelay = 2 * time.Second
 type snapshotWriter struct {
 	path string
 	log  *slog.Logger
+	// lastScans writes the scan behind each snapshot written.
+	lastScans *lastScanFile
 
 	loaded    chan struct{} // closed once startLoad's read is done
 	base      *match.Index
 	baseSpace vectorSpace
 	onDisk    string // the ContentID of the generation in the file
+	// scanOnDisk is the ContentID of the generation whose scan is in
+	// lastScans' file.
+	scanOnDisk string
 
 	mu      sync.Mutex
 	pending *Generation
@@ -79,7 +84,7 @@ func (w *snapshotWriter) save(g *Generation) {
 	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	if g.ContentID == w.onDisk {
+	if g.ContentID == w.onDisk && (w.lastScans == nil || g.ContentID == w.scanOnDisk) {
 		w.pending = nil
 		return
 	}
@@ -138,15 +143,7 @@ func (w *snapshotWriter) run() {
 		}
 		w.mu.Unlock()
 		if g != nil {
-			start := time.Now()
-			if err := w.write(g); err != nil {
-				w.log.Warn("writing the index snapshot failed; the next start analyzes every skill", "path", w.path, "err", err)
-			} else {
-				w.mu.Lock()
-				w.onDisk = g.ContentID
-				w.mu.Unlock()
-				w.log.Debug("index snapshot written", "path", w.path, "skills", g.Index.Len(), "duration", time.Since(start).String())
-			}
+			w.writeAll(g)
 		}
 		if prune != nil {
 			prune()
@@ -166,6 +163,42 @@ func (w *snapshotWriter) flush() {
 		w.done.Wait()
 	}
 	w.now = false
+}
+
+// writeAll writes g's snapshot and the scan behind it, each unless the
+// file holds it already.
+func (w *snapshotWriter) writeAll(g *Generation) {
+	w.mu.Lock()
+	index, scan := g.ContentID != w.onDisk, w.lastScans != nil && g.ContentID != w.scanOnDisk
+	w.mu.Unlock()
+	if index {
+		start := time.Now()
+		if err := w.write(g); err != nil {
+			w.log.Warn("writing the index snapshot failed; the next start analyzes every skill", "path", w.path, "err", err)
+			return
+		}
+		w.mu.Lock()
+		w.onDisk = g.ContentID
+		w.mu.Unlock()
+		w.log.Debug("index snapshot written", "path", w.path, "skills", g.Index.Len(), "duration", time.Since(start).String())
+	}
+	if scan {
+		if err := w.lastScans.write(g); err != nil {
+			w.log.Warn("writing the last scan failed; the next start scans the roots before it serves", "err", err)
+			return
+		}
+		w.mu.Lock()
+		w.scanOnDisk = g.ContentID
+		w.mu.Unlock()
+	}
+}
+
+// scanWritten records that the scan file holds the scan behind the
+// generation of contentID (which was read from it).
+func (w *snapshotWriter) scanWritten(contentID string) {
+	w.mu.Lock()
+	w.scanOnDisk = contentID
+	w.mu.Unlock()
 }
 
 // write writes g's snapshot to a temporary file and renames it over the
@@ -308,7 +341,7 @@ func tempPattern(name string) string { return "." + name + "-*.tmp" }
 // index snapshot and the folder listings. A new builder calls it: its store
 // holds the state folder's lock, and nothing of its own is being written.
 func removeLeftovers(dir string, log *slog.Logger) {
-	for _, name := range []string{SnapshotFile, ListingsFile, "index"} { // "index": the snapshot's pattern in earlier releases
+	for _, name := range []string{SnapshotFile, ListingsFile, ScanFile, "index"} { // "index": the snapshot's pattern in earlier releases
 		leftovers, _ := filepath.Glob(filepath.Join(dir, tempPattern(name)))
 		for _, p := range leftovers {
 			if err := os.Remove(p); err == nil {

@@ -349,7 +349,7 @@ func reindexStats(s *routerv1.ReindexStats) skill.ReindexStats {
 func statusResult(r *routerv1.StatusResponse) *skill.Status {
 	out := &skill.Status{
 		Version: r.GetVersion(), Serving: r.GetServing(), Generation: r.GetIndexGeneration(), GenerationID: r.GetGenerationId(),
-		Skills: int(r.GetSkills()), Disabled: int(r.GetSkillsDisabled()), Hidden: int(r.GetSkillsHidden()),
+		CatchingUp: r.GetCatchingUp(), Skills: int(r.GetSkills()), Disabled: int(r.GetSkillsDisabled()), Hidden: int(r.GetSkillsHidden()),
 		Shadowed: int(r.GetSkillsShadowed()), AgentScoped: int(r.GetSkillsAgentScoped()), FilesInvalid: int(r.GetFilesInvalid()),
 		Agents: r.GetAgents(), Shadows: shadows(r.GetShadowed()), LastStats: reindexStats(r.GetLastReindex()),
 		LastReindexError: r.GetLastReindexError(),

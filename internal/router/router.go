@@ -102,6 +102,9 @@ type Router struct {
 	scanned  []string    // the folders of the last scan
 	synced   []string    // the scan folders the watcher was last synced to
 	watching atomic.Bool // the watcher is adding the folders of a scan
+	// catchingUp is set while the served generation came from the last
+	// scan (Pass.Restored) and no scan of the roots has been served since.
+	catchingUp atomic.Bool
 
 	mu          sync.Mutex // guards the fields below
 	lastStats   skill.ReindexStats
@@ -161,7 +164,7 @@ func (r *Router) Start(ctx context.Context) error {
 	// are added after, by the refresh loop. Sync then scans once more,
 	// which picks up whatever changed before the watches were in place.
 	r.buildMu.Lock()
-	_, err := r.buildLocked(ctx, false, nil)
+	pass, err := r.buildLocked(ctx, false, nil)
 	r.buildMu.Unlock()
 	if err != nil {
 		if r.watcher != nil {
@@ -173,7 +176,7 @@ func (r *Router) Start(ctx context.Context) error {
 	r.mu.Lock()
 	r.cancel, r.done = cancel, make(chan struct{})
 	r.mu.Unlock()
-	go r.refreshLoop(bg)
+	go r.refreshLoop(bg, pass.Restored)
 	return nil
 }
 
@@ -183,13 +186,22 @@ const upstreamDebounce = 200 * time.Millisecond
 
 // refreshLoop rebuilds on file events, on changes of the MCP servers' tools
 // and on the rescan timer. A changed tool list is served from the next
-// generation: a request in flight keeps the one it started with.
-func (r *Router) refreshLoop(ctx context.Context) {
+// generation: a request in flight keeps the one it started with. With
+// catchUp (the first generation came from the last scan, not from the
+// roots), it scans the roots first.
+func (r *Router) refreshLoop(ctx context.Context, catchUp bool) {
 	defer close(r.done)
 	var changes, upstream <-chan struct{}
 	if r.watcher != nil {
 		go r.watcher.Run(ctx)
 		changes = r.watcher.Changes()
+	}
+	if catchUp {
+		if _, err := r.reindex(ctx, false); err != nil && ctx.Err() == nil {
+			r.log.Error("scanning the roots after serving the last scan failed; serving it until the next reindex", "err", err)
+		}
+	}
+	if r.watcher != nil {
 		r.buildMu.Lock()
 		r.syncWatcherLocked()
 		r.buildMu.Unlock()
@@ -264,16 +276,16 @@ func (r *Router) reindex(ctx context.Context, full bool) (skill.ReindexStats, er
 func (r *Router) reindexChanged(ctx context.Context, full bool, changed []string) (skill.ReindexStats, error) {
 	r.buildMu.Lock()
 	defer r.buildMu.Unlock()
-	st, err := r.buildLocked(ctx, full, changed)
+	pass, err := r.buildLocked(ctx, full, changed)
 	if err == nil {
 		r.syncWatcherLocked()
 	}
-	return st, err
+	return pass.Stats, err
 }
 
 // buildLocked runs one build, publishes its generation and logs it. The
 // caller holds buildMu.
-func (r *Router) buildLocked(ctx context.Context, full bool, changed []string) (skill.ReindexStats, error) {
+func (r *Router) buildLocked(ctx context.Context, full bool, changed []string) (generation.Pass, error) {
 	prev := r.current.Load()
 	var g *generation.Generation
 	var pass generation.Pass
@@ -292,16 +304,28 @@ func (r *Router) buildLocked(ctx context.Context, full bool, changed []string) (
 		r.lastStats = st
 	}
 	r.mu.Unlock()
+	// Catching up is said before the generation that needs it is served,
+	// and unsaid after the one that ends it is.
+	if err == nil && pass.Restored {
+		r.catchingUp.Store(true)
+	}
 	if err == nil && g != prev {
 		r.publish(g)
+	}
+	if err == nil && !pass.Restored && !pass.Partial {
+		r.catchingUp.Store(false)
 	}
 	if r.cfg.OnPass != nil {
 		r.cfg.OnPass(ctx, pass, err)
 	}
 	if err != nil {
-		return st, err
+		return pass, err
 	}
 	r.scanned = pass.Dirs
+	if pass.Restored {
+		r.log.Info("serving the skill files the last scan found, kept in the state folder; scanning the roots now for changes made while the router was stopped",
+			"skills", len(g.Catalog.Winners())-len(g.Catalog.Tools()))
+	}
 	if st.Published {
 		r.log.Info("index generation published", "generation", st.Generation, "skills", len(g.Catalog.Winners())-len(g.Catalog.Tools()),
 			"tools", len(g.Catalog.Tools()),
@@ -309,7 +333,7 @@ func (r *Router) buildLocked(ctx context.Context, full bool, changed []string) (
 			"invalid", st.Invalid, "parsed", st.Parsed, "embedded", st.Embedded, "duration", st.Duration.String(),
 			"phases", phaseList(pass.Phases))
 	}
-	return st, nil
+	return pass, nil
 }
 
 // syncWatcherLocked makes the watcher watch the folders of the last scan.

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -170,6 +171,90 @@ func TestEditRightAfterStartIsServed(t *testing.T) {
 	}
 	if n := r.watcher.Watched(); n == 0 {
 		t.Error("no folder is watched after the first generation")
+	}
+}
+
+// TestRestartCatchesUpWithTheDisk: a router whose builder serves the last
+// scan (generation.Config.ServeLastScan) serves, at a restart, what it
+// served before, says it is catching up, and then, with no file event and
+// no periodic rescan to prompt it, scans the roots and serves an edit made
+// while it was stopped.
+func TestRestartCatchesUpWithTheDisk(t *testing.T) {
+	ws, state := t.TempDir(), t.TempDir()
+	write := func(desc string) {
+		t.Helper()
+		dir := filepath.Join(ws, "skills", "note-taking")
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		body := "---\nname: note-taking\ndescription: " + desc + "\n---\nBody.\n"
+		if err := os.WriteFile(filepath.Join(dir, "SKILL.md"), []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var mu sync.Mutex
+	var passes []generation.Pass
+	start := func() (*Router, func()) {
+		t.Helper()
+		db, err := store.Open(state, store.Options{ParserVersion: skillmd.Version})
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, err := generation.NewBuilder(generation.Config{Workspace: ws, ServeLastScan: true}, db)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r := New(Config{
+			Builder:  b,
+			Settings: Settings{Flags: skill.Flags{SkillsV1: true}, DefaultTokenBudget: 5000, MaxTokenBudget: 50000, Match: match.DefaultConfig()},
+			OnPass: func(_ context.Context, p generation.Pass, err error) {
+				mu.Lock()
+				defer mu.Unlock()
+				if err == nil {
+					passes = append(passes, p)
+				}
+			},
+		})
+		if err := r.Start(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		return r, func() { r.Close(); b.Flush(); db.Close() }
+	}
+	write("Take notes.")
+	_, stop := start()
+	stop()
+	write("Take meeting notes (edited).")
+	mu.Lock()
+	passes = nil
+	mu.Unlock()
+
+	r, stop := start()
+	defer stop()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	for {
+		st, err := r.Status(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := r.Get(ctx, skill.GetRequest{Name: "note-taking"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !st.CatchingUp && got.Entry.Skill.Description() == "Take meeting notes (edited)." {
+			break
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatalf("the edit made while the router was stopped was not served: still %q, catching up %v",
+				got.Entry.Skill.Description(), st.CatchingUp)
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(passes) < 2 || !passes[0].Restored || passes[0].Stats.Parsed != 0 || passes[1].Restored || passes[1].Stats.Changed != 1 {
+		t.Errorf("passes after the restart: %+v; want the last scan served, then a scan of the roots finding the edit", passes)
 	}
 }
 

@@ -47,6 +47,7 @@ func (r *Router) Status(context.Context) (*skill.Status, error) {
 	cat := g.Catalog
 	st.Serving = true
 	st.Generation, st.GenerationID = g.ID, g.ContentID
+	st.CatchingUp = r.catchingUp.Load()
 	st.FilesInvalid = cat.Invalid
 	st.Agents = cat.Agents()
 	st.Shadows = cat.Shadowed("*")

@@ -208,6 +208,7 @@ func statusPB(st *skill.Status) *routerv1.StatusResponse {
 		Serving:           st.Serving,
 		IndexGeneration:   st.Generation,
 		GenerationId:      st.GenerationID,
+		CatchingUp:        st.CatchingUp,
 		Skills:            int32(st.Skills),
 		SkillsDisabled:    int32(st.Disabled),
 		SkillsHidden:      int32(st.Hidden),

@@ -149,6 +149,10 @@ type Status struct {
 	// MatchResult.
 	Generation   uint64
 	GenerationID string
+	// CatchingUp is set while the served generation was built from the
+	// last scan kept in the state directory, not from the roots: the
+	// router is scanning them for changes made while it was stopped.
+	CatchingUp bool
 	// Skills counts the skills served to callers without an agent.
 	Skills, Disabled, Hidden, Shadowed, AgentScoped int
 	// FilesInvalid counts SKILL.md files skipped because they never parsed.

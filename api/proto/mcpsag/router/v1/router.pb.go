@@ -3492,7 +3492,12 @@ type StatusResponse struct {
 	// Every configured MCP server.
 	Servers []*ServerStatus `protobuf:"bytes,23,rep,name=servers,proto3" json:"servers,omitempty"`
 	// The served generation's content digest, as in MatchResponse.
-	GenerationId  string `protobuf:"bytes,24,opt,name=generation_id,json=generationId,proto3" json:"generation_id,omitempty"`
+	GenerationId string `protobuf:"bytes,24,opt,name=generation_id,json=generationId,proto3" json:"generation_id,omitempty"`
+	// Set while the served generation was built from the last scan kept in
+	// the state directory, not from the roots (watch.serve_last_scan): the
+	// router is scanning them for changes made while it was stopped.
+	// Cleared once a scan of the roots has been served.
+	CatchingUp    bool `protobuf:"varint,25,opt,name=catching_up,json=catchingUp,proto3" json:"catching_up,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -3693,6 +3698,13 @@ func (x *StatusResponse) GetGenerationId() string {
 		return x.GenerationId
 	}
 	return ""
+}
+
+func (x *StatusResponse) GetCatchingUp() bool {
+	if x != nil {
+		return x.CatchingUp
+	}
+	return false
 }
 
 // ServerStatus describes one configured MCP server. The command, its
@@ -4804,7 +4816,7 @@ const file_mcpsag_router_v1_router_proto_rawDesc = "" +
 	"\fConfigStatus\x12\x12\n" +
 	"\x04path\x18\x01 \x01(\tR\x04path\x127\n" +
 	"\tloaded_at\x18\x02 \x01(\v2\x1a.google.protobuf.TimestampR\bloadedAt\x12\x14\n" +
-	"\x05error\x18\x03 \x01(\tR\x05error\"\xc4\b\n" +
+	"\x05error\x18\x03 \x01(\tR\x05error\"\xe5\b\n" +
 	"\x0eStatusResponse\x12\x18\n" +
 	"\aversion\x18\x01 \x01(\tR\aversion\x129\n" +
 	"\n" +
@@ -4833,7 +4845,9 @@ const file_mcpsag_router_v1_router_proto_rawDesc = "" +
 	"\x06agents\x18\x15 \x03(\tR\x06agents\x12\x14\n" +
 	"\x05tools\x18\x16 \x01(\x05R\x05tools\x128\n" +
 	"\aservers\x18\x17 \x03(\v2\x1e.mcpsag.router.v1.ServerStatusR\aservers\x12#\n" +
-	"\rgeneration_id\x18\x18 \x01(\tR\fgenerationId\"\xbe\a\n" +
+	"\rgeneration_id\x18\x18 \x01(\tR\fgenerationId\x12\x1f\n" +
+	"\vcatching_up\x18\x19 \x01(\bR\n" +
+	"catchingUp\"\xbe\a\n" +
 	"\fServerStatus\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x1c\n" +
 	"\ttransport\x18\x02 \x01(\tR\ttransport\x12\x1a\n" +
