@@ -790,9 +790,9 @@ func (b *Builder) catalogInput(roots []skill.Root, scan skillfs.ScanResult, recs
 	}
 	b.lastMemoFiles = scan.Files
 	memo := b.memo
+	fresh := b.freshMemos(scan.Files, recs, registries)
 	used := make(map[string]map[string]bool)
-	var digests digester // one buffer for every skill's input digest
-	for _, f := range scan.Files {
+	for i, f := range scan.Files {
 		rec := recs[f.Path]
 		in.Problems = append(in.Problems, rec.Problems...)
 		if rec.Good == nil {
@@ -804,44 +804,15 @@ func (b *Builder) catalogInput(roots []skill.Root, scan skillfs.ScanResult, recs
 			}
 			continue
 		}
-		g := rec.Good
-		m := memo[f.Path]
-		key := ""
-		if m != nil && m.rec == rec {
-			key = m.key
-		} else {
-			key = skillmd.FoldName(g.Name)
+		m := memo[f.Path] // made from this record, unless a fresh one is
+		if fresh[i] != nil {
+			m = fresh[i]
 		}
-		e, hasReg := registries[f.Root.Path][key]
-		if hasReg {
-			e.Source = path.Join(f.Root.Display, skillfs.RegistryFile)
+		if m.hasReg {
 			if used[f.Root.Path] == nil {
 				used[f.Root.Path] = map[string]bool{}
 			}
-			used[f.Root.Path][key] = true
-		}
-		if m == nil || !m.same(rec, f, e, hasReg) {
-			m = &skillMemo{rec: rec, hasReg: hasReg, key: key}
-			s := &skill.Skill{
-				Name: g.Name, Dir: f.Dir, RelPath: f.RelPath, Root: f.Root,
-				Frontmatter: g.Frontmatter, BodyLine: g.BodyLine, BodyTokens: g.BodyTokens,
-				ContentHash: g.ContentHash, FrontmatterHash: g.FrontmatterHash,
-				Size: g.Size, ModTime: time.Unix(0, g.ModTimeNano),
-				Resources: f.Resources, ResourcesTruncated: f.ResourcesTruncated,
-				Problems: rec.Problems,
-			}
-			if g.ContentHash != rec.ContentHash {
-				s.Problems = append(append([]skill.Problem(nil), rec.Problems...), skill.Problem{
-					Severity: skill.SeverityWarning, Code: "serving-last-good", File: f.Path,
-					Message: fmt.Sprintf("the file has errors; serving the last version that parsed (sha256 %.12s)", g.ContentHash),
-				})
-				m.stale = &s.Problems[len(s.Problems)-1]
-			}
-			if hasReg {
-				s.Registry = e
-			}
-			m.skill = s
-			m.digestIn = digests.input(s)
+			used[f.Root.Path][m.key] = true
 		}
 		if memo[f.Path] != m {
 			memo[f.Path] = m
@@ -877,6 +848,70 @@ func (b *Builder) catalogInput(roots []skill.Root, scan skillfs.ScanResult, recs
 	}
 	_ = json.NewEncoder(h).Encode([]any{in.Files, in.Invalid, other})
 	return in, hex.EncodeToString(h.Sum(nil))
+}
+
+// memoChunk is the fewest files freshMemos gives each of its goroutines.
+var memoChunk = 1024
+
+// freshMemos returns, by index in files, the memo of each valid file whose
+// memo in b.memo is missing or was made from another record, listing or
+// registry entry (nil for the others): its skill and its input digest. They
+// are made on up to GOMAXPROCS goroutines, each with its own digester: at a
+// restart that is every skill. It only reads b.memo, recs and registries.
+func (b *Builder) freshMemos(files []skillfs.Found, recs map[string]*store.FileRecord, registries map[string]map[string]skill.RegistryEntry) []*skillMemo {
+	fresh := make([]*skillMemo, len(files))
+	workers := max(1, min(runtime.GOMAXPROCS(0), len(files)/memoChunk))
+	var wg sync.WaitGroup
+	for w := range workers {
+		wg.Go(func() {
+			var digests digester // one buffer for every skill's input digest
+			for i := w * len(files) / workers; i < (w+1)*len(files)/workers; i++ {
+				f := &files[i]
+				rec := recs[f.Path]
+				if rec.Good == nil {
+					continue
+				}
+				g, m := rec.Good, b.memo[f.Path]
+				var key string
+				if m != nil && m.rec == rec {
+					key = m.key
+				} else {
+					key = skillmd.FoldName(g.Name)
+				}
+				e, hasReg := registries[f.Root.Path][key]
+				if hasReg {
+					e.Source = path.Join(f.Root.Display, skillfs.RegistryFile)
+				}
+				if m != nil && m.same(rec, *f, e, hasReg) {
+					continue
+				}
+				m = &skillMemo{rec: rec, hasReg: hasReg, key: key}
+				s := &skill.Skill{
+					Name: g.Name, Dir: f.Dir, RelPath: f.RelPath, Root: f.Root,
+					Frontmatter: g.Frontmatter, BodyLine: g.BodyLine, BodyTokens: g.BodyTokens,
+					ContentHash: g.ContentHash, FrontmatterHash: g.FrontmatterHash,
+					Size: g.Size, ModTime: time.Unix(0, g.ModTimeNano),
+					Resources: f.Resources, ResourcesTruncated: f.ResourcesTruncated,
+					Problems: rec.Problems,
+				}
+				if g.ContentHash != rec.ContentHash {
+					s.Problems = append(append([]skill.Problem(nil), rec.Problems...), skill.Problem{
+						Severity: skill.SeverityWarning, Code: "serving-last-good", File: f.Path,
+						Message: fmt.Sprintf("the file has errors; serving the last version that parsed (sha256 %.12s)", g.ContentHash),
+					})
+					m.stale = &s.Problems[len(s.Problems)-1]
+				}
+				if hasReg {
+					s.Registry = e
+				}
+				m.skill = s
+				m.digestIn = digests.input(s)
+				fresh[i] = m
+			}
+		})
+	}
+	wg.Wait()
+	return fresh
 }
 
 // toolsDigest extends a catalog input's digest with the tools of MCP

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"sort"
 	"strings"
@@ -238,6 +239,60 @@ func TestBadEditKeepsLastGoodVersion(t *testing.T) {
 	}
 	if cat.Invalid != 1 {
 		t.Errorf("catalog invalid = %d, want 1", cat.Invalid)
+	}
+}
+
+// TestCatalogAnyWorkers: the skills of a catalog are made on several
+// goroutines (freshMemos) when there are many; made on as many as there
+// are CPUs, one file each at least, a catalog is the one made on a single
+// goroutine, with registry entries, invalid files, stale versions and an
+// edit after a first build among its skills.
+func TestCatalogAnyWorkers(t *testing.T) {
+	ws := t.TempDir()
+	root := filepath.Join(ws, "skills")
+	for i := range 40 {
+		writeSkill(t, root, fmt.Sprintf("s%02d", i), fmt.Sprintf("s%02d", i), fmt.Sprintf("skill %d about topic %d", i, i%7))
+	}
+	writeFile(t, filepath.Join(root, "s05", "scripts", "run.sh"), "echo")
+	writeFile(t, filepath.Join(root, "bad", skillfs.SkillFile), "no frontmatter")
+	writeFile(t, filepath.Join(root, skillfs.RegistryFile), `{"skills": {"s03": {"enabled": false, "owner": "ops"}, "s07": {"owner": "docs", "tags": ["x"]}, "ghost": {}}}`)
+	defer func(n int) { memoChunk = n }(memoChunk)
+	build := func(chunk int) (*Generation, *Generation) {
+		t.Helper()
+		memoChunk = chunk
+		ti := newTestIndex(t, ws, Config{})
+		ti.reindex(false)
+		first := ti.prev
+		p := filepath.Join(root, "s09", skillfs.SkillFile)
+		orig, err := os.ReadFile(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		writeFile(t, p, "---\nname: s09\ndescription: [broken\n---\n")
+		bump(t, p)
+		ti.reindex(false)
+		writeFile(t, p, string(orig)) // back as it was, for the next run
+		bump(t, p)
+		return first, ti.prev
+	}
+	oneFirst, oneEdited := build(1 << 30)
+	manyFirst, manyEdited := build(1)
+	for _, c := range []struct {
+		name      string
+		one, many *Generation
+	}{{"first build", oneFirst, manyFirst}, {"after a bad edit", oneEdited, manyEdited}} {
+		if c.one.ContentID != c.many.ContentID || c.one.digest != c.many.digest {
+			t.Errorf("%s: one goroutine gives %s (input %s), several %s (input %s)", c.name, c.one.ContentID, c.one.digest, c.many.ContentID, c.many.digest)
+		}
+		if !reflect.DeepEqual(c.one.Catalog.Problems, c.many.Catalog.Problems) {
+			t.Errorf("%s: problems differ:\n%v\n%v", c.name, c.one.Catalog.Problems, c.many.Catalog.Problems)
+		}
+		if names(c.one.Catalog.Winners()) != names(c.many.Catalog.Winners()) {
+			t.Errorf("%s: skills differ", c.name)
+		}
+	}
+	if s := mustLookup(t, manyEdited.Catalog, "s09"); !hasCode(s.Problems, "serving-last-good") {
+		t.Errorf("the bad edit of s09 is not served as its last good version: %v", codes(s.Problems))
 	}
 }
 
