@@ -80,3 +80,25 @@ func benchRoots(b *testing.B, ws string) []skill.Root {
 	}
 	return roots
 }
+
+// BenchmarkReadScanResult decodes the scan result of a scan of the
+// workspace MCPSAG_BENCH_WORKSPACE, as a restart that serves the last scan
+// does.
+func BenchmarkReadScanResult(b *testing.B) {
+	ws := benchWorkspace(b)
+	roots := benchRoots(b, ws)
+	res := Scan(roots, DefaultScanLimits, nil)
+	data, err := MarshalScanResult(&res, roots)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	b.SetBytes(int64(len(data)))
+	var got ScanResult
+	for b.Loop() {
+		if got, err = ReadScanResult(data, roots); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(len(got.Files)), "files")
+}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"hash/crc32"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/mcpsag/router/internal/skill"
@@ -131,15 +132,16 @@ func ReadScanResult(data []byte, roots []skill.Root) (ScanResult, error) {
 	// prefixes, so their total can exceed the input's size: a few times
 	// over in what a scan writes; more is checked before it is believed.
 	textBytes, textStrings := r.uvarint(), r.count(1)
-	text := make([]byte, 0, min(textBytes, 16*uint64(len(data))))
+	var text strings.Builder // its String is the bytes written, not a copy
+	text.Grow(int(min(textBytes, 16*uint64(len(data)))))
 	ends := make([]int, 0, textStrings)
 	add := func(b []byte) {
-		if uint64(len(text)+len(b)) > textBytes {
+		if uint64(text.Len()+len(b)) > textBytes {
 			r.fail()
 			return
 		}
-		text = append(text, b...)
-		ends = append(ends, len(text))
+		text.Write(b)
+		ends = append(ends, text.Len())
 	}
 	addShared := func(prev []byte) []byte {
 		shared, rest := r.uvarint(), r.bytes()
@@ -204,10 +206,10 @@ func ReadScanResult(data []byte, roots []skill.Root) (ScanResult, error) {
 	if r.err != nil || len(r.b) != 0 {
 		return ScanResult{}, errors.New("scan result: truncated or with bytes after its end")
 	}
-	if uint64(len(text)) != textBytes || len(ends) != textStrings {
+	if uint64(text.Len()) != textBytes || len(ends) != textStrings {
 		return ScanResult{}, errors.New("scan result: the totals do not match the strings")
 	}
-	all := string(text)
+	all := text.String()
 	next, start := 0, 0
 	take := func() string {
 		s := all[start:ends[next]]
