@@ -312,8 +312,9 @@ func (r *Router) buildLocked(ctx context.Context, full bool, changed []string) (
 	if err == nil && g != prev {
 		r.publish(g)
 	}
-	if err == nil && !pass.Restored && !pass.Partial {
-		r.catchingUp.Store(false)
+	if err == nil && !pass.Restored && !pass.Partial && r.catchingUp.Swap(false) {
+		r.log.Info("caught up with the skill folders", "published", st.Published, "added", st.Added, "changed", st.Changed,
+			"removed", st.Removed, "parsed", st.Parsed, "duration", st.Duration.String(), "phases", phaseList(pass.Phases))
 	}
 	if r.cfg.OnPass != nil {
 		r.cfg.OnPass(ctx, pass, err)
