@@ -118,24 +118,27 @@ func TestFramesNameTheirFile(t *testing.T) {
 	}
 }
 
+// writeNoteTaking writes the skill note-taking, with the description desc,
+// in the workspace ws.
+func writeNoteTaking(t *testing.T, ws, desc string) {
+	t.Helper()
+	dir := filepath.Join(ws, "skills", "note-taking")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	body := "---\nname: note-taking\ndescription: " + desc + "\n---\nBody.\n"
+	if err := os.WriteFile(filepath.Join(dir, "SKILL.md"), []byte(body), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // The router is ready before its folders are watched: the watches are added
 // in the background, and the scan that follows them serves whatever changed
 // in between. An edit made the moment Start returns must be served, by the
 // watcher or by that scan.
 func TestEditRightAfterStartIsServed(t *testing.T) {
 	ws := t.TempDir()
-	write := func(desc string) {
-		t.Helper()
-		dir := filepath.Join(ws, "skills", "note-taking")
-		if err := os.MkdirAll(dir, 0o755); err != nil {
-			t.Fatal(err)
-		}
-		body := "---\nname: note-taking\ndescription: " + desc + "\n---\nBody.\n"
-		if err := os.WriteFile(filepath.Join(dir, "SKILL.md"), []byte(body), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	write("Take notes.")
+	writeNoteTaking(t, ws, "Take notes.")
 	db, err := store.Open(t.TempDir(), store.Options{ParserVersion: skillmd.Version})
 	if err != nil {
 		t.Fatal(err)
@@ -153,7 +156,7 @@ func TestEditRightAfterStartIsServed(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { r.Close() })
-	write("Take meeting notes (edited).")
+	writeNoteTaking(t, ws, "Take meeting notes (edited).")
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	for {
@@ -181,17 +184,6 @@ func TestEditRightAfterStartIsServed(t *testing.T) {
 // while it was stopped.
 func TestRestartCatchesUpWithTheDisk(t *testing.T) {
 	ws, state := t.TempDir(), t.TempDir()
-	write := func(desc string) {
-		t.Helper()
-		dir := filepath.Join(ws, "skills", "note-taking")
-		if err := os.MkdirAll(dir, 0o755); err != nil {
-			t.Fatal(err)
-		}
-		body := "---\nname: note-taking\ndescription: " + desc + "\n---\nBody.\n"
-		if err := os.WriteFile(filepath.Join(dir, "SKILL.md"), []byte(body), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
 	var mu sync.Mutex
 	var passes []generation.Pass
 	start := func() (*Router, func()) {
@@ -220,10 +212,10 @@ func TestRestartCatchesUpWithTheDisk(t *testing.T) {
 		}
 		return r, func() { r.Close(); b.Flush(); db.Close() }
 	}
-	write("Take notes.")
+	writeNoteTaking(t, ws, "Take notes.")
 	_, stop := start()
 	stop()
-	write("Take meeting notes (edited).")
+	writeNoteTaking(t, ws, "Take meeting notes (edited).")
 	mu.Lock()
 	passes = nil
 	mu.Unlock()

@@ -101,14 +101,7 @@ func withScanTotal(t *testing.T, data []byte, nRoots, i, delta int) []byte {
 	for range i {
 		r.uvarint()
 	}
-	at := len(data) - 4 - len(r.b)
-	v := r.uvarint()
-	if r.err != nil {
-		t.Fatal(r.err)
-	}
-	out := binary.AppendUvarint(append([]byte(nil), data[:at]...), uint64(int(v)+delta))
-	out = append(out, r.b...)
-	return binary.LittleEndian.AppendUint32(out, crc32.Checksum(out, castagnoli))
+	return withUvarintAt(t, data, r, delta)
 }
 
 func sampleScanResult() (ScanResult, []skill.Root) {

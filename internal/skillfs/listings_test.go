@@ -190,11 +190,20 @@ func withTotal(t *testing.T, data []byte, i, delta int) []byte {
 	for range i {
 		r.uvarint()
 	}
+	return withUvarintAt(t, data, r, delta)
+}
+
+// withUvarintAt returns data, encoded with a trailing CRC-32C, with the
+// uvarint r reads next changed by delta, and the checksum made to match.
+func withUvarintAt(t *testing.T, data []byte, r listingReader, delta int) []byte {
+	t.Helper()
 	at := len(data) - 4 - len(r.b)
 	v := r.uvarint()
-	rest := r.b
+	if r.err != nil {
+		t.Fatal(r.err)
+	}
 	out := binary.AppendUvarint(append([]byte(nil), data[:at]...), uint64(int(v)+delta))
-	out = append(out, rest...)
+	out = append(out, r.b...)
 	return binary.LittleEndian.AppendUint32(out, crc32.Checksum(out, castagnoli))
 }
 
