@@ -1,7 +1,6 @@
 package generation
 
 import (
-	"bufio"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -82,10 +81,7 @@ func (f *lastScanFile) write(g *Generation) error {
 	}
 	data, err := skillfs.MarshalScanResult(g.scan, g.scanRoots)
 	if err == nil {
-		err = replaceFile(f.path, func(w *bufio.Writer) error {
-			_, err := w.Write(data)
-			return err
-		})
+		err = replaceFileBytes(f.path, data)
 	}
 	if err != nil {
 		return fmt.Errorf("write last scan %s: %w", f.path, err)

@@ -1,7 +1,6 @@
 package generation
 
 import (
-	"bufio"
 	"errors"
 	"log/slog"
 	"os"
@@ -70,10 +69,7 @@ func (f *listingsFile) save(recorded, known *skillfs.Listings) {
 		}
 		data, err := recorded.MarshalBinary()
 		if err == nil {
-			err = replaceFile(f.path, func(w *bufio.Writer) error {
-				_, err := w.Write(data)
-				return err
-			})
+			err = replaceFileBytes(f.path, data)
 		}
 		if err != nil {
 			f.log.Warn("folder listings not saved; the next scan reads every folder", "file", f.path, "err", err)

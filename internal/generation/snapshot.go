@@ -332,6 +332,14 @@ func decodeSnapshot(data []byte, meta *snapshotMeta) (*match.Index, error) {
 	return match.ReadSnapshot(data[head+n:])
 }
 
+// replaceFileBytes is replaceFile writing data.
+func replaceFileBytes(path string, data []byte) error {
+	return replaceFile(path, func(w *bufio.Writer) error {
+		_, err := w.Write(data)
+		return err
+	})
+}
+
 // tempPattern names the temporary files replaceFile writes for the file
 // name.
 func tempPattern(name string) string { return "." + name + "-*.tmp" }

@@ -4,8 +4,8 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"hash/crc32"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -64,7 +64,7 @@ func MarshalScanResult(res *ScanResult, roots []skill.Root) ([]byte, error) {
 	for i := range res.Files {
 		f := &res.Files[i]
 		if ri >= len(roots) || roots[ri] != f.Root {
-			if ri = rootIndex(roots, f.Root); ri < 0 {
+			if ri = slices.Index(roots, f.Root); ri < 0 {
 				return nil, fmt.Errorf("%s: its root %s is not one of the roots given", f.Path, f.Root.Path)
 			}
 		}
@@ -99,7 +99,7 @@ func MarshalScanResult(res *ScanResult, roots []skill.Root) ([]byte, error) {
 		out = binary.AppendVarint(out, int64(p.Line))
 		out = appendString(out, p.Message)
 	}
-	return binary.LittleEndian.AppendUint32(out, crc32.Checksum(out, castagnoli)), nil
+	return seal(out), nil
 }
 
 // ReadScanResult decodes what MarshalScanResult wrote of the same roots.
@@ -108,14 +108,11 @@ func MarshalScanResult(res *ScanResult, roots []skill.Root) ([]byte, error) {
 // allocations: a restart at 100,000 skills decodes them all.
 func ReadScanResult(data []byte, roots []skill.Root) (ScanResult, error) {
 	var res ScanResult
-	if len(data) < len(scanMagic)+4 || string(data[:len(scanMagic)]) != scanMagic {
-		return res, ErrScanFormat
+	body, err := unseal(data, scanMagic, ErrScanFormat, "scan results")
+	if err != nil {
+		return res, err
 	}
-	body := data[:len(data)-4]
-	if binary.LittleEndian.Uint32(data[len(data)-4:]) != crc32.Checksum(body, castagnoli) {
-		return res, errors.New("scan result fails its checksum")
-	}
-	r := listingReader{b: body[len(scanMagic):]}
+	r := listingReader{b: body}
 	n := r.count(5)
 	if r.err == nil && n != len(roots) {
 		return res, ErrScanRoots
@@ -235,15 +232,6 @@ func ReadScanResult(data []byte, roots []skill.Root) (ScanResult, error) {
 		res.Dirs[i] = take()
 	}
 	return res, nil
-}
-
-func rootIndex(roots []skill.Root, r skill.Root) int {
-	for i := range roots {
-		if roots[i] == r {
-			return i
-		}
-	}
-	return -1
 }
 
 // appendShared appends s as the length of the prefix it shares with prev

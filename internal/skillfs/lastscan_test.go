@@ -1,9 +1,7 @@
 package skillfs
 
 import (
-	"encoding/binary"
 	"errors"
-	"hash/crc32"
 	"reflect"
 	"testing"
 	"time"
@@ -150,8 +148,7 @@ func FuzzReadScanResult(f *testing.F) {
 		}
 		check(data)
 		if len(data) >= 4 {
-			fixed := append([]byte(nil), data...)
-			binary.LittleEndian.PutUint32(fixed[len(fixed)-4:], crc32.Checksum(fixed[:len(fixed)-4], castagnoli))
+			fixed := seal(append([]byte(nil), data[:len(data)-4]...))
 			check(fixed)
 		}
 	})

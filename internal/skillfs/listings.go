@@ -3,6 +3,7 @@ package skillfs
 import (
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"hash/crc32"
 	"io/fs"
 	"os"
@@ -144,9 +145,7 @@ func (l *Listings) MarshalBinary() ([]byte, error) {
 	prev := ""
 	for _, p := range paths {
 		d := l.dirs[p]
-		shared := commonPrefix(prev, p)
-		out = binary.AppendUvarint(out, uint64(shared))
-		out = appendString(out, p[shared:])
+		out = appendShared(out, prev, p)
 		out = binary.AppendUvarint(out, d.stamp.dev)
 		out = binary.AppendUvarint(out, d.stamp.ino)
 		out = binary.AppendVarint(out, d.stamp.mtime)
@@ -158,22 +157,39 @@ func (l *Listings) MarshalBinary() ([]byte, error) {
 		}
 		prev = p
 	}
-	return binary.LittleEndian.AppendUint32(out, crc32.Checksum(out, castagnoli)), nil
+	return seal(out), nil
 }
 
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 
-// ReadListings decodes what MarshalBinary wrote. Any damage, and any other
-// format, is an error: the caller then scans without listings.
-func ReadListings(data []byte) (*Listings, error) {
-	if len(data) < len(listingsMagic)+4 || string(data[:len(listingsMagic)]) != listingsMagic {
-		return nil, ErrListingsFormat
+// seal appends the CRC-32C of out to it, as the encodings of this package
+// end.
+func seal(out []byte) []byte {
+	return binary.LittleEndian.AppendUint32(out, crc32.Checksum(out, castagnoli))
+}
+
+// unseal returns what follows magic in data, an encoding that seal ended,
+// without its checksum: errFormat when data does not start with magic, an
+// error naming what when the checksum does not match.
+func unseal(data []byte, magic string, errFormat error, what string) ([]byte, error) {
+	if len(data) < len(magic)+4 || string(data[:len(magic)]) != magic {
+		return nil, errFormat
 	}
 	body := data[:len(data)-4]
 	if binary.LittleEndian.Uint32(data[len(data)-4:]) != crc32.Checksum(body, castagnoli) {
-		return nil, errors.New("listings fail their checksum")
+		return nil, fmt.Errorf("%s fail their checksum", what)
 	}
-	r := listingReader{b: body[len(listingsMagic):]}
+	return body[len(magic):], nil
+}
+
+// ReadListings decodes what MarshalBinary wrote. Any damage, and any other
+// format, is an error: the caller then scans without listings.
+func ReadListings(data []byte) (*Listings, error) {
+	body, err := unseal(data, listingsMagic, ErrListingsFormat, "listings")
+	if err != nil {
+		return nil, err
+	}
+	r := listingReader{b: body}
 	l := &Listings{Taken: time.Unix(0, r.varint())}
 	n := r.count(1)
 	totalEntries := r.count(2)

@@ -4,7 +4,6 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"hash/crc32"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -204,7 +203,7 @@ func withUvarintAt(t *testing.T, data []byte, r listingReader, delta int) []byte
 	}
 	out := binary.AppendUvarint(append([]byte(nil), data[:at]...), uint64(int(v)+delta))
 	out = append(out, r.b...)
-	return binary.LittleEndian.AppendUint32(out, crc32.Checksum(out, castagnoli))
+	return seal(out)
 }
 
 func sampleListings() *Listings {
@@ -248,9 +247,7 @@ func FuzzReadListings(f *testing.F) {
 		}
 		check(data)
 		if len(data) >= 4 {
-			fixed := append([]byte(nil), data...)
-			body := fixed[:len(fixed)-4]
-			binary.LittleEndian.PutUint32(fixed[len(fixed)-4:], crc32.Checksum(body, castagnoli))
+			fixed := seal(append([]byte(nil), data[:len(data)-4]...))
 			check(fixed)
 		}
 	})
