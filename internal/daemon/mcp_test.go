@@ -20,6 +20,7 @@ import (
 	"github.com/mcpsag/router/internal/auth"
 	"github.com/mcpsag/router/internal/config"
 	"github.com/mcpsag/router/internal/daemon/daemontest"
+	"github.com/mcpsag/router/internal/mcp/mcptest"
 	"github.com/mcpsag/router/internal/testlog"
 )
 
@@ -40,13 +41,13 @@ func connectMCP(t *testing.T, tr mcpsdk.Transport) *mcpClient {
 		default:
 		}
 	}
-	client := mcpsdk.NewClient(&mcpsdk.Implementation{Name: "router-e2e", Version: "1"}, &mcpsdk.ClientOptions{
+	opts := &mcpsdk.ClientOptions{
 		PromptListChangedHandler:   func(context.Context, *mcpsdk.PromptListChangedRequest) { notify("prompts") },
 		ResourceListChangedHandler: func(context.Context, *mcpsdk.ResourceListChangedRequest) { notify("resources") },
-	})
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	cs, err := client.Connect(ctx, tr, nil)
+	cs, err := mcptest.Connect(ctx, &mcpsdk.Implementation{Name: "router-e2e", Version: "1"}, opts, tr)
 	if err != nil {
 		t.Fatalf("MCP connect: %v", err)
 	}

@@ -12,6 +12,7 @@ import (
 
 	mcpsdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/mcpsag/router/internal/mcp/mcptest"
 	"github.com/mcpsag/router/internal/testlog"
 )
 
@@ -100,12 +101,12 @@ func newHarnessOver(t testing.TB, cat *catalog, fake *fakeRouter, opts ...harnes
 func (h *harness) connect(t mcpsdk.Transport) *mcpsdk.ClientSession {
 	h.t.Helper()
 	notify := func(kind string) { h.changed <- kind }
-	c := mcpsdk.NewClient(&mcpsdk.Implementation{Name: "test-client", Version: "1"}, &mcpsdk.ClientOptions{
+	opts := &mcpsdk.ClientOptions{
 		ToolListChangedHandler:     func(context.Context, *mcpsdk.ToolListChangedRequest) { notify("tools") },
 		PromptListChangedHandler:   func(context.Context, *mcpsdk.PromptListChangedRequest) { notify("prompts") },
 		ResourceListChangedHandler: func(context.Context, *mcpsdk.ResourceListChangedRequest) { notify("resources") },
-	})
-	cs, err := c.Connect(context.Background(), t, nil)
+	}
+	cs, err := mcptest.Connect(context.Background(), &mcpsdk.Implementation{Name: "test-client", Version: "1"}, opts, t)
 	if err != nil {
 		h.t.Fatal(err)
 	}

@@ -20,6 +20,7 @@ import (
 	mcpsdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcpsag/router/internal/auth"
+	"github.com/mcpsag/router/internal/mcp/mcptest"
 	"github.com/mcpsag/router/internal/skill"
 )
 
@@ -93,10 +94,10 @@ func (h *httpHarness) client(path, token string, extra http.Header) (*mcpsdk.Cli
 		Endpoint:   h.srv.URL + path,
 		HTTPClient: &http.Client{Transport: headerTransport{h: hdr, base: http.DefaultTransport}},
 	}
-	c := mcpsdk.NewClient(&mcpsdk.Implementation{Name: "http-test", Version: "1"}, &mcpsdk.ClientOptions{
+	opts := &mcpsdk.ClientOptions{
 		PromptListChangedHandler: func(context.Context, *mcpsdk.PromptListChangedRequest) { h.changed <- "prompts" },
-	})
-	cs, err := c.Connect(context.Background(), tr, nil)
+	}
+	cs, err := mcptest.Connect(context.Background(), &mcpsdk.Implementation{Name: "http-test", Version: "1"}, opts, tr)
 	if err == nil {
 		h.t.Cleanup(func() { cs.Close() })
 	}

@@ -12,6 +12,7 @@ import (
 
 	routerv1 "github.com/mcpsag/router/api/proto/mcpsag/router/v1"
 	"github.com/mcpsag/router/internal/mcp"
+	"github.com/mcpsag/router/internal/mcp/mcptest"
 )
 
 // TestAttachedMCP serves MCP over a Router attached to a gRPC router, as
@@ -33,10 +34,10 @@ func TestAttachedMCP(t *testing.T) {
 		t.Fatal(err)
 	}
 	changed := make(chan string, 8)
-	c := mcpsdk.NewClient(&mcpsdk.Implementation{Name: "attached", Version: "1"}, &mcpsdk.ClientOptions{
+	opts := &mcpsdk.ClientOptions{
 		PromptListChangedHandler: func(context.Context, *mcpsdk.PromptListChangedRequest) { changed <- "prompts" },
-	})
-	cs, err := c.Connect(ctx, ct, nil)
+	}
+	cs, err := mcptest.Connect(ctx, &mcpsdk.Implementation{Name: "attached", Version: "1"}, opts, ct)
 	if err != nil {
 		t.Fatal(err)
 	}
