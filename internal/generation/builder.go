@@ -493,9 +493,12 @@ func (b *Builder) refreshCatalog(ctx context.Context, prev *Generation, full boo
 
 	changes := store.FileChanges{Bodies: map[string]string{}}
 	var next map[string]*store.FileRecord
-	if partial {
+	switch {
+	case restored:
+		next = b.records // exactly the scan's files (checked above), none to parse
+	case partial:
 		next = maps.Clone(b.records) // the same files: only records change
-	} else {
+	default:
 		next = make(map[string]*store.FileRecord, len(scan.Files))
 		for _, f := range scan.Files {
 			next[f.Path] = b.records[f.Path]

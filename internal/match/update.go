@@ -122,7 +122,9 @@ func (ix *Index) Update(ctx context.Context, in BuildInput) (*Index, UpdateStats
 
 	nx.slotOf = slotOf
 	if us.Added > 0 || us.Removed > 0 || ix.slotOf == nil {
-		nx.slotOf = maps.Clone(slotOf)
+		if ix.slotOf != nil {
+			nx.slotOf = maps.Clone(slotOf) // ix's stays valid
+		}
 		for _, key := range gone {
 			delete(nx.slotOf, key)
 		}
