@@ -51,15 +51,20 @@ func (b *Builder) vectors(ctx context.Context, prev *Generation, base *match.Ind
 	winners := cat.Winners()
 	out := make(map[*skill.Skill][]float32, len(winners))
 	var misses []*skill.Skill
-	for _, s := range winners {
-		// A skill unchanged since prev is the same *skill.Skill.
-		if fromPrev {
+	switch {
+	case fromPrev:
+		for _, s := range winners {
+			// A skill unchanged since prev is the same *skill.Skill.
 			if v, ok := prev.vectors[s]; ok {
 				out[s] = v
 				continue
 			}
+			misses = append(misses, s)
 		}
-		misses = append(misses, s)
+	case prev == nil && base != nil && space.reuses(baseSpace):
+		misses = alignedVectors(base, winners, out)
+	default:
+		misses = winners
 	}
 	var todo []*skill.Skill
 	if len(misses) > 0 {
@@ -130,6 +135,30 @@ func (s vectorSpace) reuses(t vectorSpace) bool {
 }
 
 // knownVector is a vector a skill had in an earlier generation.
+// alignedVectors puts in out the vector base holds for each of winners
+// whose key, content and name it holds it for, walking both in catalog
+// order, and returns the others in that order. At a start, base is the
+// snapshot of the catalog served before the stop, so the walk pairs them
+// all without knownVectors's maps; from the first winner whose key is not
+// the next of base's, the rest are left to them.
+func alignedVectors(base *match.Index, winners []*skill.Skill, out map[*skill.Skill][]float32) []*skill.Skill {
+	var misses []*skill.Skill
+	i := 0
+	base.EachVector(func(b *skill.Skill, v []float32) {
+		if i == len(winners) || winners[i].Key() != b.Key() {
+			return
+		}
+		s := winners[i]
+		i++
+		if s.ContentHash == b.ContentHash && s.Name == b.Name {
+			out[s] = v
+		} else {
+			misses = append(misses, s)
+		}
+	})
+	return append(misses, winners[i:]...)
+}
+
 type knownVector struct {
 	hash, name string
 	vec        []float32
