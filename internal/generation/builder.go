@@ -853,8 +853,20 @@ func (b *Builder) catalogInput(roots []skill.Root, scan skillfs.ScanResult, recs
 	return in, hex.EncodeToString(h.Sum(nil))
 }
 
-// memoChunk is the fewest files freshMemos gives each of its goroutines.
+// memoChunk is the fewest items inParts gives each of its goroutines.
 var memoChunk = 1024
+
+// inParts calls part on up to GOMAXPROCS goroutines, with consecutive
+// ranges [lo, hi) that cover [0, n), each of at least memoChunk items but
+// the only one, and returns when every call has.
+func inParts(n int, part func(lo, hi int)) {
+	workers := max(1, min(runtime.GOMAXPROCS(0), n/memoChunk))
+	var wg sync.WaitGroup
+	for w := range workers {
+		wg.Go(func() { part(w*n/workers, (w+1)*n/workers) })
+	}
+	wg.Wait()
+}
 
 // freshMemos returns, by index in files, the memo of each valid file whose
 // memo in b.memo is missing or was made from another record, listing or
@@ -863,57 +875,52 @@ var memoChunk = 1024
 // restart that is every skill. It only reads b.memo, recs and registries.
 func (b *Builder) freshMemos(files []skillfs.Found, recs map[string]*store.FileRecord, registries map[string]map[string]skill.RegistryEntry) []*skillMemo {
 	fresh := make([]*skillMemo, len(files))
-	workers := max(1, min(runtime.GOMAXPROCS(0), len(files)/memoChunk))
-	var wg sync.WaitGroup
-	for w := range workers {
-		wg.Go(func() {
-			var digests digester // one buffer for every skill's input digest
-			for i := w * len(files) / workers; i < (w+1)*len(files)/workers; i++ {
-				f := &files[i]
-				rec := recs[f.Path]
-				if rec.Good == nil {
-					continue
-				}
-				g, m := rec.Good, b.memo[f.Path]
-				var key string
-				if m != nil && m.rec == rec {
-					key = m.key
-				} else {
-					key = skillmd.FoldName(g.Name)
-				}
-				e, hasReg := registries[f.Root.Path][key]
-				if hasReg {
-					e.Source = path.Join(f.Root.Display, skillfs.RegistryFile)
-				}
-				if m != nil && m.same(rec, *f, e, hasReg) {
-					continue
-				}
-				m = &skillMemo{rec: rec, hasReg: hasReg, key: key}
-				s := &skill.Skill{
-					Name: g.Name, Dir: f.Dir, RelPath: f.RelPath, Root: f.Root,
-					Frontmatter: g.Frontmatter, BodyLine: g.BodyLine, BodyTokens: g.BodyTokens,
-					ContentHash: g.ContentHash, FrontmatterHash: g.FrontmatterHash,
-					Size: g.Size, ModTime: time.Unix(0, g.ModTimeNano),
-					Resources: f.Resources, ResourcesTruncated: f.ResourcesTruncated,
-					Problems: rec.Problems,
-				}
-				if g.ContentHash != rec.ContentHash {
-					s.Problems = append(append([]skill.Problem(nil), rec.Problems...), skill.Problem{
-						Severity: skill.SeverityWarning, Code: "serving-last-good", File: f.Path,
-						Message: fmt.Sprintf("the file has errors; serving the last version that parsed (sha256 %.12s)", g.ContentHash),
-					})
-					m.stale = &s.Problems[len(s.Problems)-1]
-				}
-				if hasReg {
-					s.Registry = e
-				}
-				m.skill = s
-				m.digestIn = digests.input(s)
-				fresh[i] = m
+	inParts(len(files), func(lo, hi int) {
+		var digests digester // one buffer for every skill's input digest
+		for i := lo; i < hi; i++ {
+			f := &files[i]
+			rec := recs[f.Path]
+			if rec.Good == nil {
+				continue
 			}
-		})
-	}
-	wg.Wait()
+			g, m := rec.Good, b.memo[f.Path]
+			var key string
+			if m != nil && m.rec == rec {
+				key = m.key
+			} else {
+				key = skillmd.FoldName(g.Name)
+			}
+			e, hasReg := registries[f.Root.Path][key]
+			if hasReg {
+				e.Source = path.Join(f.Root.Display, skillfs.RegistryFile)
+			}
+			if m != nil && m.same(rec, *f, e, hasReg) {
+				continue
+			}
+			m = &skillMemo{rec: rec, hasReg: hasReg, key: key}
+			s := &skill.Skill{
+				Name: g.Name, Dir: f.Dir, RelPath: f.RelPath, Root: f.Root,
+				Frontmatter: g.Frontmatter, BodyLine: g.BodyLine, BodyTokens: g.BodyTokens,
+				ContentHash: g.ContentHash, FrontmatterHash: g.FrontmatterHash,
+				Size: g.Size, ModTime: time.Unix(0, g.ModTimeNano),
+				Resources: f.Resources, ResourcesTruncated: f.ResourcesTruncated,
+				Problems: rec.Problems,
+			}
+			if g.ContentHash != rec.ContentHash {
+				s.Problems = append(append([]skill.Problem(nil), rec.Problems...), skill.Problem{
+					Severity: skill.SeverityWarning, Code: "serving-last-good", File: f.Path,
+					Message: fmt.Sprintf("the file has errors; serving the last version that parsed (sha256 %.12s)", g.ContentHash),
+				})
+				m.stale = &s.Problems[len(s.Problems)-1]
+			}
+			if hasReg {
+				s.Registry = e
+			}
+			m.skill = s
+			m.digestIn = digests.input(s)
+			fresh[i] = m
+		}
+	})
 	return fresh
 }
 

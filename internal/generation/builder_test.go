@@ -242,11 +242,12 @@ func TestBadEditKeepsLastGoodVersion(t *testing.T) {
 	}
 }
 
-// TestCatalogAnyWorkers: the skills of a catalog are made on several
-// goroutines (freshMemos) when there are many; made on as many as there
-// are CPUs, one file each at least, a catalog is the one made on a single
-// goroutine, with registry entries, invalid files, stale versions and an
-// edit after a first build among its skills.
+// TestCatalogAnyWorkers: the skills of a catalog (freshMemos) and their
+// content digests (contentID) are made on several goroutines when there
+// are many; made on as many as there are CPUs, one file each at least, a
+// catalog and its content id are the ones made on a single goroutine, with
+// registry entries, invalid files, stale versions and an edit after a
+// first build among its skills.
 func TestCatalogAnyWorkers(t *testing.T) {
 	ws := t.TempDir()
 	root := filepath.Join(ws, "skills")

@@ -44,11 +44,28 @@ func contentID(cat *catalog.Catalog, model embed.Identity, dense bool, cfg match
 	d.int(int64(cat.Files))
 	d.int(int64(cat.Invalid))
 	d.problems(cat.Problems)
-	for _, e := range cat.Entries() {
+	entries := cat.Entries()
+	var fresh [][]byte // by entry: the digests not in cache, made in parts
+	if len(entries) > 2*memoChunk {
+		fresh = make([][]byte, len(entries))
+		inParts(len(entries), func(lo, hi int) {
+			each := digester{prefix: prefix}
+			for i := lo; i < hi; i++ {
+				if _, ok := cache[entries[i].Skill]; !ok {
+					fresh[i] = each.skill(entries[i].Skill)
+				}
+			}
+		})
+	}
+	for i, e := range entries {
 		s := e.Skill
 		sum, ok := cache[s]
 		if !ok {
-			sum = each.skill(s)
+			if fresh != nil {
+				sum = fresh[i]
+			} else {
+				sum = each.skill(s)
+			}
 			cache[s] = sum
 		}
 		d.buf = append(d.buf, sum...)
