@@ -381,7 +381,7 @@ func (b *Builder) build(ctx context.Context, prev *Generation, full bool, change
 		scan: b.lastScan, scanRoots: b.lastRoots}
 	cfg := b.modelConfig(matchCfg, g)
 	if b.cids == nil || !pass.Partial {
-		b.cids = map[*skill.Skill][]byte{} // a full scan drops the digests of skills gone
+		b.cids = make(map[*skill.Skill][]byte, len(cat.Entries())) // a full scan drops the digests of skills gone
 	}
 	g.ContentID, g.ID = contentID(cat, model, vectors != nil, cfg, b.workspace, b.cids)
 	if pass.Restored {
