@@ -160,7 +160,7 @@ func (r *FileRecord) check() error {
 		}
 		return nil
 	}
-	if r.Good.Name == "" || !isSHA256Hex(r.Good.ContentHash) {
+	if r.Good.Name == "" || (r.Good.ContentHash != r.ContentHash || r.ContentHash == "") && !isSHA256Hex(r.Good.ContentHash) {
 		return errors.New("good version without a name or content hash")
 	}
 	if !skill.HasErrors(r.Problems) && r.Good.ContentHash != r.ContentHash {
@@ -173,13 +173,21 @@ func isSHA256Hex(s string) bool {
 	if len(s) != 64 {
 		return false
 	}
-	for _, c := range []byte(s) {
-		if (c < '0' || c > '9') && (c < 'a' || c > 'f') {
+	for i := range 64 {
+		if !lowerHex[s[i]] {
 			return false
 		}
 	}
 	return true
 }
+
+// lowerHex holds the lowercase hexadecimal digits.
+var lowerHex = func() (t [256]bool) {
+	for _, c := range "0123456789abcdef" {
+		t[c] = true
+	}
+	return t
+}()
 
 // FileChanges is one batch of cache updates, applied in one transaction.
 type FileChanges struct {

@@ -453,6 +453,9 @@ func TestRecordInvariants(t *testing.T) {
 		{"no good version, no error", FileRecord{ContentHash: h}, false},
 		{"stale good version, no error", FileRecord{ContentHash: hashOf("y"), Good: good}, false},
 		{"bad hash", FileRecord{ContentHash: "abc", Good: good}, false},
+		{"uppercase hash", FileRecord{ContentHash: strings.ToUpper(h), Problems: errs}, false},
+		{"not hex, of the right length", FileRecord{ContentHash: strings.Repeat("g", 64), Problems: errs}, false},
+		{"unreadable file, good version with a bad hash", FileRecord{Problems: errs, Good: &Version{Name: "x", ContentHash: h[:63] + "G"}}, false},
 		{"nameless good version", FileRecord{ContentHash: h, Good: &Version{ContentHash: h}}, false},
 	}
 	for _, c := range cases {
