@@ -78,7 +78,7 @@ type Version struct {
 // than the records: MissingBodies finds the records whose body is missing
 // or damaged, which must be parsed again before their bodies are used.
 func (d *DB) Files() (map[string]*FileRecord, error) {
-	out := make(map[string]*FileRecord)
+	var recs []*FileRecord // the map is made at their number, not grown
 	dropped := 0
 	err := d.bolt.View(func(tx *bolt.Tx) error {
 		return tx.Bucket(bucketFiles).ForEach(func(k, v []byte) error {
@@ -93,12 +93,16 @@ func (d *DB) Files() (map[string]*FileRecord, error) {
 				return nil
 			}
 			r.Path = string(k)
-			out[r.Path] = r
+			recs = append(recs, r)
 			return nil
 		})
 	})
 	if err != nil {
 		return nil, fmt.Errorf("read file records: %w", err)
+	}
+	out := make(map[string]*FileRecord, len(recs))
+	for _, r := range recs {
+		out[r.Path] = r
 	}
 	if dropped > 0 {
 		d.logger().Warn("cache records unreadable or inconsistent; their files will be parsed again",
