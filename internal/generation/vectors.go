@@ -134,7 +134,6 @@ func (s vectorSpace) reuses(t vectorSpace) bool {
 		s.model.Dimension == t.model.Dimension && s.bodyChars == t.bodyChars
 }
 
-// knownVector is a vector a skill had in an earlier generation.
 // alignedVectors puts in out the vector base holds for each of winners
 // whose key, content and name it holds it for, walking both in catalog
 // order, and returns the others in that order. At a start, base is the
@@ -159,6 +158,7 @@ func alignedVectors(base *match.Index, winners []*skill.Skill, out map[*skill.Sk
 	return append(misses, winners[i:]...)
 }
 
+// knownVector is a vector a skill had in an earlier generation.
 type knownVector struct {
 	hash, name string
 	vec        []float32
