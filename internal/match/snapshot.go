@@ -253,9 +253,10 @@ var crcTable = crc32.MakeTable(crc32.Castagnoli)
 // for a snapshot of another version, and an error for a damaged one.
 //
 // The index uses the vectors and postings where they lie in data when data
-// is aligned like them (a file mapped into memory is), instead of copying
-// them: data must stay unchanged as long as the index, or any index updated
-// from it, is in use. Update copies what it changes; nothing writes to data.
+// is aligned like them (a file mapped into memory is), and its strings (the
+// terms, the stand-ins' texts) wherever they lie, instead of copying them:
+// data must stay unchanged as long as the index, or any index updated from
+// it, is in use. Update copies what it changes; nothing writes to data.
 func ReadSnapshot(data []byte) (*Index, error) {
 	if len(data) < len(snapshotMagic)+4 {
 		return nil, errors.New("match snapshot: too short (damaged or cut)")
@@ -558,12 +559,18 @@ func (d *dec) u64() uint64 {
 	}
 	return 0
 }
+// str reads a string where it lies in b, not a copy of it: like the
+// vectors and postings, it is valid as long as b is unchanged.
 func (d *dec) str() string {
 	n := int(d.u32())
 	if d.err == nil && n > 1<<24 {
 		d.err = fmt.Errorf("string of %d bytes", n)
 	}
-	return string(d.take(n))
+	b := d.take(n)
+	if len(b) == 0 {
+		return ""
+	}
+	return unsafe.String(unsafe.SliceData(b), len(b))
 }
 
 // numeric reads an array of n values that starts at the next multiple of
