@@ -559,6 +559,7 @@ func (d *dec) u64() uint64 {
 	}
 	return 0
 }
+
 // str reads a string where it lies in b, not a copy of it: like the
 // vectors and postings, it is valid as long as b is unchanged.
 func (d *dec) str() string {
