@@ -853,14 +853,14 @@ func (b *Builder) catalogInput(roots []skill.Root, scan skillfs.ScanResult, recs
 	return in, hex.EncodeToString(h.Sum(nil))
 }
 
-// memoChunk is the fewest items inParts gives each of its goroutines.
-var memoChunk = 1024
+// partMin is the fewest items inParts gives each of its goroutines.
+var partMin = 1024
 
 // inParts calls part on up to GOMAXPROCS goroutines, with consecutive
-// ranges [lo, hi) that cover [0, n), each of at least memoChunk items but
+// ranges [lo, hi) that cover [0, n), each of at least partMin items but
 // the only one, and returns when every call has.
 func inParts(n int, part func(lo, hi int)) {
-	workers := max(1, min(runtime.GOMAXPROCS(0), n/memoChunk))
+	workers := max(1, min(runtime.GOMAXPROCS(0), n/partMin))
 	var wg sync.WaitGroup
 	for w := range workers {
 		wg.Go(func() { part(w*n/workers, (w+1)*n/workers) })

@@ -257,10 +257,10 @@ func TestCatalogAnyWorkers(t *testing.T) {
 	writeFile(t, filepath.Join(root, "s05", "scripts", "run.sh"), "echo")
 	writeFile(t, filepath.Join(root, "bad", skillfs.SkillFile), "no frontmatter")
 	writeFile(t, filepath.Join(root, skillfs.RegistryFile), `{"skills": {"s03": {"enabled": false, "owner": "ops"}, "s07": {"owner": "docs", "tags": ["x"]}, "ghost": {}}}`)
-	defer func(n int) { memoChunk = n }(memoChunk)
+	defer func(n int) { partMin = n }(partMin)
 	build := func(chunk int) (*Generation, *Generation) {
 		t.Helper()
-		memoChunk = chunk
+		partMin = chunk
 		ti := newTestIndex(t, ws, Config{})
 		ti.reindex(false)
 		first := ti.prev
@@ -919,15 +919,7 @@ func TestRestartServesTheLastScan(t *testing.T) {
 	}
 
 	ti.restart()
-	scanFile := filepath.Join(ti.stateDir, ScanFile)
-	data, err := os.ReadFile(scanFile)
-	if err != nil {
-		t.Fatal(err)
-	}
-	data[len(data)/2] ^= 1
-	if err := os.WriteFile(scanFile, data, 0o600); err != nil {
-		t.Fatal(err)
-	}
+	flipByte(t, filepath.Join(ti.stateDir, ScanFile))
 	ti.restart()
 	if _, pass := build(); pass.Restored || pass.Stats.Parsed != 0 {
 		t.Errorf("a damaged scan file: restored %v, parsed %d; want a scan, parsing nothing", pass.Restored, pass.Stats.Parsed)
@@ -1015,14 +1007,7 @@ func TestRestartReusesFolderListings(t *testing.T) {
 	}
 
 	ti.b.Flush() // the restart saved listings again: they changed
-	data, err := os.ReadFile(listings)
-	if err != nil {
-		t.Fatal(err)
-	}
-	data[len(data)/2] ^= 1
-	if err := os.WriteFile(listings, data, 0o600); err != nil {
-		t.Fatal(err)
-	}
+	flipByte(t, listings)
 	ti.restart()
 	if pass := build(); pass.FoldersReused != 0 {
 		t.Errorf("damaged listings: %d folders reused", pass.FoldersReused)
@@ -1053,5 +1038,18 @@ func TestLeftoverTempFilesRemoved(t *testing.T) {
 		if _, err := os.Stat(filepath.Join(ti.stateDir, n)); err != nil {
 			t.Errorf("%s: %v", n, err)
 		}
+	}
+}
+
+// flipByte damages the file at path: one bit of its middle byte flipped.
+func flipByte(t *testing.T, path string) {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	data[len(data)/2] ^= 1
+	if err := os.WriteFile(path, data, 0o600); err != nil {
+		t.Fatal(err)
 	}
 }

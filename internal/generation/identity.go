@@ -45,27 +45,24 @@ func contentID(cat *catalog.Catalog, model embed.Identity, dense bool, cfg match
 	d.int(int64(cat.Invalid))
 	d.problems(cat.Problems)
 	entries := cat.Entries()
-	var fresh [][]byte // by entry: the digests not in cache, made in parts
-	if len(entries) > 2*memoChunk {
-		fresh = make([][]byte, len(entries))
+	if len(cache) == 0 && len(entries) > 2*partMin {
+		// Every digest is missing (a full scan, a start): made in parts.
+		sums := make([][]byte, len(entries))
 		inParts(len(entries), func(lo, hi int) {
 			each := digester{prefix: prefix}
 			for i := lo; i < hi; i++ {
-				if _, ok := cache[entries[i].Skill]; !ok {
-					fresh[i] = each.skill(entries[i].Skill)
-				}
+				sums[i] = each.skill(entries[i].Skill)
 			}
 		})
+		for i, e := range entries {
+			cache[e.Skill] = sums[i]
+		}
 	}
-	for i, e := range entries {
+	for _, e := range entries {
 		s := e.Skill
 		sum, ok := cache[s]
 		if !ok {
-			if fresh != nil {
-				sum = fresh[i]
-			} else {
-				sum = each.skill(s)
-			}
+			sum = each.skill(s)
 			cache[s] = sum
 		}
 		d.buf = append(d.buf, sum...)
