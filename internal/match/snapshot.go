@@ -305,11 +305,13 @@ func ReadSnapshot(data []byte) (*Index, error) {
 		}
 	}
 	ix.byOrd = d.i32s(h.Live)
+	ix.slotOf = make(map[string]int32, len(ix.byOrd))
 	for i, s := range ix.byOrd {
 		if s < 0 || int(s) >= n || ix.docs[s] == nil {
 			return nil, fmt.Errorf("match snapshot: order names slot %d", s)
 		}
 		ix.ord[s] = int32(i)
+		ix.slotOf[ix.docs[s].Key()] = s
 	}
 	fields := sparseFields(cfg.Fields, cfg.BM25, h.Params)
 	sp, err := newSparseShell(fields, cfg.BM25)

@@ -53,19 +53,13 @@ func (ix *Index) Update(ctx context.Context, in BuildInput) (*Index, UpdateStats
 
 	// Match the new skills with the old slots.
 	slotOf := ix.slotOf
-	if slotOf == nil { // a restored snapshot
-		slotOf = make(map[string]int32, len(ix.byOrd))
-		for _, d := range ix.byOrd {
-			slotOf[ix.docs[d].Key()] = d
-		}
-	}
 	type item struct {
 		s    *skill.Skill
 		v    []float32
 		slot int32
 		kept bool
 	}
-	var items []item
+	items := make([]item, 0, len(in.Skills))
 	used := make([]bool, len(ix.docs))
 	for i, s := range in.Skills {
 		if !indexable(s) {
@@ -121,10 +115,8 @@ func (ix *Index) Update(ctx context.Context, in BuildInput) (*Index, UpdateStats
 	}
 
 	nx.slotOf = slotOf
-	if us.Added > 0 || us.Removed > 0 || ix.slotOf == nil {
-		if ix.slotOf != nil {
-			nx.slotOf = maps.Clone(slotOf) // ix's stays valid
-		}
+	if us.Added > 0 || us.Removed > 0 {
+		nx.slotOf = maps.Clone(slotOf) // ix's stays valid
 		for _, key := range gone {
 			delete(nx.slotOf, key)
 		}
@@ -195,18 +187,14 @@ func (ix *Index) Update(ctx context.Context, in BuildInput) (*Index, UpdateStats
 	nx.dense, us.Vectors = ix.updateDense(svs, drop, slots, in.UnitVectors)
 	if nx.dense != nil {
 		nx.stats.Vectors, nx.stats.Dimension = nx.dense.count, nx.dense.dim
-		for _, it := range items {
-			if it.v != nil && !nx.dense.usable(it.v) {
-				nx.stats.BadVectors++
-			}
-		}
-	} else {
-		for _, it := range items {
-			if it.v != nil {
-				nx.stats.BadVectors++
-			}
+	}
+	// The rows are exactly the usable vectors given: the others are bad.
+	for _, it := range items {
+		if it.v != nil {
+			nx.stats.BadVectors++
 		}
 	}
+	nx.stats.BadVectors -= nx.stats.Vectors
 
 	nx.phrases = ix.phrases.update(nx.sparse.analyzers[AnalyzerStem], ix.docs, nx.docs, nx.ord, ix.byOrd, drop, fill, len(items))
 	nx.stats.Skills = len(items)

@@ -59,7 +59,7 @@ func TestUpdateIsBuild(t *testing.T) {
 		}
 		for range edits {
 			i := r.IntN(len(skills))
-			switch r.IntN(10) {
+			switch r.IntN(11) {
 			case 0: // remove
 				skills = append(skills[:i:i], skills[i+1:]...)
 				vecs = append(vecs[:i:i], vecs[i+1:]...)
@@ -125,6 +125,13 @@ func TestUpdateIsBuild(t *testing.T) {
 				j := r.IntN(len(skills))
 				skills[i], skills[j] = skills[j], skills[i]
 				vecs[i], vecs[j] = vecs[j], vecs[i]
+			case 10: // an unusable vector: zero, or one value short
+				if r.IntN(2) == 0 {
+					vecs[i] = make([]float32, len(qv[tasks[0]]))
+				} else {
+					vecs[i] = make([]float32, len(qv[tasks[0]])-1)
+					vecs[i][0] = 1
+				}
 			}
 		}
 		// Every skill gets a fresh pointer, as each generation's catalog
