@@ -5,9 +5,11 @@
 package catalog
 
 import (
+	"cmp"
 	"fmt"
 	"slices"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/mcpsag/router/internal/skill"
@@ -70,7 +72,6 @@ func New(in Input) *Catalog {
 		Invalid:    in.Invalid,
 		Problems:   append([]skill.Problem(nil), in.Problems...),
 		facts:      make(map[*skill.Skill]*skillFacts, len(in.Skills)),
-		global:     make(map[string]*skill.Entry),
 		scoped:     make(map[string]map[string]*skill.Entry),
 		tools:      make(map[string]*skill.Skill, len(in.Tools)),
 	}
@@ -81,19 +82,25 @@ func New(in Input) *Catalog {
 		}
 		return len(prec)
 	}
-	for _, s := range in.Skills {
-		c.entries = append(c.entries, &skill.Entry{Skill: s})
-		c.facts[s] = &skillFacts{key: skillmd.FoldName(s.Name)}
+	// One allocation each for the entries and their facts, not one per
+	// skill: a catalog is made at every generation, of up to 100,000s.
+	entries, facts := make([]skill.Entry, len(in.Skills)), make([]skillFacts, len(in.Skills))
+	c.entries = make([]*skill.Entry, len(in.Skills))
+	globals := 0
+	for i, s := range in.Skills {
+		entries[i].Skill = s
+		c.entries[i] = &entries[i]
+		facts[i].key = skillmd.FoldName(s.Name)
+		c.facts[s] = &facts[i]
+		if s.Root.Agent == "" {
+			globals++
+		}
 	}
-	sort.SliceStable(c.entries, func(i, j int) bool {
-		a, b := c.entries[i].Skill, c.entries[j].Skill
-		if ka, kb := kindRank(a.Root.Kind), kindRank(b.Root.Kind); ka != kb {
-			return ka < kb
-		}
-		if a.Root.Order != b.Root.Order {
-			return a.Root.Order < b.Root.Order
-		}
-		return a.RelPath < b.RelPath
+	c.global = make(map[string]*skill.Entry, globals)
+	slices.SortStableFunc(c.entries, func(ea, eb *skill.Entry) int {
+		a, b := ea.Skill, eb.Skill
+		return cmp.Or(cmp.Compare(kindRank(a.Root.Kind), kindRank(b.Root.Kind)),
+			cmp.Compare(a.Root.Order, b.Root.Order), strings.Compare(a.RelPath, b.RelPath))
 	})
 	// Rank is the position of the root among the distinct roots in order.
 	rank, lastRoot := 0, ""
