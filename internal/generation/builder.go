@@ -173,9 +173,8 @@ type Builder struct {
 	scanIdx       map[string]int          // skill folder -> its index in lastScan.Files
 	memo          map[string]*skillMemo   // SKILL.md path -> the skill built from it, for reuse
 	lastMemoFiles []skillfs.Found         // the scan files memo was made for
-	dirOrder      []string                // the SKILL.md paths of lastMemoFiles, in folder order
-	dirMemo       []*skillMemo            // memo of dirOrder's paths
-	dirPos        map[string]int          // SKILL.md path -> its place in dirOrder
+	dirMemo       []*skillMemo            // memo of lastMemoFiles' paths, in folder order
+	dirPos        []int                   // by index in lastMemoFiles: its place in dirMemo
 	cids          map[*skill.Skill][]byte // per-skill content digests of the served generation
 
 	parsedTotal atomic.Int64
@@ -780,15 +779,11 @@ func (b *Builder) catalogInput(roots []skill.Root, scan skillfs.ScanResult, recs
 			order[i] = i
 		}
 		slices.SortFunc(order, func(a, c int) int { return strings.Compare(scan.Files[a].Dir, scan.Files[c].Dir) })
-		b.dirOrder = make([]string, len(scan.Files))
+		b.dirMemo = make([]*skillMemo, len(order))
+		b.dirPos = make([]int, len(order))
 		for i, k := range order {
-			b.dirOrder[i] = scan.Files[k].Path
-		}
-		b.dirMemo = make([]*skillMemo, len(b.dirOrder))
-		b.dirPos = make(map[string]int, len(b.dirOrder))
-		for i, p := range b.dirOrder {
-			b.dirPos[p] = i
-			b.dirMemo[i] = b.memo[p]
+			b.dirPos[k] = i
+			b.dirMemo[i] = b.memo[scan.Files[k].Path]
 		}
 	}
 	b.lastMemoFiles = scan.Files
@@ -803,7 +798,7 @@ func (b *Builder) catalogInput(roots []skill.Root, scan skillfs.ScanResult, recs
 			other = append(other, rec.Problems...)
 			if _, ok := memo[f.Path]; ok {
 				delete(memo, f.Path)
-				b.dirMemo[b.dirPos[f.Path]] = nil
+				b.dirMemo[b.dirPos[i]] = nil
 			}
 			continue
 		}
@@ -819,7 +814,7 @@ func (b *Builder) catalogInput(roots []skill.Root, scan skillfs.ScanResult, recs
 		}
 		if memo[f.Path] != m {
 			memo[f.Path] = m
-			b.dirMemo[b.dirPos[f.Path]] = m
+			b.dirMemo[b.dirPos[i]] = m
 		}
 		if m.stale != nil {
 			in.Problems = append(in.Problems, *m.stale)
