@@ -225,6 +225,10 @@ func NewBuilder(cfg Config, db *store.DB) (*Builder, error) {
 	// before it uses a body. A first build that serves the last scan
 	// (ServeLastScan) does not wait for the check, nor share the CPUs with
 	// it: the check starts with the next build, which uses its findings.
+	// Such a build needs the snapshot last, after its catalog: the
+	// snapshot is read once the last scan is, so that on few cores it
+	// does not slow the reading of the scan and the records the catalog
+	// is made of (a start at 100,000 skills is about 10% sooner).
 	b.loading, b.checking = make(chan struct{}), make(chan struct{})
 	check := make(chan struct{})
 	b.checkBodies = sync.OnceFunc(func() { close(check) })
@@ -241,7 +245,7 @@ func NewBuilder(cfg Config, db *store.DB) (*Builder, error) {
 			b.bodiless, b.bodilessErr = db.MissingBodies(recs)
 		}
 	}()
-	b.snapshots.startLoad()
+	b.snapshots.startLoad(b.lastScans.loaded)
 	return b, nil
 }
 

@@ -255,11 +255,15 @@ func replaceFile(path string, write func(*bufio.Writer) error) error {
 	return err
 }
 
-// startLoad reads the snapshot in the background; load returns it.
-func (w *snapshotWriter) startLoad() {
+// startLoad reads the snapshot in the background, once after is closed (at
+// once when it is nil); load returns it.
+func (w *snapshotWriter) startLoad(after <-chan struct{}) {
 	w.loaded = make(chan struct{})
 	go func() {
 		defer close(w.loaded)
+		if after != nil {
+			<-after
+		}
 		w.base, w.baseSpace, w.onDisk = w.read()
 	}()
 }
