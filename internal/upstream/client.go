@@ -24,6 +24,10 @@ const (
 	maxCountable = 100000 // resources or prompts counted per server
 )
 
+// subscriptionsAcknowledged is the notification a server sends once it has
+// registered a session's subscriptions/listen stream.
+const subscriptionsAcknowledged = "notifications/subscriptions/acknowledged"
+
 // inheritedEnv names the variables of the router's environment a stdio
 // server gets, besides those its env sets: enough to find programs and
 // behave like a user's process, nothing that might carry the router's own
@@ -160,12 +164,15 @@ func (c *client) session(ctx context.Context) error {
 	}
 	defer cleanup()
 	pages := &rawPages{}
-	onChange := func() {
-		c.update(func(st *skill.ServerStatus) { st.ListChanged++ })
+	relist := func() {
 		select {
 		case c.refresh <- struct{}{}:
 		default:
 		}
+	}
+	onChange := func() {
+		c.update(func(st *skill.ServerStatus) { st.ListChanged++ })
+		relist()
 	}
 	cl := mcpsdk.NewClient(&mcpsdk.Implementation{Name: c.m.opts.ClientName, Version: c.m.opts.ClientVersion}, &mcpsdk.ClientOptions{
 		// The router offers no roots, sampling or elicitation: a server
@@ -175,6 +182,20 @@ func (c *client) session(ctx context.Context) error {
 		ResourceListChangedHandler: func(context.Context, *mcpsdk.ResourceListChangedRequest) { onChange() },
 		PromptListChangedHandler:   func(context.Context, *mcpsdk.PromptListChangedRequest) { onChange() },
 		Logger:                     slog.New(slog.DiscardHandler),
+	})
+	// On a protocol that sends list_changed only to sessions with a
+	// subscriptions/listen stream, the SDK opens the stream as it connects
+	// but does not wait for the server to register it, and the first
+	// listing may come before that: a change in between would not be
+	// notified. The server acknowledges the stream once it is registered,
+	// and the tools are listed again then.
+	cl.AddReceivingMiddleware(func(next mcpsdk.MethodHandler) mcpsdk.MethodHandler {
+		return func(ctx context.Context, method string, req mcpsdk.Request) (mcpsdk.Result, error) {
+			if method == subscriptionsAcknowledged {
+				relist()
+			}
+			return next(ctx, method, req)
+		}
 	})
 	cctx, cancel := context.WithTimeout(ctx, c.cfg.StartupTimeout)
 	sess, err := cl.Connect(cctx, &rawTransport{inner: tr, pages: pages}, nil)

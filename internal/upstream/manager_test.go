@@ -175,6 +175,24 @@ func TestListChanged(t *testing.T) {
 	}
 }
 
+// TestChangeBeforeSubscriptionRegistered: on a protocol that notifies only
+// subscribed sessions, a tool added after the first listing but before the
+// server has registered the session's subscription is still seen: the
+// tools are listed again once the server acknowledges the subscription.
+func TestChangeBeforeSubscriptionRegistered(t *testing.T) {
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := newManager(t, nil)
+	m.Apply([]ServerConfig{{Name: "late", Command: exe, Env: map[string]Value{upstreamtest.EnvLateListen: {Literal: "300ms"}},
+		StartupTimeout: 5 * time.Second}})
+	waitFor(t, "the tool added before the subscription", func() bool { return toolNames(m) == "late.a,late.b" })
+	if st := serverStatus(m, "late"); st.ProtocolVersion < "2026-07-28" {
+		t.Errorf("protocol %q: the server should notify subscribed sessions only", st.ProtocolVersion)
+	}
+}
+
 func drain(ch <-chan struct{}) {
 	for {
 		select {

@@ -234,10 +234,18 @@ const (
 	EnvCatalog = "MCPSAG_UPSTREAMTEST_CATALOG"
 )
 
-// Main serves a Raw server (EnvSpec) or a dev set's catalog (EnvCatalog) on
-// stdin and stdout and exits, when the test binary was started as a
-// server; otherwise it returns. Call it first in TestMain.
+// Main serves a Raw server (EnvSpec), a dev set's catalog (EnvCatalog) or
+// a late-listen server (EnvLateListen) on stdin and stdout and exits, when
+// the test binary was started as a server; otherwise it returns. Call it
+// first in TestMain.
 func Main() {
+	if d, err := time.ParseDuration(os.Getenv(EnvLateListen)); err == nil {
+		if err := NewLateListenServer(d).Run(context.Background(), &mcpsdk.StdioTransport{}); err != nil {
+			fmt.Fprintln(os.Stderr, "upstreamtest:", err)
+			os.Exit(1)
+		}
+		os.Exit(0)
+	}
 	if dir := os.Getenv(EnvCatalog); dir != "" {
 		tools, err := LoadCatalog(dir)
 		if err == nil {
