@@ -228,7 +228,7 @@ func NewBuilder(cfg Config, db *store.DB) (*Builder, error) {
 	// Such a build needs the snapshot last, after its catalog: the
 	// snapshot is read once the last scan is, so that on few cores it
 	// does not slow the reading of the scan and the records the catalog
-	// is made of (a start at 100,000 skills is about 10% sooner).
+	// is made of (docs/benchmarks.md, "Less on a start's critical path").
 	b.loading, b.checking = make(chan struct{}), make(chan struct{})
 	check := make(chan struct{})
 	b.checkBodies = sync.OnceFunc(func() { close(check) })
