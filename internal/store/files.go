@@ -3,8 +3,10 @@ package store
 import (
 	"errors"
 	"fmt"
+	"runtime"
 	"slices"
 	"strings"
+	"sync"
 
 	bolt "go.etcd.io/bbolt"
 
@@ -80,22 +82,9 @@ type Version struct {
 func (d *DB) Files() (map[string]*FileRecord, error) {
 	var recs []*FileRecord // the map is made at their number, not grown
 	dropped := 0
-	err := d.bolt.View(func(tx *bolt.Tx) error {
-		return tx.Bucket(bucketFiles).ForEach(func(k, v []byte) error {
-			payload, ok := unseal(k, v)
-			if !ok {
-				dropped++
-				return nil
-			}
-			r, err := decodeRecord(payload)
-			if err != nil || r.check() != nil {
-				dropped++
-				return nil
-			}
-			r.Path = string(k)
-			recs = append(recs, r)
-			return nil
-		})
+	err := d.bolt.View(func(tx *bolt.Tx) (err error) {
+		recs, dropped, err = decodeRecords(tx.Bucket(bucketFiles).ForEach)
+		return err
 	})
 	if err != nil {
 		return nil, fmt.Errorf("read file records: %w", err)
@@ -109,6 +98,61 @@ func (d *DB) Files() (map[string]*FileRecord, error) {
 			"records", dropped, "kept", len(out))
 	}
 	return out, nil
+}
+
+// recordBatch is how many records decodeRecords hands a decoder at a time.
+const recordBatch = 1024
+
+// decodeRecords decodes the file records that walk calls its function
+// with (each key and value valid until walk returns), on GOMAXPROCS
+// goroutines while walk goes on: at a start, reading every record is on
+// the way to the first generation. It returns, in no order, those that
+// pass their checksum, decode and keep the record invariants, how many
+// did not, and walk's error.
+func decodeRecords(walk func(each func(k, v []byte) error) error) (recs []*FileRecord, dropped int, err error) {
+	type keyValue struct{ k, v []byte }
+	batches := make(chan []keyValue, runtime.GOMAXPROCS(0))
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	for range runtime.GOMAXPROCS(0) {
+		wg.Go(func() {
+			var mine []*FileRecord
+			bad := 0
+			for batch := range batches {
+				for _, kv := range batch {
+					payload, ok := unseal(kv.k, kv.v)
+					if !ok {
+						bad++
+						continue
+					}
+					r, err := decodeRecord(payload)
+					if err != nil || r.check() != nil {
+						bad++
+						continue
+					}
+					r.Path = string(kv.k)
+					mine = append(mine, r)
+				}
+			}
+			mu.Lock()
+			recs, dropped = append(recs, mine...), dropped+bad
+			mu.Unlock()
+		})
+	}
+	batch := make([]keyValue, 0, recordBatch)
+	err = walk(func(k, v []byte) error {
+		if batch = append(batch, keyValue{k, v}); len(batch) == recordBatch {
+			batches <- batch
+			batch = make([]keyValue, 0, recordBatch)
+		}
+		return nil
+	})
+	if len(batch) > 0 {
+		batches <- batch
+	}
+	close(batches)
+	wg.Wait()
+	return recs, dropped, err
 }
 
 // MissingBodies returns the records of recs whose good version's body is

@@ -593,3 +593,61 @@ func errText(err error) string {
 	}
 	return err.Error()
 }
+
+// TestDecodeRecordsInBatches: records decoded in batches on several
+// goroutines are each kept exactly once, and every damaged one (a flipped
+// byte, a record that breaks the invariants) is counted and left out,
+// wherever it falls among the batches.
+func TestDecodeRecordsInBatches(t *testing.T) {
+	n := 3*recordBatch + 17
+	type kv struct{ k, v []byte }
+	var raw []kv
+	want := map[string]bool{}
+	bad := 0
+	for i := range n {
+		key := fmt.Sprintf("/skills/s%05d/SKILL.md", i)
+		h := hashOf(key)
+		rec := &FileRecord{ContentHash: h, Good: &Version{Name: fmt.Sprintf("s%05d", i), ContentHash: h}}
+		switch {
+		case i%499 == 7:
+			rec.Good.Name = "" // breaks the invariants
+			bad++
+		case i%613 == 11:
+			bad++ // damaged below
+		default:
+			want[key] = true
+		}
+		v := seal([]byte(key), encodeRecord(rec))
+		if i%613 == 11 && i%499 != 7 {
+			v[len(v)/2] ^= 0x20
+		}
+		raw = append(raw, kv{[]byte(key), v})
+	}
+	recs, dropped, err := decodeRecords(func(each func(k, v []byte) error) error {
+		for _, p := range raw {
+			if err := each(p.k, p.v); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if dropped != bad {
+		t.Errorf("dropped %d records, want %d", dropped, bad)
+	}
+	got := map[string]bool{}
+	for _, r := range recs {
+		if got[r.Path] {
+			t.Errorf("%s decoded twice", r.Path)
+		}
+		got[r.Path] = true
+		if !want[r.Path] {
+			t.Errorf("%s kept, but it is damaged", r.Path)
+		}
+	}
+	if len(got) != len(want) {
+		t.Errorf("%d records kept, want %d", len(got), len(want))
+	}
+}
