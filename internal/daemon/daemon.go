@@ -234,9 +234,10 @@ func (m *Main) openCore(ctx context.Context, holder string, privateFallback bool
 	})
 	m.upstream.Apply(cfg.Servers())
 	// The builder starts reading the cached records and the index snapshot
-	// at once; the model loads meanwhile, while the first build scans the
-	// roots. That build waits for the load before it embeds (a Manager
-	// that has no model yet reloads under the same lock).
+	// at once (the snapshot after the last scan, when it serves that); the
+	// model loads meanwhile, while the first build scans the roots. That
+	// build waits for the load before it embeds (a Manager that has no
+	// model yet reloads under the same lock).
 	builder, err := generation.NewBuilder(m.builderConfig(), db)
 	if err != nil {
 		m.closeUpstream()
