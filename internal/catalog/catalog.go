@@ -10,6 +10,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/mcpsag/router/internal/skill"
@@ -37,6 +38,9 @@ type Catalog struct {
 	agents  []string
 	tools   map[string]*skill.Skill // tools of MCP servers by entry name
 	toolSeq []*skill.Skill          // the same, sorted by name
+
+	countOnce sync.Once
+	counts    Counts
 }
 
 // Input is what New builds from.
@@ -217,23 +221,81 @@ func (c *Catalog) lookupAny(key string) (*skill.Entry, bool) {
 // and the tools of the servers the agent sees. It includes disabled and
 // hidden skills; callers filter for their purpose.
 func (c *Catalog) Visible(agent string) []*skill.Skill {
+	out := make([]*skill.Skill, 0, len(c.global)+len(c.scoped[agent])+len(c.toolSeq))
+	c.eachVisible(agent, func(s *skill.Skill) { out = append(out, s) })
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out
+}
+
+// eachVisible calls f with each skill and tool agent sees, in no order.
+func (c *Catalog) eachVisible(agent string, f func(*skill.Skill)) {
 	own := c.scoped[agent]
-	out := make([]*skill.Skill, 0, len(c.global)+len(own)+len(c.toolSeq))
 	for key, e := range c.global {
 		if _, hidden := own[key]; !hidden {
-			out = append(out, e.Skill)
+			f(e.Skill)
 		}
 	}
 	for _, e := range own {
-		out = append(out, e.Skill)
+		f(e.Skill)
 	}
 	for _, t := range c.toolSeq {
 		if t.Tool.SeenBy(agent) {
-			out = append(out, t)
+			f(t)
 		}
 	}
-	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
-	return out
+}
+
+// Counts is what a catalog holds, by state, as the router's status reports
+// it.
+type Counts struct {
+	// Skills, Disabled and Hidden count the skills a caller without an
+	// agent sees: served, disabled in a registry, and hidden from listings.
+	// Tools counts the tools of MCP servers such a caller sees.
+	Skills, Disabled, Hidden, Tools int
+	// AgentScoped counts the winning copies from agents' own roots.
+	AgentScoped int
+	// Errors and Warnings count the problems of every file and registry,
+	// ProblemsByCode the same by problem code.
+	Errors, Warnings int
+	ProblemsByCode   map[string]int
+}
+
+// Counts returns the catalog's counts. They are worked out once, at the
+// first call: a catalog never changes, and status is polled (metrics
+// collections, remote MCP fronts). The map is shared; do not modify it.
+func (c *Catalog) Counts() Counts {
+	c.countOnce.Do(func() { c.counts = c.count() })
+	return c.counts
+}
+
+func (c *Catalog) count() Counts {
+	n := Counts{ProblemsByCode: map[string]int{}}
+	c.eachVisible("", func(s *skill.Skill) {
+		switch {
+		case s.IsTool():
+			n.Tools++
+		case !s.Enabled():
+			n.Disabled++
+		case s.Frontmatter.Hidden:
+			n.Hidden++
+		default:
+			n.Skills++
+		}
+	})
+	for _, e := range c.entries {
+		if e.Skill.Root.Agent != "" && e.ShadowedBy == nil {
+			n.AgentScoped++
+		}
+	}
+	for _, p := range c.Problems {
+		n.ProblemsByCode[p.Code]++
+		if p.Severity == skill.SeverityError {
+			n.Errors++
+		} else {
+			n.Warnings++
+		}
+	}
+	return n
 }
 
 // VisibleTo reports whether agent sees s (a winning skill, or a tool of a

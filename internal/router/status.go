@@ -3,6 +3,7 @@ package router
 import (
 	"context"
 	"fmt"
+	"maps"
 	"strings"
 
 	"github.com/mcpsag/router/internal/skill"
@@ -52,32 +53,10 @@ func (r *Router) Status(context.Context) (*skill.Status, error) {
 	st.Agents = cat.Agents()
 	st.Shadows = cat.Shadowed("*")
 	st.Shadowed = len(st.Shadows)
-	for _, s := range cat.Visible("") {
-		switch {
-		case s.IsTool():
-			st.Tools++
-		case !s.Enabled():
-			st.Disabled++
-		case s.Frontmatter.Hidden:
-			st.Hidden++
-		default:
-			st.Skills++
-		}
-	}
-	for _, ent := range cat.Entries() {
-		if ent.Skill.Root.Agent != "" && ent.ShadowedBy == nil {
-			st.AgentScoped++
-		}
-	}
-	st.ProblemsByCode = map[string]int{}
-	for _, p := range cat.Problems {
-		st.ProblemsByCode[p.Code]++
-		if p.Severity == skill.SeverityError {
-			st.Errors++
-		} else {
-			st.Warnings++
-		}
-	}
+	n := cat.Counts()
+	st.Skills, st.Disabled, st.Hidden, st.Tools = n.Skills, n.Disabled, n.Hidden, n.Tools
+	st.AgentScoped = n.AgentScoped
+	st.Errors, st.Warnings, st.ProblemsByCode = n.Errors, n.Warnings, maps.Clone(n.ProblemsByCode)
 	return st, nil
 }
 
