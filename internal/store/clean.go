@@ -2,8 +2,13 @@ package store
 
 import (
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"unicode"
 
 	"golang.org/x/sys/unix"
 )
@@ -18,6 +23,13 @@ import (
 // kill) leaves no note, so those files are checked as before. Damage that
 // bypasses the file system (the disk's own) is not noticed this way; bbolt
 // does not notice it either.
+//
+// After the stamp, the note lists how many vectors each model had, one
+// "vectors <fingerprint> <count>" line per model counted, so that
+// VectorCount does not walk a model's vectors again after a restart. A
+// router that does not know these lines does not take the note for its
+// file's, and checks the file; a note without them is still the file's,
+// with nothing counted.
 const cleanFile = FileName + ".clean"
 
 // fileStamp identifies a file's content as the file system describes it.
@@ -42,27 +54,57 @@ func (s fileStamp) String() string {
 }
 
 // noteClean writes the clean-close note for f, the locked cache file in
-// dir, once nothing will write to it any more.
-func noteClean(dir string, f *os.File) error {
+// dir, once nothing will write to it any more; vectors counts each model's
+// vectors.
+func noteClean(dir string, f *os.File, vectors map[string]int) error {
 	st, err := stampOf(f)
 	if err != nil {
 		return err
 	}
-	return os.WriteFile(filepath.Join(dir, cleanFile), []byte(st.String()), 0o640)
+	var b strings.Builder
+	b.WriteString(st.String())
+	for _, fp := range slices.Sorted(maps.Keys(vectors)) {
+		if fp == "" || strings.ContainsFunc(fp, unicode.IsSpace) {
+			continue // not a line takeClean could read back; counted again
+		}
+		fmt.Fprintf(&b, "vectors %s %d\n", fp, vectors[fp])
+	}
+	return os.WriteFile(filepath.Join(dir, cleanFile), []byte(b.String()), 0o640)
 }
 
 // takeClean removes the clean-close note in dir and reports whether it
-// names f, the locked cache file, as it is now. A note that cannot be
-// removed is not trusted: a later crash would leave it behind.
-func takeClean(dir string, f *os.File) bool {
+// names f, the locked cache file, as it is now, and if so the vector counts
+// it lists (empty when none). A note that cannot be removed is not trusted:
+// a later crash would leave it behind. Nor is one with a line it cannot
+// read.
+func takeClean(dir string, f *os.File) (vectors map[string]int, clean bool) {
 	p := filepath.Join(dir, cleanFile)
 	note, err := os.ReadFile(p)
 	if err != nil {
-		return false
+		return nil, false
 	}
 	if os.Remove(p) != nil {
-		return false
+		return nil, false
 	}
 	st, err := stampOf(f)
-	return err == nil && string(note) == st.String()
+	if err != nil {
+		return nil, false
+	}
+	stamp, rest, ok := strings.Cut(string(note), "\n")
+	if !ok || stamp+"\n" != st.String() {
+		return nil, false
+	}
+	vectors = map[string]int{}
+	for line := range strings.Lines(rest) {
+		fields := strings.Fields(line)
+		if len(fields) != 3 || fields[0] != "vectors" || !strings.HasSuffix(line, "\n") {
+			return nil, false
+		}
+		n, err := strconv.Atoi(fields[2])
+		if err != nil || n < 0 {
+			return nil, false
+		}
+		vectors[fields[1]] = n
+	}
+	return vectors, true
 }

@@ -171,6 +171,99 @@ func TestVectorsRoundTripAndPrune(t *testing.T) {
 	}
 }
 
+// TestVectorCountIsKept: the vector count Status reads is kept by every
+// write instead of walking the bucket, carried over a clean close, and
+// counted again after a crash or from a note that lists no count; at every
+// step it equals a walk of the bucket.
+func TestVectorCountIsKept(t *testing.T) {
+	dir := t.TempDir()
+	db := openT(t, dir)
+	walk := func(db *DB, fp string) int {
+		t.Helper()
+		n := 0
+		must(t, db.bolt.View(func(tx *bolt.Tx) error {
+			if b := tx.Bucket(bucketVectors).Bucket([]byte(fp)); b != nil {
+				n = b.Stats().KeyN
+			}
+			return nil
+		}))
+		return n
+	}
+	check := func(db *DB, step string, fps ...string) {
+		t.Helper()
+		for _, fp := range fps {
+			n, err := db.VectorCount(fp)
+			if err != nil || n != walk(db, fp) {
+				t.Errorf("%s: VectorCount(%s) = %d, %v; the bucket holds %d", step, fp, n, err, walk(db, fp))
+			}
+		}
+	}
+	vecs := func(keys ...string) map[string][]float32 {
+		m := map[string][]float32{}
+		for _, k := range keys {
+			m[k] = []float32{float32(len(k)), 1}
+		}
+		return m
+	}
+	must(t, db.PutVectors("fp-a", vecs("h1", "h2")))
+	check(db, "first batch", "fp-a", "fp-b")
+	must(t, db.PutVectors("fp-a", vecs("h2", "h3", "h4"))) // h2 again: replaced, not added
+	must(t, db.PutVectors("fp-b", vecs("h1")))
+	check(db, "second batch, one key again", "fp-a", "fp-b")
+	if n, err := db.PruneVectors("fp-a", map[string]bool{"h1": true, "h4": true, "absent": true}); err != nil || n != 2 {
+		t.Fatalf("PruneVectors = %d, %v; want 2 removed", n, err)
+	}
+	check(db, "prune", "fp-a")
+	must(t, db.Close())
+	if note, err := os.ReadFile(filepath.Join(dir, cleanFile)); err != nil || !strings.Contains(string(note), "vectors fp-a 2\n") {
+		t.Errorf("clean-close note %q, %v; want the count of fp-a", note, err)
+	}
+
+	// Carried over a clean close: the count is there before any walk.
+	db = openT(t, dir)
+	if db.walked || db.vectorCount["fp-a"] != 2 || db.vectorCount["fp-b"] != 1 {
+		t.Errorf("after a clean close: walked %v, counts %v; want fp-a 2 and fp-b 1 from the note", db.walked, db.vectorCount)
+	}
+	must(t, db.PutVectors("fp-a", vecs("h5")))
+	check(db, "a write after a clean close", "fp-a", "fp-b")
+
+	// A crash leaves no note: counted again.
+	db.bolt.Close()
+	db = openT(t, dir)
+	if len(db.vectorCount) != 0 {
+		t.Errorf("after a crash: counts %v, want none until counted", db.vectorCount)
+	}
+	check(db, "after a crash", "fp-a", "fp-b")
+	must(t, db.SetModel("fp-b", "b"))
+	check(db, "switch of model", "fp-a", "fp-b")
+	must(t, db.Close())
+
+	// A note that lists no count (a router that did not count) still names
+	// the file; the count is walked. One with a line that cannot be read
+	// is not trusted at all.
+	note, err := os.ReadFile(filepath.Join(dir, cleanFile))
+	must(t, err)
+	stamp, _, _ := strings.Cut(string(note), "\n")
+	for _, tc := range []struct {
+		note   string
+		walked bool
+	}{
+		{stamp + "\n", false},
+		{stamp + "\nvectors fp-b x\n", true},
+		{stamp + "\nvectors fp-b 1", true},
+		{stamp + "\nvectors fp-b -1\n", true},
+		{stamp + "\nvector fp-b 1\n", true},
+	} {
+		must(t, os.WriteFile(filepath.Join(dir, cleanFile), []byte(tc.note), 0o640))
+		db = openT(t, dir)
+		if db.walked != tc.walked || len(db.vectorCount) != 0 {
+			t.Errorf("note %q: walked %v, counts %v; want walked %v and no count", tc.note, db.walked, db.vectorCount, tc.walked)
+		}
+		check(db, fmt.Sprintf("note %q", tc.note), "fp-a", "fp-b")
+		must(t, db.Close())
+	}
+}
+
 func TestIncompatibleSchemaIsMovedAside(t *testing.T) {
 	dir := t.TempDir()
 	db := openT(t, dir)

@@ -41,22 +41,40 @@ func (d *DB) PutVectors(fingerprint string, vecs map[string][]float32) error {
 	if len(vecs) == 0 {
 		return nil
 	}
-	return d.bolt.Update(func(tx *bolt.Tx) error {
+	d.vectorsMu.Lock()
+	defer d.vectorsMu.Unlock()
+	_, counted := d.vectorCount[fingerprint]
+	added := 0
+	err := d.bolt.Update(func(tx *bolt.Tx) error {
 		b, err := tx.Bucket(bucketVectors).CreateBucketIfNotExists([]byte(fingerprint))
 		if err != nil {
 			return fmt.Errorf("vectors bucket for %s: %w", fingerprint, err)
 		}
 		for h, v := range vecs {
+			if counted && b.Get([]byte(h)) == nil {
+				added++
+			}
 			if err := b.Put([]byte(h), seal([]byte(h), encodeVector(v))); err != nil {
 				return fmt.Errorf("store vector %s: %w", h, err)
 			}
 		}
 		return nil
 	})
+	if err == nil && counted {
+		d.vectorCount[fingerprint] += added
+	}
+	return err
 }
 
-// VectorCount returns how many vectors are cached for a model.
+// VectorCount returns how many vectors are cached for a model. The first
+// call for a model walks its bucket, unless the last Close noted the count;
+// later ones read the count that every write keeps.
 func (d *DB) VectorCount(fingerprint string) (int, error) {
+	d.vectorsMu.Lock()
+	defer d.vectorsMu.Unlock()
+	if n, ok := d.vectorCount[fingerprint]; ok {
+		return n, nil
+	}
 	n := 0
 	err := d.bolt.View(func(tx *bolt.Tx) error {
 		if b := tx.Bucket(bucketVectors).Bucket([]byte(fingerprint)); b != nil {
@@ -64,11 +82,17 @@ func (d *DB) VectorCount(fingerprint string) (int, error) {
 		}
 		return nil
 	})
-	return n, err
+	if err != nil {
+		return 0, err
+	}
+	d.vectorCount[fingerprint] = n
+	return n, nil
 }
 
 // PruneVectors deletes a model's vectors whose text hash is not in keep.
 func (d *DB) PruneVectors(fingerprint string, keep map[string]bool) (int, error) {
+	d.vectorsMu.Lock()
+	defer d.vectorsMu.Unlock()
 	removed := 0
 	err := d.bolt.Update(func(tx *bolt.Tx) error {
 		b := tx.Bucket(bucketVectors).Bucket([]byte(fingerprint))
@@ -79,6 +103,9 @@ func (d *DB) PruneVectors(fingerprint string, keep map[string]bool) (int, error)
 		removed, err = deleteUnless(b, func(k []byte) bool { return keep[string(k)] })
 		return err
 	})
+	if _, counted := d.vectorCount[fingerprint]; err == nil && counted {
+		d.vectorCount[fingerprint] -= removed
+	}
 	return removed, err
 }
 
