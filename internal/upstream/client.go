@@ -158,18 +158,18 @@ func (c *client) update(f func(*skill.ServerStatus)) {
 
 // session runs one connection until it fails or ctx ends.
 func (c *client) session(ctx context.Context) error {
-	tr, exited, cleanup, err := c.transport()
-	if err != nil {
-		return err
-	}
-	defer cleanup()
-	pages := &rawPages{}
 	relist := func() {
 		select {
 		case c.refresh <- struct{}{}:
 		default:
 		}
 	}
+	pages := &rawPages{}
+	tr, exited, cleanup, err := c.transport(pages, relist)
+	if err != nil {
+		return err
+	}
+	defer cleanup()
 	onChange := func() {
 		c.update(func(st *skill.ServerStatus) { st.ListChanged++ })
 		relist()
@@ -198,7 +198,7 @@ func (c *client) session(ctx context.Context) error {
 		}
 	})
 	cctx, cancel := context.WithTimeout(ctx, c.cfg.StartupTimeout)
-	sess, err := cl.Connect(cctx, &rawTransport{inner: tr, pages: pages}, nil)
+	sess, err := cl.Connect(cctx, tr, nil)
 	timedOut := cctx.Err() == context.DeadlineExceeded
 	cancel()
 	if err != nil {
@@ -298,8 +298,11 @@ func (c *client) redact(err error) string {
 
 // transport builds the connection's transport, reading secrets now; exited
 // says how a stdio server's process ended ("" while it runs, or for HTTP),
-// and cleanup ends what the transport started.
-func (c *client) transport() (tr mcpsdk.Transport, exited func() string, cleanup func(), err error) {
+// and cleanup ends what the transport started. The transport keeps the raw
+// tools of each tools/list answer in pages; over HTTP, it calls reopened
+// when the server accepts the session's standalone SSE stream again after
+// a break.
+func (c *client) transport(pages *rawPages, reopened func()) (tr mcpsdk.Transport, exited func() string, cleanup func(), err error) {
 	exited = func() string { return "" }
 	getenv := c.m.opts.Getenv
 	var resolved []string
@@ -340,7 +343,7 @@ func (c *client) transport() (tr mcpsdk.Transport, exited func() string, cleanup
 			}
 			return ""
 		}
-		return tr, exited, func() { killProcessGroup(cmd) }, nil
+		return &rawTransport{inner: tr, pages: pages}, exited, func() { killProcessGroup(cmd) }, nil
 	case TransportHTTP:
 		h := http.Header{}
 		for _, k := range sortedKeys(c.cfg.Headers) {
@@ -362,7 +365,7 @@ func (c *client) transport() (tr mcpsdk.Transport, exited func() string, cleanup
 		// A server may hold a call's response headers until the result
 		// is ready: allow the longer of the two deadlines.
 		base.ResponseHeaderTimeout = max(c.cfg.StartupTimeout, c.cfg.CallTimeout)
-		hc := &http.Client{Transport: &headerTransport{base: base, headers: h}}
+		hc := &http.Client{Transport: &headerTransport{base: &rawHTTP{base: base, pages: pages, reopened: reopened}, headers: h}}
 		tr := &mcpsdk.StreamableClientTransport{Endpoint: c.cfg.URL, HTTPClient: hc, MaxRetries: 2}
 		return tr, exited, base.CloseIdleConnections, nil
 	}

@@ -1,6 +1,7 @@
 package upstream
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -11,8 +12,11 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
+
+	mcpsdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcpsag/router/internal/skill"
 	"github.com/mcpsag/router/internal/upstream/upstreamtest"
@@ -197,6 +201,88 @@ func TestChangeBeforeSubscriptionRegistered(t *testing.T) {
 	waitFor(t, "the tool added before the subscription", func() bool { return toolNames(m) == "late.a,late.b" })
 	if st := serverStatus(m, "late"); st.ProtocolVersion < "2026-07-28" {
 		t.Errorf("protocol %q: the server should notify subscribed sessions only", st.ProtocolVersion)
+	}
+}
+
+// TestHTTPListChanged: over Streamable HTTP on a protocol before
+// 2026-07-28, list_changed travels on the session's standalone SSE stream:
+// the client opens it, sends the negotiated protocol version with every
+// request, and sees a tool added later; a tool added while the stream is
+// broken, whose notification the server drops, is seen once the stream is
+// open again.
+func TestHTTPListChanged(t *testing.T) {
+	sdk := mcpsdk.NewServer(&mcpsdk.Implementation{Name: "mcpsag-http-changes", Version: "1.0"}, nil)
+	add := func(name string) {
+		sdk.AddTool(&mcpsdk.Tool{Name: name, Description: "tool " + name, InputSchema: map[string]any{"type": "object"}},
+			func(context.Context, *mcpsdk.CallToolRequest) (*mcpsdk.CallToolResult, error) {
+				return &mcpsdk.CallToolResult{}, nil
+			})
+	}
+	add("a")
+	h := mcpsdk.NewStreamableHTTPHandler(func(*http.Request) *mcpsdk.Server { return sdk }, nil)
+	var (
+		mu          sync.Mutex
+		gets        int
+		versions    = map[string]string{} // JSON-RPC method -> Mcp-Protocol-Version of its last POST
+		breakStream = make(chan struct{})
+	)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		first := false
+		switch r.Method {
+		case http.MethodGet:
+			gets++
+			first = gets == 1
+		case http.MethodPost:
+			body, _ := io.ReadAll(r.Body)
+			r.Body = io.NopCloser(bytes.NewReader(body))
+			var msg struct{ Method string }
+			_ = json.Unmarshal(body, &msg)
+			versions[msg.Method] = r.Header.Get("Mcp-Protocol-Version")
+		}
+		mu.Unlock()
+		if !first {
+			h.ServeHTTP(w, r)
+			return
+		}
+		// The first stream breaks when the test says so, and "c" is added
+		// before the client can open it again.
+		ctx, cancel := context.WithCancel(r.Context())
+		go func() {
+			select {
+			case <-breakStream:
+			case <-ctx.Done():
+			}
+			cancel()
+		}()
+		h.ServeHTTP(w, r.WithContext(ctx))
+		add("c")
+	}))
+	defer srv.Close()
+	m := newManager(t, nil)
+	defer m.Close()
+	m.Apply([]ServerConfig{{Name: "web", URL: srv.URL, StartupTimeout: 5 * time.Second}})
+	waitFor(t, "ready", func() bool { return toolNames(m) == "web.a" })
+	add("b")
+	waitFor(t, "the tool added while the stream is open", func() bool { return toolNames(m) == "web.a,web.b" })
+	st := serverStatus(m, "web")
+	if st.ProtocolVersion >= "2026-07-28" || st.ListChanged < 1 {
+		t.Errorf("protocol %q, %d list_changed: want an older protocol, whose notifications travel on the standalone stream", st.ProtocolVersion, st.ListChanged)
+	}
+	mu.Lock()
+	for _, method := range []string{"notifications/initialized", "tools/list"} {
+		if v, ok := versions[method]; !ok || v != st.ProtocolVersion {
+			t.Errorf("%s: Mcp-Protocol-Version %q (sent: %v), want %q", method, v, ok, st.ProtocolVersion)
+		}
+	}
+	mu.Unlock()
+
+	close(breakStream)
+	waitFor(t, "the tool added while the stream was broken", func() bool { return toolNames(m) == "web.a,web.b,web.c" })
+	mu.Lock()
+	defer mu.Unlock()
+	if gets < 2 {
+		t.Errorf("%d GET requests: the stream should have been opened again", gets)
 	}
 }
 

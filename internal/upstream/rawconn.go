@@ -9,9 +9,10 @@ import (
 	mcpsdk "github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
-// rawTransport wraps a transport so that the bytes of every tools/list page
-// are kept as the server sent them: the SDK decodes each tool's schema into
-// a map, and the router serves schemas verbatim.
+// rawTransport wraps a stdio transport so that the bytes of every
+// tools/list page are kept as the server sent them: the SDK decodes each
+// tool's schema into a map, and the router serves schemas verbatim. Over
+// HTTP, rawHTTP does the same without wrapping the connection.
 type rawTransport struct {
 	inner mcpsdk.Transport
 	pages *rawPages
@@ -56,36 +57,56 @@ func idKey(id jsonrpc.ID) string {
 }
 
 func (c *rawConn) Write(ctx context.Context, m jsonrpc.Message) error {
-	if req, ok := m.(*jsonrpc.Request); ok && req.Method == "tools/list" && req.ID.IsValid() {
-		c.pages.mu.Lock()
-		if c.pages.pending == nil {
-			c.pages.pending = map[string]bool{}
-		}
-		c.pages.pending[idKey(req.ID)] = true
-		c.pages.mu.Unlock()
-	}
+	c.pages.expect(m)
 	return c.Connection.Write(ctx, m)
 }
 
 func (c *rawConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 	m, err := c.Connection.Read(ctx)
-	if resp, ok := m.(*jsonrpc.Response); ok && err == nil {
-		key := idKey(resp.ID)
-		c.pages.mu.Lock()
-		if c.pages.pending[key] {
-			delete(c.pages.pending, key)
-			var page struct {
-				Tools      []json.RawMessage `json:"tools"`
-				NextCursor json.RawMessage   `json:"nextCursor"`
-			}
-			c.pages.last, c.pages.cursor, c.pages.ok = nil, "", false
-			if resp.Error == nil && json.Unmarshal(resp.Result, &page) == nil && page.Tools != nil {
-				var cursor string
-				_ = json.Unmarshal(page.NextCursor, &cursor)
-				c.pages.last, c.pages.cursor, c.pages.ok = page.Tools, cursor, true
-			}
-		}
-		c.pages.mu.Unlock()
+	if err == nil {
+		c.pages.offer(m)
 	}
 	return m, err
+}
+
+// expect notes m when it is a tools/list call, whose answer's raw tools
+// offer keeps; it reports whether it was one.
+func (p *rawPages) expect(m jsonrpc.Message) bool {
+	req, ok := m.(*jsonrpc.Request)
+	if !ok || req.Method != "tools/list" || !req.ID.IsValid() {
+		return false
+	}
+	p.mu.Lock()
+	if p.pending == nil {
+		p.pending = map[string]bool{}
+	}
+	p.pending[idKey(req.ID)] = true
+	p.mu.Unlock()
+	return true
+}
+
+// offer keeps the raw tools and next cursor of m when it answers a
+// tools/list call that expect noted.
+func (p *rawPages) offer(m jsonrpc.Message) {
+	resp, ok := m.(*jsonrpc.Response)
+	if !ok {
+		return
+	}
+	key := idKey(resp.ID)
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if !p.pending[key] {
+		return
+	}
+	delete(p.pending, key)
+	var page struct {
+		Tools      []json.RawMessage `json:"tools"`
+		NextCursor json.RawMessage   `json:"nextCursor"`
+	}
+	p.last, p.cursor, p.ok = nil, "", false
+	if resp.Error == nil && json.Unmarshal(resp.Result, &page) == nil && page.Tools != nil {
+		var cursor string
+		_ = json.Unmarshal(page.NextCursor, &cursor)
+		p.last, p.cursor, p.ok = page.Tools, cursor, true
+	}
 }
