@@ -53,10 +53,11 @@ func newManager(t *testing.T, getenv func(string) string) *Manager {
 	return m
 }
 
-// waitFor polls cond until it holds or 15 seconds pass.
+// waitFor polls cond until it holds or 30 seconds pass: generous, as the
+// race detector and a loaded machine slow the big listings.
 func waitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(15 * time.Second)
+	deadline := time.Now().Add(30 * time.Second)
 	for !cond() {
 		if time.Now().After(deadline) {
 			t.Fatalf("timed out waiting for %s", what)
