@@ -92,6 +92,7 @@ func TestBadMCPServers(t *testing.T) {
 	}
 	ws := daemontest.CopyExamples(t)
 	must(t, os.WriteFile(filepath.Join(ws, ".mcp", ".mcp-config.yaml"), []byte(cfg.String()), 0o644))
+	started := time.Now()
 	r := daemontest.Start(t, ws, daemontest.Options{})
 	c := r.Client
 
@@ -149,8 +150,11 @@ func TestBadMCPServers(t *testing.T) {
 			t.Errorf("%s is %s: %s", name, st[name].GetState(), said(st[name]))
 		}
 	}
-	if f := st["flood"]; f.GetRefreshes() > 10 {
-		t.Errorf("10000 list_changed cost %d listings", f.GetRefreshes())
+	// At most one listing per refresh interval (1 s) while the flood lasts,
+	// and one after: a bound that follows how long the flood took, which
+	// the race detector and a loaded machine stretch.
+	if f, most := st["flood"], int(time.Since(started)/time.Second)+2; f.GetRefreshes() > int32(most) {
+		t.Errorf("10000 list_changed cost %d listings; want at most %d", f.GetRefreshes(), most)
 	}
 	m := st["malformed"]
 	for _, w := range []string{`"has space" has a name hosts refuse`, `"reаd_file" has a name hosts refuse`, `"arr": its input schema is a array`,
