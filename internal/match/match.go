@@ -95,10 +95,15 @@ type scratch struct {
 	bins       []uint16 // dense.top: each slot's lower-bound bin
 	candidates []candidate
 	pairs      []qpair
+	// The maps of a task's analysis, kept empty between calls.
+	termAt    map[int]int        // analyzeTask: a word's position -> its term
+	termSeen  map[queryTerm]bool // analyzeTask: the terms kept
+	pairsSeen map[[2]string]bool // taskPairs: the (analyzer, form) pairs looked up
 }
 
 func newScratch(n int) *scratch {
-	return &scratch{acc: make([]float32, n), cover: make([]float32, n), cos: make([]float32, n), vis: make([]uint8, n), cand: make([]int32, n)}
+	return &scratch{acc: make([]float32, n), cover: make([]float32, n), cos: make([]float32, n), vis: make([]uint8, n), cand: make([]int32, n),
+		termAt: map[int]int{}, termSeen: map[queryTerm]bool{}, pairsSeen: map[[2]string]bool{}}
 }
 
 // reset zeroes what a call left in the slot arrays.
@@ -121,6 +126,9 @@ func (sc *scratch) reset() {
 		sc.candidates[i] = candidate{}
 	}
 	sc.candidates = sc.candidates[:0]
+	clear(sc.termAt)
+	clear(sc.termSeen)
+	clear(sc.pairsSeen)
 }
 
 // Rank is Match with its evidence: the candidates before the cut-off rules,
@@ -205,7 +213,7 @@ func (ix *Index) rank(ctx context.Context, req skill.MatchRequest, visible Visib
 	if useDense {
 		denseList = ix.dense.top(uq, pool, n, isVisible, ix.ord, sc)
 	}
-	task := ix.sparse.analyzeTask(r.task)
+	task := ix.sparse.analyzeTask(r.task, sc)
 	var fired map[int32]*firing
 	if len(task.stem) > 0 {
 		fired = ix.phrases.fire(task.stem, ix.cfg.Triggers)

@@ -390,8 +390,8 @@ type analyzedTask struct {
 // in use and groups the forms of each word by its position, so "forms" is
 // one term whose stemmed fields look up "form" and whose plain fields look
 // up "forms". Terms are distinct and in order of first occurrence, at most
-// maxQueryTerms.
-func (s *sparse) analyzeTask(text string) analyzedTask {
+// maxQueryTerms. sc, when not nil, lends the maps it works with.
+func (s *sparse) analyzeTask(text string, sc *scratch) analyzedTask {
 	var at analyzedTask
 	if text == "" {
 		return at
@@ -419,8 +419,10 @@ func (s *sparse) analyzeTask(text string) analyzedTask {
 	}
 	// Every analyzer drops the same stop words, so their tokens align; a
 	// fallback without a shared chain aligns them by position.
-	byPos := map[int]int{}
-	seen := map[queryTerm]bool{}
+	byPos, seen := map[int]int{}, map[queryTerm]bool{}
+	if sc != nil {
+		byPos, seen = sc.termAt, sc.termSeen
+	}
 	var order []int
 	var all []queryTerm
 	for _, v := range s.vocabs {
@@ -498,7 +500,7 @@ func (s *sparse) score(ctx context.Context, task analyzedTask, sc *scratch) (spa
 	if s.n == 0 {
 		return res, nil
 	}
-	pairs, total := s.taskPairs(task, sc.pairs[:0], &res.stats)
+	pairs, total := s.taskPairs(task, sc.pairs[:0], sc.pairsSeen, &res.stats)
 	sc.pairs = pairs
 	if s.sum {
 		return res, s.scoreSum(ctx, pairs, sc)
@@ -521,9 +523,9 @@ func (s *sparse) score(ctx context.Context, task analyzedTask, sc *scratch) (spa
 // returns them with their postings total. It fills st: the distinct forms,
 // those known, the ideal document's BM25F score and the idf mass (a form no
 // document holds counts with the largest idf; vocabs without text in any
-// document are left out, as no form can be found there).
-func (s *sparse) taskPairs(task analyzedTask, pairs []qpair, st *queryStats) ([]qpair, int) {
-	seen := map[[2]string]bool{}
+// document are left out, as no form can be found there). seen, empty,
+// collects the pairs looked up.
+func (s *sparse) taskPairs(task analyzedTask, pairs []qpair, seen map[[2]string]bool, st *queryStats) ([]qpair, int) {
 	total := 0
 	k1 := s.k1
 	for _, qt := range task.terms {
