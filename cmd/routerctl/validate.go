@@ -94,18 +94,13 @@ func validate(e *env, dirs []string, strict, quiet bool, maxFile int64) error {
 	lim.MaxFileBytes = maxFile
 	rep := generation.Validate(roots, lim, skillfs.DefaultScanLimits)
 
-	out := validateOutput{Files: rep.Files, Valid: rep.Valid, Served: rep.Served, ByCode: map[string]int{},
+	out := validateOutput{Files: rep.Files, Valid: rep.Valid, Served: rep.Served,
 		Limits: map[string]int64{"max_file_bytes": lim.MaxFileBytes, "max_frontmatter_bytes": int64(lim.MaxFrontmatterBytes)}}
 	for _, r := range roots {
 		out.Roots = append(out.Roots, r.Path)
 	}
+	out.ByCode, out.Errors, out.Warnings = skill.TallyProblems(rep.Problems)
 	for _, p := range rep.Problems {
-		out.ByCode[p.Code]++
-		if p.Severity == skill.SeverityError {
-			out.Errors++
-		} else {
-			out.Warnings++
-		}
 		out.Problems = append(out.Problems, problemJSON{Severity: p.Severity.String(), Code: p.Code, Field: p.Field, File: p.File, Line: p.Line, Message: p.Message})
 	}
 	for _, s := range rep.Shadows {

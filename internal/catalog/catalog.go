@@ -269,7 +269,7 @@ func (c *Catalog) Counts() Counts {
 }
 
 func (c *Catalog) count() Counts {
-	n := Counts{ProblemsByCode: map[string]int{}}
+	var n Counts
 	c.eachVisible("", func(s *skill.Skill) {
 		switch {
 		case s.IsTool():
@@ -287,14 +287,7 @@ func (c *Catalog) count() Counts {
 			n.AgentScoped++
 		}
 	}
-	for _, p := range c.Problems {
-		n.ProblemsByCode[p.Code]++
-		if p.Severity == skill.SeverityError {
-			n.Errors++
-		} else {
-			n.Warnings++
-		}
-	}
+	n.ProblemsByCode, n.Errors, n.Warnings = skill.TallyProblems(c.Problems)
 	return n
 }
 

@@ -237,7 +237,7 @@ func TestScratchClearedAfterEverySlot(t *testing.T) {
 	}
 	ix, fresh := build(), build()
 	var st queryStats
-	if _, total := ix.sparse.taskPairs(ix.sparse.analyzeTask(broad, nil), nil, map[[2]string]bool{}, &st); total < ix.sparse.n/2 {
+	if _, total := ix.sparse.taskPairs(ix.sparse.analyzeTask(broad, newScratch(0)), nil, map[[2]string]bool{}, &st); total < ix.sparse.n/2 {
 		t.Fatalf("the broad task's postings (%d) do not cover half the %d documents", total, ix.sparse.n)
 	}
 	ctx := context.Background()

@@ -390,7 +390,7 @@ type analyzedTask struct {
 // in use and groups the forms of each word by its position, so "forms" is
 // one term whose stemmed fields look up "form" and whose plain fields look
 // up "forms". Terms are distinct and in order of first occurrence, at most
-// maxQueryTerms. sc, when not nil, lends the maps it works with.
+// maxQueryTerms. sc lends the maps it works with.
 func (s *sparse) analyzeTask(text string, sc *scratch) analyzedTask {
 	var at analyzedTask
 	if text == "" {
@@ -419,10 +419,7 @@ func (s *sparse) analyzeTask(text string, sc *scratch) analyzedTask {
 	}
 	// Every analyzer drops the same stop words, so their tokens align; a
 	// fallback without a shared chain aligns them by position.
-	byPos, seen := map[int]int{}, map[queryTerm]bool{}
-	if sc != nil {
-		byPos, seen = sc.termAt, sc.termSeen
-	}
+	byPos, seen := sc.termAt, sc.termSeen
 	var order []int
 	var all []queryTerm
 	for _, v := range s.vocabs {

@@ -222,6 +222,21 @@ func HasErrors(ps []Problem) bool {
 	return false
 }
 
+// TallyProblems counts problems by code, and the errors and the warnings
+// among them.
+func TallyProblems(ps []Problem) (byCode map[string]int, errors, warnings int) {
+	byCode = map[string]int{}
+	for _, p := range ps {
+		byCode[p.Code]++
+		if p.Severity == SeverityError {
+			errors++
+		} else {
+			warnings++
+		}
+	}
+	return byCode, errors, warnings
+}
+
 // SortProblems orders problems by file, line, code and message, for stable
 // output.
 func SortProblems(ps []Problem) {

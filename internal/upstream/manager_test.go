@@ -213,12 +213,7 @@ func TestChangeBeforeSubscriptionRegistered(t *testing.T) {
 // open again.
 func TestHTTPListChanged(t *testing.T) {
 	sdk := mcpsdk.NewServer(&mcpsdk.Implementation{Name: "mcpsag-http-changes", Version: "1.0"}, nil)
-	add := func(name string) {
-		sdk.AddTool(&mcpsdk.Tool{Name: name, Description: "tool " + name, InputSchema: map[string]any{"type": "object"}},
-			func(context.Context, *mcpsdk.CallToolRequest) (*mcpsdk.CallToolResult, error) {
-				return &mcpsdk.CallToolResult{}, nil
-			})
-	}
+	add := func(name string) { upstreamtest.AddTool(sdk, name) }
 	add("a")
 	h := mcpsdk.NewStreamableHTTPHandler(func(*http.Request) *mcpsdk.Server { return sdk }, nil)
 	var (

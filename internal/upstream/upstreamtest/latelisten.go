@@ -21,19 +21,13 @@ const EnvLateListen = "MCPSAG_UPSTREAMTEST_LATE_LISTEN"
 // subscription is acknowledged.
 func NewLateListenServer(delay time.Duration) *mcpsdk.Server {
 	srv := mcpsdk.NewServer(&mcpsdk.Implementation{Name: "mcpsag-late-listen", Version: "1.0"}, nil)
-	add := func(name string) {
-		srv.AddTool(&mcpsdk.Tool{Name: name, Description: "tool " + name, InputSchema: map[string]any{"type": "object"}},
-			func(context.Context, *mcpsdk.CallToolRequest) (*mcpsdk.CallToolResult, error) {
-				return &mcpsdk.CallToolResult{}, nil
-			})
-	}
-	add("a")
+	AddTool(srv, "a")
 	var once sync.Once
 	srv.AddReceivingMiddleware(func(next mcpsdk.MethodHandler) mcpsdk.MethodHandler {
 		return func(ctx context.Context, method string, req mcpsdk.Request) (mcpsdk.Result, error) {
 			switch method {
 			case "tools/list":
-				defer once.Do(func() { add("b") })
+				defer once.Do(func() { AddTool(srv, "b") })
 			case "subscriptions/listen":
 				select {
 				case <-time.After(delay):
@@ -44,4 +38,14 @@ func NewLateListenServer(delay time.Duration) *mcpsdk.Server {
 		}
 	})
 	return srv
+}
+
+// AddTool adds to srv a tool called name, described "tool <name>", that
+// takes an empty object and answers with an empty result; the server then
+// tells its sessions that its tools changed.
+func AddTool(srv *mcpsdk.Server, name string) {
+	srv.AddTool(&mcpsdk.Tool{Name: name, Description: "tool " + name, InputSchema: map[string]any{"type": "object"}},
+		func(context.Context, *mcpsdk.CallToolRequest) (*mcpsdk.CallToolResult, error) {
+			return &mcpsdk.CallToolResult{}, nil
+		})
 }
