@@ -24,8 +24,10 @@ func newMatchCmd(e *env) *cobra.Command {
 		Long: `Asks the router which skills, and which tools of connected MCP servers, fit
 a task; --kinds skills or --kinds tools asks for one kind. Prints the
 candidates, best first, with the evidence for each (cosine, BM25, fused score,
-rank in each list, triggers that fired), or why it abstained (nothing fits,
-routing disabled). --json includes each tool's input schema.`,
+rank in each list, triggers that fired), and the verdict: a confident match,
+or low-confidence candidates that may not fit (the agent should check them);
+or why it abstained (no skill fits, routing disabled). --json includes each
+tool's input schema.`,
 		Example: `  routerctl match "fill in a PDF form from a JSON file"
   routerctl match --top-k 3 --mode bm25 "my pod is stuck in CrashLoopBackOff"
   routerctl match --kinds tools "read a text file"
@@ -76,6 +78,9 @@ routing disabled). --json includes each tool's input schema.`,
 			}
 			fmt.Fprintf(e.stdout, "no %s fits (%s): %s\n", what, reason, res.AbstainDetail)
 			return nil
+		}
+		if res.Verdict == routerv1.MatchVerdict_MATCH_VERDICT_LOW_CONFIDENCE {
+			fmt.Fprintf(e.stdout, "low confidence: %s\n", res.VerdictDetail)
 		}
 		tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
 		fmt.Fprintln(tw, "#\tSKILL\tFUSED\tCOSINE\tBM25\tWHY")

@@ -4,6 +4,7 @@ import (
 	"context"
 	"path/filepath"
 	"runtime"
+	"strings"
 	"testing"
 
 	routerv1 "github.com/mcpsag/router/api/proto/mcpsag/router/v1"
@@ -53,6 +54,11 @@ func TestEvaluationMeasuresWhatIsServed(t *testing.T) {
 			t.Errorf("%s: served abstained=%v with %d candidates, evaluated abstained=%v with %d",
 				q.ID, served.Abstained, len(served.Candidates), measured.Abstained, len(measured.Candidates))
 			continue
+		}
+		wantVerdict := "MATCH_VERDICT_" + strings.ToUpper(string(measured.Verdict))
+		if served.Verdict.String() != wantVerdict || served.VerdictDetail != measured.VerdictDetail {
+			t.Errorf("%s: served verdict %s (%q), evaluated %s (%q)", q.ID, served.Verdict, served.VerdictDetail,
+				measured.Verdict, measured.VerdictDetail)
 		}
 		if served.Degraded || measured.Degraded {
 			t.Errorf("%s: degraded (served %v, evaluated %v); the model should be in use", q.ID, served.Degraded, measured.Degraded)

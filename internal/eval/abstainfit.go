@@ -6,10 +6,26 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"sort"
 
 	"github.com/mcpsag/router/internal/match"
 	"github.com/mcpsag/router/internal/skill"
+)
+
+// Bound names the cutoff a task group's tasks set.
+type Bound string
+
+// Bounds.
+const (
+	// BoundNone: the group teaches the weights and is measured.
+	BoundNone Bound = ""
+	// BoundHidden: the group's own answerable tasks bound the abstention
+	// cutoff, which may hide at most FitOptions.Hidden of them.
+	BoundHidden Bound = "hidden"
+	// BoundConfident: the group's foreign tasks bound the confident
+	// cutoff, under which at least FitOptions.NotConfident of them fall.
+	BoundConfident Bound = "confident"
 )
 
 // TaskGroup is a set of labelled tasks matched against one catalog: a dev
@@ -18,44 +34,44 @@ import (
 // cannot serve them.
 type TaskGroup struct {
 	// Name labels the group in the figures, e.g. "metatool",
-	// "metatool@30" or "metatool>corpora". Groups with the same name (the
-	// draws of one sub-catalog size, say) share one row of figures and
-	// one cutoff budget.
+	// "metatool@30", "metatool-long" or "metatool>corpora". Groups with
+	// the same name (the draws of one sub-catalog size, say) share one row
+	// of figures and one weight in the fit.
 	Name string `json:"name"`
-	// Catalog names the catalog Index was built from (for a sub-catalog,
-	// the catalog it was drawn from); the leave-one-catalog-out figure
-	// holds out every group of one catalog at a time.
+	// Source names the dev set the tasks come from and Catalog the one
+	// whose skills (or a sub-catalog of them) the Index holds; the
+	// leave-one-set-out figure holds out every group of which a set is
+	// either.
+	Source  string `json:"source"`
 	Catalog string `json:"catalog"`
-	// Size is the size class of a sub-catalog (the number of skills drawn),
-	// 0 for a whole catalog; the leave-one-size-out figure holds out one
-	// class at a time.
+	// Size is the size of a sub-catalog (the number of skills drawn), 0
+	// for a whole catalog.
 	Size int `json:"size,omitempty"`
 	// Own is true for a set's own queries against its own skills (or a
 	// sub-catalog of them), false for foreign tasks.
 	Own     bool         `json:"own,omitempty"`
+	Bound   Bound        `json:"bound,omitempty"`
 	Index   *match.Index `json:"-"`
 	Queries []Query      `json:"-"`
 	// Test marks a group that is only evaluated, never fitted on.
 	Test bool `json:"test,omitempty"`
-	// Weight is the fitting weight of each of the group's tasks; 0 means 1.
-	Weight float64 `json:"weight,omitempty"`
-	// MaxWrong overrides FitOptions.MaxWrong for the group's name: the
-	// share of its answerable training tasks the cutoff may abstain on; a
-	// negative value leaves the cutoff unconstrained by this group.
-	MaxWrong float64 `json:"max_wrong,omitempty"`
 }
 
-// FitOptions configure FitAbstention.
+// FitOptions configure FitTasks.
 type FitOptions struct {
 	// Features default to match.HybridFeatures.
 	Features []string
 	// Signs constrain the sign of named features' weights (see
 	// match.FitSettings); match.EvidenceSigns are the shipped ones.
 	Signs map[string]int
-	// MaxWrong is the share of the training tasks that need a skill, in
-	// each group name that has them, that the cutoff may abstain on
-	// (default 0.03).
-	MaxWrong float64
+	// Hidden is the share of the answerable tasks of each BoundHidden
+	// group the abstention cutoff may hide (abstain on although a relevant
+	// skill is in the top 3), and half of it those whose first candidate
+	// is relevant (default 0.02).
+	Hidden float64
+	// NotConfident is the share of the tasks of each BoundConfident group
+	// that must fall under the confident cutoff (default 0.75).
+	NotConfident float64
 	// Folds is k of the cross-validation (default 5).
 	Folds int
 	// L2 is the classifier's weight penalty (default 1).
@@ -63,43 +79,48 @@ type FitOptions struct {
 	// Model is the embedding model's fingerprint the classifier is tied
 	// to.
 	Model string
-	// Balance weighs the training tasks so that, in every size class
-	// (whole catalogs, and each sub-catalog size), the tasks that need a
-	// skill and those that need none weigh the same in total, and every
-	// class weighs the same: the share of answerable tasks, which the
-	// groups' make-up fixes, then says nothing about a catalog's size.
-	// Group weights multiply in.
-	Balance bool
-	// Keywordless is the cosine threshold that decides, instead of the
-	// classifier, every task no skill shares a word with and that fires no
-	// trigger or name (served at or above it), as the router does with the
-	// model's threshold (match.RuleKeywordless); 0 leaves such tasks to the
-	// classifier.
+	// Keywordless is the cosine threshold under which the router abstains
+	// on a task no skill shares a word with and that fires no trigger or
+	// name (match.RuleKeywordless); 0 leaves such tasks to the classifier.
 	Keywordless float64
 }
 
-// GroupFigures are the abstention figures of one task group.
+// GroupFigures are the figures of one task group under a classifier and
+// its cutoffs.
 type GroupFigures struct {
 	Group string `json:"group"`
-	// NeedSkill tasks and how many of them were wrongly abstained on;
-	// Named those whose relevant skill was named or fired a trigger, and
-	// how many of them were abstained on.
-	NeedSkill  int `json:"need_skill"`
-	Wrong      int `json:"wrong"`
-	Named      int `json:"named"`
-	NamedWrong int `json:"named_wrong"`
-	// NoSkill tasks and how many were (rightly) abstained on.
-	NoSkill   int `json:"no_skill"`
-	Abstained int `json:"abstained"`
+	// NeedSkill tasks; NeedAbstained of them abstained on, Hidden of them
+	// although a relevant skill was in the top 3, HiddenTop1 although it
+	// was first;
+	// LowConfidence of them served as low-confidence candidates; Named
+	// those that name a relevant skill or fire its trigger, NamedHidden of
+	// them abstained on.
+	NeedSkill     int `json:"need_skill"`
+	NeedAbstained int `json:"need_abstained"`
+	Hidden        int `json:"hidden"`
+	HiddenTop1    int `json:"hidden_top1"`
+	LowConfidence int `json:"low_confidence"`
+	Named         int `json:"named"`
+	NamedHidden   int `json:"named_abstained"`
+	// NoSkill tasks; Abstained of them abstained on, NoSkillLow served as
+	// low-confidence candidates (the rest got a confident match).
+	NoSkill    int `json:"no_skill"`
+	Abstained  int `json:"abstained"`
+	NoSkillLow int `json:"no_skill_low_confidence"`
 }
 
-// WrongRate is the share of the tasks that need a skill abstained on, in
-// percent, -1 without such tasks.
-func (g GroupFigures) WrongRate() float64 { return rate(g.Wrong, g.NeedSkill) }
+// HiddenRate is the share of the tasks that need a skill hidden by an
+// abstention, in percent, -1 without such tasks.
+func (g GroupFigures) HiddenRate() float64 { return rate(g.Hidden, g.NeedSkill) }
 
 // AbstainRate is the share of the tasks that need no skill abstained on,
 // in percent, -1 without such tasks.
 func (g GroupFigures) AbstainRate() float64 { return rate(g.Abstained, g.NoSkill) }
+
+// NotConfidentRate is the share of the tasks that need no skill not given
+// a confident match (abstained on or served as low-confidence), in
+// percent, -1 without such tasks.
+func (g GroupFigures) NotConfidentRate() float64 { return rate(g.Abstained+g.NoSkillLow, g.NoSkill) }
 
 func rate(a, n int) float64 {
 	if n == 0 {
@@ -114,16 +135,13 @@ func rate(a, n int) float64 {
 type AbstentionFit struct {
 	Classifier *match.Classifier `json:"classifier"`
 	// CrossValidated: k folds over task texts (a text in a test fold is
-	// never fitted on, whatever its group); LeaveCatalogOut: each
-	// catalog's groups are judged by classifiers fitted without any group
-	// of that catalog (and without the test fold's texts);
-	// LeaveSizeOut: the same for each sub-catalog size class, whole
-	// catalogs being one class; InSample: the final classifier on every
-	// group.
-	CrossValidated  []GroupFigures `json:"cross_validated"`
-	LeaveCatalogOut []GroupFigures `json:"leave_catalog_out"`
-	LeaveSizeOut    []GroupFigures `json:"leave_size_out"`
-	InSample        []GroupFigures `json:"in_sample"`
+	// never fitted on, whatever its group); LeaveSetOut: each dev set's
+	// groups (those of its tasks and those of its catalog) are judged by
+	// a classifier, and cutoffs, fitted without any of them; InSample:
+	// the final classifier on every group.
+	CrossValidated []GroupFigures `json:"cross_validated"`
+	LeaveSetOut    []GroupFigures `json:"leave_set_out"`
+	InSample       []GroupFigures `json:"in_sample"`
 	// Notes say where a held-out figure could not be computed.
 	Notes []string `json:"notes,omitempty"`
 }
@@ -135,6 +153,10 @@ type AbstentionTask struct {
 	Text     string         `json:"text"`
 	Features match.Features `json:"features"`
 	Needs    bool           `json:"needs,omitempty"`
+	// Top3 and Top1 are set when a relevant skill is among the first
+	// three candidates of the ranking, or first.
+	Top3 bool `json:"top3,omitempty"`
+	Top1 bool `json:"top1,omitempty"`
 	// Rule is the rule that decided the match; Forced is true when it
 	// decided before the classifier (explicit, no match, no skills),
 	// Abstain is then its decision.
@@ -178,14 +200,13 @@ func CollectTasks(ctx context.Context, groups []TaskGroup) ([]AbstentionTask, er
 			case match.RuleNoMatch, match.RuleNoSkills:
 				t.Forced, t.Abstain = true, true
 			}
-			rel := map[string]bool{}
-			for _, r := range q.Relevant {
-				rel[r] = true
-			}
-			for _, c := range rk.Ranked {
-				if rel[c.Skill.Name] && (c.NameMentioned || len(c.TriggersFired) > 0) {
-					t.Named = true
+			for i, c := range rk.Ranked {
+				if !slices.Contains(q.Relevant, c.Skill.Name) {
+					continue
 				}
+				t.Top1 = t.Top1 || i == 0
+				t.Top3 = t.Top3 || i < 3
+				t.Named = t.Named || c.NameMentioned || len(c.TriggersFired) > 0
 			}
 			tasks = append(tasks, t)
 		}
@@ -202,17 +223,26 @@ type fitSet struct {
 	row    []int    // group index -> names index
 }
 
-// FitTasks fits one abstention classifier over the tasks of every group not
-// marked Test, with a cutoff that keeps wrong abstentions at most the
-// allowed share in each group name with tasks that need a skill, and
-// reports cross-validated, leave-one-catalog-out, leave-one-size-out and
-// in-sample figures per group name.
+// FitTasks fits one classifier of "the top three candidates hold a skill
+// for the task" over the tasks of every group not marked Test: positives
+// are the answerable tasks whose relevant skill ranks in the top three,
+// negatives the tasks that need no skill (answerable tasks the ranking
+// missed say nothing of abstention and are left out). Every group name
+// weighs the same in each class, and both classes the same in all. The
+// abstention cutoff is the largest that hides at most FitOptions.Hidden of
+// the answerable tasks of every BoundHidden group, the confident cutoff the
+// smallest that leaves FitOptions.NotConfident of the tasks of every
+// BoundConfident group under it. It reports cross-validated,
+// leave-one-set-out and in-sample figures per group name.
 func FitTasks(groups []TaskGroup, tasks []AbstentionTask, opt FitOptions) (*AbstentionFit, error) {
 	if len(opt.Features) == 0 {
 		opt.Features = match.HybridFeatures
 	}
-	if opt.MaxWrong == 0 {
-		opt.MaxWrong = 0.03
+	if opt.Hidden == 0 {
+		opt.Hidden = 0.02
+	}
+	if opt.NotConfident == 0 {
+		opt.NotConfident = 0.75
 	}
 	if opt.Folds == 0 {
 		opt.Folds = 5
@@ -239,76 +269,59 @@ func FitTasks(groups []TaskGroup, tasks []AbstentionTask, opt FitOptions) (*Abst
 	train := func(i int) bool { return !groups[tasks[i].Group].Test }
 	fit := &AbstentionFit{}
 
-	// k folds over texts.
 	foldOf := textFolds(tasks, opt.Folds)
-	cv := make([]bool, len(tasks))
+	cv := make([]skill.Verdict, len(tasks))
 	for f := 0; f < opt.Folds; f++ {
-		cls, err := fs.fitCutoff(func(i int) bool { return foldOf[i] != f && train(i) })
+		cls, err := fs.fitCutoffs(func(i int) bool { return foldOf[i] != f && train(i) })
 		if err != nil {
 			return nil, err
 		}
 		for i := range tasks {
 			if foldOf[i] == f {
-				cv[i] = fs.decide(cls, i)
+				cv[i] = fs.verdict(cls, i)
 			}
 		}
 	}
 	fit.CrossValidated = fs.figures(cv)
 
-	// Hold out one class of groups at a time (with the test fold's texts).
-	heldOut := func(what string, classes []string, classOf func(TaskGroup) string) []GroupFigures {
-		out := append([]bool(nil), cv...)
-		for _, cl := range classes {
-			held := func(i int) bool { return classOf(groups[tasks[i].Group]) == cl }
-			for f := 0; f < opt.Folds; f++ {
-				cls, err := fs.fitCutoff(func(i int) bool { return foldOf[i] != f && train(i) && !held(i) })
-				if err != nil {
-					fit.Notes = append(fit.Notes, fmt.Sprintf("%s %s, fold %d: %v; its tasks keep their k-fold decisions", what, cl, f+1, err))
-					continue
-				}
-				for i := range tasks {
-					if foldOf[i] == f && held(i) {
-						out[i] = fs.decide(cls, i)
-					}
-				}
+	var sets []string
+	for _, g := range groups {
+		for _, s := range []string{g.Source, g.Catalog} {
+			if s != "" && !slices.Contains(sets, s) {
+				sets = append(sets, s)
 			}
 		}
-		return fs.figures(out)
 	}
-	var catalogs, sizes []string
-	seenC, seenS := map[string]bool{}, map[string]bool{}
-	for _, g := range groups {
-		if !seenC[g.Catalog] {
-			seenC[g.Catalog] = true
-			catalogs = append(catalogs, g.Catalog)
+	loso := append([]skill.Verdict(nil), cv...)
+	for _, s := range sets {
+		held := func(i int) bool {
+			g := groups[tasks[i].Group]
+			return g.Source == s || g.Catalog == s
 		}
-		if s := sizeClass(g); !seenS[s] {
-			seenS[s] = true
-			sizes = append(sizes, s)
+		cls, err := fs.fitCutoffs(func(i int) bool { return train(i) && !held(i) })
+		if err != nil {
+			fit.Notes = append(fit.Notes, fmt.Sprintf("leaving %s out: %v; its tasks keep their k-fold verdicts", s, err))
+			continue
+		}
+		for i := range tasks {
+			if held(i) {
+				loso[i] = fs.verdict(cls, i)
+			}
 		}
 	}
-	fit.LeaveCatalogOut = heldOut("catalog", catalogs, func(g TaskGroup) string { return g.Catalog })
-	fit.LeaveSizeOut = heldOut("size", sizes, sizeClass)
+	fit.LeaveSetOut = fs.figures(loso)
 
-	cls, err := fs.fitCutoff(train)
+	cls, err := fs.fitCutoffs(train)
 	if err != nil {
 		return nil, err
 	}
-	all := make([]bool, len(tasks))
+	all := make([]skill.Verdict, len(tasks))
 	for i := range tasks {
-		all[i] = fs.decide(cls, i)
+		all[i] = fs.verdict(cls, i)
 	}
 	fit.InSample = fs.figures(all)
 	fit.Classifier = cls
 	return fit, nil
-}
-
-// sizeClass names a group's size class: "whole" or the sub-catalog size.
-func sizeClass(g TaskGroup) string {
-	if g.Size == 0 {
-		return "whole"
-	}
-	return fmt.Sprint(g.Size)
 }
 
 // textFolds assigns each task a fold by its text, so one text (a dev-set
@@ -340,161 +353,221 @@ func textFolds(tasks []AbstentionTask, k int) []int {
 	return out
 }
 
-// keywordless reports whether task i is decided by the keywordless
-// threshold rather than the classifier.
+// keywordless reports whether task i is one the keywordless threshold may
+// abstain on, whatever the classifier says.
 func (fs *fitSet) keywordless(i int) bool {
 	f := fs.tasks[i].Features
 	return fs.opt.Keywordless > 0 && f.NoKeyword == 1 && f.Boost == 0
 }
 
-// fitCutoff fits the classifier on the tasks keep selects (those decided
-// before the classifier left out) and sets its cutoff to the largest
-// probability that abstains on at most the allowed share of the training
-// tasks that need a skill, in every group name that has them.
-func (fs *fitSet) fitCutoff(keep func(int) bool) (*match.Classifier, error) {
-	var samples []match.Sample
-	probs := map[int][]int{} // names index -> task indexes that need a skill
+// ruleAbstains reports whether a rule other than the classifier abstains
+// on task i: a forced decision, or the keywordless threshold.
+func (fs *fitSet) ruleAbstains(i int) bool {
+	t := fs.tasks[i]
+	if t.Forced {
+		return t.Abstain
+	}
+	return fs.keywordless(i) && t.Features.DenseTop < fs.opt.Keywordless
+}
+
+// positive reports whether task i is a positive of the fit, and whether it
+// takes part in it at all.
+func (fs *fitSet) positive(i int) (pos, use bool) {
+	t := fs.tasks[i]
+	switch {
+	case t.Forced || fs.keywordless(i):
+		return false, false
+	case !t.Needs:
+		return false, true
+	case t.Top3:
+		return true, true
+	}
+	return false, false
+}
+
+// fitCutoffs fits the classifier on the tasks keep selects and sets its
+// abstention and confident cutoffs from them.
+func (fs *fitSet) fitCutoffs(keep func(int) bool) (*match.Classifier, error) {
+	type cell struct {
+		row int
+		pos bool
+	}
+	count := map[cell]float64{}
 	var used []int
-	for i, t := range fs.tasks {
-		if !keep(i) || t.Forced || fs.keywordless(i) {
+	for i := range fs.tasks {
+		pos, use := fs.positive(i)
+		if !keep(i) || !use {
 			continue
 		}
 		used = append(used, i)
-		if t.Needs && fs.groups[t.Group].MaxWrong >= 0 {
-			probs[fs.row[t.Group]] = append(probs[fs.row[t.Group]], i)
-		}
+		count[cell{fs.row[fs.tasks[i].Group], pos}]++
 	}
-	if len(probs) == 0 {
-		// No group that bounds the cutoff is left (every whole
-		// catalog held out): each group with answerable tasks gets
-		// FitOptions.MaxWrong.
-		for _, i := range used {
-			if t := fs.tasks[i]; t.Needs {
-				probs[fs.row[t.Group]] = append(probs[fs.row[t.Group]], i)
-			}
-		}
+	// Each group name weighs the same in its class: 1/count per task, then
+	// each class's total is scaled to half the samples.
+	classTotal := map[bool]float64{}
+	for c := range count {
+		classTotal[c.pos]++
 	}
-	balance := fs.balance(used)
+	samples := make([]match.Sample, 0, len(used))
 	for _, i := range used {
-		t := fs.tasks[i]
-		samples = append(samples, match.Sample{Features: t.Features, NeedsSkill: t.Needs,
-			Weight: groupWeight(fs.groups[t.Group]) * balance(t)})
+		pos, _ := fs.positive(i)
+		c := cell{fs.row[fs.tasks[i].Group], pos}
+		w := float64(len(used)) / (2 * classTotal[pos] * count[c])
+		samples = append(samples, match.Sample{Features: fs.tasks[i].Features, Positive: pos, Weight: w})
 	}
 	cls, err := match.FitClassifier(skill.ModeHybrid, fs.opt.Model, fs.opt.Features, samples,
 		match.FitSettings{L2: fs.opt.L2, Signs: fs.opt.Signs})
 	if err != nil {
 		return nil, fmt.Errorf("fit abstention: %w", err)
 	}
-	if len(probs) == 0 {
-		return nil, errors.New("fit abstention: no training task needs a skill")
-	}
-	budget := map[int]float64{}
-	for gi, g := range fs.groups {
-		if g.MaxWrong > 0 {
-			budget[fs.row[gi]] = g.MaxWrong
-		}
-	}
-	cut := 1.0
-	for row, idx := range probs {
-		if len(idx) == 0 {
-			continue
-		}
-		ps := make([]float64, len(idx))
-		for j, i := range idx {
-			ps[j] = cls.Probability(fs.tasks[i].Features)
-		}
-		sort.Float64s(ps)
-		share := fs.opt.MaxWrong
-		if b, ok := budget[row]; ok && b > 0 {
-			share = b
-		}
-		k := int(math.Floor(share * float64(len(ps))))
-		// Abstaining below ps[k] abstains on the k lowest.
-		cut = math.Min(cut, ps[min(k, len(ps)-1)])
+	cut, err := fs.abstainCutoff(cls, keep)
+	if err != nil {
+		return nil, err
 	}
 	cls.Cutoff = cut
+	cls.Confident = max(cut, fs.confidentCutoff(cls, keep))
 	return cls, nil
 }
 
-// balance returns each used task's balancing factor: 1 without
-// FitOptions.Balance; else one that gives, in every size class holding
-// both kinds of task, the tasks that need a skill and those that need none
-// the same total weight, the same for every such class (a class holding
-// one kind only keeps factor 1).
-func (fs *fitSet) balance(used []int) func(AbstentionTask) float64 {
-	if !fs.opt.Balance {
-		return func(AbstentionTask) float64 { return 1 }
+// abstainCutoff returns the largest cutoff that abstains on at most
+// FitOptions.Hidden of the answerable tasks of every BoundHidden group name
+// whose relevant skill ranks in the top three, and on at most half that
+// share of those whose relevant skill ranks first, counting what the other
+// rules already hide.
+func (fs *fitSet) abstainCutoff(cls *match.Classifier, keep func(int) bool) (float64, error) {
+	type budget struct {
+		answerable, hidden3, hidden1 int
+		p3, p1                       []float64
 	}
-	type cell struct {
-		size  string
-		needs bool
-	}
-	mass := map[cell]float64{}
-	sizes := map[string]bool{}
-	for _, i := range used {
-		t := fs.tasks[i]
-		size := sizeClass(fs.groups[t.Group])
-		mass[cell{size, t.Needs}] += groupWeight(fs.groups[t.Group])
-		sizes[size] = true
-	}
-	var both, total float64
-	for size := range sizes {
-		if mass[cell{size, true}] > 0 && mass[cell{size, false}] > 0 {
-			both++
-			total += mass[cell{size, true}] + mass[cell{size, false}]
+	rows := map[int]*budget{}
+	for i, t := range fs.tasks {
+		g := fs.groups[t.Group]
+		if !keep(i) || g.Bound != BoundHidden || !t.Needs {
+			continue
+		}
+		b := rows[fs.row[t.Group]]
+		if b == nil {
+			b = &budget{}
+			rows[fs.row[t.Group]] = b
+		}
+		b.answerable++
+		switch {
+		case fs.ruleAbstains(i):
+			if t.Top3 {
+				b.hidden3++
+			}
+			if t.Top1 {
+				b.hidden1++
+			}
+		case t.Forced:
+		default:
+			p := cls.Probability(t.Features)
+			if t.Top3 {
+				b.p3 = append(b.p3, p)
+			}
+			if t.Top1 {
+				b.p1 = append(b.p1, p)
+			}
 		}
 	}
-	return func(t AbstentionTask) float64 {
-		size := sizeClass(fs.groups[t.Group])
-		own, other := mass[cell{size, t.Needs}], mass[cell{size, !t.Needs}]
-		if own == 0 || other == 0 {
-			return 1
+	if len(rows) == 0 {
+		return 0, errors.New("fit abstention: no group bounds the abstention cutoff")
+	}
+	cut := 1.0
+	limit := func(ps []float64, share float64, answerable, hidden int) {
+		if len(ps) == 0 {
+			return
 		}
-		return total / (2 * both * own)
+		sort.Float64s(ps)
+		k := max(0, int(math.Floor(share*float64(answerable)))-hidden)
+		// Abstaining below ps[k] abstains on the k lowest.
+		cut = math.Min(cut, ps[min(k, len(ps)-1)])
 	}
+	for _, b := range rows {
+		limit(b.p3, fs.opt.Hidden, b.answerable, b.hidden3)
+		limit(b.p1, fs.opt.Hidden/2, b.answerable, b.hidden1)
+	}
+	return cut, nil
 }
 
-func groupWeight(g TaskGroup) float64 {
-	if g.Weight == 0 {
-		return 1
+// confidentCutoff returns the smallest probability under which at least
+// FitOptions.NotConfident of the classifier-decided tasks of every
+// BoundConfident group name fall (0 without such groups).
+func (fs *fitSet) confidentCutoff(cls *match.Classifier, keep func(int) bool) float64 {
+	byRow := map[int][]float64{}
+	for i, t := range fs.tasks {
+		if !keep(i) || fs.groups[t.Group].Bound != BoundConfident || t.Forced || fs.ruleAbstains(i) {
+			continue
+		}
+		byRow[fs.row[t.Group]] = append(byRow[fs.row[t.Group]], cls.Probability(t.Features))
 	}
-	return g.Weight
+	conf := 0.0
+	for _, ps := range byRow {
+		sort.Float64s(ps)
+		k := int(math.Ceil(fs.opt.NotConfident * float64(len(ps))))
+		if k >= len(ps) {
+			conf = math.Max(conf, math.Nextafter(ps[len(ps)-1], 2))
+			continue
+		}
+		conf = math.Max(conf, ps[k])
+	}
+	return math.Min(conf, 1)
 }
 
-// decide says whether the router abstains on task i under cls.
-func (fs *fitSet) decide(cls *match.Classifier, i int) bool {
+// verdict is the router's verdict on task i under cls.
+func (fs *fitSet) verdict(cls *match.Classifier, i int) skill.Verdict {
 	t := fs.tasks[i]
-	if t.Forced {
-		return t.Abstain
+	switch {
+	case fs.ruleAbstains(i):
+		return skill.VerdictNoSkill
+	case t.Forced:
+		return skill.VerdictConfident
 	}
-	if fs.keywordless(i) {
-		return t.Features.DenseTop < fs.opt.Keywordless
+	p := cls.Probability(t.Features)
+	switch {
+	case !fs.keywordless(i) && p < cls.Cutoff:
+		return skill.VerdictNoSkill
+	case p < cls.Confident:
+		return skill.VerdictLowConfidence
 	}
-	return cls.Probability(t.Features) < cls.Cutoff
+	return skill.VerdictConfident
 }
 
-func (fs *fitSet) figures(abstain []bool) []GroupFigures {
+func (fs *fitSet) figures(verdicts []skill.Verdict) []GroupFigures {
 	out := make([]GroupFigures, len(fs.names))
 	for i, n := range fs.names {
 		out[i].Group = n
 	}
 	for i, t := range fs.tasks {
 		f := &out[fs.row[t.Group]]
+		v := verdicts[i]
 		if t.Needs {
 			f.NeedSkill++
-			if abstain[i] {
-				f.Wrong++
+			if v == skill.VerdictNoSkill {
+				f.NeedAbstained++
+				if t.Top3 {
+					f.Hidden++
+				}
+				if t.Top1 {
+					f.HiddenTop1++
+				}
+			}
+			if v == skill.VerdictLowConfidence {
+				f.LowConfidence++
 			}
 			if t.Named {
 				f.Named++
-				if abstain[i] {
-					f.NamedWrong++
+				if v == skill.VerdictNoSkill {
+					f.NamedHidden++
 				}
 			}
 		} else {
 			f.NoSkill++
-			if abstain[i] {
+			switch v {
+			case skill.VerdictNoSkill:
 				f.Abstained++
+			case skill.VerdictLowConfidence:
+				f.NoSkillLow++
 			}
 		}
 	}

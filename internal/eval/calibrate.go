@@ -169,7 +169,7 @@ func Calibrate(ctx context.Context, ix *match.Index, qs []Query, opt CalibrateOp
 		if hybrid && rk.Result.Degraded {
 			return nil, fmt.Errorf("query %s: embeddings failed during calibration", q.ID)
 		}
-		samples[i] = match.Sample{Features: rk.Features, NeedsSkill: q.NeedSkill()}
+		samples[i] = match.Sample{Features: rk.Features, Positive: q.NeedSkill()}
 		if opt.Progress != nil {
 			opt.Progress("features", i+1, len(qs))
 		}
@@ -190,7 +190,7 @@ func Calibrate(ctx context.Context, ix *match.Index, qs []Query, opt CalibrateOp
 	}
 	noSkill := make([]bool, len(qs))
 	for i, s := range samples {
-		noSkill[i] = !s.NeedsSkill
+		noSkill[i] = !s.Positive
 	}
 	folds := stratifiedFolds(noSkill, opt.Folds)
 

@@ -1,10 +1,13 @@
 package eval_test
 
 import (
+	"bufio"
 	"context"
+	"encoding/json"
 	"fmt"
 	"io/fs"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"testing"
 
@@ -14,12 +17,13 @@ import (
 )
 
 // Dev sets, real skill trees and the default model, beside the checkout;
-// MCPSAG_EVAL_DIR, MCPSAG_CORPORA_DIR and MCPSAG_MODEL_DIR override the
-// locations.
+// MCPSAG_EVAL_DIR, MCPSAG_EVAL_TRANSFER_DIR, MCPSAG_CORPORA_DIR and
+// MCPSAG_MODEL_DIR override the locations.
 var (
-	devEvalDir    = envOr("MCPSAG_EVAL_DIR", filepath.Join("..", "..", "..", "shared", "eval"))
-	devCorporaDir = envOr("MCPSAG_CORPORA_DIR", filepath.Join("..", "..", "..", "shared", "corpora"))
-	devModelDir   = envOr("MCPSAG_MODEL_DIR", filepath.Join("..", "..", "models", "mcpsag-static-v1"))
+	devEvalDir     = envOr("MCPSAG_EVAL_DIR", filepath.Join("..", "..", "..", "shared", "eval"))
+	devTransferDir = envOr("MCPSAG_EVAL_TRANSFER_DIR", filepath.Join("..", "..", "..", "shared", "eval-transfer"))
+	devCorporaDir  = envOr("MCPSAG_CORPORA_DIR", filepath.Join("..", "..", "..", "shared", "corpora"))
+	devModelDir    = envOr("MCPSAG_MODEL_DIR", filepath.Join("..", "..", "models", "mcpsag-static-v1"))
 )
 
 func envOr(key, def string) string {
@@ -29,39 +33,92 @@ func envOr(key, def string) string {
 	return def
 }
 
-// TestDevSetsHybridNotWorse guards the ranking bars: on every dev set, the
-// default hybrid ranks at least as well (NDCG@10, Recall@5, Hit@1) as the
-// better of BM25 alone and dense alone (Recall@5 within 0.5 points), and on
-// MetaTool it gains at least 3 NDCG@10 points over BM25; and the abstention
-// bars of the default configuration (shipped calibration): at most 5% of
-// each set's answerable queries abstained on, at most 2% of those whose
-// relevant skill is named or fires a trigger. It needs the dev sets and the
-// default model, and takes tens of seconds.
-func TestDevSetsHybridNotWorse(t *testing.T) {
+// corporaTasks are labelled tasks for the gathered corpora, written for
+// this project: tasks its skills serve.
+var corporaTasks = filepath.Join("..", "..", "testdata", "corpora-tasks", "queries.jsonl")
+
+// devSet is one dev set present beside the checkout: its skill root (a
+// folder holding skills/) and its queries.
+type devSet struct {
+	name, root, queries string
+	// agent: tasks of agents against real skill folders; otherwise user
+	// requests against API tools.
+	agent bool
+}
+
+// ndcgFloors are today's hybrid NDCG@10 of the default configuration less
+// 0.3 points: no change may cost a set more than that.
+var ndcgFloors = map[string]float64{
+	"metatool": 66.55, "seal-tools": 94.17, "skillsbench-dev": 79.42, "toollens-train": 34.68, "corpora": 93.6,
+}
+
+// devSets lists the dev sets present: every set under ../shared/eval and
+// ../shared/eval-transfer, and the corpora tasks against the gathered
+// ../shared/corpora. It skips the test when the default model or every set
+// is absent.
+func devSets(t *testing.T) []devSet {
+	t.Helper()
 	if testing.Short() {
 		t.Skip("slow: evaluates the dev sets")
 	}
 	if _, err := os.Stat(filepath.Join(devModelDir, "model.onnx")); err != nil {
 		t.Skipf("default model not built at %s", devModelDir)
 	}
-	sets, _ := filepath.Glob(filepath.Join(devEvalDir, "*", "queries.jsonl"))
-	if len(sets) == 0 {
-		t.Skipf("no dev sets under %s", devEvalDir)
+	var sets []devSet
+	for _, dir := range []string{devEvalDir, devTransferDir} {
+		found, _ := filepath.Glob(filepath.Join(dir, "*", "queries.jsonl"))
+		for _, qf := range found {
+			root := filepath.Dir(qf)
+			name := filepath.Base(root)
+			sets = append(sets, devSet{name: name, root: root, queries: qf, agent: name == "skillsbench-dev"})
+		}
 	}
-	for _, qf := range sets {
-		dir := filepath.Dir(qf)
-		t.Run(filepath.Base(dir), func(t *testing.T) {
+	if _, err := os.Stat(devCorporaDir); err == nil {
+		sets = append(sets, devSet{name: "corpora", root: gatherCorpora(t, devCorporaDir), queries: corporaTasks, agent: true})
+	} else {
+		t.Logf("no skill corpora at %s: the corpora tasks are not evaluated", devCorporaDir)
+	}
+	if len(sets) == 0 {
+		t.Skipf("no dev sets under %s or %s", devEvalDir, devTransferDir)
+	}
+	return sets
+}
+
+// openSet builds a generation of the set's catalog with the router's
+// default configuration (bundled calibration included).
+func openSet(t *testing.T, s devSet) *eval.Corpus {
+	t.Helper()
+	cfg := config.Default().Match
+	c, err := eval.Open(context.Background(), eval.Options{Skills: s.root, ModelDir: devModelDir, Config: &cfg})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	if c.DenseErr != nil {
+		t.Fatalf("model: %v", c.DenseErr)
+	}
+	return c
+}
+
+// TestDevSets guards the routing goals on every dev set present, with the
+// default configuration as the router runs it:
+//   - ranking: hybrid NDCG@10 at least BM25 alone's and the reference BM25
+//     of ../shared/eval/bm25_baseline.py (body variant, when python3 runs
+//     it), Hit@1 and Recall@5 (within a point) at least the better single
+//     signal's, no set more than 0.3 NDCG@10 points under today's, and on
+//     MetaTool 3 points over BM25 (the embedding model's bar);
+//   - verdicts: at most 2% of the answerable tasks abstained on although a
+//     relevant skill was in the top 3, none of those that name their skill
+//     or fire its trigger, and Hit@1 end to end within a point of the
+//     ranking's.
+func TestDevSets(t *testing.T) {
+	sets := devSets(t)
+	ref := referenceNDCG(t, sets)
+	for _, s := range sets {
+		t.Run(s.name, func(t *testing.T) {
 			ctx := context.Background()
-			cfg := config.Default().Match // with the bundled calibration, as the router runs
-			c, err := eval.Open(ctx, eval.Options{Skills: dir, ModelDir: devModelDir, Config: &cfg})
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer c.Close()
-			if c.DenseErr != nil {
-				t.Fatalf("model: %v", c.DenseErr)
-			}
-			qs, err := eval.LoadQueries(qf)
+			c := openSet(t, s)
+			qs, err := eval.LoadQueries(s.queries)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -74,133 +131,153 @@ func TestDevSetsHybridNotWorse(t *testing.T) {
 				}
 				got[mode] = rep.Ranking
 				hybrid = rep
-				t.Logf("%-6s NDCG@10 %.1f  Recall@5 %.1f  Hit@1 %.1f", mode, rep.Ranking.NDCG10, rep.Ranking.R5, rep.Ranking.Hit1)
+				t.Logf("%-6s NDCG@10 %.2f  Recall@5 %.2f  Hit@1 %.2f", mode, rep.Ranking.NDCG10, rep.Ranking.R5, rep.Ranking.Hit1)
 			}
 			h, b, d := got[skill.ModeHybrid], got[skill.ModeKeyword], got[skill.ModeDense]
+			if h.NDCG10 < b.NDCG10 {
+				t.Errorf("NDCG@10: hybrid %.2f is below bm25 %.2f", h.NDCG10, b.NDCG10)
+			}
 			for _, m := range []struct {
 				name          string
 				hyb, bm, dens float64
 				slack         float64
-			}{{"NDCG@10", h.NDCG10, b.NDCG10, d.NDCG10, 0}, {"Recall@5", h.R5, b.R5, d.R5, 0.5}, {"Hit@1", h.Hit1, b.Hit1, d.Hit1, 0}} {
+			}{{"NDCG@10", h.NDCG10, b.NDCG10, d.NDCG10, 0}, {"Recall@5", h.R5, b.R5, d.R5, 1}, {"Hit@1", h.Hit1, b.Hit1, d.Hit1, 0}} {
 				if m.hyb < max(m.bm, m.dens)-m.slack {
 					t.Errorf("%s: hybrid %.2f is below max(bm25 %.2f, dense %.2f)", m.name, m.hyb, m.bm, m.dens)
 				}
 			}
-			// Abstention of the default configuration on answerable queries.
-			wrong := hybrid.Abstention.WrongOnAnswerable
-			if share := 100 * float64(wrong) / float64(hybrid.NeedSkill); share > 5 {
-				t.Errorf("abstained on %d of %d answerable queries (%.1f%%), over 5%%", wrong, hybrid.NeedSkill, share)
+			if r, ok := ref[s.name]; ok && h.NDCG10 < r {
+				t.Errorf("NDCG@10: hybrid %.2f is below the reference BM25's %.2f", h.NDCG10, r)
 			}
-			named, namedWrong := hybrid.Named, hybrid.NamedAbstained
-			t.Logf("abstained on %d of %d answerable queries; %d of %d that name their skill", wrong, hybrid.NeedSkill, namedWrong, named)
-			if named > 0 && 100*float64(namedWrong)/float64(named) > 2 {
-				t.Errorf("abstained on %d of %d queries that name their skill or fire its trigger, over 2%%", namedWrong, named)
+			if floor, ok := ndcgFloors[s.name]; ok && h.NDCG10 < floor {
+				t.Errorf("NDCG@10: hybrid %.2f is under its floor %.2f", h.NDCG10, floor)
 			}
-			// The embedding model's bar: hybrid gains at least 3 NDCG@10
-			// points over BM25 alone on MetaTool, whose skills have no body.
-			if filepath.Base(dir) == "metatool" && h.NDCG10 < b.NDCG10+3 {
+			if s.name == "metatool" && h.NDCG10 < b.NDCG10+3 {
 				t.Errorf("NDCG@10: hybrid %.2f gains less than 3 points over bm25 %.2f", h.NDCG10, b.NDCG10)
 			}
+
+			v := hybrid.Verdicts.NeedSkill
+			t.Logf("hidden hits %d of %d (%.1f%%); %d confident, %d low-confidence, %d no skill; Hit@1 %.1f, end to end %.1f",
+				hybrid.HiddenHits, hybrid.NeedSkill, hybrid.HiddenHitShare, v.Confident, v.LowConfidence, v.NoSkill,
+				hybrid.Ranking.Hit1, hybrid.EndToEndHit1)
+			if hybrid.HiddenHitShare > 2 {
+				t.Errorf("abstained on %d of %d answerable tasks although a relevant skill was in the top 3 (%.1f%%), over 2%%",
+					hybrid.HiddenHits, hybrid.NeedSkill, hybrid.HiddenHitShare)
+			}
+			if hybrid.NamedAbstained > 0 {
+				t.Errorf("abstained on %d of %d tasks that name their skill or fire its trigger", hybrid.NamedAbstained, hybrid.Named)
+			}
+			if hybrid.EndToEndHit1 < hybrid.Ranking.Hit1-1 {
+				t.Errorf("Hit@1 end to end %.2f is more than a point under the ranking's %.2f", hybrid.EndToEndHit1, hybrid.Ranking.Hit1)
+			}
 		})
 	}
 }
 
-// TestDevSetsForeignAbstention guards the cross-catalog bar: the answerable
-// queries of each dev set, run against the real skill trees of
-// ../shared/corpora (gathered into one catalog, which cannot serve them),
-// are abstained on at least 70% of the time by the default configuration.
-// Label noise is real (a research skill can serve a research question);
-// the served tasks are logged.
-func TestDevSetsForeignAbstention(t *testing.T) {
-	if testing.Short() {
-		t.Skip("slow: evaluates the dev sets")
+// TestDevSetsForeignTasks guards the cross-catalog goal: a set's
+// answerable tasks, run against the catalog of a set of the other kind
+// (user requests for API tools against the gathered skill folders; agent
+// tasks against the MetaTool and ToolLens tools), which cannot serve them,
+// are given a confident match at most 30% of the time. The share abstained
+// on outright and the tasks served confidently are logged: labels are noisy
+// at the edges (a web-search skill can serve a news request).
+func TestDevSetsForeignTasks(t *testing.T) {
+	sets := devSets(t)
+	byName := map[string]devSet{}
+	for _, s := range sets {
+		byName[s.name] = s
 	}
-	if _, err := os.Stat(filepath.Join(devModelDir, "model.onnx")); err != nil {
-		t.Skipf("default model not built at %s", devModelDir)
+	catalogs := map[string]*eval.Corpus{}
+	for _, to := range []string{"corpora", "metatool", "toollens-train"} {
+		if s, ok := byName[to]; ok {
+			catalogs[to] = openSet(t, s)
+		}
 	}
-	if _, err := os.Stat(devCorporaDir); err != nil {
-		t.Skipf("no skill corpora at %s", devCorporaDir)
-	}
-	sets, _ := filepath.Glob(filepath.Join(devEvalDir, "*", "queries.jsonl"))
-	if len(sets) == 0 {
-		t.Skipf("no dev sets under %s", devEvalDir)
-	}
-	ctx := context.Background()
-	root := gatherCorpora(t, devCorporaDir)
-	cfg := config.Default().Match
-	c, err := eval.Open(ctx, eval.Options{Skills: root, ModelDir: devModelDir, Config: &cfg})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	if c.DenseErr != nil {
-		t.Fatalf("model: %v", c.DenseErr)
-	}
-	for _, qf := range sets {
-		set := filepath.Base(filepath.Dir(qf))
-		t.Run(set, func(t *testing.T) {
-			qs, err := eval.LoadQueries(qf)
-			if err != nil {
-				t.Fatal(err)
+	pairs := 0
+	for _, from := range sets {
+		for _, to := range []string{"corpora", "metatool", "toollens-train"} {
+			target, ok := byName[to]
+			if !ok || from.name == to || from.agent == target.agent {
+				continue
 			}
-			cr, err := eval.CrossCatalog(ctx, c.Index, qs, eval.CrossOptions{N: 500, Run: eval.RunOptions{Set: set}})
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Logf("%s against %d skills: abstained on %d of %d (%.1f%%)", set, cr.Skills, cr.Abstained, cr.Tasks, cr.Rate)
-			if cr.Rate < 70 {
-				for _, s := range cr.Served[:min(20, len(cr.Served))] {
-					t.Logf("served %s -> %s: %s", s.ID, s.Skill, s.Query)
+			pairs++
+			t.Run(from.name+">"+to, func(t *testing.T) {
+				qs, err := eval.LoadQueries(from.queries)
+				if err != nil {
+					t.Fatal(err)
 				}
-				t.Errorf("abstained on %.1f%% of foreign tasks, under 70%%", cr.Rate)
-			}
-		})
+				cr, err := eval.CrossCatalog(context.Background(), catalogs[to].Index, qs, eval.CrossOptions{N: 500, Run: eval.RunOptions{Set: from.name}})
+				if err != nil {
+					t.Fatal(err)
+				}
+				confident := 100 - cr.Rate - cr.LowRate
+				t.Logf("%d tasks: %.1f%% abstained on, %.1f%% low-confidence, %.1f%% confident", cr.Tasks, cr.Rate, cr.LowRate, confident)
+				if confident > 30 {
+					shown := 0
+					for _, s := range cr.Served {
+						if s.Verdict == string(skill.VerdictConfident) && shown < 20 {
+							shown++
+							t.Logf("confident %s -> %s: %s", s.ID, s.Skill, s.Query)
+						}
+					}
+					t.Errorf("%.1f%% of foreign tasks got a confident match, over 30%%", confident)
+				}
+			})
+		}
+	}
+	if pairs == 0 {
+		t.Skip("no pair of dev sets of different kinds is present")
 	}
 }
 
-// corporaTasks are labelled tasks for the gathered corpora, written for
-// this project: tasks its skills serve.
-var corporaTasks = filepath.Join("..", "..", "testdata", "corpora-tasks", "queries.jsonl")
-
-// TestDevSetsCorporaTasks guards against an abstention that recognises a
-// catalog instead of judging the task: against the same real skill trees
-// that TestDevSetsForeignAbstention uses, the default configuration
-// abstains on at most 5% of tasks those skills serve.
-func TestDevSetsCorporaTasks(t *testing.T) {
-	if testing.Short() {
-		t.Skip("slow: indexes the skill corpora")
-	}
-	if _, err := os.Stat(filepath.Join(devModelDir, "model.onnx")); err != nil {
-		t.Skipf("default model not built at %s", devModelDir)
-	}
-	if _, err := os.Stat(devCorporaDir); err != nil {
-		t.Skipf("no skill corpora at %s", devCorporaDir)
-	}
-	ctx := context.Background()
-	cfg := config.Default().Match
-	c, err := eval.Open(ctx, eval.Options{Skills: gatherCorpora(t, devCorporaDir), ModelDir: devModelDir, Config: &cfg})
+// referenceNDCG runs ../shared/eval/bm25_baseline.py (body variant) on
+// every set and returns its NDCG@10 by set name; empty, with a log line,
+// when python3 or the script is missing.
+func referenceNDCG(t *testing.T, sets []devSet) map[string]float64 {
+	t.Helper()
+	script := filepath.Join(devEvalDir, "bm25_baseline.py")
+	py, err := exec.LookPath("python3")
 	if err != nil {
-		t.Fatal(err)
+		t.Logf("python3 not found: hybrid NDCG@10 is not compared with the reference BM25")
+		return nil
 	}
-	defer c.Close()
-	qs, err := eval.LoadQueries(corporaTasks)
-	if err != nil {
-		t.Fatal(err)
+	if _, err := os.Stat(script); err != nil {
+		t.Logf("no reference BM25 at %s: hybrid NDCG@10 is not compared with it", script)
+		return nil
 	}
-	rep, err := c.Evaluate(ctx, qs, eval.RunOptions{Mode: skill.ModeHybrid, PerQuery: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	wrong := rep.Abstention.WrongOnAnswerable
-	t.Logf("Hit@1 %.1f, NDCG@10 %.1f; abstained on %d of %d", rep.Ranking.Hit1, rep.Ranking.NDCG10, wrong, rep.NeedSkill)
-	if share := 100 * float64(wrong) / float64(rep.NeedSkill); share > 5 {
-		for _, q := range rep.PerQuery {
-			if q.Abstained {
-				t.Logf("abstained on %s (%s, p %.2f)", q.ID, q.Rule, q.Probability)
+	out := map[string]float64{}
+	for _, s := range sets {
+		js := filepath.Join(t.TempDir(), "ref.json")
+		cmd := exec.Command(py, script, "--variant", "body", "--queries", s.queries, "--label", s.name, "--json", js, s.root)
+		if b, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("reference BM25 on %s: %v\n%s", s.name, err, b)
+		}
+		f, err := os.Open(js)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sc := bufio.NewScanner(f)
+		sc.Buffer(make([]byte, 1<<20), 1<<24)
+		for sc.Scan() {
+			var r struct {
+				Rows []struct {
+					Group string  `json:"group"`
+					NDCG  float64 `json:"NDCG@10"`
+				} `json:"rows"`
+			}
+			if err := json.Unmarshal(sc.Bytes(), &r); err != nil {
+				t.Fatalf("reference BM25 output: %v", err)
+			}
+			for _, row := range r.Rows {
+				if row.Group == "all" {
+					out[s.name] = row.NDCG
+				}
 			}
 		}
-		t.Errorf("abstained on %d of %d tasks the catalog serves (%.1f%%), over 5%%", wrong, rep.NeedSkill, share)
+		f.Close()
+		t.Logf("reference BM25 (body) on %s: NDCG@10 %.2f", s.name, out[s.name])
 	}
+	return out
 }
 
 // gatherCorpora copies every folder holding a SKILL.md under src into one

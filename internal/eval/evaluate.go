@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/mcpsag/router/internal/match"
@@ -58,6 +59,16 @@ type Report struct {
 	// that needs a skill as a miss.
 	EndToEndHit1 float64    `json:"end_to_end_hit_at_1"`
 	Abstention   Abstention `json:"abstention"`
+	// HiddenHits counts the queries that need a skill and were abstained
+	// on although one of their relevant skills was in the top 3 of the
+	// ranking: the skill the agent needed, hidden by the abstention.
+	// HiddenHitShare is their share of NeedSkill in percent (-1 without
+	// such queries).
+	HiddenHits     int     `json:"hidden_hits"`
+	HiddenHitShare float64 `json:"hidden_hit_share"`
+	// Verdicts counts the verdicts of the queries that need a skill and
+	// of those that need none.
+	Verdicts Verdicts `json:"verdicts"`
 	// Named counts the queries that need a skill and name one of their
 	// relevant skills or fire one of its triggers; NamedAbstained how many
 	// of them were abstained on.
@@ -74,12 +85,44 @@ type Report struct {
 	PerQuery []QueryResult `json:"per_query"`
 }
 
+// Verdicts counts the verdicts of two kinds of query.
+type Verdicts struct {
+	NeedSkill VerdictCounts `json:"need_skill"`
+	NoSkill   VerdictCounts `json:"no_skill"`
+}
+
+// VerdictCounts counts how many queries got each verdict;
+// LowConfidenceShare is the share of low-confidence ones in percent (-1
+// without queries).
+type VerdictCounts struct {
+	Confident          int     `json:"confident"`
+	LowConfidence      int     `json:"low_confidence"`
+	NoSkill            int     `json:"no_skill"`
+	LowConfidenceShare float64 `json:"low_confidence_share"`
+}
+
+func (v *VerdictCounts) add(verdict skill.Verdict) {
+	switch verdict {
+	case skill.VerdictConfident:
+		v.Confident++
+	case skill.VerdictLowConfidence:
+		v.LowConfidence++
+	default:
+		v.NoSkill++
+	}
+}
+
+func (v *VerdictCounts) finish() {
+	v.LowConfidenceShare = rate(v.LowConfidence, v.Confident+v.LowConfidence+v.NoSkill)
+}
+
 // QueryResult is one query's outcome.
 type QueryResult struct {
 	ID          string   `json:"id"`
 	Relevant    []string `json:"relevant"`
 	Ranked      []string `json:"ranked"`
 	Returned    []string `json:"returned"`
+	Verdict     string   `json:"verdict"`
 	Abstained   bool     `json:"abstained"`
 	Reason      string   `json:"reason"`
 	Rule        string   `json:"rule"`
@@ -188,14 +231,18 @@ func Run(ctx context.Context, ix *match.Index, qs []Query, opt RunOptions) (*Rep
 			rank.add(m)
 			if !res.Abstained {
 				e2e += m.Hit1
+			} else if hasRelevant(ranked[:min(3, len(ranked))], q.Relevant) {
+				rep.HiddenHits++
 			}
+			rep.Verdicts.NeedSkill.add(res.Verdict)
 		} else {
 			rep.NoSkill++
+			rep.Verdicts.NoSkill.add(res.Verdict)
 		}
 		if opt.PerQuery {
 			qr := QueryResult{
-				ID: q.ID, Relevant: q.Relevant, Ranked: ranked, Abstained: res.Abstained,
-				Reason: res.AbstainDetail, Rule: rk.Rule, Probability: rk.Probability,
+				ID: q.ID, Relevant: q.Relevant, Ranked: ranked, Verdict: string(res.Verdict), Abstained: res.Abstained,
+				Reason: res.VerdictDetail, Rule: rk.Rule, Probability: rk.Probability,
 				Degraded: res.Degraded, NDCG10: m.NDCG10, Named: named,
 			}
 			for _, c := range res.Candidates {
@@ -206,6 +253,9 @@ func Run(ctx context.Context, ix *match.Index, qs []Query, opt RunOptions) (*Rep
 	}
 	rank.percent(rep.NeedSkill)
 	rep.Ranking = rank
+	rep.HiddenHitShare = rate(rep.HiddenHits, rep.NeedSkill)
+	rep.Verdicts.NeedSkill.finish()
+	rep.Verdicts.NoSkill.finish()
 	if rep.NeedSkill > 0 {
 		rep.EndToEndHit1 = 100 * e2e / float64(rep.NeedSkill)
 	}
@@ -214,15 +264,25 @@ func Run(ctx context.Context, ix *match.Index, qs []Query, opt RunOptions) (*Rep
 	if missing > 0 {
 		rep.Notes = append(rep.Notes, fmt.Sprintf("%d relevant labels name skills that are not indexed; they count as misses", missing))
 	}
-	if cfg.CalibratedOn != "" && cfg.CalibratedOn == Digest(qs) {
+	if d := Digest(qs); slices.Contains(strings.Fields(cfg.CalibratedOn), d) {
 		rep.InSample = true
-		rep.Notes = append(rep.Notes, "the configuration was calibrated on this query set ("+cfg.CalibratedOn+
-			"): abstention figures (and the fusion weights) are in-sample; see routerctl calibrate for cross-validated figures")
+		rep.Notes = append(rep.Notes, "the configuration was calibrated on this query set ("+d+
+			"): verdict figures (and the fusion weights) are in-sample; docs/matching.md has held-out figures")
 	}
 	if rep.NoSkill == 0 {
 		rep.Notes = append(rep.Notes, "no query needs no skill: abstention recall is undefined")
 	}
 	return rep, nil
+}
+
+// hasRelevant reports whether one of names is relevant.
+func hasRelevant(names, relevant []string) bool {
+	for _, n := range names {
+		if slices.Contains(relevant, n) {
+			return true
+		}
+	}
+	return false
 }
 
 // namesRelevant reports whether a relevant skill among the ranked

@@ -54,6 +54,7 @@ type Served struct {
 	ID          string  `json:"id"`
 	Query       string  `json:"query"`
 	Skill       string  `json:"skill"`
+	Verdict     string  `json:"verdict"`
 	Rule        string  `json:"rule"`
 	Probability float64 `json:"probability"`
 }
@@ -67,6 +68,10 @@ type CrossReport struct {
 	Tasks     int     `json:"tasks"`
 	Abstained int     `json:"abstained"`
 	Rate      float64 `json:"abstention_rate"`
+	// LowConfidence counts the tasks served as low-confidence candidates,
+	// LowRate their share in percent; the rest got a confident match.
+	LowConfidence int     `json:"low_confidence"`
+	LowRate       float64 `json:"low_confidence_rate"`
 	// Report is the underlying evaluation (ranking figures are empty:
 	// no task needs a skill of this catalog).
 	Report *Report `json:"report"`
@@ -98,13 +103,15 @@ func CrossCatalog(ctx context.Context, ix *match.Index, from []Query, opt CrossO
 	if err != nil {
 		return nil, err
 	}
-	cr := &CrossReport{Set: run.Set, Skills: rep.Skills, Tasks: len(tasks), Abstained: rep.Abstention.Abstained, Report: rep}
+	cr := &CrossReport{Set: run.Set, Skills: rep.Skills, Tasks: len(tasks), Abstained: rep.Abstention.Abstained, Report: rep,
+		LowConfidence: rep.Verdicts.NoSkill.LowConfidence}
 	cr.Rate = 100 * float64(cr.Abstained) / float64(cr.Tasks)
+	cr.LowRate = 100 * float64(cr.LowConfidence) / float64(cr.Tasks)
 	for i, q := range rep.PerQuery {
 		if q.Abstained {
 			continue
 		}
-		s := Served{ID: q.ID, Query: tasks[i].Query, Rule: q.Rule, Probability: q.Probability}
+		s := Served{ID: q.ID, Query: tasks[i].Query, Verdict: q.Verdict, Rule: q.Rule, Probability: q.Probability}
 		if len(q.Returned) > 0 {
 			s.Skill = q.Returned[0]
 		}
@@ -122,8 +129,10 @@ func (r *CrossReport) WriteText(w io.Writer) error {
 	if title == "" {
 		title = "foreign tasks"
 	}
-	fmt.Fprintf(&b, "%s against a catalog of %d skills that cannot serve them: %d tasks, %d abstained on (%.1f%%)\n",
-		title, r.Skills, r.Tasks, r.Abstained, r.Rate)
+	fmt.Fprintf(&b, "%s against a catalog of %d skills that cannot serve them: %d tasks, %d abstained on (%.1f%%), "+
+		"%d served as low-confidence (%.1f%%), %d as a confident match (%.1f%%)\n",
+		title, r.Skills, r.Tasks, r.Abstained, r.Rate, r.LowConfidence, r.LowRate,
+		r.Tasks-r.Abstained-r.LowConfidence, 100-r.Rate-r.LowRate)
 	fmt.Fprintf(&b, "decided by: %s\n", rules(r.Report.Rules))
 	for _, n := range r.Report.Notes {
 		if !strings.HasPrefix(n, "no query needs no skill") {
@@ -133,7 +142,7 @@ func (r *CrossReport) WriteText(w io.Writer) error {
 	if len(r.Served) > 0 {
 		fmt.Fprintf(&b, "\nserved (%d; some may be legitimate, a general skill can serve many tasks):\n", len(r.Served))
 		for _, s := range r.Served {
-			fmt.Fprintf(&b, "  %s -> %s (%s, p %.2f): %s\n", s.ID, s.Skill, s.Rule, s.Probability, oneLine(s.Query, 100))
+			fmt.Fprintf(&b, "  %s -> %s (%s; %s, p %.2f): %s\n", s.ID, s.Skill, s.Verdict, s.Rule, s.Probability, oneLine(s.Query, 100))
 		}
 	}
 	_, err := io.WriteString(w, b.String())

@@ -75,29 +75,45 @@ func TestCrossCatalogAndFitAbstention(t *testing.T) {
 	}
 
 	groups := []eval.TaskGroup{
-		{Name: "routing", Catalog: "routing", Own: true, Index: c.Index, Queries: own},
-		{Name: "off-topic", Catalog: "routing", Index: c.Index, Queries: eval.Foreign(offTopic(), 12, 1)},
+		{Name: "routing", Source: "routing", Catalog: "routing", Own: true, Bound: eval.BoundHidden, Index: c.Index, Queries: own},
+		{Name: "off-topic", Source: "elsewhere", Catalog: "routing", Bound: eval.BoundConfident, Index: c.Index,
+			Queries: eval.Foreign(offTopic(), 12, 1)},
 	}
-	fit, err := eval.FitAbstention(ctx, groups, eval.FitOptions{MaxWrong: 0.1, Folds: 3})
+	tasks, err := eval.CollectTasks(ctx, groups)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if fit.Classifier == nil || fit.Classifier.Cutoff < 0 || fit.Classifier.Cutoff > 1 {
-		t.Fatalf("classifier %+v", fit.Classifier)
+	fit, err := eval.FitTasks(groups, tasks, eval.FitOptions{Hidden: 0.1, Folds: 3})
+	if err != nil {
+		t.Fatal(err)
 	}
-	for _, figs := range [][]eval.GroupFigures{fit.CrossValidated, fit.LeaveCatalogOut, fit.LeaveSizeOut, fit.InSample} {
+	cls := fit.Classifier
+	if cls == nil || cls.Cutoff < 0 || cls.Confident < cls.Cutoff || cls.Confident > 1 {
+		t.Fatalf("classifier %+v", cls)
+	}
+	for _, figs := range [][]eval.GroupFigures{fit.CrossValidated, fit.LeaveSetOut, fit.InSample} {
 		if len(figs) != 2 || figs[0].NeedSkill+figs[0].NoSkill != len(own) || figs[1].NoSkill != 12 {
 			t.Errorf("figures do not cover the groups: %+v", figs)
 		}
 	}
-	// One catalog and one size: holding either out leaves nothing to fit
-	// on, which the notes say.
+	// Holding out either set leaves nothing to fit on, which the notes
+	// say.
 	if len(fit.Notes) == 0 {
 		t.Error("no note for held-out figures that could not be computed")
 	}
 	in := fit.InSample[0]
-	if budget := in.NeedSkill / 10; in.Wrong > budget {
-		t.Errorf("in-sample the cutoff abstains on %d answerable queries, over its budget of %d", in.Wrong, budget)
+	if budget := in.NeedSkill / 10; in.Hidden > budget {
+		t.Errorf("in-sample the cutoff hides %d answerable queries, over its budget of %d", in.Hidden, budget)
+	}
+	explicit := 0
+	for _, tk := range tasks {
+		if tk.Group == 1 && tk.Forced && !tk.Abstain {
+			explicit++
+		}
+	}
+	if off := fit.InSample[1]; off.Abstained+off.NoSkillLow < (3*(off.NoSkill-explicit)+3)/4 {
+		t.Errorf("off-topic: %d abstained and %d low-confidence of %d (%d explicit), want at least 3 in 4 of the others under the confident cutoff",
+			off.Abstained, off.NoSkillLow, off.NoSkill, explicit)
 	}
 	only := []eval.TaskGroup{{Name: "answerable", Index: c.Index, Own: true, Queries: eval.Foreign(offTopic(), 0, 1)}}
 	if _, err := eval.FitAbstention(ctx, only, eval.FitOptions{}); err == nil {
@@ -157,14 +173,13 @@ func TestSubCatalogs(t *testing.T) {
 		t.Error("the same seed drew other sub-catalogs")
 	}
 
-	// Fit over the whole catalog and the draws: every size class is
-	// held out once.
+	// Fit over the whole catalog and the draws.
 	animals := []eval.Query{{ID: "a1", Query: "zebra giraffe hippopotamus", Relevant: []string{}},
 		{ID: "a2", Query: "okapi wombat platypus", Relevant: []string{}}}
 	groups := append([]eval.TaskGroup{
-		{Name: "routing", Catalog: "routing", Own: true, Index: c.Index, Queries: qs},
-		{Name: "off-topic", Catalog: "elsewhere", Index: c.Index, Queries: eval.Foreign(offTopic(), 12, 1)},
-		{Name: "animals", Catalog: "elsewhere", Index: c.Index, Queries: animals},
+		{Name: "routing", Source: "routing", Catalog: "routing", Own: true, Bound: eval.BoundHidden, Index: c.Index, Queries: qs},
+		{Name: "off-topic", Source: "elsewhere", Catalog: "routing", Bound: eval.BoundConfident, Index: c.Index, Queries: eval.Foreign(offTopic(), 12, 1)},
+		{Name: "animals", Source: "zoo", Catalog: "routing", Index: c.Index, Queries: animals},
 	}, gs...)
 	tasks, err := eval.CollectTasks(ctx, groups)
 	if err != nil {
@@ -175,17 +190,14 @@ func TestSubCatalogs(t *testing.T) {
 			t.Fatalf("task %q: no_keyword %v, forced %v; want a keywordless task the classifier would judge", tk.Text, tk.Features.NoKeyword, tk.Forced)
 		}
 	}
-	for i := range gs {
-		groups[3+i].MaxWrong = -1
-	}
-	fo := eval.FitOptions{MaxWrong: 0.1, Folds: 3, Balance: true, Keywordless: 1.01,
-		Features: []string{"dense_top", "cover_best", "boost", "skills"}, Signs: map[string]int{"dense_top": 1, "cover_best": 1}}
+	fo := eval.FitOptions{Hidden: 0.1, Folds: 3, Keywordless: 1.01,
+		Features: []string{"dense_top", "cover_best", "boost", "bm25_ratio"}, Signs: map[string]int{"dense_top": 1, "cover_best": 1}}
 	fit, err := eval.FitTasks(groups, tasks, fo)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(fit.LeaveSizeOut) != 5 || fit.LeaveSizeOut[3].Group != "routing@4" {
-		t.Fatalf("leave-size-out rows %+v, want routing, off-topic, animals, routing@4, routing@8", fit.LeaveSizeOut)
+	if len(fit.LeaveSetOut) != 5 || fit.LeaveSetOut[3].Group != "routing@4" {
+		t.Fatalf("leave-one-set-out rows %+v, want routing, off-topic, animals, routing@4, routing@8", fit.LeaveSetOut)
 	}
 	if w := fit.Classifier.Weights; w[0] < 0 || w[1] < 0 {
 		t.Errorf("weights %v break the sign constraints", w)
@@ -203,7 +215,7 @@ func TestSubCatalogs(t *testing.T) {
 		if thr < 1 {
 			want = 0
 		}
-		for _, figs := range [][]eval.GroupFigures{fit.CrossValidated, fit.LeaveCatalogOut, fit.LeaveSizeOut, fit.InSample} {
+		for _, figs := range [][]eval.GroupFigures{fit.CrossValidated, fit.LeaveSetOut, fit.InSample} {
 			if a := figs[2]; a.Abstained != want {
 				t.Errorf("keywordless threshold %g: animals %d of 2 abstained on, want %d", thr, a.Abstained, want)
 			}

@@ -45,6 +45,22 @@ func (r *Report) WriteText(w io.Writer) error {
 	a := r.Abstention
 	fmt.Fprintf(&b, "\nabstention: %d abstained, %d correctly; precision %s, recall %s; %d queries that need a skill abstained on\n",
 		a.Abstained, a.Correct, pct(a.Precision), pct(a.Recall), a.WrongOnAnswerable)
+	if r.NeedSkill > 0 {
+		fmt.Fprintf(&b, "hidden hits (abstained on although a relevant skill was in the top 3): %d of %d (%s)\n",
+			r.HiddenHits, r.NeedSkill, pct(r.HiddenHitShare))
+	}
+	fmt.Fprintf(&b, "verdicts:")
+	for _, v := range []struct {
+		name string
+		n    int
+		c    VerdictCounts
+	}{{"need a skill", r.NeedSkill, r.Verdicts.NeedSkill}, {"need none", r.NoSkill, r.Verdicts.NoSkill}} {
+		if v.n > 0 {
+			fmt.Fprintf(&b, " %s: %d confident, %d low-confidence (%s), %d no skill;", v.name, v.c.Confident, v.c.LowConfidence,
+				pct(v.c.LowConfidenceShare), v.c.NoSkill)
+		}
+	}
+	b.WriteString("\n")
 	if r.Named > 0 {
 		fmt.Fprintf(&b, "queries that name a relevant skill or fire its trigger: %d, abstained on %d\n", r.Named, r.NamedAbstained)
 	}

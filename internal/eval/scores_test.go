@@ -45,7 +45,7 @@ var scoreRuns = []scoreRun{
 
 // TestScoresUnchanged matches fixed query sets and compares every score the
 // match path computes (cosine, BM25, fused score, ranks, boosts, features,
-// the classifier's probability, the decision and its wording) bit for bit
+// the classifier's probability, the decision, the verdict and their wording) bit for bit
 // with fingerprints recorded before the index was rewritten for speed: the
 // routing tree with the tiny model (always), and, when ../shared and the
 // default model are present, the dev sets and the real skill trees, with
@@ -219,8 +219,9 @@ func rankingText(rk *match.Ranking) string {
 	var b strings.Builder
 	res := rk.Result
 	f := rk.Features
-	fmt.Fprintf(&b, "  rule %s p %s abstained %v %s %q mode %s fusion %s degraded %v\n",
-		rk.Rule, x(rk.Probability), res.Abstained, res.AbstainReason, res.AbstainDetail, res.Mode, res.Fusion, res.Degraded)
+	fmt.Fprintf(&b, "  rule %s p %s abstained %v %s %q verdict %s %q mode %s fusion %s degraded %v\n",
+		rk.Rule, x(rk.Probability), res.Abstained, res.AbstainReason, res.AbstainDetail, res.Verdict, res.VerdictDetail,
+		res.Mode, res.Fusion, res.Degraded)
 	fmt.Fprintf(&b, "  features %s %s %s %s %s %s %s %s %s %s %s\n", x(f.DenseTop), x(f.DenseGap), x(f.DenseSpread),
 		x(f.BM25Top), x(f.BM25Ratio), x(f.BM25Norm), x(f.Coverage), x(f.Agree), x(f.CrossRank), x(f.TaskTerms), x(f.Boost))
 	for _, c := range rk.Ranked {

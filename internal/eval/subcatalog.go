@@ -11,8 +11,9 @@ import (
 
 // SubCatalogOptions configure Corpus.SubCatalogs.
 type SubCatalogOptions struct {
-	// Name labels the groups, "NAME@SIZE"; Catalog is their Catalog.
-	Name, Catalog string
+	// Name labels the groups, "NAME@SIZE"; Catalog is their Catalog,
+	// Source their Source (default Catalog).
+	Name, Catalog, Source string
 	// Own marks the queries as the catalog's own (labelled against it).
 	Own bool
 	// Sizes are the sub-catalog sizes; a size not under the catalog's
@@ -46,6 +47,9 @@ func (c *Corpus) SubCatalogs(ctx context.Context, qs []Query, opt SubCatalogOpti
 	}
 	if opt.Answerable < 0 || opt.NoSkill < 0 || opt.MinDraws > opt.MaxDraws {
 		return nil, errors.New("sub-catalogs: negative task counts, or more draws at least than at most")
+	}
+	if opt.Source == "" {
+		opt.Source = opt.Catalog
 	}
 	skills := c.Index.Skills()
 	r := rand.New(rand.NewPCG(opt.Seed, 0x73756263))
@@ -101,7 +105,7 @@ func (c *Corpus) SubCatalogs(ctx context.Context, qs []Query, opt SubCatalogOpti
 				return nil, fmt.Errorf("sub-catalog %s@%d draw %d: %w", opt.Name, size, d+1, err)
 			}
 			out = append(out, TaskGroup{
-				Name: fmt.Sprintf("%s@%d", opt.Name, size), Catalog: opt.Catalog, Size: size, Own: opt.Own,
+				Name: fmt.Sprintf("%s@%d", opt.Name, size), Source: opt.Source, Catalog: opt.Catalog, Size: size, Own: opt.Own,
 				Index: ix, Queries: tasks,
 			})
 		}

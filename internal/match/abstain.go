@@ -69,17 +69,17 @@ const (
 )
 
 // HybridFeatures are the features a hybrid classifier reads by default,
-// those of the shipped calibration: the best cosine, how much of the task
-// one skill covers, whether the dense winner ranks high in the BM25 list,
-// the trigger or name boost, how close the second BM25 score comes to the
-// first, the share of task words the catalog knows, and the catalog's size
-// and vocabulary. KeywordFeatures are those of them available without
-// embeddings. Every other feature name stays readable, so classifiers
-// fitted on other lists keep working.
+// those of the shipped calibration: the best cosine, how much of the task's
+// idf mass one skill covers, whether the dense winner ranks high in the
+// BM25 list, the trigger or name boost, and how close the second BM25
+// score comes to the first. None of them names the catalog (its size, its
+// vocabulary), so a classifier reading them cannot learn to recognise the
+// catalogs it was fitted on. KeywordFeatures are those of them available
+// without embeddings. Every other feature name stays readable, so
+// classifiers fitted on other lists keep working.
 var (
-	HybridFeatures = []string{FeatDenseTop, FeatCoverBest, FeatCrossRank, FeatBoost, FeatBM25Ratio,
-		FeatSkills, FeatVocab, FeatCoverage}
-	KeywordFeatures = []string{FeatCoverBest, FeatBoost, FeatBM25Ratio, FeatSkills, FeatVocab, FeatCoverage}
+	HybridFeatures  = []string{FeatDenseTop, FeatCoverBest, FeatCrossRank, FeatBoost, FeatBM25Ratio}
+	KeywordFeatures = []string{FeatCoverBest, FeatBoost, FeatBM25Ratio}
 )
 
 // EvidenceSigns are the directions evidence features may push a fitted
@@ -133,9 +133,11 @@ func (f Features) Value(name string) (float64, bool) {
 	return 0, false
 }
 
-// Classifier is a logistic model of "the task needs one of the skills"
-// over standardised Features, fitted by Calibrate. Match abstains when its
-// probability is below Cutoff.
+// Classifier is a logistic model over standardised Features of "the top
+// candidates hold a skill for the task" (the shipped calibration), or of
+// "the task needs one of the skills" (routerctl calibrate on one labelled
+// set). Match abstains when its probability is below Cutoff; a served
+// match is confident at or above Confident and low-confidence below it.
 type Classifier struct {
 	// Mode is "hybrid" (used by hybrid and dense matching) or "bm25"
 	// (keyword-only matching, including degraded requests).
@@ -150,6 +152,11 @@ type Classifier struct {
 	Weights  []float64 `json:"weights" yaml:"weights"`
 	Bias     float64   `json:"bias" yaml:"bias"`
 	Cutoff   float64   `json:"cutoff" yaml:"cutoff"`
+	// Confident is the probability from which a served match is
+	// confident; between Cutoff and it the candidates are returned as
+	// low-confidence. 0 (or anything at or under Cutoff) makes every
+	// served match confident.
+	Confident float64 `json:"confident,omitempty" yaml:"confident,omitempty"`
 }
 
 func (c *Classifier) validate() error {
@@ -175,8 +182,8 @@ func (c *Classifier) validate() error {
 			return fmt.Errorf("feature %q: mean, scale and weight must be finite and scale positive", name)
 		}
 	}
-	if !finiteAll(c.Bias, c.Cutoff) || c.Cutoff < 0 || c.Cutoff > 1 {
-		return errors.New("bias must be finite and cutoff in [0, 1]")
+	if !finiteAll(c.Bias, c.Cutoff, c.Confident) || c.Cutoff < 0 || c.Cutoff > 1 || c.Confident < 0 || c.Confident > 1 {
+		return errors.New("bias must be finite, and cutoff and confident in [0, 1]")
 	}
 	return nil
 }

@@ -99,3 +99,59 @@ func TestKeywordlessTaskIsDecidedByTheThreshold(t *testing.T) {
 		t.Errorf("task with keyword evidence: rule %s, abstained %v; want the classifier, serving", rk.Rule, rk.Result.Abstained)
 	}
 }
+
+// TestVerdicts: a classifier's probability under its cutoff abstains
+// (no skill), between its cutoffs serves low-confidence candidates, at or
+// above Confident a confident match; a full-strength name is confident
+// whatever the classifier says; keyword-only matching with no threshold
+// judged nothing and says low confidence; a threshold that passes says
+// confident.
+func TestVerdicts(t *testing.T) {
+	skills := catalog()
+	// A classifier whose probability is its bias: sigmoid(bias).
+	at := func(p, cutoff, confident float64) match.Classifier {
+		return match.Classifier{Mode: skill.ModeHybrid, Features: []string{match.FeatDenseTop},
+			Mean: []float64{0}, Scale: []float64{1}, Weights: []float64{0}, Bias: math.Log(p / (1 - p)),
+			Cutoff: cutoff, Confident: confident}
+	}
+	for _, tc := range []struct {
+		name string
+		cls  match.Classifier
+		want skill.Verdict
+	}{
+		{"under the cutoff", at(0.1, 0.2, 0.6), skill.VerdictNoSkill},
+		{"between the cutoffs", at(0.4, 0.2, 0.6), skill.VerdictLowConfidence},
+		{"at confident", at(0.6, 0.2, 0.6), skill.VerdictConfident},
+		{"no confident cutoff", at(0.4, 0.2, 0), skill.VerdictConfident},
+	} {
+		cfg := match.DefaultConfig()
+		cfg.Abstain.Classifiers = []match.Classifier{tc.cls}
+		ix := build(t, skills, cfg, vectors(len(skills)), constEmbedder(onehot(len(skills), 4)))
+		res := rank(t, ix, "slow sql").Result
+		if res.Verdict != tc.want || res.VerdictDetail == "" || res.Abstained != (tc.want == skill.VerdictNoSkill) {
+			t.Errorf("%s: verdict %q (%q), abstained %v; want %q", tc.name, res.Verdict, res.VerdictDetail, res.Abstained, tc.want)
+		}
+		if tc.want != skill.VerdictNoSkill && len(res.Candidates) == 0 {
+			t.Errorf("%s: no candidates served", tc.name)
+		}
+		// Naming a skill in so many words is confident even under the cutoff.
+		if named := rank(t, ix, "please use the image resize skill").Result; named.Verdict != skill.VerdictConfident {
+			t.Errorf("%s: a task naming its skill got %q", tc.name, named.Verdict)
+		}
+	}
+
+	cfg := match.DefaultConfig()
+	cfg.Mode = skill.ModeKeyword
+	ix := build(t, skills, cfg, nil, nil)
+	if res := rank(t, ix, "slow sql").Result; res.Verdict != skill.VerdictLowConfidence {
+		t.Errorf("keyword-only without a threshold: verdict %q, want low_confidence", res.Verdict)
+	}
+	cfg.Abstain.KeywordThreshold = 0.001
+	ix = build(t, skills, cfg, nil, nil)
+	if res := rank(t, ix, "slow sql").Result; res.Verdict != skill.VerdictConfident {
+		t.Errorf("keyword-only over its threshold: verdict %q, want confident", res.Verdict)
+	}
+	if res := rank(t, ix, "zebras giraffes").Result; res.Verdict != skill.VerdictNoSkill || !res.Abstained {
+		t.Errorf("a task no skill shares a word with: verdict %q, abstained %v", res.Verdict, res.Abstained)
+	}
+}

@@ -185,10 +185,11 @@ type Config struct {
 	MaxTopK int `json:"max_top_k" yaml:"max_top_k"`
 	// MaxTaskBytes caps the task text; longer tasks are rejected.
 	MaxTaskBytes int `json:"max_task_bytes" yaml:"max_task_bytes"`
-	// CalibratedOn records the labelled query set (a digest, see
-	// eval.Digest) that the threshold, the convex weight and the
-	// classifiers were fitted on, so an evaluation on that same set can
-	// say its abstention figures are in-sample. Empty when not calibrated.
+	// CalibratedOn records the labelled query sets (digests, see
+	// eval.Digest, separated by spaces) that the threshold, the convex
+	// weight and the classifiers were fitted on, so an evaluation on one of
+	// them can say its verdict figures are in-sample. Empty when not
+	// calibrated.
 	CalibratedOn string `json:"calibrated_on,omitempty" yaml:"calibrated_on,omitempty"`
 }
 
@@ -214,7 +215,7 @@ func DefaultConfig() Config {
 			Description: Field{Weight: 1, Analyzer: AnalyzerStem},
 			Tags:        Field{Weight: 1, Analyzer: AnalyzerStem},
 			Triggers:    Field{Weight: 1, Analyzer: AnalyzerStem},
-			Body:        Field{Weight: 1, Analyzer: AnalyzerPlain},
+			Body:        Field{Weight: 1.25, Analyzer: AnalyzerPlain},
 			Params:      Field{Weight: 1, Analyzer: AnalyzerPlain},
 			BodyChars:   8000,
 		},

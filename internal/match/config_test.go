@@ -52,8 +52,17 @@ func TestConfigValidateNamesEveryBadField(t *testing.T) {
 func TestConfigRoundTrips(t *testing.T) {
 	cfg := match.DefaultConfig()
 	cfg.Abstain.Classifiers = []match.Classifier{{Mode: skill.ModeKeyword, Features: match.KeywordFeatures,
-		Mean: make([]float64, 5), Scale: []float64{1, 1, 1, 1, 1}, Weights: []float64{1, 2, 3, 4, 5}, Bias: 0.5, Cutoff: 0.4}}
-	cfg.CalibratedOn = "sha256:0123456789abcdef"
+		Mean: make([]float64, 3), Scale: []float64{1, 1, 1}, Weights: []float64{1, 2, 3}, Bias: 0.5, Cutoff: 0.4, Confident: 0.7}}
+	cfg.CalibratedOn = "sha256:0123456789abcdef sha256:fedcba9876543210"
+	if err := cfg.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	bad := cfg
+	bad.Abstain.Classifiers = []match.Classifier{cfg.Abstain.Classifiers[0]}
+	bad.Abstain.Classifiers[0].Confident = 1.5
+	if err := bad.Validate(); err == nil || !strings.Contains(err.Error(), "abstain.classifiers[0]") {
+		t.Errorf("confident 1.5: %v, want an error naming the classifier", err)
+	}
 	j, err := json.Marshal(cfg)
 	if err != nil {
 		t.Fatal(err)

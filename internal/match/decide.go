@@ -81,9 +81,12 @@ func (ix *Index) classifier(mode skill.MatchMode) *Classifier {
 	return nil
 }
 
-// decide applies the abstention rules in order: no visible skill, no
-// match, an explicit phrase on the best candidate, then the threshold (when
-// the request sets one or no classifier fits) or the classifier.
+// decide applies the abstention rules in order (no visible skill, no
+// match, an explicit phrase on the best candidate, then the threshold when
+// the request sets one or no classifier fits, or the classifier) and gives
+// the result its verdict: a served match is confident unless a classifier
+// put it between its cutoffs, or nothing judged it (keyword-only matching
+// with no threshold).
 func (ix *Index) decide(rk *Ranking, res *skill.MatchResult, r resolved, mode skill.MatchMode,
 	cands []*candidate, denseList, bm25List []entry, visible func(int32) bool) {
 	abstain := func(rule string, reason skill.AbstainReason, format string, args ...any) {
@@ -91,6 +94,10 @@ func (ix *Index) decide(rk *Ranking, res *skill.MatchResult, r resolved, mode sk
 		res.Abstained = true
 		res.AbstainReason = reason
 		res.AbstainDetail = fmt.Sprintf(format, args...)
+		res.Verdict, res.VerdictDetail = skill.VerdictNoSkill, res.AbstainDetail
+	}
+	serve := func(v skill.Verdict, format string, args ...any) {
+		res.Verdict, res.VerdictDetail = v, fmt.Sprintf(format, args...)
 	}
 	if len(cands) == 0 {
 		if !ix.anyVisible(visible) {
@@ -110,6 +117,7 @@ func (ix *Index) decide(rk *Ranking, res *skill.MatchResult, r resolved, mode sk
 	}
 	if top := cands[0]; top.fire != nil && top.fire.explicit && ix.cfg.Triggers.Explicit {
 		rk.Rule = RuleExplicit
+		serve(skill.VerdictConfident, "the task names %s in so many words", ix.docs[top.doc].Name)
 		return
 	}
 	// Without a visible skill that has a vector, only keywords can judge.
@@ -119,49 +127,75 @@ func (ix *Index) decide(rk *Ranking, res *skill.MatchResult, r resolved, mode sk
 	}
 	cls := ix.classifier(mode)
 	if r.threshold != nil || cls == nil {
-		if keyword {
-			thr := ix.cfg.Abstain.KeywordThreshold
-			if r.threshold != nil {
-				thr = *r.threshold
-			}
-			rk.Rule = RuleKeywordThreshold
-			b1 := 0.0
-			if len(bm25List) > 0 {
-				b1 = float64(bm25List[0].score)
-			}
-			if b1 < thr {
-				abstain(RuleKeywordThreshold, skill.AbstainBelowThreshold,
-					"best BM25 score %.3g is below the keyword threshold %.3g", b1, thr)
-			}
-			return
-		}
-		thr := ix.cfg.Abstain.Threshold
-		if r.threshold != nil {
-			thr = *r.threshold
-		}
-		rk.Rule = RuleThreshold
-		if c1 := float64(denseList[0].score); c1 < thr {
-			abstain(RuleThreshold, skill.AbstainBelowThreshold, "best cosine %.3f is below the threshold %.3f", c1, thr)
-		}
+		ix.decideThreshold(rk, r, keyword, denseList, bm25List, abstain, serve)
 		return
 	}
+	p := cls.Probability(rk.Features)
+	rk.Probability = p
 	// No keyword, trigger or name evidence: the classifier's features
 	// (BM25 ratios, covers) say nothing about such a task, so the model's
-	// cosine threshold decides it alone.
+	// cosine threshold decides whether to abstain, and the classifier
+	// only how sure a served match is.
 	if thr := ix.cfg.Abstain.Threshold; len(bm25List) == 0 && !anyFired && thr > 0 {
 		rk.Rule = RuleKeywordless
 		if c1 := float64(denseList[0].score); c1 < thr {
 			abstain(RuleKeywordless, skill.AbstainBelowThreshold,
 				"no skill shares a word with the task, and the best cosine %.3f is below the model's threshold %.3f", c1, thr)
+			return
+		}
+	} else {
+		rk.Rule = RuleClassifier
+		if p < cls.Cutoff {
+			abstain(RuleClassifier, skill.AbstainCalibrated,
+				"the calibrated classifier gives %.2f that a skill fits, below its cutoff %.2f", p, cls.Cutoff)
+			return
+		}
+	}
+	if p < cls.Confident {
+		serve(skill.VerdictLowConfidence,
+			"the calibrated classifier gives %.2f that these candidates hold a skill for the task, under %.2f: they may not fit", p, cls.Confident)
+		return
+	}
+	serve(skill.VerdictConfident, "the calibrated classifier gives %.2f that these candidates hold a skill for the task", p)
+}
+
+// decideThreshold decides by a single score: the best cosine against the
+// model's (or the request's) threshold, or in keyword-only matching the
+// best BM25 score against the keyword threshold. A keyword-only match with
+// no threshold (0, the default) was judged by nothing, so it is served as
+// low-confidence.
+func (ix *Index) decideThreshold(rk *Ranking, r resolved, keyword bool, denseList, bm25List []entry,
+	abstain func(string, skill.AbstainReason, string, ...any), serve func(skill.Verdict, string, ...any)) {
+	if keyword {
+		thr := ix.cfg.Abstain.KeywordThreshold
+		if r.threshold != nil {
+			thr = *r.threshold
+		}
+		rk.Rule = RuleKeywordThreshold
+		b1 := 0.0
+		if len(bm25List) > 0 {
+			b1 = float64(bm25List[0].score)
+		}
+		switch {
+		case b1 < thr:
+			abstain(RuleKeywordThreshold, skill.AbstainBelowThreshold,
+				"best BM25 score %.3g is below the keyword threshold %.3g", b1, thr)
+		case thr <= 0:
+			serve(skill.VerdictLowConfidence, "keyword-only matching with no calibrated judgment: the candidates may not fit")
+		default:
+			serve(skill.VerdictConfident, "best BM25 score %.3g is at or above the keyword threshold %.3g", b1, thr)
 		}
 		return
 	}
-	p := cls.Probability(rk.Features)
-	rk.Probability = p
-	rk.Rule = RuleClassifier
-	if p < cls.Cutoff {
-		abstain(RuleClassifier, skill.AbstainCalibrated,
-			"the calibrated classifier gives %.2f that a skill fits, below its cutoff %.2f", p, cls.Cutoff)
+	thr := ix.cfg.Abstain.Threshold
+	if r.threshold != nil {
+		thr = *r.threshold
+	}
+	rk.Rule = RuleThreshold
+	if c1 := float64(denseList[0].score); c1 < thr {
+		abstain(RuleThreshold, skill.AbstainBelowThreshold, "best cosine %.3f is below the threshold %.3f", c1, thr)
+	} else {
+		serve(skill.VerdictConfident, "best cosine %.3f is at or above the threshold %.3f", c1, thr)
 	}
 }
 

@@ -11,8 +11,10 @@ import (
 // Sample is one labelled task for fitting a Classifier.
 type Sample struct {
 	Features Features
-	// NeedsSkill is true when some skill is relevant to the task.
-	NeedsSkill bool
+	// Positive is the class the classifier's probability is of: the task
+	// needs a skill (routerctl calibrate), or the top candidates hold one
+	// (the shipped calibration).
+	Positive bool
 	// Weight is the sample's weight in the fit; 0 means 1.
 	Weight float64
 }
@@ -29,7 +31,7 @@ type FitSettings struct {
 	Signs map[string]int
 }
 
-// FitClassifier fits a logistic model of NeedsSkill over the named features
+// FitClassifier fits a logistic model of the positive class over the named features
 // (standardised with the samples' weighted mean and standard deviation), by
 // Newton's method with an L2 penalty on the weights, under the sign
 // constraints of set (an active-set method: a feature whose weight would
@@ -52,7 +54,7 @@ func FitClassifier(mode skill.MatchMode, model string, features []string, sample
 		if s.Weight < 0 || math.IsNaN(s.Weight) || math.IsInf(s.Weight, 0) {
 			return nil, errors.New("fit classifier: a sample weight is negative or not finite")
 		}
-		if s.NeedsSkill {
+		if s.Positive {
 			pos += weightOf(s)
 		} else {
 			neg += weightOf(s)
@@ -72,7 +74,7 @@ func FitClassifier(mode skill.MatchMode, model string, features []string, sample
 		}
 		row[d] = 1
 		x[i] = row
-		if s.NeedsSkill {
+		if s.Positive {
 			y[i] = 1
 		}
 		w[i] = weightOf(s)

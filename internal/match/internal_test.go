@@ -81,7 +81,7 @@ func TestFitClassifierSeparates(t *testing.T) {
 		if yes {
 			top += 0.3
 		}
-		samples = append(samples, Sample{Features: Features{DenseTop: top, Coverage: r.Float64()}, NeedsSkill: yes})
+		samples = append(samples, Sample{Features: Features{DenseTop: top, Coverage: r.Float64()}, Positive: yes})
 	}
 	c, err := FitClassifier(skill.ModeHybrid, "m", []string{FeatDenseTop, FeatCoverage}, samples, FitSettings{L2: 1})
 	if err != nil {
@@ -92,7 +92,7 @@ func TestFitClassifierSeparates(t *testing.T) {
 	}
 	right := 0
 	for _, s := range samples {
-		if (c.Probability(s.Features) >= 0.5) == s.NeedsSkill {
+		if (c.Probability(s.Features) >= 0.5) == s.Positive {
 			right++
 		}
 	}
@@ -251,7 +251,7 @@ func TestFitClassifierSigns(t *testing.T) {
 			f.DenseTop += 0.2
 			f.Coverage -= 0.1 // the training catalogs' quirk: answerable tasks know fewer words
 		}
-		samples = append(samples, Sample{Features: f, NeedsSkill: yes})
+		samples = append(samples, Sample{Features: f, Positive: yes})
 	}
 	names := []string{FeatDenseTop, FeatCoverage, FeatBoost}
 	free, err := FitClassifier(skill.ModeHybrid, "m", names, samples, FitSettings{L2: 1})
@@ -293,7 +293,7 @@ func TestFitClassifierWeights(t *testing.T) {
 			f.DenseTop += 0.15
 		}
 		heavy := r.IntN(2) == 0
-		s := Sample{Features: f, NeedsSkill: yes}
+		s := Sample{Features: f, Positive: yes}
 		twice = append(twice, s)
 		if heavy {
 			twice = append(twice, s)

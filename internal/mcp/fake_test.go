@@ -260,8 +260,16 @@ func (c *catalog) router() *fakeRouter {
 			if len(res.Candidates) > topK {
 				res.Candidates = res.Candidates[:topK]
 			}
-			if len(res.Candidates) == 0 {
+			// A verdict as the real router gives one: no skill without a
+			// shared word, low confidence on a single one.
+			switch {
+			case len(res.Candidates) == 0:
 				res.Abstained, res.AbstainReason, res.AbstainDetail = true, skill.AbstainNoMatch, "no skill shares a word with the task"
+				res.Verdict, res.VerdictDetail = skill.VerdictNoSkill, res.AbstainDetail
+			case res.Candidates[0].Fused*float64(len(words)) < 2:
+				res.Verdict, res.VerdictDetail = skill.VerdictLowConfidence, "one task word in the description"
+			default:
+				res.Verdict, res.VerdictDetail = skill.VerdictConfident, "several task words in the description"
 			}
 			return res, nil
 		},

@@ -24,9 +24,15 @@ type candidateOut struct {
 	URI         string    `json:"uri" jsonschema:"the skill's SKILL.md as a resource"`
 }
 
+// verdictDoc describes the verdict field of find_skills and find_tools.
+const verdictDoc = "confident: the first candidates very likely fit; low_confidence: they may not fit, so check their " +
+	"descriptions and use one only if it clearly applies, else go ahead without; no_skill: nothing fits, go ahead without"
+
 type findOutput struct {
-	Candidates []candidateOut `json:"candidates" jsonschema:"best first; empty when abstained"`
-	Abstained  bool           `json:"abstained" jsonschema:"true when no skill fits the task: go ahead without one"`
+	Verdict       string         `json:"verdict" jsonschema:"confident, low_confidence or no_skill (see the tool description)"`
+	VerdictDetail string         `json:"verdict_detail,omitempty" jsonschema:"why, in words"`
+	Candidates    []candidateOut `json:"candidates" jsonschema:"best first; empty when abstained"`
+	Abstained     bool           `json:"abstained" jsonschema:"true when no skill fits the task: go ahead without one"`
 	// AbstainReason is below_threshold, calibrated, disabled, no_skills or no_match.
 	AbstainReason string `json:"abstain_reason,omitempty" jsonschema:"why no skill was proposed: below_threshold, calibrated, disabled, no_skills or no_match"`
 	AbstainDetail string `json:"abstain_detail,omitempty"`
@@ -121,6 +127,7 @@ func sourceOf(s *skill.Skill) sourceOut {
 
 func findOut(r *skill.MatchResult) findOutput {
 	out := findOutput{
+		Verdict: string(r.Verdict), VerdictDetail: r.VerdictDetail,
 		Candidates: []candidateOut{}, Abstained: r.Abstained, AbstainReason: string(r.AbstainReason),
 		AbstainDetail: r.AbstainDetail, Degraded: r.Degraded, Generation: r.Generation,
 	}
@@ -134,6 +141,20 @@ func findOut(r *skill.MatchResult) findOutput {
 		})
 	}
 	return out
+}
+
+// verdictSentence states a match's verdict in words a model reads
+// correctly, for the text of find_skills and find_tools; what names the
+// kind of candidate ("skill", "tool").
+func verdictSentence(r *skill.MatchResult, what string) string {
+	switch r.Verdict {
+	case skill.VerdictConfident:
+		return "Confident match: the first " + what + " below very likely fits the task."
+	case skill.VerdictLowConfidence:
+		return "Low-confidence candidates: these " + what + "s may not fit the task. Check their descriptions and use one " +
+			"only if it clearly applies; otherwise go ahead without a " + what + "."
+	}
+	return "No " + what + " fits this task: go ahead without one."
 }
 
 func loadOut(r *skill.LoadResult) loadOutput {

@@ -63,8 +63,8 @@ func (f *Front) addTools(vw *view) {
 			Title: "Find skills for a task",
 			Description: "Find the skills that fit a task. Call this before starting work that a skill might cover " +
 				"(a file format, a tool, a team procedure), with the task in a sentence or two. It returns up to top_k " +
-				"candidates, best first, each with a one-line reason, or abstained: true when no skill fits (then go " +
-				"ahead without one). Load the skill you pick with load_skill.",
+				"candidates, best first, each with a one-line reason, and a verdict: " + verdictDoc + ". Load the " +
+				"skill you pick with load_skill.",
 			Annotations: readOnly("Find skills for a task"),
 		}, func(ctx context.Context, _ *mcpsdk.CallToolRequest, in findInput) (*mcpsdk.CallToolResult, findOutput, error) {
 			return f.findSkills(ctx, vw, in)
@@ -152,7 +152,14 @@ func (f *Front) findSkills(ctx context.Context, vw *view, in findInput) (*mcpsdk
 	if err != nil {
 		return nil, findOutput{}, f.toolError(ctx, toolFind, err)
 	}
-	return nil, findOut(res), nil
+	out := findOut(res)
+	// The verdict in a sentence, then the structured output as text.
+	content, err := withText(out)
+	if err != nil {
+		return nil, findOutput{}, f.toolError(ctx, toolFind, err)
+	}
+	content = append([]mcpsdk.Content{&mcpsdk.TextContent{Text: verdictSentence(res, "skill")}}, content...)
+	return &mcpsdk.CallToolResult{Content: content}, out, nil
 }
 
 func (f *Front) listSkills(ctx context.Context, vw *view, in listInput) (*mcpsdk.CallToolResult, listOutput, error) {

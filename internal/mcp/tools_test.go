@@ -75,9 +75,15 @@ func TestToolsList(t *testing.T) {
 func TestFindSkills(t *testing.T) {
 	h := newHarness(t)
 	var out findOutput
-	h.ok(toolFind, map[string]any{"task": "fill in a PDF form from JSON"}, &out)
+	res := h.ok(toolFind, map[string]any{"task": "fill in a PDF form from JSON"}, &out)
+	if got := firstText(t, res); !strings.HasPrefix(got, "Confident match:") {
+		t.Errorf("first text block %q, want the verdict in a sentence", got)
+	}
 	if out.Abstained || len(out.Candidates) == 0 || out.Candidates[0].Name != "pdf-form-filling" {
 		t.Fatalf("candidates = %+v", out)
+	}
+	if out.Verdict != "confident" || out.VerdictDetail == "" {
+		t.Errorf("verdict %q (%q), want confident with its reason", out.Verdict, out.VerdictDetail)
 	}
 	c := out.Candidates[0]
 	if c.URI != "skill://pdf-form-filling/SKILL.md" || c.Trust != "trusted" || c.Source.Kind != "project" || c.Why == "" || c.Score <= 0 {
@@ -87,9 +93,12 @@ func TestFindSkills(t *testing.T) {
 		t.Errorf("generation = %d", out.Generation)
 	}
 
-	h.ok(toolFind, map[string]any{"task": "what is the capital of France"}, &out)
-	if !out.Abstained || out.AbstainReason != "no_match" || len(out.Candidates) != 0 {
+	res = h.ok(toolFind, map[string]any{"task": "what is the capital of France"}, &out)
+	if !out.Abstained || out.AbstainReason != "no_match" || len(out.Candidates) != 0 || out.Verdict != "no_skill" {
 		t.Errorf("abstention = %+v", out)
+	}
+	if got := firstText(t, res); got != "No skill fits this task: go ahead without one." {
+		t.Errorf("abstention sentence %q", got)
 	}
 
 	h.ok(toolFind, map[string]any{"task": "review pull requests", "agent": "reviewer", "top_k": 1}, &out)
@@ -243,5 +252,36 @@ func TestAuthorizeExecFollowsFlag(t *testing.T) {
 	h.quiet(100 * time.Millisecond)
 	if _, err := h.cs.CallTool(ctx, &mcpsdk.CallToolParams{Name: toolExec, Arguments: args}); err == nil {
 		t.Error("authorize_exec still callable after skills_exec went off")
+	}
+}
+
+// firstText returns a tool result's first content block, which must be
+// text.
+func firstText(t *testing.T, res *mcpsdk.CallToolResult) string {
+	t.Helper()
+	if len(res.Content) == 0 {
+		t.Fatal("no content")
+	}
+	tc, ok := res.Content[0].(*mcpsdk.TextContent)
+	if !ok {
+		t.Fatalf("first content block is %T, want text", res.Content[0])
+	}
+	return tc.Text
+}
+
+// TestVerdictSentences states each verdict in its own words.
+func TestVerdictSentences(t *testing.T) {
+	for _, tc := range []struct {
+		v    skill.Verdict
+		want string
+	}{
+		{skill.VerdictConfident, "Confident match: the first tool below very likely fits the task."},
+		{skill.VerdictLowConfidence, "Low-confidence candidates: these tools may not fit the task. Check their descriptions and " +
+			"use one only if it clearly applies; otherwise go ahead without a tool."},
+		{skill.VerdictNoSkill, "No tool fits this task: go ahead without one."},
+	} {
+		if got := verdictSentence(&skill.MatchResult{Verdict: tc.v}, "tool"); got != tc.want {
+			t.Errorf("%s: %q, want %q", tc.v, got, tc.want)
+		}
 	}
 }

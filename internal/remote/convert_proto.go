@@ -271,8 +271,15 @@ var abstainReasons = map[routerv1.AbstainReason]skill.AbstainReason{
 	routerv1.AbstainReason_ABSTAIN_REASON_NO_MATCH:        skill.AbstainNoMatch,
 }
 
+var verdicts = map[routerv1.MatchVerdict]skill.Verdict{
+	routerv1.MatchVerdict_MATCH_VERDICT_CONFIDENT:      skill.VerdictConfident,
+	routerv1.MatchVerdict_MATCH_VERDICT_LOW_CONFIDENCE: skill.VerdictLowConfidence,
+	routerv1.MatchVerdict_MATCH_VERDICT_NO_SKILL:       skill.VerdictNoSkill,
+}
+
 func matchResult(r *routerv1.MatchResponse) *skill.MatchResult {
 	out := &skill.MatchResult{
+		Verdict: verdicts[r.GetVerdict()], VerdictDetail: r.GetVerdictDetail(),
 		Abstained: r.GetAbstained(), AbstainReason: abstainReasons[r.GetAbstainReason()], AbstainDetail: r.GetAbstainDetail(),
 		Generation: r.GetIndexGeneration(), GenerationID: r.GetGenerationId(), Degraded: r.GetDegraded(),
 	}

@@ -81,7 +81,8 @@ func (s *testServer) Match(_ context.Context, req *routerv1.MatchRequest) (*rout
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if req.GetTask() == "nothing" {
-		return &routerv1.MatchResponse{Abstained: true, AbstainReason: routerv1.AbstainReason_ABSTAIN_REASON_CALIBRATED,
+		return &routerv1.MatchResponse{Verdict: routerv1.MatchVerdict_MATCH_VERDICT_NO_SKILL, VerdictDetail: "nothing fits",
+			Abstained: true, AbstainReason: routerv1.AbstainReason_ABSTAIN_REASON_CALIBRATED,
 			AbstainDetail: "no skill fits", IndexGeneration: s.gen}, nil
 	}
 	return &routerv1.MatchResponse{
@@ -227,7 +228,8 @@ func TestMatch(t *testing.T) {
 		t.Errorf("candidate = %+v skill %+v", c, c.Skill)
 	}
 	res, err = r.Match(context.Background(), skill.MatchRequest{Task: "nothing"})
-	if err != nil || !res.Abstained || res.AbstainReason != skill.AbstainCalibrated || res.AbstainDetail != "no skill fits" || res.Candidates != nil {
+	if err != nil || !res.Abstained || res.AbstainReason != skill.AbstainCalibrated || res.AbstainDetail != "no skill fits" || res.Candidates != nil ||
+		res.Verdict != skill.VerdictNoSkill || res.VerdictDetail != "nothing fits" {
 		t.Errorf("abstention = %+v, %v", res, err)
 	}
 }

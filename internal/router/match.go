@@ -22,9 +22,10 @@ func (r *Router) Match(ctx context.Context, req skill.MatchRequest) (*skill.Matc
 		return nil, err
 	}
 	if !r.Settings().Flags.SkillsV1 {
+		const why = "routing is switched off (feature flag skills_v1); load skills by name, or ask an operator to turn it on"
 		return &skill.MatchResult{
-			Abstained: true, AbstainReason: skill.AbstainDisabled, Generation: g.ID, GenerationID: g.ContentID,
-			AbstainDetail: "routing is switched off (feature flag skills_v1); load skills by name, or ask an operator to turn it on",
+			Verdict: skill.VerdictNoSkill, VerdictDetail: why, Abstained: true, AbstainReason: skill.AbstainDisabled,
+			AbstainDetail: why, Generation: g.ID, GenerationID: g.ContentID,
 		}, nil
 	}
 	kinds, scope := req.Options.Kinds, skill.ScopeFrom(ctx)

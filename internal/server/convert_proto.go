@@ -386,8 +386,16 @@ var abstainReasons = map[skill.AbstainReason]routerv1.AbstainReason{
 	skill.AbstainNoMatch:        routerv1.AbstainReason_ABSTAIN_REASON_NO_MATCH,
 }
 
+var verdictsPB = map[skill.Verdict]routerv1.MatchVerdict{
+	skill.VerdictConfident:     routerv1.MatchVerdict_MATCH_VERDICT_CONFIDENT,
+	skill.VerdictLowConfidence: routerv1.MatchVerdict_MATCH_VERDICT_LOW_CONFIDENCE,
+	skill.VerdictNoSkill:       routerv1.MatchVerdict_MATCH_VERDICT_NO_SKILL,
+}
+
 func matchPB(r *skill.MatchResult) *routerv1.MatchResponse {
 	out := &routerv1.MatchResponse{
+		Verdict:         verdictsPB[r.Verdict],
+		VerdictDetail:   r.VerdictDetail,
 		Abstained:       r.Abstained,
 		AbstainReason:   abstainReasons[r.AbstainReason],
 		AbstainDetail:   r.AbstainDetail,

@@ -32,6 +32,23 @@ const (
 	AbstainNoMatch        AbstainReason = "no_match"        // no skill shares anything with the task
 )
 
+// Verdict is what a match says of its candidates as a whole, in the words
+// a host passes on to its model: a confident match, candidates that may
+// not fit (the agent decides), or no skill fits.
+type Verdict string
+
+// Verdicts.
+const (
+	// VerdictConfident: the candidates very likely hold a skill for the
+	// task.
+	VerdictConfident Verdict = "confident"
+	// VerdictLowConfidence: the router is unsure; the candidates are
+	// returned so the agent can judge them, and may not fit.
+	VerdictLowConfidence Verdict = "low_confidence"
+	// VerdictNoSkill: no skill fits; there are no candidates (Abstained).
+	VerdictNoSkill Verdict = "no_skill"
+)
+
 // MatchMode selects the retrieval signals a match uses.
 type MatchMode string
 
@@ -57,7 +74,11 @@ const (
 
 // MatchResult is the answer to one task.
 type MatchResult struct {
-	Candidates    []Candidate
+	Candidates []Candidate
+	// Verdict says how far the candidates can be trusted; VerdictNoSkill
+	// exactly when Abstained. VerdictDetail explains it in words.
+	Verdict       Verdict
+	VerdictDetail string
 	Abstained     bool
 	AbstainReason AbstainReason
 	// AbstainDetail explains the abstention in words.

@@ -9,6 +9,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"regexp"
 	"sort"
 	"strings"
 
@@ -18,37 +19,56 @@ import (
 	"github.com/mcpsag/router/internal/match"
 )
 
-// runCalibrate fits the bundled model's abstention classifier on a mix of
-// catalogs: each dev set's own queries against its own skills and against
-// sub-catalogs drawn from them at several sizes, and foreign tasks
-// (another set's answerable queries) against catalogs that cannot serve
-// them, whole and drawn at several sizes. It writes the classifier as a
-// config fragment and prints cross-validated, leave-one-catalog-out,
-// leave-one-size-out and in-sample figures.
+// devSet is one labelled dev set: a skill root and its queries.
+type devSet struct {
+	name, skills, queries string
+	// agent is true for sets of agent tasks against real skill folders,
+	// false for sets of user requests against API tools; a set of one
+	// kind cannot serve the tasks of the other (see foreignPairs).
+	agent bool
+}
+
+// Calibration recipe parameters (see runCalibrate).
+const (
+	trainSeed     = 99  // foreign tasks fitted on; the protocol's seed (eval.DefaultForeignSeed) is only evaluated
+	foreignTasks  = 500 // foreign tasks per pair
+	lengthenCap   = 600 // lengthened tasks per set
+	lengthenSeed  = 5
+	subAnswerable = 300 // answerable tasks per sub-catalog size
+)
+
+// runCalibrate fits the bundled model's abstention classifier over five dev
+// sets: each set's own tasks against its catalog and against sub-catalogs
+// drawn from it, its tasks lengthened into long agent task statements,
+// general requests no catalog serves, and foreign tasks (another set's
+// answerable tasks) against catalogs that cannot serve them. It writes the
+// classifier as a config fragment and prints cross-validated,
+// leave-one-set-out and in-sample figures.
 func runCalibrate(args []string) error {
 	fs := flag.NewFlagSet("calibrate", flag.ExitOnError)
-	evalDir := fs.String("eval", "../shared/eval", "dev sets (metatool/, seal-tools/)")
-	corpora := fs.String("corpora", "../shared/corpora", "real SKILL.md trees, gathered into one foreign catalog")
+	evalDir := fs.String("eval", "../shared/eval", "dev sets metatool/ and seal-tools/")
+	transferDir := fs.String("eval-transfer", "../shared/eval-transfer", "dev sets skillsbench-dev/ and toollens-train/")
+	corpora := fs.String("corpora", "../shared/corpora", "real SKILL.md trees, gathered into one catalog")
+	corporaTasks := fs.String("corpora-tasks", "testdata/corpora-tasks/queries.jsonl", "labelled tasks for the gathered corpora")
 	model := fs.String("model", defaultModel, "model folder")
 	work := fs.String("work", defaultWork, "work directory (the gathered catalog goes to WORK/corpora)")
 	out := fs.String("o", "", "calibration file to write (default MODEL/calibration.yaml)")
-	maxWrong := fs.Float64("max-wrong", 0.03, "share of each group's answerable training queries the cutoff may abstain on")
+	hidden := fs.Float64("hidden", 0.02, "share of each set's answerable tasks the abstention cutoff may hide (half of it at the first candidate)")
+	notConfident := fs.Float64("not-confident", 0.8, "share of each foreign pair's tasks that must fall under the confident cutoff")
 	features := fs.String("features", strings.Join(match.HybridFeatures, ","), "features the classifier reads")
 	signs := fs.String("signs", formatSigns(match.EvidenceSigns), "sign constraints, feature=+1 or feature=-1, comma-separated")
-	noSub := fs.Bool("no-sub", false, "fit on whole catalogs only (no sub-catalogs)")
 	seed := fs.Uint64("seed", 11, "seed of the sub-catalog draws")
-	subWrong := fs.Float64("sub-max-wrong", -1, "share of each sub-catalog group's answerable training queries the cutoff may abstain on (-1: no limit)")
-	corporaTasks := fs.String("corpora-tasks", "testdata/corpora-tasks/queries.jsonl", "labelled tasks for the gathered corpora")
-	testCorpora := fs.Bool("corpora-tasks-test", false, "only evaluate the corpora tasks, never fit on them")
-	keywordless := fs.Float64("keywordless", -1, "cosine threshold that decides tasks without keyword evidence instead of the classifier (-1: the model's threshold, 0: the classifier decides them)")
-	balance := fs.Bool("balance", true, "weigh answerable and no-skill tasks equally in every size class")
+	keywordless := fs.Float64("keywordless", -1, "cosine threshold under which tasks without keyword evidence are abstained on (-1: the model's threshold, 0: the classifier decides them)")
+	subHidden := fs.Bool("sub-hidden", false, "the sets' own tasks against sub-catalogs bound the abstention cutoff too")
+	testOnly := fs.String("test-only", "", "regular expression: groups whose name matches are evaluated, never fitted on (for ablations)")
+	report := fs.String("report", "", "write the fit's figures (JSON) to this file")
 	dump := fs.String("dump", "", "write the collected tasks (JSON) to this file")
 	load := fs.String("load", "", "read collected tasks from a -dump file instead of ranking them")
 	fs.Parse(args)
 	if *out == "" {
 		*out = filepath.Join(*model, "calibration.yaml")
 	}
-	opt := eval.FitOptions{MaxWrong: *maxWrong, Keywordless: *keywordless, Balance: *balance}
+	opt := eval.FitOptions{Hidden: *hidden, NotConfident: *notConfident, Keywordless: *keywordless}
 	opt.Features = strings.Split(*features, ",")
 	var err error
 	if opt.Signs, err = parseSigns(*signs); err != nil {
@@ -64,8 +84,22 @@ func runCalibrate(args []string) error {
 		if err := json.Unmarshal(b, &col); err != nil {
 			return fmt.Errorf("%s: %w", *load, err)
 		}
-	} else if col, err = collect(ctx, *evalDir, *corpora, *corporaTasks, *model, *work, !*noSub, *seed); err != nil {
-		return err
+	} else {
+		sets := []devSet{
+			{name: "metatool", skills: filepath.Join(*evalDir, "metatool", "skills"), queries: filepath.Join(*evalDir, "metatool", "queries.jsonl")},
+			{name: "seal-tools", skills: filepath.Join(*evalDir, "seal-tools", "skills"), queries: filepath.Join(*evalDir, "seal-tools", "queries.jsonl")},
+			{name: "toollens-train", skills: filepath.Join(*transferDir, "toollens-train", "skills"), queries: filepath.Join(*transferDir, "toollens-train", "queries.jsonl")},
+			{name: "skillsbench-dev", skills: filepath.Join(*transferDir, "skillsbench-dev", "skills"), queries: filepath.Join(*transferDir, "skillsbench-dev", "queries.jsonl"), agent: true},
+			{name: "corpora", skills: filepath.Join(*work, "corpora"), queries: *corporaTasks, agent: true},
+		}
+		n, err := gatherSkills(*corpora, sets[4].skills)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(os.Stderr, "calibrate: %d skill folders gathered under %s\n", n, sets[4].skills)
+		if col, err = collect(ctx, sets, *model, *seed); err != nil {
+			return err
+		}
 	}
 	if *dump != "" {
 		b, err := json.Marshal(col)
@@ -76,45 +110,49 @@ func runCalibrate(args []string) error {
 			return err
 		}
 	}
-	groups, tasks := col.Groups, col.Tasks
-	for i := range groups {
-		if *testCorpora && strings.HasPrefix(groups[i].Name, "corpora-tasks") {
-			groups[i].Test = true
-		}
-		// The cutoff's budget binds on the dev sets' whole catalogs; the
-		// sub-catalogs and the corpora's few tasks teach the weights and
-		// are measured.
-		if groups[i].Size > 0 || groups[i].Catalog == "corpora" {
-			groups[i].MaxWrong = *subWrong
+	var only *regexp.Regexp
+	if *testOnly != "" {
+		if only, err = regexp.Compile(*testOnly); err != nil {
+			return fmt.Errorf("-test-only: %w", err)
 		}
 	}
-	if *noSub {
-		groups, tasks = wholeOnly(groups, tasks)
+	for i, g := range col.Groups {
+		if g.Own && g.Size > 0 && *subHidden {
+			col.Groups[i].Bound = eval.BoundHidden
+		}
+		if only != nil && only.MatchString(g.Name) {
+			col.Groups[i].Test = true
+		}
 	}
 	opt.Model = col.Model
 	if opt.Keywordless < 0 {
 		opt.Keywordless = col.Threshold
 	}
-	fit, err := eval.FitTasks(groups, tasks, opt)
+	fit, err := eval.FitTasks(col.Groups, col.Tasks, opt)
 	if err != nil {
 		return err
 	}
+	if *report != "" {
+		b, err := json.MarshalIndent(fit, "", "  ")
+		if err != nil {
+			return err
+		}
+		if err := os.WriteFile(*report, b, 0o644); err != nil {
+			return err
+		}
+	}
 	var table strings.Builder
-	fmt.Fprintf(&table, "%-28s %-44s %-44s %-44s %s\n", "group", "5-fold (by text)", "leave-catalog-out", "leave-size-out", "in-sample")
+	fmt.Fprintf(&table, "%-34s %-62s %-62s %s\n", "group", "5-fold (by text)", "leave-one-set-out", "in-sample")
 	for i, g := range fit.InSample {
-		fmt.Fprintf(&table, "%-28s %-44s %-44s %-44s %s\n", g.Group, cell(fit.CrossValidated[i]), cell(fit.LeaveCatalogOut[i]),
-			cell(fit.LeaveSizeOut[i]), cell(g))
+		fmt.Fprintf(&table, "%-34s %-62s %-62s %s\n", g.Group, cell(fit.CrossValidated[i]), cell(fit.LeaveSetOut[i]), cell(g))
 	}
 	fmt.Print(table.String())
-	for _, n := range fit.Notes {
-		fmt.Fprintln(os.Stderr, "note:", n)
-	}
 
-	// calibrated_on names MetaTool, the set whose no-skill queries were
-	// fitted on, so an evaluation on it says its abstention is in-sample.
+	// calibrated_on names every set fitted on, so an evaluation of one of
+	// them says its verdict figures are in-sample.
 	doc := map[string]any{"match": map[string]any{
 		"abstain":       map[string]any{"classifiers": []match.Classifier{*fit.Classifier}},
-		"calibrated_on": col.CalibratedOn,
+		"calibrated_on": strings.Join(col.CalibratedOn, " "),
 	}}
 	body, err := yaml.Marshal(doc)
 	if err != nil {
@@ -124,23 +162,23 @@ func runCalibrate(args []string) error {
 	head.WriteString(`# Calibrated abstention for mcpsag-static-v1, applied by the router's default
 # configuration (a config file that sets match.abstain.classifiers replaces it).
 # Written by: go run ./models/recipe calibrate (see models/mcpsag-static-v1/MODEL.md).
-# Fitted on a mix of catalogs, never on one alone: the MetaTool and Seal-Tools dev
-# sets' own queries against their own skills and against sub-catalogs drawn from
-# them (NAME@SIZE: a query is answerable when one of its relevant skills was drawn,
-# needs no skill when none was), labelled tasks of the real skill corpora
-# (corpora-tasks) against the gathered corpora and sub-catalogs of it, and foreign
-# tasks (answerable queries of one set, relabelled as needing no skill) against
-# catalogs that cannot serve them, whole and drawn. Every size class weighs the
-# same, its answerable and no-skill tasks half each. Weights of evidence features
-# may not turn negative. Tasks no skill shares a word with are left to the model's
-# cosine threshold (` + fmt.Sprintf("%g", opt.Keywordless) + `), as the router does. The cutoff abstains on at most
-# ` + fmt.Sprintf("%g", 100**maxWrong) + `% of the answerable training queries of each dev set's whole catalog.
-# The classifier reads score features and the catalog's size and vocabulary, so
-# it applies to any catalog; it only applies to the model whose fingerprint it
-# names. calibrated_on is the MetaTool set's digest (its figures below are
-# in-sample for routerctl eval).
-# Abstention figures (wrong = answerable queries abstained on; named = those whose
-# skill is named or fires a trigger; abstain = tasks that need no skill abstained on):
+# The classifier gives the probability that the first three candidates hold a skill
+# for the task. Match abstains ("no skill fits") under cutoff, serves the candidates
+# as low-confidence from cutoff to confident, and as a confident match from there.
+# Fitted on five dev sets at once, never on one alone: each set's own tasks against
+# its catalog and against sub-catalogs drawn from it (NAME@SIZE), its tasks wrapped
+# in the scaffolding of long agent task statements (NAME-long), general requests
+# (general>NAME), and foreign tasks (another set's tasks, relabelled as needing no
+# skill) against catalogs that cannot serve them: user requests for API tools
+# against the gathered skill folders, agent tasks against API tools (A>B).
+# It reads no feature that names a catalog (size, vocabulary). Weights of evidence
+# features may not turn negative. The cutoff hides at most ` + fmt.Sprintf("%g", 100**hidden) + `% of each set's
+# answerable tasks (a relevant skill in the top three abstained on), half that at
+# the first candidate; at least ` + fmt.Sprintf("%g", 100**notConfident) + `% of each foreign pair's tasks fall under
+# confident. Tasks no skill shares a word with are abstained on under the model's
+# cosine threshold (` + fmt.Sprintf("%g", opt.Keywordless) + `), as the router does.
+# Figures (need: answerable tasks, hidden by an abstention / low-confidence; none:
+# tasks that need no skill, abstained on / low-confidence):
 `)
 	for _, line := range strings.Split(strings.TrimRight(table.String(), "\n"), "\n") {
 		head.WriteString("#   " + strings.TrimRight(line, " ") + "\n")
@@ -187,165 +225,159 @@ func parseSigns(s string) (map[string]int, error) {
 
 // collected are the ranked tasks of every group, as -dump writes them.
 type collected struct {
-	Model        string `json:"model"`
-	CalibratedOn string `json:"calibrated_on"`
+	Model string `json:"model"`
+	// CalibratedOn are the digests of the sets' query files.
+	CalibratedOn []string `json:"calibrated_on"`
 	// Threshold is the model's cosine threshold.
 	Threshold float64               `json:"threshold"`
 	Groups    []eval.TaskGroup      `json:"groups"`
 	Tasks     []eval.AbstentionTask `json:"tasks"`
 }
 
-// wholeOnly keeps the groups of whole catalogs and their tasks.
-func wholeOnly(groups []eval.TaskGroup, tasks []eval.AbstentionTask) ([]eval.TaskGroup, []eval.AbstentionTask) {
-	var gs []eval.TaskGroup
-	at := map[int]int{}
-	for i, g := range groups {
-		if g.Size == 0 {
-			at[i] = len(gs)
-			gs = append(gs, g)
-		}
-	}
-	var ts []eval.AbstentionTask
-	for _, t := range tasks {
-		if j, ok := at[t.Group]; ok {
-			t.Group = j
-			ts = append(ts, t)
-		}
-	}
-	return gs, ts
-}
-
-// collect builds the task groups and ranks their tasks.
-func collect(ctx context.Context, evalDir, corpora, corporaTasks, model, work string, sub bool, seed uint64) (collected, error) {
+// collect builds the task groups of the dev sets and ranks their tasks.
+func collect(ctx context.Context, sets []devSet, model string, seed uint64) (collected, error) {
 	var col collected
-	root := filepath.Join(work, "corpora")
-	n, err := gatherSkills(corpora, root)
-	if err != nil {
-		return col, err
-	}
-	fmt.Fprintf(os.Stderr, "calibrate: %d skill folders gathered under %s\n", n, root)
-
 	cfg := match.DefaultConfig()
-	open := func(dir string) (*eval.Corpus, error) {
-		c, err := eval.Open(ctx, eval.Options{Skills: dir, ModelDir: model, Config: &cfg})
-		if err != nil {
-			return nil, err
-		}
-		if c.DenseErr != nil {
+	corpus := map[string]*eval.Corpus{}
+	queries := map[string][]eval.Query{}
+	defer func() {
+		for _, c := range corpus {
 			c.Close()
-			return nil, c.DenseErr
 		}
-		return c, nil
-	}
-	mt, err := open(filepath.Join(evalDir, "metatool", "skills"))
-	if err != nil {
-		return col, err
-	}
-	defer mt.Close()
-	st, err := open(filepath.Join(evalDir, "seal-tools", "skills"))
-	if err != nil {
-		return col, err
-	}
-	defer st.Close()
-	co, err := open(root)
-	if err != nil {
-		return col, err
-	}
-	defer co.Close()
-	mq, err := eval.LoadQueries(filepath.Join(evalDir, "metatool", "queries.jsonl"))
-	if err != nil {
-		return col, err
-	}
-	sq, err := eval.LoadQueries(filepath.Join(evalDir, "seal-tools", "queries.jsonl"))
-	if err != nil {
-		return col, err
-	}
-	cq, err := eval.LoadQueries(corporaTasks)
-	if err != nil {
-		return col, err
-	}
-	// Training foreign tasks use another seed than the protocol's
-	// (DefaultForeignSeed), whose tasks are only evaluated.
-	const trainSeed = 99
-	groups := []eval.TaskGroup{
-		{Name: "metatool", Catalog: "metatool", Own: true, Index: mt.Index, Queries: mq},
-		{Name: "seal-tools", Catalog: "seal-tools", Own: true, Index: st.Index, Queries: sq},
-		{Name: "metatool>corpora (train)", Catalog: "corpora", Index: co.Index, Queries: eval.Foreign(mq, 1000, trainSeed)},
-		{Name: "seal-tools>corpora (train)", Catalog: "corpora", Index: co.Index, Queries: eval.Foreign(sq, 1000, trainSeed)},
-		{Name: "metatool>seal-tools", Catalog: "seal-tools", Index: st.Index, Queries: eval.Foreign(mq, 1000, trainSeed)},
-		{Name: "seal-tools>metatool", Catalog: "metatool", Index: mt.Index, Queries: eval.Foreign(sq, 1000, trainSeed)},
-		{Name: "metatool>corpora", Catalog: "corpora", Index: co.Index, Queries: eval.Foreign(mq, 500, eval.DefaultForeignSeed), Test: true},
-		{Name: "seal-tools>corpora", Catalog: "corpora", Index: co.Index, Queries: eval.Foreign(sq, 500, eval.DefaultForeignSeed), Test: true},
-		{Name: "corpora-tasks", Catalog: "corpora", Own: true, Index: co.Index, Queries: cq},
-	}
-	if sub {
-		// Sub-catalogs: the sets' own queries against skills drawn from
-		// their catalogs, and foreign tasks plus MetaTool's no-skill
-		// queries against skills drawn from the corpora.
-		var none []eval.Query
-		for _, q := range mq {
-			if !q.NeedSkill() {
-				none = append(none, q)
-			}
-		}
-		foreign := append(append(eval.Foreign(mq, 1000, trainSeed+1), eval.Foreign(sq, 1000, trainSeed+1)...), none...)
-		for _, s := range []struct {
-			c        *eval.Corpus
-			qs       []eval.Query
-			name     string
-			own      bool
-			sizes    []int
-			answer   int
-			noSkill  int
-			minDraws int
-		}{
-			{mt, mq, "metatool", true, []int{10, 30, 100}, 400, 400, 3},
-			{st, sq, "seal-tools", true, []int{10, 30, 100, 300}, 400, 400, 3},
-			{co, foreign, "corpora", false, []int{10, 30, 100}, 0, 600, 6},
-		} {
-			gs, err := s.c.SubCatalogs(ctx, s.qs, eval.SubCatalogOptions{
-				Name: s.name, Catalog: s.name, Own: s.own, Sizes: s.sizes,
-				Answerable: s.answer, NoSkill: s.noSkill, MinDraws: s.minDraws, Seed: seed,
-			})
-			if err != nil {
-				return col, err
-			}
-			groups = append(groups, gs...)
-		}
-		// The corpora's own labelled tasks against skills drawn from
-		// it, with MetaTool's no-skill queries (general requests) as the
-		// ones no drawn skill serves.
-		gs, err := co.SubCatalogs(ctx, append(append([]eval.Query(nil), cq...), none...), eval.SubCatalogOptions{
-			Name: "corpora-tasks", Catalog: "corpora", Own: true, Sizes: []int{10, 30, 100},
-			Answerable: 150, NoSkill: 150, MinDraws: 3, MaxDraws: 60, Seed: seed + 2,
-		})
+	}()
+	for _, s := range sets {
+		c, err := eval.Open(ctx, eval.Options{Skills: s.skills, ModelDir: model, Config: &cfg})
 		if err != nil {
+			return col, fmt.Errorf("%s: %w", s.name, err)
+		}
+		corpus[s.name] = c
+		if c.DenseErr != nil {
+			return col, c.DenseErr
+		}
+		if queries[s.name], err = eval.LoadQueries(s.queries); err != nil {
 			return col, err
 		}
-		groups = append(groups, gs...)
+	}
+	var general []eval.Query // MetaTool's requests that need no skill
+	for _, q := range queries["metatool"] {
+		if !q.NeedSkill() {
+			general = append(general, q)
+		}
+	}
+	var groups []eval.TaskGroup
+	add := func(g eval.TaskGroup) { groups = append(groups, g) }
+	for _, s := range sets {
+		ix := corpus[s.name].Index
+		add(eval.TaskGroup{Name: s.name, Source: s.name, Catalog: s.name, Own: true, Bound: eval.BoundHidden, Index: ix, Queries: queries[s.name]})
+		answerable := answerableOnly(queries[s.name])
+		if !s.agent || s.name == "corpora" {
+			// Agent tasks of skillsbench are long already.
+			long := eval.Lengthen(answerable[:min(lengthenCap, len(answerable))], lengthenSeed)
+			add(eval.TaskGroup{Name: s.name + "-long", Source: s.name, Catalog: s.name, Own: true, Bound: eval.BoundHidden, Index: ix, Queries: long})
+		}
+		if s.name != "metatool" && s.name != "seal-tools" {
+			add(eval.TaskGroup{Name: "general>" + s.name, Source: "metatool", Catalog: s.name, Index: ix, Queries: general})
+		}
+		for _, to := range sets {
+			if !foreignPair(s, to) {
+				continue
+			}
+			tix := corpus[to.name].Index
+			name := s.name + ">" + to.name
+			add(eval.TaskGroup{Name: name, Source: s.name, Catalog: to.name, Bound: eval.BoundConfident, Index: tix,
+				Queries: eval.Foreign(answerable, foreignTasks, trainSeed)})
+			add(eval.TaskGroup{Name: name + " (protocol)", Source: s.name, Catalog: to.name, Index: tix, Test: true,
+				Queries: eval.Foreign(answerable, foreignTasks, eval.DefaultForeignSeed)})
+			long := eval.Lengthen(eval.Foreign(answerable, min(lengthenCap/2, foreignTasks), trainSeed), lengthenSeed)
+			if s.name != "skillsbench-dev" {
+				add(eval.TaskGroup{Name: s.name + "-long>" + to.name, Source: s.name, Catalog: to.name, Index: tix, Queries: long})
+			}
+		}
+		// Sub-catalogs: the set's own tasks against skills drawn from its
+		// catalog, and tasks no drawn skill serves (general requests,
+		// foreign tasks of the other kind) against draws of the same
+		// sizes, so the fit sees small catalogs both ways.
+		sub := func(qs []eval.Query, name, source string, sizes []int, answer, none int) error {
+			gs, err := corpus[s.name].SubCatalogs(ctx, qs, eval.SubCatalogOptions{
+				Name: name, Catalog: s.name, Source: source, Own: source == s.name, Sizes: sizes,
+				Answerable: answer, NoSkill: none, MinDraws: 3, MaxDraws: 60, Seed: seed,
+			})
+			groups = append(groups, gs...)
+			return err
+		}
+		if err := sub(answerable, s.name, s.name, []int{10, 30, 100, 300}, subAnswerable, 0); err != nil {
+			return col, err
+		}
+		if err := sub(general, "general>"+s.name, "metatool", []int{10, 30, 100}, 0, subAnswerable); err != nil {
+			return col, err
+		}
+		for _, from := range sets {
+			if foreignPair(from, s) {
+				qs := eval.Foreign(answerableOnly(queries[from.name]), foreignTasks, trainSeed)
+				if err := sub(qs, from.name+">"+s.name, from.name, []int{10, 30, 100}, 0, subAnswerable); err != nil {
+					return col, err
+				}
+			}
+		}
 	}
 	fmt.Fprintf(os.Stderr, "calibrate: ranking the tasks of %d groups\n", len(groups))
 	tasks, err := eval.CollectTasks(ctx, groups)
 	if err != nil {
 		return col, err
 	}
-	return collected{Model: mt.Model.Fingerprint, CalibratedOn: eval.Digest(mq), Threshold: mt.Index.Config().Abstain.Threshold,
-		Groups: groups, Tasks: tasks}, nil
+	mt := corpus["metatool"]
+	col = collected{Model: mt.Model.Fingerprint, Threshold: mt.Index.Config().Abstain.Threshold, Groups: groups, Tasks: tasks}
+	for _, s := range sets {
+		col.CalibratedOn = append(col.CalibratedOn, eval.Digest(queries[s.name]))
+	}
+	return col, nil
+}
+
+// foreignPair reports whether the tasks of from are foreign to the catalog
+// of to: user requests for API tools (MetaTool, Seal-Tools, ToolLens)
+// against the gathered skill folders, and agent tasks (SkillsBench, the
+// corpora tasks) against the MetaTool and ToolLens tools. Seal-Tools' 4,076 generated functions cover
+// nearly every domain (a GDP task finds calculate-gdp), the SkillsBench
+// catalog holds app automations that serve many user requests and shares 29
+// skills with the corpora, and the API catalogs serve each other's requests,
+// so those pairs are not foreign.
+func foreignPair(from, to devSet) bool {
+	switch {
+	case from.name == to.name:
+		return false
+	case !from.agent:
+		return to.name == "corpora"
+	default:
+		return to.name == "metatool" || to.name == "toollens-train"
+	}
+}
+
+func answerableOnly(qs []eval.Query) []eval.Query {
+	var out []eval.Query
+	for _, q := range qs {
+		if q.NeedSkill() {
+			out = append(out, q)
+		}
+	}
+	return out
 }
 
 // cell renders one group's figures.
 func cell(g eval.GroupFigures) string {
 	var parts []string
 	if g.NeedSkill > 0 {
-		parts = append(parts, fmt.Sprintf("wrong %d/%d (%.1f%%)", g.Wrong, g.NeedSkill, g.WrongRate()))
+		s := fmt.Sprintf("need %d: hidden %d (%.1f%%), top-1 %d, low %.0f%%", g.NeedSkill, g.Hidden, g.HiddenRate(), g.HiddenTop1,
+			100*float64(g.LowConfidence)/float64(g.NeedSkill))
 		if g.Named > 0 {
-			parts = append(parts, fmt.Sprintf("named %d/%d", g.NamedWrong, g.Named))
+			s += fmt.Sprintf(", named %d/%d", g.NamedHidden, g.Named)
 		}
+		parts = append(parts, s)
 	}
 	if g.NoSkill > 0 {
-		parts = append(parts, fmt.Sprintf("abstain %d/%d (%.1f%%)", g.Abstained, g.NoSkill, g.AbstainRate()))
+		parts = append(parts, fmt.Sprintf("none %d: abstain %.1f%%, low %.0f%%", g.NoSkill, g.AbstainRate(),
+			100*float64(g.NoSkillLow)/float64(g.NoSkill)))
 	}
-	return strings.Join(parts, ", ")
+	return strings.Join(parts, "; ")
 }
 
 // gatherSkills copies every folder holding a SKILL.md under src into one

@@ -17,7 +17,7 @@
 //	go run ./models/recipe export [-work DIR] [-out DIR]   # model.onnx, tokenizer.json, mcpsag-model.json
 //	go run ./models/recipe validate [-work DIR] [-model DIR] # held-out Debian retrieval through hugot
 //	go run ./models/recipe eval [-model DIR] [-w 0.4] SET_DIR...  # BM25, dense, hybrid on eval sets
-//	go run ./models/recipe calibrate [-eval DIR] [-corpora DIR]   # abstention classifier -> calibration.yaml
+//	go run ./models/recipe calibrate [-eval DIR] [-eval-transfer DIR] [-corpora DIR]   # verdict classifier -> calibration.yaml
 //
 // Every step is deterministic: the same inputs give the same model.onnx bytes.
 package main
@@ -87,7 +87,7 @@ commands:
   export    write model.onnx, tokenizer.json and mcpsag-model.json
   validate  held-out Debian retrieval through hugot (BM25, dense, hybrid)
   eval      BM25, dense and hybrid on an eval set (skills/ + queries.jsonl)
-  calibrate fit the abstention classifier on the dev sets and foreign tasks
+  calibrate fit the verdict classifier on the five dev sets and foreign tasks
 
 Run a command with -h for its flags.
 `)

@@ -428,6 +428,64 @@ func (AbstainReason) EnumDescriptor() ([]byte, []int) {
 	return file_mcpsag_router_v1_router_proto_rawDescGZIP(), []int{6}
 }
 
+// MatchVerdict says how far a match's candidates can be trusted, in words a
+// host can pass on to its model.
+type MatchVerdict int32
+
+const (
+	MatchVerdict_MATCH_VERDICT_UNSPECIFIED MatchVerdict = 0
+	// The candidates very likely hold a skill for the task.
+	MatchVerdict_MATCH_VERDICT_CONFIDENT MatchVerdict = 1
+	// The router is unsure: the candidates are returned for the agent to
+	// judge, and may not fit.
+	MatchVerdict_MATCH_VERDICT_LOW_CONFIDENCE MatchVerdict = 2
+	// No skill fits; there are no candidates (abstained is set).
+	MatchVerdict_MATCH_VERDICT_NO_SKILL MatchVerdict = 3
+)
+
+// Enum value maps for MatchVerdict.
+var (
+	MatchVerdict_name = map[int32]string{
+		0: "MATCH_VERDICT_UNSPECIFIED",
+		1: "MATCH_VERDICT_CONFIDENT",
+		2: "MATCH_VERDICT_LOW_CONFIDENCE",
+		3: "MATCH_VERDICT_NO_SKILL",
+	}
+	MatchVerdict_value = map[string]int32{
+		"MATCH_VERDICT_UNSPECIFIED":    0,
+		"MATCH_VERDICT_CONFIDENT":      1,
+		"MATCH_VERDICT_LOW_CONFIDENCE": 2,
+		"MATCH_VERDICT_NO_SKILL":       3,
+	}
+)
+
+func (x MatchVerdict) Enum() *MatchVerdict {
+	p := new(MatchVerdict)
+	*p = x
+	return p
+}
+
+func (x MatchVerdict) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (MatchVerdict) Descriptor() protoreflect.EnumDescriptor {
+	return file_mcpsag_router_v1_router_proto_enumTypes[7].Descriptor()
+}
+
+func (MatchVerdict) Type() protoreflect.EnumType {
+	return &file_mcpsag_router_v1_router_proto_enumTypes[7]
+}
+
+func (x MatchVerdict) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use MatchVerdict.Descriptor instead.
+func (MatchVerdict) EnumDescriptor() ([]byte, []int) {
+	return file_mcpsag_router_v1_router_proto_rawDescGZIP(), []int{7}
+}
+
 // Severity grades a validation problem.
 type Severity int32
 
@@ -464,11 +522,11 @@ func (x Severity) String() string {
 }
 
 func (Severity) Descriptor() protoreflect.EnumDescriptor {
-	return file_mcpsag_router_v1_router_proto_enumTypes[7].Descriptor()
+	return file_mcpsag_router_v1_router_proto_enumTypes[8].Descriptor()
 }
 
 func (Severity) Type() protoreflect.EnumType {
-	return &file_mcpsag_router_v1_router_proto_enumTypes[7]
+	return &file_mcpsag_router_v1_router_proto_enumTypes[8]
 }
 
 func (x Severity) Number() protoreflect.EnumNumber {
@@ -477,7 +535,7 @@ func (x Severity) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use Severity.Descriptor instead.
 func (Severity) EnumDescriptor() ([]byte, []int) {
-	return file_mcpsag_router_v1_router_proto_rawDescGZIP(), []int{7}
+	return file_mcpsag_router_v1_router_proto_rawDescGZIP(), []int{8}
 }
 
 // LoadLevel is the disclosure level.
@@ -520,11 +578,11 @@ func (x LoadLevel) String() string {
 }
 
 func (LoadLevel) Descriptor() protoreflect.EnumDescriptor {
-	return file_mcpsag_router_v1_router_proto_enumTypes[8].Descriptor()
+	return file_mcpsag_router_v1_router_proto_enumTypes[9].Descriptor()
 }
 
 func (LoadLevel) Type() protoreflect.EnumType {
-	return &file_mcpsag_router_v1_router_proto_enumTypes[8]
+	return &file_mcpsag_router_v1_router_proto_enumTypes[9]
 }
 
 func (x LoadLevel) Number() protoreflect.EnumNumber {
@@ -533,7 +591,7 @@ func (x LoadLevel) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use LoadLevel.Descriptor instead.
 func (LoadLevel) EnumDescriptor() ([]byte, []int) {
-	return file_mcpsag_router_v1_router_proto_rawDescGZIP(), []int{8}
+	return file_mcpsag_router_v1_router_proto_rawDescGZIP(), []int{9}
 }
 
 // ServerState is the state of the connection to an MCP server.
@@ -584,11 +642,11 @@ func (x ServerState) String() string {
 }
 
 func (ServerState) Descriptor() protoreflect.EnumDescriptor {
-	return file_mcpsag_router_v1_router_proto_enumTypes[9].Descriptor()
+	return file_mcpsag_router_v1_router_proto_enumTypes[10].Descriptor()
 }
 
 func (ServerState) Type() protoreflect.EnumType {
-	return &file_mcpsag_router_v1_router_proto_enumTypes[9]
+	return &file_mcpsag_router_v1_router_proto_enumTypes[10]
 }
 
 func (x ServerState) Number() protoreflect.EnumNumber {
@@ -597,7 +655,7 @@ func (x ServerState) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use ServerState.Descriptor instead.
 func (ServerState) EnumDescriptor() ([]byte, []int) {
-	return file_mcpsag_router_v1_router_proto_rawDescGZIP(), []int{9}
+	return file_mcpsag_router_v1_router_proto_rawDescGZIP(), []int{10}
 }
 
 // ExecDecision is the answer to AuthorizeExec.
@@ -634,11 +692,11 @@ func (x ExecDecision) String() string {
 }
 
 func (ExecDecision) Descriptor() protoreflect.EnumDescriptor {
-	return file_mcpsag_router_v1_router_proto_enumTypes[10].Descriptor()
+	return file_mcpsag_router_v1_router_proto_enumTypes[11].Descriptor()
 }
 
 func (ExecDecision) Type() protoreflect.EnumType {
-	return &file_mcpsag_router_v1_router_proto_enumTypes[10]
+	return &file_mcpsag_router_v1_router_proto_enumTypes[11]
 }
 
 func (x ExecDecision) Number() protoreflect.EnumNumber {
@@ -647,7 +705,7 @@ func (x ExecDecision) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use ExecDecision.Descriptor instead.
 func (ExecDecision) EnumDescriptor() ([]byte, []int) {
-	return file_mcpsag_router_v1_router_proto_rawDescGZIP(), []int{10}
+	return file_mcpsag_router_v1_router_proto_rawDescGZIP(), []int{11}
 }
 
 // ExecDenyReason says why a script may not run.
@@ -702,11 +760,11 @@ func (x ExecDenyReason) String() string {
 }
 
 func (ExecDenyReason) Descriptor() protoreflect.EnumDescriptor {
-	return file_mcpsag_router_v1_router_proto_enumTypes[11].Descriptor()
+	return file_mcpsag_router_v1_router_proto_enumTypes[12].Descriptor()
 }
 
 func (ExecDenyReason) Type() protoreflect.EnumType {
-	return &file_mcpsag_router_v1_router_proto_enumTypes[11]
+	return &file_mcpsag_router_v1_router_proto_enumTypes[12]
 }
 
 func (x ExecDenyReason) Number() protoreflect.EnumNumber {
@@ -715,7 +773,7 @@ func (x ExecDenyReason) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use ExecDenyReason.Descriptor instead.
 func (ExecDenyReason) EnumDescriptor() ([]byte, []int) {
-	return file_mcpsag_router_v1_router_proto_rawDescGZIP(), []int{11}
+	return file_mcpsag_router_v1_router_proto_rawDescGZIP(), []int{12}
 }
 
 // ToolParam is one top-level property of a tool's input schema.
@@ -1486,7 +1544,11 @@ type MatchResponse struct {
 	Fusion   Fusion    `protobuf:"varint,8,opt,name=fusion,proto3,enum=mcpsag.router.v1.Fusion" json:"fusion,omitempty"`
 	// The generation's content digest (hex): the same skill files, model and
 	// matching configuration give the same id on every replica.
-	GenerationId  string `protobuf:"bytes,9,opt,name=generation_id,json=generationId,proto3" json:"generation_id,omitempty"`
+	GenerationId string `protobuf:"bytes,9,opt,name=generation_id,json=generationId,proto3" json:"generation_id,omitempty"`
+	// How far the candidates can be trusted; NO_SKILL exactly when
+	// abstained. verdict_detail explains it in words.
+	Verdict       MatchVerdict `protobuf:"varint,10,opt,name=verdict,proto3,enum=mcpsag.router.v1.MatchVerdict" json:"verdict,omitempty"`
+	VerdictDetail string       `protobuf:"bytes,11,opt,name=verdict_detail,json=verdictDetail,proto3" json:"verdict_detail,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1580,6 +1642,20 @@ func (x *MatchResponse) GetFusion() Fusion {
 func (x *MatchResponse) GetGenerationId() string {
 	if x != nil {
 		return x.GenerationId
+	}
+	return ""
+}
+
+func (x *MatchResponse) GetVerdict() MatchVerdict {
+	if x != nil {
+		return x.Verdict
+	}
+	return MatchVerdict_MATCH_VERDICT_UNSPECIFIED
+}
+
+func (x *MatchResponse) GetVerdictDetail() string {
+	if x != nil {
+		return x.VerdictDetail
 	}
 	return ""
 }
@@ -4623,7 +4699,7 @@ const file_mcpsag_router_v1_router_proto_rawDesc = "" +
 	"\x06scores\x18\x02 \x01(\v2\x18.mcpsag.router.v1.ScoresR\x06scores\x12%\n" +
 	"\x0etriggers_fired\x18\x03 \x03(\tR\rtriggersFired\x12%\n" +
 	"\x0ename_mentioned\x18\x04 \x01(\bR\rnameMentioned\x12\x16\n" +
-	"\x06reason\x18\x05 \x01(\tR\x06reason\"\xa8\x03\n" +
+	"\x06reason\x18\x05 \x01(\tR\x06reason\"\x89\x04\n" +
 	"\rMatchResponse\x12;\n" +
 	"\n" +
 	"candidates\x18\x01 \x03(\v2\x1b.mcpsag.router.v1.CandidateR\n" +
@@ -4635,7 +4711,10 @@ const file_mcpsag_router_v1_router_proto_rawDesc = "" +
 	"\bdegraded\x18\x06 \x01(\bR\bdegraded\x12/\n" +
 	"\x04mode\x18\a \x01(\x0e2\x1b.mcpsag.router.v1.MatchModeR\x04mode\x120\n" +
 	"\x06fusion\x18\b \x01(\x0e2\x18.mcpsag.router.v1.FusionR\x06fusion\x12#\n" +
-	"\rgeneration_id\x18\t \x01(\tR\fgenerationId\"\x9b\x02\n" +
+	"\rgeneration_id\x18\t \x01(\tR\fgenerationId\x128\n" +
+	"\averdict\x18\n" +
+	" \x01(\x0e2\x1e.mcpsag.router.v1.MatchVerdictR\averdict\x12%\n" +
+	"\x0everdict_detail\x18\v \x01(\tR\rverdictDetail\"\x9b\x02\n" +
 	"\x11ListSkillsRequest\x12\x14\n" +
 	"\x05agent\x18\x01 \x01(\tR\x05agent\x12\x1b\n" +
 	"\tpage_size\x18\x02 \x01(\x05R\bpageSize\x12\x1d\n" +
@@ -4971,7 +5050,12 @@ const file_mcpsag_router_v1_router_proto_rawDesc = "" +
 	"\x19ABSTAIN_REASON_CALIBRATED\x10\x02\x12\x1b\n" +
 	"\x17ABSTAIN_REASON_DISABLED\x10\x03\x12\x1c\n" +
 	"\x18ABSTAIN_REASON_NO_SKILLS\x10\x04\x12\x1b\n" +
-	"\x17ABSTAIN_REASON_NO_MATCH\x10\x05*N\n" +
+	"\x17ABSTAIN_REASON_NO_MATCH\x10\x05*\x88\x01\n" +
+	"\fMatchVerdict\x12\x1d\n" +
+	"\x19MATCH_VERDICT_UNSPECIFIED\x10\x00\x12\x1b\n" +
+	"\x17MATCH_VERDICT_CONFIDENT\x10\x01\x12 \n" +
+	"\x1cMATCH_VERDICT_LOW_CONFIDENCE\x10\x02\x12\x1a\n" +
+	"\x16MATCH_VERDICT_NO_SKILL\x10\x03*N\n" +
 	"\bSeverity\x12\x18\n" +
 	"\x14SEVERITY_UNSPECIFIED\x10\x00\x12\x14\n" +
 	"\x10SEVERITY_WARNING\x10\x01\x12\x12\n" +
@@ -5024,7 +5108,7 @@ func file_mcpsag_router_v1_router_proto_rawDescGZIP() []byte {
 	return file_mcpsag_router_v1_router_proto_rawDescData
 }
 
-var file_mcpsag_router_v1_router_proto_enumTypes = make([]protoimpl.EnumInfo, 12)
+var file_mcpsag_router_v1_router_proto_enumTypes = make([]protoimpl.EnumInfo, 13)
 var file_mcpsag_router_v1_router_proto_msgTypes = make([]protoimpl.MessageInfo, 44)
 var file_mcpsag_router_v1_router_proto_goTypes = []any{
 	(SourceKind)(0),                  // 0: mcpsag.router.v1.SourceKind
@@ -5034,155 +5118,157 @@ var file_mcpsag_router_v1_router_proto_goTypes = []any{
 	(Fusion)(0),                      // 4: mcpsag.router.v1.Fusion
 	(MatchMode)(0),                   // 5: mcpsag.router.v1.MatchMode
 	(AbstainReason)(0),               // 6: mcpsag.router.v1.AbstainReason
-	(Severity)(0),                    // 7: mcpsag.router.v1.Severity
-	(LoadLevel)(0),                   // 8: mcpsag.router.v1.LoadLevel
-	(ServerState)(0),                 // 9: mcpsag.router.v1.ServerState
-	(ExecDecision)(0),                // 10: mcpsag.router.v1.ExecDecision
-	(ExecDenyReason)(0),              // 11: mcpsag.router.v1.ExecDenyReason
-	(*ToolParam)(nil),                // 12: mcpsag.router.v1.ToolParam
-	(*ToolHints)(nil),                // 13: mcpsag.router.v1.ToolHints
-	(*ToolInfo)(nil),                 // 14: mcpsag.router.v1.ToolInfo
-	(*SkillSource)(nil),              // 15: mcpsag.router.v1.SkillSource
-	(*SkillSummary)(nil),             // 16: mcpsag.router.v1.SkillSummary
-	(*MatchOptions)(nil),             // 17: mcpsag.router.v1.MatchOptions
-	(*MatchRequest)(nil),             // 18: mcpsag.router.v1.MatchRequest
-	(*Scores)(nil),                   // 19: mcpsag.router.v1.Scores
-	(*Candidate)(nil),                // 20: mcpsag.router.v1.Candidate
-	(*MatchResponse)(nil),            // 21: mcpsag.router.v1.MatchResponse
-	(*ListSkillsRequest)(nil),        // 22: mcpsag.router.v1.ListSkillsRequest
-	(*RenderedCatalog)(nil),          // 23: mcpsag.router.v1.RenderedCatalog
-	(*ShadowedSkill)(nil),            // 24: mcpsag.router.v1.ShadowedSkill
-	(*ListSkillsResponse)(nil),       // 25: mcpsag.router.v1.ListSkillsResponse
-	(*GetSkillRequest)(nil),          // 26: mcpsag.router.v1.GetSkillRequest
-	(*Problem)(nil),                  // 27: mcpsag.router.v1.Problem
-	(*Resource)(nil),                 // 28: mcpsag.router.v1.Resource
-	(*Frontmatter)(nil),              // 29: mcpsag.router.v1.Frontmatter
-	(*SkillDetail)(nil),              // 30: mcpsag.router.v1.SkillDetail
-	(*GetSkillResponse)(nil),         // 31: mcpsag.router.v1.GetSkillResponse
-	(*LoadRequest)(nil),              // 32: mcpsag.router.v1.LoadRequest
-	(*Provenance)(nil),               // 33: mcpsag.router.v1.Provenance
-	(*LoadResponse)(nil),             // 34: mcpsag.router.v1.LoadResponse
-	(*ReindexRequest)(nil),           // 35: mcpsag.router.v1.ReindexRequest
-	(*ReindexStats)(nil),             // 36: mcpsag.router.v1.ReindexStats
-	(*ReindexResponse)(nil),          // 37: mcpsag.router.v1.ReindexResponse
-	(*StatusRequest)(nil),            // 38: mcpsag.router.v1.StatusRequest
-	(*ModelStatus)(nil),              // 39: mcpsag.router.v1.ModelStatus
-	(*FeatureFlags)(nil),             // 40: mcpsag.router.v1.FeatureFlags
-	(*ValidationSummary)(nil),        // 41: mcpsag.router.v1.ValidationSummary
-	(*ReindexProgress)(nil),          // 42: mcpsag.router.v1.ReindexProgress
-	(*ConfigStatus)(nil),             // 43: mcpsag.router.v1.ConfigStatus
-	(*StatusResponse)(nil),           // 44: mcpsag.router.v1.StatusResponse
-	(*ServerStatus)(nil),             // 45: mcpsag.router.v1.ServerStatus
-	(*AuthorizeExecRequest)(nil),     // 46: mcpsag.router.v1.AuthorizeExecRequest
-	(*AuthorizeExecResponse)(nil),    // 47: mcpsag.router.v1.AuthorizeExecResponse
-	(*ReportExecResultRequest)(nil),  // 48: mcpsag.router.v1.ReportExecResultRequest
-	(*ReportExecResultResponse)(nil), // 49: mcpsag.router.v1.ReportExecResultResponse
-	(*CallToolRequest)(nil),          // 50: mcpsag.router.v1.CallToolRequest
-	(*ToolContent)(nil),              // 51: mcpsag.router.v1.ToolContent
-	(*CallToolResponse)(nil),         // 52: mcpsag.router.v1.CallToolResponse
-	nil,                              // 53: mcpsag.router.v1.Frontmatter.MetadataEntry
-	nil,                              // 54: mcpsag.router.v1.Frontmatter.ExtraEntry
-	nil,                              // 55: mcpsag.router.v1.ValidationSummary.ByCodeEntry
-	(*timestamppb.Timestamp)(nil),    // 56: google.protobuf.Timestamp
-	(*durationpb.Duration)(nil),      // 57: google.protobuf.Duration
+	(MatchVerdict)(0),                // 7: mcpsag.router.v1.MatchVerdict
+	(Severity)(0),                    // 8: mcpsag.router.v1.Severity
+	(LoadLevel)(0),                   // 9: mcpsag.router.v1.LoadLevel
+	(ServerState)(0),                 // 10: mcpsag.router.v1.ServerState
+	(ExecDecision)(0),                // 11: mcpsag.router.v1.ExecDecision
+	(ExecDenyReason)(0),              // 12: mcpsag.router.v1.ExecDenyReason
+	(*ToolParam)(nil),                // 13: mcpsag.router.v1.ToolParam
+	(*ToolHints)(nil),                // 14: mcpsag.router.v1.ToolHints
+	(*ToolInfo)(nil),                 // 15: mcpsag.router.v1.ToolInfo
+	(*SkillSource)(nil),              // 16: mcpsag.router.v1.SkillSource
+	(*SkillSummary)(nil),             // 17: mcpsag.router.v1.SkillSummary
+	(*MatchOptions)(nil),             // 18: mcpsag.router.v1.MatchOptions
+	(*MatchRequest)(nil),             // 19: mcpsag.router.v1.MatchRequest
+	(*Scores)(nil),                   // 20: mcpsag.router.v1.Scores
+	(*Candidate)(nil),                // 21: mcpsag.router.v1.Candidate
+	(*MatchResponse)(nil),            // 22: mcpsag.router.v1.MatchResponse
+	(*ListSkillsRequest)(nil),        // 23: mcpsag.router.v1.ListSkillsRequest
+	(*RenderedCatalog)(nil),          // 24: mcpsag.router.v1.RenderedCatalog
+	(*ShadowedSkill)(nil),            // 25: mcpsag.router.v1.ShadowedSkill
+	(*ListSkillsResponse)(nil),       // 26: mcpsag.router.v1.ListSkillsResponse
+	(*GetSkillRequest)(nil),          // 27: mcpsag.router.v1.GetSkillRequest
+	(*Problem)(nil),                  // 28: mcpsag.router.v1.Problem
+	(*Resource)(nil),                 // 29: mcpsag.router.v1.Resource
+	(*Frontmatter)(nil),              // 30: mcpsag.router.v1.Frontmatter
+	(*SkillDetail)(nil),              // 31: mcpsag.router.v1.SkillDetail
+	(*GetSkillResponse)(nil),         // 32: mcpsag.router.v1.GetSkillResponse
+	(*LoadRequest)(nil),              // 33: mcpsag.router.v1.LoadRequest
+	(*Provenance)(nil),               // 34: mcpsag.router.v1.Provenance
+	(*LoadResponse)(nil),             // 35: mcpsag.router.v1.LoadResponse
+	(*ReindexRequest)(nil),           // 36: mcpsag.router.v1.ReindexRequest
+	(*ReindexStats)(nil),             // 37: mcpsag.router.v1.ReindexStats
+	(*ReindexResponse)(nil),          // 38: mcpsag.router.v1.ReindexResponse
+	(*StatusRequest)(nil),            // 39: mcpsag.router.v1.StatusRequest
+	(*ModelStatus)(nil),              // 40: mcpsag.router.v1.ModelStatus
+	(*FeatureFlags)(nil),             // 41: mcpsag.router.v1.FeatureFlags
+	(*ValidationSummary)(nil),        // 42: mcpsag.router.v1.ValidationSummary
+	(*ReindexProgress)(nil),          // 43: mcpsag.router.v1.ReindexProgress
+	(*ConfigStatus)(nil),             // 44: mcpsag.router.v1.ConfigStatus
+	(*StatusResponse)(nil),           // 45: mcpsag.router.v1.StatusResponse
+	(*ServerStatus)(nil),             // 46: mcpsag.router.v1.ServerStatus
+	(*AuthorizeExecRequest)(nil),     // 47: mcpsag.router.v1.AuthorizeExecRequest
+	(*AuthorizeExecResponse)(nil),    // 48: mcpsag.router.v1.AuthorizeExecResponse
+	(*ReportExecResultRequest)(nil),  // 49: mcpsag.router.v1.ReportExecResultRequest
+	(*ReportExecResultResponse)(nil), // 50: mcpsag.router.v1.ReportExecResultResponse
+	(*CallToolRequest)(nil),          // 51: mcpsag.router.v1.CallToolRequest
+	(*ToolContent)(nil),              // 52: mcpsag.router.v1.ToolContent
+	(*CallToolResponse)(nil),         // 53: mcpsag.router.v1.CallToolResponse
+	nil,                              // 54: mcpsag.router.v1.Frontmatter.MetadataEntry
+	nil,                              // 55: mcpsag.router.v1.Frontmatter.ExtraEntry
+	nil,                              // 56: mcpsag.router.v1.ValidationSummary.ByCodeEntry
+	(*timestamppb.Timestamp)(nil),    // 57: google.protobuf.Timestamp
+	(*durationpb.Duration)(nil),      // 58: google.protobuf.Duration
 }
 var file_mcpsag_router_v1_router_proto_depIdxs = []int32{
-	12, // 0: mcpsag.router.v1.ToolInfo.params:type_name -> mcpsag.router.v1.ToolParam
-	13, // 1: mcpsag.router.v1.ToolInfo.hints:type_name -> mcpsag.router.v1.ToolHints
-	12, // 2: mcpsag.router.v1.ToolInfo.results:type_name -> mcpsag.router.v1.ToolParam
+	13, // 0: mcpsag.router.v1.ToolInfo.params:type_name -> mcpsag.router.v1.ToolParam
+	14, // 1: mcpsag.router.v1.ToolInfo.hints:type_name -> mcpsag.router.v1.ToolHints
+	13, // 2: mcpsag.router.v1.ToolInfo.results:type_name -> mcpsag.router.v1.ToolParam
 	0,  // 3: mcpsag.router.v1.SkillSource.kind:type_name -> mcpsag.router.v1.SourceKind
-	15, // 4: mcpsag.router.v1.SkillSummary.source:type_name -> mcpsag.router.v1.SkillSource
+	16, // 4: mcpsag.router.v1.SkillSummary.source:type_name -> mcpsag.router.v1.SkillSource
 	3,  // 5: mcpsag.router.v1.SkillSummary.trust:type_name -> mcpsag.router.v1.Trust
 	1,  // 6: mcpsag.router.v1.SkillSummary.kind:type_name -> mcpsag.router.v1.EntryKind
-	14, // 7: mcpsag.router.v1.SkillSummary.tool:type_name -> mcpsag.router.v1.ToolInfo
+	15, // 7: mcpsag.router.v1.SkillSummary.tool:type_name -> mcpsag.router.v1.ToolInfo
 	4,  // 8: mcpsag.router.v1.MatchOptions.fusion:type_name -> mcpsag.router.v1.Fusion
 	5,  // 9: mcpsag.router.v1.MatchOptions.mode:type_name -> mcpsag.router.v1.MatchMode
 	2,  // 10: mcpsag.router.v1.MatchOptions.kinds:type_name -> mcpsag.router.v1.KindFilter
-	17, // 11: mcpsag.router.v1.MatchRequest.options:type_name -> mcpsag.router.v1.MatchOptions
-	16, // 12: mcpsag.router.v1.Candidate.skill:type_name -> mcpsag.router.v1.SkillSummary
-	19, // 13: mcpsag.router.v1.Candidate.scores:type_name -> mcpsag.router.v1.Scores
-	20, // 14: mcpsag.router.v1.MatchResponse.candidates:type_name -> mcpsag.router.v1.Candidate
+	18, // 11: mcpsag.router.v1.MatchRequest.options:type_name -> mcpsag.router.v1.MatchOptions
+	17, // 12: mcpsag.router.v1.Candidate.skill:type_name -> mcpsag.router.v1.SkillSummary
+	20, // 13: mcpsag.router.v1.Candidate.scores:type_name -> mcpsag.router.v1.Scores
+	21, // 14: mcpsag.router.v1.MatchResponse.candidates:type_name -> mcpsag.router.v1.Candidate
 	6,  // 15: mcpsag.router.v1.MatchResponse.abstain_reason:type_name -> mcpsag.router.v1.AbstainReason
 	5,  // 16: mcpsag.router.v1.MatchResponse.mode:type_name -> mcpsag.router.v1.MatchMode
 	4,  // 17: mcpsag.router.v1.MatchResponse.fusion:type_name -> mcpsag.router.v1.Fusion
-	2,  // 18: mcpsag.router.v1.ListSkillsRequest.kinds:type_name -> mcpsag.router.v1.KindFilter
-	15, // 19: mcpsag.router.v1.ShadowedSkill.winner:type_name -> mcpsag.router.v1.SkillSource
-	15, // 20: mcpsag.router.v1.ShadowedSkill.shadowed:type_name -> mcpsag.router.v1.SkillSource
-	16, // 21: mcpsag.router.v1.ListSkillsResponse.skills:type_name -> mcpsag.router.v1.SkillSummary
-	23, // 22: mcpsag.router.v1.ListSkillsResponse.catalog:type_name -> mcpsag.router.v1.RenderedCatalog
-	24, // 23: mcpsag.router.v1.ListSkillsResponse.shadowed:type_name -> mcpsag.router.v1.ShadowedSkill
-	7,  // 24: mcpsag.router.v1.Problem.severity:type_name -> mcpsag.router.v1.Severity
-	53, // 25: mcpsag.router.v1.Frontmatter.metadata:type_name -> mcpsag.router.v1.Frontmatter.MetadataEntry
-	54, // 26: mcpsag.router.v1.Frontmatter.extra:type_name -> mcpsag.router.v1.Frontmatter.ExtraEntry
-	29, // 27: mcpsag.router.v1.SkillDetail.frontmatter:type_name -> mcpsag.router.v1.Frontmatter
-	15, // 28: mcpsag.router.v1.SkillDetail.source:type_name -> mcpsag.router.v1.SkillSource
-	15, // 29: mcpsag.router.v1.SkillDetail.shadows:type_name -> mcpsag.router.v1.SkillSource
-	15, // 30: mcpsag.router.v1.SkillDetail.shadowed_by:type_name -> mcpsag.router.v1.SkillSource
-	28, // 31: mcpsag.router.v1.SkillDetail.resources:type_name -> mcpsag.router.v1.Resource
-	27, // 32: mcpsag.router.v1.SkillDetail.problems:type_name -> mcpsag.router.v1.Problem
-	3,  // 33: mcpsag.router.v1.SkillDetail.trust:type_name -> mcpsag.router.v1.Trust
-	56, // 34: mcpsag.router.v1.SkillDetail.modified:type_name -> google.protobuf.Timestamp
-	1,  // 35: mcpsag.router.v1.SkillDetail.kind:type_name -> mcpsag.router.v1.EntryKind
-	14, // 36: mcpsag.router.v1.SkillDetail.tool:type_name -> mcpsag.router.v1.ToolInfo
-	30, // 37: mcpsag.router.v1.GetSkillResponse.skill:type_name -> mcpsag.router.v1.SkillDetail
-	8,  // 38: mcpsag.router.v1.LoadRequest.level:type_name -> mcpsag.router.v1.LoadLevel
-	15, // 39: mcpsag.router.v1.Provenance.source:type_name -> mcpsag.router.v1.SkillSource
-	3,  // 40: mcpsag.router.v1.Provenance.trust:type_name -> mcpsag.router.v1.Trust
-	8,  // 41: mcpsag.router.v1.LoadResponse.level:type_name -> mcpsag.router.v1.LoadLevel
-	16, // 42: mcpsag.router.v1.LoadResponse.summary:type_name -> mcpsag.router.v1.SkillSummary
-	28, // 43: mcpsag.router.v1.LoadResponse.resources:type_name -> mcpsag.router.v1.Resource
-	33, // 44: mcpsag.router.v1.LoadResponse.provenance:type_name -> mcpsag.router.v1.Provenance
-	57, // 45: mcpsag.router.v1.ReindexStats.duration:type_name -> google.protobuf.Duration
-	56, // 46: mcpsag.router.v1.ReindexStats.finished_at:type_name -> google.protobuf.Timestamp
-	36, // 47: mcpsag.router.v1.ReindexResponse.stats:type_name -> mcpsag.router.v1.ReindexStats
-	57, // 48: mcpsag.router.v1.ModelStatus.load_duration:type_name -> google.protobuf.Duration
-	57, // 49: mcpsag.router.v1.ModelStatus.query_latency:type_name -> google.protobuf.Duration
-	55, // 50: mcpsag.router.v1.ValidationSummary.by_code:type_name -> mcpsag.router.v1.ValidationSummary.ByCodeEntry
-	56, // 51: mcpsag.router.v1.ConfigStatus.loaded_at:type_name -> google.protobuf.Timestamp
-	56, // 52: mcpsag.router.v1.StatusResponse.started_at:type_name -> google.protobuf.Timestamp
-	36, // 53: mcpsag.router.v1.StatusResponse.last_reindex:type_name -> mcpsag.router.v1.ReindexStats
-	42, // 54: mcpsag.router.v1.StatusResponse.reindex_progress:type_name -> mcpsag.router.v1.ReindexProgress
-	41, // 55: mcpsag.router.v1.StatusResponse.validation:type_name -> mcpsag.router.v1.ValidationSummary
-	24, // 56: mcpsag.router.v1.StatusResponse.shadowed:type_name -> mcpsag.router.v1.ShadowedSkill
-	39, // 57: mcpsag.router.v1.StatusResponse.model:type_name -> mcpsag.router.v1.ModelStatus
-	40, // 58: mcpsag.router.v1.StatusResponse.flags:type_name -> mcpsag.router.v1.FeatureFlags
-	43, // 59: mcpsag.router.v1.StatusResponse.config:type_name -> mcpsag.router.v1.ConfigStatus
-	45, // 60: mcpsag.router.v1.StatusResponse.servers:type_name -> mcpsag.router.v1.ServerStatus
-	9,  // 61: mcpsag.router.v1.ServerStatus.state:type_name -> mcpsag.router.v1.ServerState
-	3,  // 62: mcpsag.router.v1.ServerStatus.trust:type_name -> mcpsag.router.v1.Trust
-	56, // 63: mcpsag.router.v1.ServerStatus.last_error_at:type_name -> google.protobuf.Timestamp
-	56, // 64: mcpsag.router.v1.ServerStatus.connected_at:type_name -> google.protobuf.Timestamp
-	56, // 65: mcpsag.router.v1.ServerStatus.listed_at:type_name -> google.protobuf.Timestamp
-	56, // 66: mcpsag.router.v1.ServerStatus.next_attempt:type_name -> google.protobuf.Timestamp
-	10, // 67: mcpsag.router.v1.AuthorizeExecResponse.decision:type_name -> mcpsag.router.v1.ExecDecision
-	11, // 68: mcpsag.router.v1.AuthorizeExecResponse.deny_reason:type_name -> mcpsag.router.v1.ExecDenyReason
-	57, // 69: mcpsag.router.v1.ReportExecResultRequest.duration:type_name -> google.protobuf.Duration
-	51, // 70: mcpsag.router.v1.CallToolResponse.content:type_name -> mcpsag.router.v1.ToolContent
-	3,  // 71: mcpsag.router.v1.CallToolResponse.trust:type_name -> mcpsag.router.v1.Trust
-	57, // 72: mcpsag.router.v1.CallToolResponse.duration:type_name -> google.protobuf.Duration
-	18, // 73: mcpsag.router.v1.SkillRouter.Match:input_type -> mcpsag.router.v1.MatchRequest
-	22, // 74: mcpsag.router.v1.SkillRouter.ListSkills:input_type -> mcpsag.router.v1.ListSkillsRequest
-	26, // 75: mcpsag.router.v1.SkillRouter.GetSkill:input_type -> mcpsag.router.v1.GetSkillRequest
-	32, // 76: mcpsag.router.v1.SkillRouter.Load:input_type -> mcpsag.router.v1.LoadRequest
-	35, // 77: mcpsag.router.v1.SkillRouter.Reindex:input_type -> mcpsag.router.v1.ReindexRequest
-	38, // 78: mcpsag.router.v1.SkillRouter.Status:input_type -> mcpsag.router.v1.StatusRequest
-	46, // 79: mcpsag.router.v1.SkillRouter.AuthorizeExec:input_type -> mcpsag.router.v1.AuthorizeExecRequest
-	48, // 80: mcpsag.router.v1.SkillRouter.ReportExecResult:input_type -> mcpsag.router.v1.ReportExecResultRequest
-	50, // 81: mcpsag.router.v1.SkillRouter.CallTool:input_type -> mcpsag.router.v1.CallToolRequest
-	21, // 82: mcpsag.router.v1.SkillRouter.Match:output_type -> mcpsag.router.v1.MatchResponse
-	25, // 83: mcpsag.router.v1.SkillRouter.ListSkills:output_type -> mcpsag.router.v1.ListSkillsResponse
-	31, // 84: mcpsag.router.v1.SkillRouter.GetSkill:output_type -> mcpsag.router.v1.GetSkillResponse
-	34, // 85: mcpsag.router.v1.SkillRouter.Load:output_type -> mcpsag.router.v1.LoadResponse
-	37, // 86: mcpsag.router.v1.SkillRouter.Reindex:output_type -> mcpsag.router.v1.ReindexResponse
-	44, // 87: mcpsag.router.v1.SkillRouter.Status:output_type -> mcpsag.router.v1.StatusResponse
-	47, // 88: mcpsag.router.v1.SkillRouter.AuthorizeExec:output_type -> mcpsag.router.v1.AuthorizeExecResponse
-	49, // 89: mcpsag.router.v1.SkillRouter.ReportExecResult:output_type -> mcpsag.router.v1.ReportExecResultResponse
-	52, // 90: mcpsag.router.v1.SkillRouter.CallTool:output_type -> mcpsag.router.v1.CallToolResponse
-	82, // [82:91] is the sub-list for method output_type
-	73, // [73:82] is the sub-list for method input_type
-	73, // [73:73] is the sub-list for extension type_name
-	73, // [73:73] is the sub-list for extension extendee
-	0,  // [0:73] is the sub-list for field type_name
+	7,  // 18: mcpsag.router.v1.MatchResponse.verdict:type_name -> mcpsag.router.v1.MatchVerdict
+	2,  // 19: mcpsag.router.v1.ListSkillsRequest.kinds:type_name -> mcpsag.router.v1.KindFilter
+	16, // 20: mcpsag.router.v1.ShadowedSkill.winner:type_name -> mcpsag.router.v1.SkillSource
+	16, // 21: mcpsag.router.v1.ShadowedSkill.shadowed:type_name -> mcpsag.router.v1.SkillSource
+	17, // 22: mcpsag.router.v1.ListSkillsResponse.skills:type_name -> mcpsag.router.v1.SkillSummary
+	24, // 23: mcpsag.router.v1.ListSkillsResponse.catalog:type_name -> mcpsag.router.v1.RenderedCatalog
+	25, // 24: mcpsag.router.v1.ListSkillsResponse.shadowed:type_name -> mcpsag.router.v1.ShadowedSkill
+	8,  // 25: mcpsag.router.v1.Problem.severity:type_name -> mcpsag.router.v1.Severity
+	54, // 26: mcpsag.router.v1.Frontmatter.metadata:type_name -> mcpsag.router.v1.Frontmatter.MetadataEntry
+	55, // 27: mcpsag.router.v1.Frontmatter.extra:type_name -> mcpsag.router.v1.Frontmatter.ExtraEntry
+	30, // 28: mcpsag.router.v1.SkillDetail.frontmatter:type_name -> mcpsag.router.v1.Frontmatter
+	16, // 29: mcpsag.router.v1.SkillDetail.source:type_name -> mcpsag.router.v1.SkillSource
+	16, // 30: mcpsag.router.v1.SkillDetail.shadows:type_name -> mcpsag.router.v1.SkillSource
+	16, // 31: mcpsag.router.v1.SkillDetail.shadowed_by:type_name -> mcpsag.router.v1.SkillSource
+	29, // 32: mcpsag.router.v1.SkillDetail.resources:type_name -> mcpsag.router.v1.Resource
+	28, // 33: mcpsag.router.v1.SkillDetail.problems:type_name -> mcpsag.router.v1.Problem
+	3,  // 34: mcpsag.router.v1.SkillDetail.trust:type_name -> mcpsag.router.v1.Trust
+	57, // 35: mcpsag.router.v1.SkillDetail.modified:type_name -> google.protobuf.Timestamp
+	1,  // 36: mcpsag.router.v1.SkillDetail.kind:type_name -> mcpsag.router.v1.EntryKind
+	15, // 37: mcpsag.router.v1.SkillDetail.tool:type_name -> mcpsag.router.v1.ToolInfo
+	31, // 38: mcpsag.router.v1.GetSkillResponse.skill:type_name -> mcpsag.router.v1.SkillDetail
+	9,  // 39: mcpsag.router.v1.LoadRequest.level:type_name -> mcpsag.router.v1.LoadLevel
+	16, // 40: mcpsag.router.v1.Provenance.source:type_name -> mcpsag.router.v1.SkillSource
+	3,  // 41: mcpsag.router.v1.Provenance.trust:type_name -> mcpsag.router.v1.Trust
+	9,  // 42: mcpsag.router.v1.LoadResponse.level:type_name -> mcpsag.router.v1.LoadLevel
+	17, // 43: mcpsag.router.v1.LoadResponse.summary:type_name -> mcpsag.router.v1.SkillSummary
+	29, // 44: mcpsag.router.v1.LoadResponse.resources:type_name -> mcpsag.router.v1.Resource
+	34, // 45: mcpsag.router.v1.LoadResponse.provenance:type_name -> mcpsag.router.v1.Provenance
+	58, // 46: mcpsag.router.v1.ReindexStats.duration:type_name -> google.protobuf.Duration
+	57, // 47: mcpsag.router.v1.ReindexStats.finished_at:type_name -> google.protobuf.Timestamp
+	37, // 48: mcpsag.router.v1.ReindexResponse.stats:type_name -> mcpsag.router.v1.ReindexStats
+	58, // 49: mcpsag.router.v1.ModelStatus.load_duration:type_name -> google.protobuf.Duration
+	58, // 50: mcpsag.router.v1.ModelStatus.query_latency:type_name -> google.protobuf.Duration
+	56, // 51: mcpsag.router.v1.ValidationSummary.by_code:type_name -> mcpsag.router.v1.ValidationSummary.ByCodeEntry
+	57, // 52: mcpsag.router.v1.ConfigStatus.loaded_at:type_name -> google.protobuf.Timestamp
+	57, // 53: mcpsag.router.v1.StatusResponse.started_at:type_name -> google.protobuf.Timestamp
+	37, // 54: mcpsag.router.v1.StatusResponse.last_reindex:type_name -> mcpsag.router.v1.ReindexStats
+	43, // 55: mcpsag.router.v1.StatusResponse.reindex_progress:type_name -> mcpsag.router.v1.ReindexProgress
+	42, // 56: mcpsag.router.v1.StatusResponse.validation:type_name -> mcpsag.router.v1.ValidationSummary
+	25, // 57: mcpsag.router.v1.StatusResponse.shadowed:type_name -> mcpsag.router.v1.ShadowedSkill
+	40, // 58: mcpsag.router.v1.StatusResponse.model:type_name -> mcpsag.router.v1.ModelStatus
+	41, // 59: mcpsag.router.v1.StatusResponse.flags:type_name -> mcpsag.router.v1.FeatureFlags
+	44, // 60: mcpsag.router.v1.StatusResponse.config:type_name -> mcpsag.router.v1.ConfigStatus
+	46, // 61: mcpsag.router.v1.StatusResponse.servers:type_name -> mcpsag.router.v1.ServerStatus
+	10, // 62: mcpsag.router.v1.ServerStatus.state:type_name -> mcpsag.router.v1.ServerState
+	3,  // 63: mcpsag.router.v1.ServerStatus.trust:type_name -> mcpsag.router.v1.Trust
+	57, // 64: mcpsag.router.v1.ServerStatus.last_error_at:type_name -> google.protobuf.Timestamp
+	57, // 65: mcpsag.router.v1.ServerStatus.connected_at:type_name -> google.protobuf.Timestamp
+	57, // 66: mcpsag.router.v1.ServerStatus.listed_at:type_name -> google.protobuf.Timestamp
+	57, // 67: mcpsag.router.v1.ServerStatus.next_attempt:type_name -> google.protobuf.Timestamp
+	11, // 68: mcpsag.router.v1.AuthorizeExecResponse.decision:type_name -> mcpsag.router.v1.ExecDecision
+	12, // 69: mcpsag.router.v1.AuthorizeExecResponse.deny_reason:type_name -> mcpsag.router.v1.ExecDenyReason
+	58, // 70: mcpsag.router.v1.ReportExecResultRequest.duration:type_name -> google.protobuf.Duration
+	52, // 71: mcpsag.router.v1.CallToolResponse.content:type_name -> mcpsag.router.v1.ToolContent
+	3,  // 72: mcpsag.router.v1.CallToolResponse.trust:type_name -> mcpsag.router.v1.Trust
+	58, // 73: mcpsag.router.v1.CallToolResponse.duration:type_name -> google.protobuf.Duration
+	19, // 74: mcpsag.router.v1.SkillRouter.Match:input_type -> mcpsag.router.v1.MatchRequest
+	23, // 75: mcpsag.router.v1.SkillRouter.ListSkills:input_type -> mcpsag.router.v1.ListSkillsRequest
+	27, // 76: mcpsag.router.v1.SkillRouter.GetSkill:input_type -> mcpsag.router.v1.GetSkillRequest
+	33, // 77: mcpsag.router.v1.SkillRouter.Load:input_type -> mcpsag.router.v1.LoadRequest
+	36, // 78: mcpsag.router.v1.SkillRouter.Reindex:input_type -> mcpsag.router.v1.ReindexRequest
+	39, // 79: mcpsag.router.v1.SkillRouter.Status:input_type -> mcpsag.router.v1.StatusRequest
+	47, // 80: mcpsag.router.v1.SkillRouter.AuthorizeExec:input_type -> mcpsag.router.v1.AuthorizeExecRequest
+	49, // 81: mcpsag.router.v1.SkillRouter.ReportExecResult:input_type -> mcpsag.router.v1.ReportExecResultRequest
+	51, // 82: mcpsag.router.v1.SkillRouter.CallTool:input_type -> mcpsag.router.v1.CallToolRequest
+	22, // 83: mcpsag.router.v1.SkillRouter.Match:output_type -> mcpsag.router.v1.MatchResponse
+	26, // 84: mcpsag.router.v1.SkillRouter.ListSkills:output_type -> mcpsag.router.v1.ListSkillsResponse
+	32, // 85: mcpsag.router.v1.SkillRouter.GetSkill:output_type -> mcpsag.router.v1.GetSkillResponse
+	35, // 86: mcpsag.router.v1.SkillRouter.Load:output_type -> mcpsag.router.v1.LoadResponse
+	38, // 87: mcpsag.router.v1.SkillRouter.Reindex:output_type -> mcpsag.router.v1.ReindexResponse
+	45, // 88: mcpsag.router.v1.SkillRouter.Status:output_type -> mcpsag.router.v1.StatusResponse
+	48, // 89: mcpsag.router.v1.SkillRouter.AuthorizeExec:output_type -> mcpsag.router.v1.AuthorizeExecResponse
+	50, // 90: mcpsag.router.v1.SkillRouter.ReportExecResult:output_type -> mcpsag.router.v1.ReportExecResultResponse
+	53, // 91: mcpsag.router.v1.SkillRouter.CallTool:output_type -> mcpsag.router.v1.CallToolResponse
+	83, // [83:92] is the sub-list for method output_type
+	74, // [74:83] is the sub-list for method input_type
+	74, // [74:74] is the sub-list for extension type_name
+	74, // [74:74] is the sub-list for extension extendee
+	0,  // [0:74] is the sub-list for field type_name
 }
 
 func init() { file_mcpsag_router_v1_router_proto_init() }
@@ -5198,7 +5284,7 @@ func file_mcpsag_router_v1_router_proto_init() {
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_mcpsag_router_v1_router_proto_rawDesc), len(file_mcpsag_router_v1_router_proto_rawDesc)),
-			NumEnums:      12,
+			NumEnums:      13,
 			NumMessages:   44,
 			NumExtensions: 0,
 			NumServices:   1,
