@@ -251,6 +251,14 @@ func resources(rs []*routerv1.Resource) []skill.Resource {
 	return out
 }
 
+func manifest(m *routerv1.SkillManifest) *skill.Manifest {
+	out := &skill.Manifest{Frontmatter: []byte(m.GetFrontmatterJson()), Files: make([]skill.FileDigest, 0, len(m.GetFiles()))}
+	for _, f := range m.GetFiles() {
+		out.Files = append(out.Files, skill.FileDigest{Path: f.GetPath(), Size: f.GetSizeBytes(), SHA256: f.GetSha256()})
+	}
+	return out
+}
+
 func shadows(ss []*routerv1.ShadowedSkill) []skill.Shadow {
 	var out []skill.Shadow
 	for _, s := range ss {

@@ -82,14 +82,21 @@ func (r *Router) List(ctx context.Context, req skill.ListRequest) (*skill.ListRe
 
 // Get forwards to SkillRouter.GetSkill.
 func (r *Router) Get(ctx context.Context, req skill.GetRequest) (*skill.GetResult, error) {
-	resp, err := r.client.GetSkill(ctx, &routerv1.GetSkillRequest{Name: req.Name, Agent: req.Agent})
+	resp, err := r.client.GetSkill(ctx, &routerv1.GetSkillRequest{Name: req.Name, Agent: req.Agent, Manifest: req.Manifest})
 	if err != nil {
 		return nil, fromStatus(ctx, err)
 	}
 	if resp.GetSkill() == nil {
 		return nil, skill.Errorf(skill.CodeInternal, "the router answered GetSkill without a skill")
 	}
-	return &skill.GetResult{Entry: entry(resp.GetSkill()), Generation: resp.GetIndexGeneration()}, nil
+	res := &skill.GetResult{Entry: entry(resp.GetSkill()), Generation: resp.GetIndexGeneration()}
+	if req.Manifest {
+		if resp.GetManifest() == nil {
+			return nil, skill.Errorf(skill.CodeInternal, "the router answered GetSkill without the manifest asked for")
+		}
+		res.Manifest = manifest(resp.GetManifest())
+	}
+	return res, nil
 }
 
 // Load forwards to SkillRouter.Load.

@@ -117,7 +117,12 @@ func (s *testServer) GetSkill(_ context.Context, req *routerv1.GetSkillRequest) 
 		return nil, err
 	}
 	yes := true
-	return &routerv1.GetSkillResponse{IndexGeneration: 7, Skill: &routerv1.SkillDetail{
+	var manifest *routerv1.SkillManifest
+	if req.GetManifest() {
+		manifest = &routerv1.SkillManifest{FrontmatterJson: `{"name":"legacy-ftp","x":"y"}`, Files: []*routerv1.FileDigest{
+			{Path: "SKILL.md", SizeBytes: 90, Sha256: "abc"}, {Path: "scripts/up.sh", SizeBytes: 12, Sha256: "def"}}}
+	}
+	return &routerv1.GetSkillResponse{IndexGeneration: 7, Manifest: manifest, Skill: &routerv1.SkillDetail{
 		Name: "legacy-ftp", Source: &routerv1.SkillSource{Kind: routerv1.SourceKind_SOURCE_KIND_USER, Root: "~/.skills", Path: "legacy-ftp/SKILL.md"},
 		Frontmatter: &routerv1.Frontmatter{Name: "legacy-ftp", Description: "Upload over FTP", Hidden: true,
 			DisableModelInvocation: true, UserInvocable: &yes, Triggers: []string{"ftp upload"}, Extra: map[string]string{"x": `"y"`}},
@@ -268,6 +273,21 @@ func TestListGetLoad(t *testing.T) {
 		len(s.Problems) != 1 || s.Problems[0].Severity != skill.SeverityError || s.BodyTokens != 42 || s.ModTime.Unix() != 1700000000 ||
 		len(s.Resources) != 1 || s.Frontmatter.Extra["x"] != `"y"` {
 		t.Errorf("get = %+v skill %+v", got.Entry, s)
+	}
+
+	if got.Manifest != nil {
+		t.Errorf("a manifest nobody asked for: %+v", got.Manifest)
+	}
+	got, err = r.Get(ctx, skill.GetRequest{Name: "legacy-ftp", Manifest: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if req := ts.request("GetSkill").(*routerv1.GetSkillRequest); !req.GetManifest() {
+		t.Error("the manifest was not asked for")
+	}
+	if m := got.Manifest; m == nil || string(m.Frontmatter) != `{"name":"legacy-ftp","x":"y"}` || len(m.Files) != 2 ||
+		m.Files[1] != (skill.FileDigest{Path: "scripts/up.sh", Size: 12, SHA256: "def"}) {
+		t.Errorf("manifest = %+v", got.Manifest)
 	}
 
 	body, err := r.Load(ctx, skill.LoadRequest{Name: "pdf-form-filling", Agent: "coder", Level: skill.LevelBody, TokenBudget: 300})

@@ -59,7 +59,7 @@ func (r *Router) List(ctx context.Context, req skill.ListRequest) (*skill.ListRe
 }
 
 // Get returns the copy of a skill agent sees, with its precedence entry, or
-// a tool by name.
+// a tool by name; with req.Manifest, also the skill's manifest.
 func (r *Router) Get(ctx context.Context, req skill.GetRequest) (*skill.GetResult, error) {
 	if err := req.Validate(); err != nil {
 		return nil, err
@@ -68,7 +68,13 @@ func (r *Router) Get(ctx context.Context, req skill.GetRequest) (*skill.GetResul
 	if err != nil {
 		return nil, err
 	}
-	return &skill.GetResult{Entry: ent, Generation: g.ID}, nil
+	res := &skill.GetResult{Entry: ent, Generation: g.ID}
+	if req.Manifest {
+		if res.Manifest, err = r.manifest(ent.Skill); err != nil {
+			return nil, err
+		}
+	}
+	return res, nil
 }
 
 // lookup finds the skill agent sees under name in the served generation,

@@ -427,3 +427,14 @@ func matchPB(r *skill.MatchResult) *routerv1.MatchResponse {
 	}
 	return out
 }
+
+func manifestPB(m *skill.Manifest) *routerv1.SkillManifest {
+	if m == nil {
+		return nil
+	}
+	out := &routerv1.SkillManifest{FrontmatterJson: string(m.Frontmatter), Files: make([]*routerv1.FileDigest, 0, len(m.Files))}
+	for _, f := range m.Files {
+		out.Files = append(out.Files, &routerv1.FileDigest{Path: f.Path, SizeBytes: f.Size, Sha256: f.SHA256})
+	}
+	return out
+}

@@ -62,13 +62,13 @@ func (s *Service) ListSkills(ctx context.Context, req *routerv1.ListSkillsReques
 	return out, nil
 }
 
-// GetSkill returns one skill in full.
+// GetSkill returns one skill in full, with its manifest on request.
 func (s *Service) GetSkill(ctx context.Context, req *routerv1.GetSkillRequest) (*routerv1.GetSkillResponse, error) {
-	res, err := s.Router.Get(origin(ctx), skill.GetRequest{Name: req.GetName(), Agent: req.GetAgent()})
+	res, err := s.Router.Get(origin(ctx), skill.GetRequest{Name: req.GetName(), Agent: req.GetAgent(), Manifest: req.GetManifest()})
 	if err != nil {
 		return nil, s.status(ctx, err)
 	}
-	return &routerv1.GetSkillResponse{Skill: detailPB(res.Entry), IndexGeneration: res.Generation}, nil
+	return &routerv1.GetSkillResponse{Skill: detailPB(res.Entry), IndexGeneration: res.Generation, Manifest: manifestPB(res.Manifest)}, nil
 }
 
 // Load serves a skill at a disclosure level.

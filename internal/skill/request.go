@@ -208,6 +208,11 @@ func (r *ListRequest) Validate() error {
 // GetRequest names one skill.
 type GetRequest struct {
 	Name, Agent string
+	// Manifest also asks for the skill's manifest (GetResult.Manifest):
+	// its frontmatter as written and every file served with its digest.
+	// It reads every file of the skill, so it fails where Load would: a
+	// disabled skill or a tool is CodeFailedPrecondition.
+	Manifest bool
 }
 
 // Validate checks the request.

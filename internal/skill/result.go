@@ -51,8 +51,33 @@ type ListResult struct {
 
 // GetResult is one skill with its precedence entry.
 type GetResult struct {
-	Entry      *Entry
+	Entry *Entry
+	// Manifest is set when GetRequest.Manifest asked for it.
+	Manifest   *Manifest
 	Generation uint64
+}
+
+// Manifest describes a skill's files as they are on disk now, so that a
+// client can check what it reads: the SKILL.md frontmatter as written and
+// every file the router serves with its size and digest.
+type Manifest struct {
+	// Frontmatter is the SKILL.md frontmatter as a JSON object, every field
+	// as the author wrote it. A frontmatter without a name gets the
+	// skill's name.
+	Frontmatter []byte
+	// Files lists SKILL.md first, then every other file a level-3 load
+	// serves, sorted by path. Files a load would refuse (too large, not
+	// regular, hard-linked, gone) are left out.
+	Files []FileDigest
+}
+
+// FileDigest is one file of a skill with the size and sha256 of its bytes.
+type FileDigest struct {
+	// Path is slash-separated and relative to the skill folder.
+	Path string
+	Size int64
+	// SHA256 is the lower-case hex sha256 of the file's bytes.
+	SHA256 string
 }
 
 // LoadResult is a loaded skill.

@@ -32,8 +32,12 @@ type Router interface {
 	// the precedence order, or a tool by its "server.tool" name. Disabled
 	// and hidden skills are returned. A skill wins over a tool of the same
 	// name.
+	// With req.Manifest it also reads every file of the skill for its
+	// manifest.
 	// Errors: CodeInvalidArgument (name, agent), CodeNotFound (reason
-	// SKILL_NOT_FOUND), CodeUnavailable.
+	// SKILL_NOT_FOUND), CodeUnavailable; with req.Manifest, also
+	// CodeFailedPrecondition (a disabled skill, a tool, a SKILL.md that no
+	// longer parses) and the errors of a level-3 load of SKILL.md.
 	Get(ctx context.Context, req GetRequest) (*GetResult, error)
 
 	// Load serves a skill at level 1 (summary), 2 (body under a token

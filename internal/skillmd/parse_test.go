@@ -1,6 +1,7 @@
 package skillmd
 
 import (
+	"encoding/json"
 	"strings"
 	"testing"
 	"time"
@@ -317,6 +318,14 @@ func FuzzParse(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
 		got, problems := Parse(data, "x", DefaultLimits)
+		if fm, err := FrontmatterJSON(data, "x", DefaultLimits); err == nil {
+			var obj map[string]any
+			if json.Unmarshal(fm, &obj) != nil || obj["name"] == nil {
+				t.Fatalf("FrontmatterJSON gave %s: not an object with a name", fm)
+			}
+		} else if got != nil && len(problems) == 0 {
+			t.Fatalf("FrontmatterJSON failed (%v) on a file Parse found no problem with", err)
+		}
 		if got == nil && !skill.HasErrors(problems) {
 			t.Fatalf("skipped without an error problem: %v", problems)
 		}

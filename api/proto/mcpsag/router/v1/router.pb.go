@@ -2004,9 +2004,12 @@ func (x *ListSkillsResponse) GetIndexGeneration() uint64 {
 }
 
 type GetSkillRequest struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Name          string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
-	Agent         string                 `protobuf:"bytes,2,opt,name=agent,proto3" json:"agent,omitempty"`
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Name  string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	Agent string                 `protobuf:"bytes,2,opt,name=agent,proto3" json:"agent,omitempty"`
+	// Also return the skill's manifest, read from its files now. Fails as a
+	// level-3 Load would: FAILED_PRECONDITION for a disabled skill or a tool.
+	Manifest      bool `protobuf:"varint,3,opt,name=manifest,proto3" json:"manifest,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2053,6 +2056,13 @@ func (x *GetSkillRequest) GetAgent() string {
 		return x.Agent
 	}
 	return ""
+}
+
+func (x *GetSkillRequest) GetManifest() bool {
+	if x != nil {
+		return x.Manifest
+	}
+	return false
 }
 
 type Problem struct {
@@ -2542,8 +2552,10 @@ type GetSkillResponse struct {
 	state           protoimpl.MessageState `protogen:"open.v1"`
 	Skill           *SkillDetail           `protobuf:"bytes,1,opt,name=skill,proto3" json:"skill,omitempty"`
 	IndexGeneration uint64                 `protobuf:"varint,2,opt,name=index_generation,json=indexGeneration,proto3" json:"index_generation,omitempty"`
-	unknownFields   protoimpl.UnknownFields
-	sizeCache       protoimpl.SizeCache
+	// Set when the request asked for it.
+	Manifest      *SkillManifest `protobuf:"bytes,3,opt,name=manifest,proto3" json:"manifest,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *GetSkillResponse) Reset() {
@@ -2590,6 +2602,133 @@ func (x *GetSkillResponse) GetIndexGeneration() uint64 {
 	return 0
 }
 
+func (x *GetSkillResponse) GetManifest() *SkillManifest {
+	if x != nil {
+		return x.Manifest
+	}
+	return nil
+}
+
+// SkillManifest describes a skill's files as they are on disk, so that a
+// client can check what it reads.
+type SkillManifest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The SKILL.md frontmatter as a JSON object, every field as written (a
+	// frontmatter without a name gets the skill's name).
+	FrontmatterJson string `protobuf:"bytes,1,opt,name=frontmatter_json,json=frontmatterJson,proto3" json:"frontmatter_json,omitempty"`
+	// SKILL.md first, then every other file a level-3 Load serves, by path.
+	Files         []*FileDigest `protobuf:"bytes,2,rep,name=files,proto3" json:"files,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SkillManifest) Reset() {
+	*x = SkillManifest{}
+	mi := &file_mcpsag_router_v1_router_proto_msgTypes[20]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SkillManifest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SkillManifest) ProtoMessage() {}
+
+func (x *SkillManifest) ProtoReflect() protoreflect.Message {
+	mi := &file_mcpsag_router_v1_router_proto_msgTypes[20]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SkillManifest.ProtoReflect.Descriptor instead.
+func (*SkillManifest) Descriptor() ([]byte, []int) {
+	return file_mcpsag_router_v1_router_proto_rawDescGZIP(), []int{20}
+}
+
+func (x *SkillManifest) GetFrontmatterJson() string {
+	if x != nil {
+		return x.FrontmatterJson
+	}
+	return ""
+}
+
+func (x *SkillManifest) GetFiles() []*FileDigest {
+	if x != nil {
+		return x.Files
+	}
+	return nil
+}
+
+// FileDigest is one file of a skill.
+type FileDigest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Slash-separated, relative to the skill folder.
+	Path      string `protobuf:"bytes,1,opt,name=path,proto3" json:"path,omitempty"`
+	SizeBytes int64  `protobuf:"varint,2,opt,name=size_bytes,json=sizeBytes,proto3" json:"size_bytes,omitempty"`
+	// Lower-case hex sha256 of the file's bytes.
+	Sha256        string `protobuf:"bytes,3,opt,name=sha256,proto3" json:"sha256,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *FileDigest) Reset() {
+	*x = FileDigest{}
+	mi := &file_mcpsag_router_v1_router_proto_msgTypes[21]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *FileDigest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*FileDigest) ProtoMessage() {}
+
+func (x *FileDigest) ProtoReflect() protoreflect.Message {
+	mi := &file_mcpsag_router_v1_router_proto_msgTypes[21]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use FileDigest.ProtoReflect.Descriptor instead.
+func (*FileDigest) Descriptor() ([]byte, []int) {
+	return file_mcpsag_router_v1_router_proto_rawDescGZIP(), []int{21}
+}
+
+func (x *FileDigest) GetPath() string {
+	if x != nil {
+		return x.Path
+	}
+	return ""
+}
+
+func (x *FileDigest) GetSizeBytes() int64 {
+	if x != nil {
+		return x.SizeBytes
+	}
+	return 0
+}
+
+func (x *FileDigest) GetSha256() string {
+	if x != nil {
+		return x.Sha256
+	}
+	return ""
+}
+
 type LoadRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	Name  string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
@@ -2608,7 +2747,7 @@ type LoadRequest struct {
 
 func (x *LoadRequest) Reset() {
 	*x = LoadRequest{}
-	mi := &file_mcpsag_router_v1_router_proto_msgTypes[20]
+	mi := &file_mcpsag_router_v1_router_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2620,7 +2759,7 @@ func (x *LoadRequest) String() string {
 func (*LoadRequest) ProtoMessage() {}
 
 func (x *LoadRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_mcpsag_router_v1_router_proto_msgTypes[20]
+	mi := &file_mcpsag_router_v1_router_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2633,7 +2772,7 @@ func (x *LoadRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LoadRequest.ProtoReflect.Descriptor instead.
 func (*LoadRequest) Descriptor() ([]byte, []int) {
-	return file_mcpsag_router_v1_router_proto_rawDescGZIP(), []int{20}
+	return file_mcpsag_router_v1_router_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *LoadRequest) GetName() string {
@@ -2691,7 +2830,7 @@ type Provenance struct {
 
 func (x *Provenance) Reset() {
 	*x = Provenance{}
-	mi := &file_mcpsag_router_v1_router_proto_msgTypes[21]
+	mi := &file_mcpsag_router_v1_router_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2703,7 +2842,7 @@ func (x *Provenance) String() string {
 func (*Provenance) ProtoMessage() {}
 
 func (x *Provenance) ProtoReflect() protoreflect.Message {
-	mi := &file_mcpsag_router_v1_router_proto_msgTypes[21]
+	mi := &file_mcpsag_router_v1_router_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2716,7 +2855,7 @@ func (x *Provenance) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Provenance.ProtoReflect.Descriptor instead.
 func (*Provenance) Descriptor() ([]byte, []int) {
-	return file_mcpsag_router_v1_router_proto_rawDescGZIP(), []int{21}
+	return file_mcpsag_router_v1_router_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *Provenance) GetSource() *SkillSource {
@@ -2774,7 +2913,7 @@ type LoadResponse struct {
 
 func (x *LoadResponse) Reset() {
 	*x = LoadResponse{}
-	mi := &file_mcpsag_router_v1_router_proto_msgTypes[22]
+	mi := &file_mcpsag_router_v1_router_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2786,7 +2925,7 @@ func (x *LoadResponse) String() string {
 func (*LoadResponse) ProtoMessage() {}
 
 func (x *LoadResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_mcpsag_router_v1_router_proto_msgTypes[22]
+	mi := &file_mcpsag_router_v1_router_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2799,7 +2938,7 @@ func (x *LoadResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LoadResponse.ProtoReflect.Descriptor instead.
 func (*LoadResponse) Descriptor() ([]byte, []int) {
-	return file_mcpsag_router_v1_router_proto_rawDescGZIP(), []int{22}
+	return file_mcpsag_router_v1_router_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *LoadResponse) GetName() string {
@@ -2924,7 +3063,7 @@ type ReindexRequest struct {
 
 func (x *ReindexRequest) Reset() {
 	*x = ReindexRequest{}
-	mi := &file_mcpsag_router_v1_router_proto_msgTypes[23]
+	mi := &file_mcpsag_router_v1_router_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2936,7 +3075,7 @@ func (x *ReindexRequest) String() string {
 func (*ReindexRequest) ProtoMessage() {}
 
 func (x *ReindexRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_mcpsag_router_v1_router_proto_msgTypes[23]
+	mi := &file_mcpsag_router_v1_router_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2949,7 +3088,7 @@ func (x *ReindexRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReindexRequest.ProtoReflect.Descriptor instead.
 func (*ReindexRequest) Descriptor() ([]byte, []int) {
-	return file_mcpsag_router_v1_router_proto_rawDescGZIP(), []int{23}
+	return file_mcpsag_router_v1_router_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *ReindexRequest) GetFull() bool {
@@ -2982,7 +3121,7 @@ type ReindexStats struct {
 
 func (x *ReindexStats) Reset() {
 	*x = ReindexStats{}
-	mi := &file_mcpsag_router_v1_router_proto_msgTypes[24]
+	mi := &file_mcpsag_router_v1_router_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2994,7 +3133,7 @@ func (x *ReindexStats) String() string {
 func (*ReindexStats) ProtoMessage() {}
 
 func (x *ReindexStats) ProtoReflect() protoreflect.Message {
-	mi := &file_mcpsag_router_v1_router_proto_msgTypes[24]
+	mi := &file_mcpsag_router_v1_router_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3007,7 +3146,7 @@ func (x *ReindexStats) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReindexStats.ProtoReflect.Descriptor instead.
 func (*ReindexStats) Descriptor() ([]byte, []int) {
-	return file_mcpsag_router_v1_router_proto_rawDescGZIP(), []int{24}
+	return file_mcpsag_router_v1_router_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *ReindexStats) GetScanned() int32 {
@@ -3096,7 +3235,7 @@ type ReindexResponse struct {
 
 func (x *ReindexResponse) Reset() {
 	*x = ReindexResponse{}
-	mi := &file_mcpsag_router_v1_router_proto_msgTypes[25]
+	mi := &file_mcpsag_router_v1_router_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3108,7 +3247,7 @@ func (x *ReindexResponse) String() string {
 func (*ReindexResponse) ProtoMessage() {}
 
 func (x *ReindexResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_mcpsag_router_v1_router_proto_msgTypes[25]
+	mi := &file_mcpsag_router_v1_router_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3121,7 +3260,7 @@ func (x *ReindexResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReindexResponse.ProtoReflect.Descriptor instead.
 func (*ReindexResponse) Descriptor() ([]byte, []int) {
-	return file_mcpsag_router_v1_router_proto_rawDescGZIP(), []int{25}
+	return file_mcpsag_router_v1_router_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *ReindexResponse) GetStats() *ReindexStats {
@@ -3139,7 +3278,7 @@ type StatusRequest struct {
 
 func (x *StatusRequest) Reset() {
 	*x = StatusRequest{}
-	mi := &file_mcpsag_router_v1_router_proto_msgTypes[26]
+	mi := &file_mcpsag_router_v1_router_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3151,7 +3290,7 @@ func (x *StatusRequest) String() string {
 func (*StatusRequest) ProtoMessage() {}
 
 func (x *StatusRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_mcpsag_router_v1_router_proto_msgTypes[26]
+	mi := &file_mcpsag_router_v1_router_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3164,7 +3303,7 @@ func (x *StatusRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StatusRequest.ProtoReflect.Descriptor instead.
 func (*StatusRequest) Descriptor() ([]byte, []int) {
-	return file_mcpsag_router_v1_router_proto_rawDescGZIP(), []int{26}
+	return file_mcpsag_router_v1_router_proto_rawDescGZIP(), []int{28}
 }
 
 type ModelStatus struct {
@@ -3188,7 +3327,7 @@ type ModelStatus struct {
 
 func (x *ModelStatus) Reset() {
 	*x = ModelStatus{}
-	mi := &file_mcpsag_router_v1_router_proto_msgTypes[27]
+	mi := &file_mcpsag_router_v1_router_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3200,7 +3339,7 @@ func (x *ModelStatus) String() string {
 func (*ModelStatus) ProtoMessage() {}
 
 func (x *ModelStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_mcpsag_router_v1_router_proto_msgTypes[27]
+	mi := &file_mcpsag_router_v1_router_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3213,7 +3352,7 @@ func (x *ModelStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ModelStatus.ProtoReflect.Descriptor instead.
 func (*ModelStatus) Descriptor() ([]byte, []int) {
-	return file_mcpsag_router_v1_router_proto_rawDescGZIP(), []int{27}
+	return file_mcpsag_router_v1_router_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *ModelStatus) GetName() string {
@@ -3293,7 +3432,7 @@ type FeatureFlags struct {
 
 func (x *FeatureFlags) Reset() {
 	*x = FeatureFlags{}
-	mi := &file_mcpsag_router_v1_router_proto_msgTypes[28]
+	mi := &file_mcpsag_router_v1_router_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3305,7 +3444,7 @@ func (x *FeatureFlags) String() string {
 func (*FeatureFlags) ProtoMessage() {}
 
 func (x *FeatureFlags) ProtoReflect() protoreflect.Message {
-	mi := &file_mcpsag_router_v1_router_proto_msgTypes[28]
+	mi := &file_mcpsag_router_v1_router_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3318,7 +3457,7 @@ func (x *FeatureFlags) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FeatureFlags.ProtoReflect.Descriptor instead.
 func (*FeatureFlags) Descriptor() ([]byte, []int) {
-	return file_mcpsag_router_v1_router_proto_rawDescGZIP(), []int{28}
+	return file_mcpsag_router_v1_router_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *FeatureFlags) GetSkillsV1() bool {
@@ -3354,7 +3493,7 @@ type ValidationSummary struct {
 
 func (x *ValidationSummary) Reset() {
 	*x = ValidationSummary{}
-	mi := &file_mcpsag_router_v1_router_proto_msgTypes[29]
+	mi := &file_mcpsag_router_v1_router_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3366,7 +3505,7 @@ func (x *ValidationSummary) String() string {
 func (*ValidationSummary) ProtoMessage() {}
 
 func (x *ValidationSummary) ProtoReflect() protoreflect.Message {
-	mi := &file_mcpsag_router_v1_router_proto_msgTypes[29]
+	mi := &file_mcpsag_router_v1_router_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3379,7 +3518,7 @@ func (x *ValidationSummary) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ValidationSummary.ProtoReflect.Descriptor instead.
 func (*ValidationSummary) Descriptor() ([]byte, []int) {
-	return file_mcpsag_router_v1_router_proto_rawDescGZIP(), []int{29}
+	return file_mcpsag_router_v1_router_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *ValidationSummary) GetErrors() int32 {
@@ -3418,7 +3557,7 @@ type ReindexProgress struct {
 
 func (x *ReindexProgress) Reset() {
 	*x = ReindexProgress{}
-	mi := &file_mcpsag_router_v1_router_proto_msgTypes[30]
+	mi := &file_mcpsag_router_v1_router_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3430,7 +3569,7 @@ func (x *ReindexProgress) String() string {
 func (*ReindexProgress) ProtoMessage() {}
 
 func (x *ReindexProgress) ProtoReflect() protoreflect.Message {
-	mi := &file_mcpsag_router_v1_router_proto_msgTypes[30]
+	mi := &file_mcpsag_router_v1_router_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3443,7 +3582,7 @@ func (x *ReindexProgress) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReindexProgress.ProtoReflect.Descriptor instead.
 func (*ReindexProgress) Descriptor() ([]byte, []int) {
-	return file_mcpsag_router_v1_router_proto_rawDescGZIP(), []int{30}
+	return file_mcpsag_router_v1_router_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *ReindexProgress) GetRunning() bool {
@@ -3486,7 +3625,7 @@ type ConfigStatus struct {
 
 func (x *ConfigStatus) Reset() {
 	*x = ConfigStatus{}
-	mi := &file_mcpsag_router_v1_router_proto_msgTypes[31]
+	mi := &file_mcpsag_router_v1_router_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3498,7 +3637,7 @@ func (x *ConfigStatus) String() string {
 func (*ConfigStatus) ProtoMessage() {}
 
 func (x *ConfigStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_mcpsag_router_v1_router_proto_msgTypes[31]
+	mi := &file_mcpsag_router_v1_router_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3511,7 +3650,7 @@ func (x *ConfigStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ConfigStatus.ProtoReflect.Descriptor instead.
 func (*ConfigStatus) Descriptor() ([]byte, []int) {
-	return file_mcpsag_router_v1_router_proto_rawDescGZIP(), []int{31}
+	return file_mcpsag_router_v1_router_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *ConfigStatus) GetPath() string {
@@ -3580,7 +3719,7 @@ type StatusResponse struct {
 
 func (x *StatusResponse) Reset() {
 	*x = StatusResponse{}
-	mi := &file_mcpsag_router_v1_router_proto_msgTypes[32]
+	mi := &file_mcpsag_router_v1_router_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3592,7 +3731,7 @@ func (x *StatusResponse) String() string {
 func (*StatusResponse) ProtoMessage() {}
 
 func (x *StatusResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_mcpsag_router_v1_router_proto_msgTypes[32]
+	mi := &file_mcpsag_router_v1_router_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3605,7 +3744,7 @@ func (x *StatusResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StatusResponse.ProtoReflect.Descriptor instead.
 func (*StatusResponse) Descriptor() ([]byte, []int) {
-	return file_mcpsag_router_v1_router_proto_rawDescGZIP(), []int{32}
+	return file_mcpsag_router_v1_router_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *StatusResponse) GetVersion() string {
@@ -3827,7 +3966,7 @@ type ServerStatus struct {
 
 func (x *ServerStatus) Reset() {
 	*x = ServerStatus{}
-	mi := &file_mcpsag_router_v1_router_proto_msgTypes[33]
+	mi := &file_mcpsag_router_v1_router_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3839,7 +3978,7 @@ func (x *ServerStatus) String() string {
 func (*ServerStatus) ProtoMessage() {}
 
 func (x *ServerStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_mcpsag_router_v1_router_proto_msgTypes[33]
+	mi := &file_mcpsag_router_v1_router_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3852,7 +3991,7 @@ func (x *ServerStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ServerStatus.ProtoReflect.Descriptor instead.
 func (*ServerStatus) Descriptor() ([]byte, []int) {
-	return file_mcpsag_router_v1_router_proto_rawDescGZIP(), []int{33}
+	return file_mcpsag_router_v1_router_proto_rawDescGZIP(), []int{35}
 }
 
 func (x *ServerStatus) GetName() string {
@@ -4044,7 +4183,7 @@ type AuthorizeExecRequest struct {
 
 func (x *AuthorizeExecRequest) Reset() {
 	*x = AuthorizeExecRequest{}
-	mi := &file_mcpsag_router_v1_router_proto_msgTypes[34]
+	mi := &file_mcpsag_router_v1_router_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4056,7 +4195,7 @@ func (x *AuthorizeExecRequest) String() string {
 func (*AuthorizeExecRequest) ProtoMessage() {}
 
 func (x *AuthorizeExecRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_mcpsag_router_v1_router_proto_msgTypes[34]
+	mi := &file_mcpsag_router_v1_router_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4069,7 +4208,7 @@ func (x *AuthorizeExecRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AuthorizeExecRequest.ProtoReflect.Descriptor instead.
 func (*AuthorizeExecRequest) Descriptor() ([]byte, []int) {
-	return file_mcpsag_router_v1_router_proto_rawDescGZIP(), []int{34}
+	return file_mcpsag_router_v1_router_proto_rawDescGZIP(), []int{36}
 }
 
 func (x *AuthorizeExecRequest) GetSkill() string {
@@ -4115,7 +4254,7 @@ type AuthorizeExecResponse struct {
 
 func (x *AuthorizeExecResponse) Reset() {
 	*x = AuthorizeExecResponse{}
-	mi := &file_mcpsag_router_v1_router_proto_msgTypes[35]
+	mi := &file_mcpsag_router_v1_router_proto_msgTypes[37]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4127,7 +4266,7 @@ func (x *AuthorizeExecResponse) String() string {
 func (*AuthorizeExecResponse) ProtoMessage() {}
 
 func (x *AuthorizeExecResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_mcpsag_router_v1_router_proto_msgTypes[35]
+	mi := &file_mcpsag_router_v1_router_proto_msgTypes[37]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4140,7 +4279,7 @@ func (x *AuthorizeExecResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AuthorizeExecResponse.ProtoReflect.Descriptor instead.
 func (*AuthorizeExecResponse) Descriptor() ([]byte, []int) {
-	return file_mcpsag_router_v1_router_proto_rawDescGZIP(), []int{35}
+	return file_mcpsag_router_v1_router_proto_rawDescGZIP(), []int{37}
 }
 
 func (x *AuthorizeExecResponse) GetDecision() ExecDecision {
@@ -4195,7 +4334,7 @@ type ReportExecResultRequest struct {
 
 func (x *ReportExecResultRequest) Reset() {
 	*x = ReportExecResultRequest{}
-	mi := &file_mcpsag_router_v1_router_proto_msgTypes[36]
+	mi := &file_mcpsag_router_v1_router_proto_msgTypes[38]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4207,7 +4346,7 @@ func (x *ReportExecResultRequest) String() string {
 func (*ReportExecResultRequest) ProtoMessage() {}
 
 func (x *ReportExecResultRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_mcpsag_router_v1_router_proto_msgTypes[36]
+	mi := &file_mcpsag_router_v1_router_proto_msgTypes[38]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4220,7 +4359,7 @@ func (x *ReportExecResultRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReportExecResultRequest.ProtoReflect.Descriptor instead.
 func (*ReportExecResultRequest) Descriptor() ([]byte, []int) {
-	return file_mcpsag_router_v1_router_proto_rawDescGZIP(), []int{36}
+	return file_mcpsag_router_v1_router_proto_rawDescGZIP(), []int{38}
 }
 
 func (x *ReportExecResultRequest) GetDecisionId() string {
@@ -4281,7 +4420,7 @@ type ReportExecResultResponse struct {
 
 func (x *ReportExecResultResponse) Reset() {
 	*x = ReportExecResultResponse{}
-	mi := &file_mcpsag_router_v1_router_proto_msgTypes[37]
+	mi := &file_mcpsag_router_v1_router_proto_msgTypes[39]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4293,7 +4432,7 @@ func (x *ReportExecResultResponse) String() string {
 func (*ReportExecResultResponse) ProtoMessage() {}
 
 func (x *ReportExecResultResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_mcpsag_router_v1_router_proto_msgTypes[37]
+	mi := &file_mcpsag_router_v1_router_proto_msgTypes[39]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4306,7 +4445,7 @@ func (x *ReportExecResultResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReportExecResultResponse.ProtoReflect.Descriptor instead.
 func (*ReportExecResultResponse) Descriptor() ([]byte, []int) {
-	return file_mcpsag_router_v1_router_proto_rawDescGZIP(), []int{37}
+	return file_mcpsag_router_v1_router_proto_rawDescGZIP(), []int{39}
 }
 
 func (x *ReportExecResultResponse) GetRecorded() bool {
@@ -4331,7 +4470,7 @@ type CallToolRequest struct {
 
 func (x *CallToolRequest) Reset() {
 	*x = CallToolRequest{}
-	mi := &file_mcpsag_router_v1_router_proto_msgTypes[38]
+	mi := &file_mcpsag_router_v1_router_proto_msgTypes[40]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4343,7 +4482,7 @@ func (x *CallToolRequest) String() string {
 func (*CallToolRequest) ProtoMessage() {}
 
 func (x *CallToolRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_mcpsag_router_v1_router_proto_msgTypes[38]
+	mi := &file_mcpsag_router_v1_router_proto_msgTypes[40]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4356,7 +4495,7 @@ func (x *CallToolRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CallToolRequest.ProtoReflect.Descriptor instead.
 func (*CallToolRequest) Descriptor() ([]byte, []int) {
-	return file_mcpsag_router_v1_router_proto_rawDescGZIP(), []int{38}
+	return file_mcpsag_router_v1_router_proto_rawDescGZIP(), []int{40}
 }
 
 func (x *CallToolRequest) GetName() string {
@@ -4407,7 +4546,7 @@ type ToolContent struct {
 
 func (x *ToolContent) Reset() {
 	*x = ToolContent{}
-	mi := &file_mcpsag_router_v1_router_proto_msgTypes[39]
+	mi := &file_mcpsag_router_v1_router_proto_msgTypes[41]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4419,7 +4558,7 @@ func (x *ToolContent) String() string {
 func (*ToolContent) ProtoMessage() {}
 
 func (x *ToolContent) ProtoReflect() protoreflect.Message {
-	mi := &file_mcpsag_router_v1_router_proto_msgTypes[39]
+	mi := &file_mcpsag_router_v1_router_proto_msgTypes[41]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4432,7 +4571,7 @@ func (x *ToolContent) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ToolContent.ProtoReflect.Descriptor instead.
 func (*ToolContent) Descriptor() ([]byte, []int) {
-	return file_mcpsag_router_v1_router_proto_rawDescGZIP(), []int{39}
+	return file_mcpsag_router_v1_router_proto_rawDescGZIP(), []int{41}
 }
 
 func (x *ToolContent) GetType() string {
@@ -4510,7 +4649,7 @@ type CallToolResponse struct {
 
 func (x *CallToolResponse) Reset() {
 	*x = CallToolResponse{}
-	mi := &file_mcpsag_router_v1_router_proto_msgTypes[40]
+	mi := &file_mcpsag_router_v1_router_proto_msgTypes[42]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4522,7 +4661,7 @@ func (x *CallToolResponse) String() string {
 func (*CallToolResponse) ProtoMessage() {}
 
 func (x *CallToolResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_mcpsag_router_v1_router_proto_msgTypes[40]
+	mi := &file_mcpsag_router_v1_router_proto_msgTypes[42]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4535,7 +4674,7 @@ func (x *CallToolResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CallToolResponse.ProtoReflect.Descriptor instead.
 func (*CallToolResponse) Descriptor() ([]byte, []int) {
-	return file_mcpsag_router_v1_router_proto_rawDescGZIP(), []int{40}
+	return file_mcpsag_router_v1_router_proto_rawDescGZIP(), []int{42}
 }
 
 func (x *CallToolResponse) GetName() string {
@@ -4743,10 +4882,11 @@ const file_mcpsag_router_v1_router_proto_rawDesc = "" +
 	"total_size\x18\x03 \x01(\x05R\ttotalSize\x12;\n" +
 	"\acatalog\x18\x04 \x01(\v2!.mcpsag.router.v1.RenderedCatalogR\acatalog\x12;\n" +
 	"\bshadowed\x18\x05 \x03(\v2\x1f.mcpsag.router.v1.ShadowedSkillR\bshadowed\x12)\n" +
-	"\x10index_generation\x18\x06 \x01(\x04R\x0findexGeneration\";\n" +
+	"\x10index_generation\x18\x06 \x01(\x04R\x0findexGeneration\"W\n" +
 	"\x0fGetSkillRequest\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x14\n" +
-	"\x05agent\x18\x02 \x01(\tR\x05agent\"\xad\x01\n" +
+	"\x05agent\x18\x02 \x01(\tR\x05agent\x12\x1a\n" +
+	"\bmanifest\x18\x03 \x01(\bR\bmanifest\"\xad\x01\n" +
 	"\aProblem\x126\n" +
 	"\bseverity\x18\x01 \x01(\x0e2\x1a.mcpsag.router.v1.SeverityR\bseverity\x12\x12\n" +
 	"\x04code\x18\x02 \x01(\tR\x04code\x12\x14\n" +
@@ -4807,10 +4947,20 @@ const file_mcpsag_router_v1_router_proto_rawDesc = "" +
 	"bodyTokens\x12'\n" +
 	"\x0fmodel_invocable\x18\x13 \x01(\bR\x0emodelInvocable\x12/\n" +
 	"\x04kind\x18\x14 \x01(\x0e2\x1b.mcpsag.router.v1.EntryKindR\x04kind\x12.\n" +
-	"\x04tool\x18\x15 \x01(\v2\x1a.mcpsag.router.v1.ToolInfoR\x04tool\"r\n" +
+	"\x04tool\x18\x15 \x01(\v2\x1a.mcpsag.router.v1.ToolInfoR\x04tool\"\xaf\x01\n" +
 	"\x10GetSkillResponse\x123\n" +
 	"\x05skill\x18\x01 \x01(\v2\x1d.mcpsag.router.v1.SkillDetailR\x05skill\x12)\n" +
-	"\x10index_generation\x18\x02 \x01(\x04R\x0findexGeneration\"\xc4\x01\n" +
+	"\x10index_generation\x18\x02 \x01(\x04R\x0findexGeneration\x12;\n" +
+	"\bmanifest\x18\x03 \x01(\v2\x1f.mcpsag.router.v1.SkillManifestR\bmanifest\"n\n" +
+	"\rSkillManifest\x12)\n" +
+	"\x10frontmatter_json\x18\x01 \x01(\tR\x0ffrontmatterJson\x122\n" +
+	"\x05files\x18\x02 \x03(\v2\x1c.mcpsag.router.v1.FileDigestR\x05files\"W\n" +
+	"\n" +
+	"FileDigest\x12\x12\n" +
+	"\x04path\x18\x01 \x01(\tR\x04path\x12\x1d\n" +
+	"\n" +
+	"size_bytes\x18\x02 \x01(\x03R\tsizeBytes\x12\x16\n" +
+	"\x06sha256\x18\x03 \x01(\tR\x06sha256\"\xc4\x01\n" +
 	"\vLoadRequest\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x14\n" +
 	"\x05agent\x18\x02 \x01(\tR\x05agent\x121\n" +
@@ -5109,7 +5259,7 @@ func file_mcpsag_router_v1_router_proto_rawDescGZIP() []byte {
 }
 
 var file_mcpsag_router_v1_router_proto_enumTypes = make([]protoimpl.EnumInfo, 13)
-var file_mcpsag_router_v1_router_proto_msgTypes = make([]protoimpl.MessageInfo, 44)
+var file_mcpsag_router_v1_router_proto_msgTypes = make([]protoimpl.MessageInfo, 46)
 var file_mcpsag_router_v1_router_proto_goTypes = []any{
 	(SourceKind)(0),                  // 0: mcpsag.router.v1.SourceKind
 	(EntryKind)(0),                   // 1: mcpsag.router.v1.EntryKind
@@ -5144,32 +5294,34 @@ var file_mcpsag_router_v1_router_proto_goTypes = []any{
 	(*Frontmatter)(nil),              // 30: mcpsag.router.v1.Frontmatter
 	(*SkillDetail)(nil),              // 31: mcpsag.router.v1.SkillDetail
 	(*GetSkillResponse)(nil),         // 32: mcpsag.router.v1.GetSkillResponse
-	(*LoadRequest)(nil),              // 33: mcpsag.router.v1.LoadRequest
-	(*Provenance)(nil),               // 34: mcpsag.router.v1.Provenance
-	(*LoadResponse)(nil),             // 35: mcpsag.router.v1.LoadResponse
-	(*ReindexRequest)(nil),           // 36: mcpsag.router.v1.ReindexRequest
-	(*ReindexStats)(nil),             // 37: mcpsag.router.v1.ReindexStats
-	(*ReindexResponse)(nil),          // 38: mcpsag.router.v1.ReindexResponse
-	(*StatusRequest)(nil),            // 39: mcpsag.router.v1.StatusRequest
-	(*ModelStatus)(nil),              // 40: mcpsag.router.v1.ModelStatus
-	(*FeatureFlags)(nil),             // 41: mcpsag.router.v1.FeatureFlags
-	(*ValidationSummary)(nil),        // 42: mcpsag.router.v1.ValidationSummary
-	(*ReindexProgress)(nil),          // 43: mcpsag.router.v1.ReindexProgress
-	(*ConfigStatus)(nil),             // 44: mcpsag.router.v1.ConfigStatus
-	(*StatusResponse)(nil),           // 45: mcpsag.router.v1.StatusResponse
-	(*ServerStatus)(nil),             // 46: mcpsag.router.v1.ServerStatus
-	(*AuthorizeExecRequest)(nil),     // 47: mcpsag.router.v1.AuthorizeExecRequest
-	(*AuthorizeExecResponse)(nil),    // 48: mcpsag.router.v1.AuthorizeExecResponse
-	(*ReportExecResultRequest)(nil),  // 49: mcpsag.router.v1.ReportExecResultRequest
-	(*ReportExecResultResponse)(nil), // 50: mcpsag.router.v1.ReportExecResultResponse
-	(*CallToolRequest)(nil),          // 51: mcpsag.router.v1.CallToolRequest
-	(*ToolContent)(nil),              // 52: mcpsag.router.v1.ToolContent
-	(*CallToolResponse)(nil),         // 53: mcpsag.router.v1.CallToolResponse
-	nil,                              // 54: mcpsag.router.v1.Frontmatter.MetadataEntry
-	nil,                              // 55: mcpsag.router.v1.Frontmatter.ExtraEntry
-	nil,                              // 56: mcpsag.router.v1.ValidationSummary.ByCodeEntry
-	(*timestamppb.Timestamp)(nil),    // 57: google.protobuf.Timestamp
-	(*durationpb.Duration)(nil),      // 58: google.protobuf.Duration
+	(*SkillManifest)(nil),            // 33: mcpsag.router.v1.SkillManifest
+	(*FileDigest)(nil),               // 34: mcpsag.router.v1.FileDigest
+	(*LoadRequest)(nil),              // 35: mcpsag.router.v1.LoadRequest
+	(*Provenance)(nil),               // 36: mcpsag.router.v1.Provenance
+	(*LoadResponse)(nil),             // 37: mcpsag.router.v1.LoadResponse
+	(*ReindexRequest)(nil),           // 38: mcpsag.router.v1.ReindexRequest
+	(*ReindexStats)(nil),             // 39: mcpsag.router.v1.ReindexStats
+	(*ReindexResponse)(nil),          // 40: mcpsag.router.v1.ReindexResponse
+	(*StatusRequest)(nil),            // 41: mcpsag.router.v1.StatusRequest
+	(*ModelStatus)(nil),              // 42: mcpsag.router.v1.ModelStatus
+	(*FeatureFlags)(nil),             // 43: mcpsag.router.v1.FeatureFlags
+	(*ValidationSummary)(nil),        // 44: mcpsag.router.v1.ValidationSummary
+	(*ReindexProgress)(nil),          // 45: mcpsag.router.v1.ReindexProgress
+	(*ConfigStatus)(nil),             // 46: mcpsag.router.v1.ConfigStatus
+	(*StatusResponse)(nil),           // 47: mcpsag.router.v1.StatusResponse
+	(*ServerStatus)(nil),             // 48: mcpsag.router.v1.ServerStatus
+	(*AuthorizeExecRequest)(nil),     // 49: mcpsag.router.v1.AuthorizeExecRequest
+	(*AuthorizeExecResponse)(nil),    // 50: mcpsag.router.v1.AuthorizeExecResponse
+	(*ReportExecResultRequest)(nil),  // 51: mcpsag.router.v1.ReportExecResultRequest
+	(*ReportExecResultResponse)(nil), // 52: mcpsag.router.v1.ReportExecResultResponse
+	(*CallToolRequest)(nil),          // 53: mcpsag.router.v1.CallToolRequest
+	(*ToolContent)(nil),              // 54: mcpsag.router.v1.ToolContent
+	(*CallToolResponse)(nil),         // 55: mcpsag.router.v1.CallToolResponse
+	nil,                              // 56: mcpsag.router.v1.Frontmatter.MetadataEntry
+	nil,                              // 57: mcpsag.router.v1.Frontmatter.ExtraEntry
+	nil,                              // 58: mcpsag.router.v1.ValidationSummary.ByCodeEntry
+	(*timestamppb.Timestamp)(nil),    // 59: google.protobuf.Timestamp
+	(*durationpb.Duration)(nil),      // 60: google.protobuf.Duration
 }
 var file_mcpsag_router_v1_router_proto_depIdxs = []int32{
 	13, // 0: mcpsag.router.v1.ToolInfo.params:type_name -> mcpsag.router.v1.ToolParam
@@ -5198,8 +5350,8 @@ var file_mcpsag_router_v1_router_proto_depIdxs = []int32{
 	24, // 23: mcpsag.router.v1.ListSkillsResponse.catalog:type_name -> mcpsag.router.v1.RenderedCatalog
 	25, // 24: mcpsag.router.v1.ListSkillsResponse.shadowed:type_name -> mcpsag.router.v1.ShadowedSkill
 	8,  // 25: mcpsag.router.v1.Problem.severity:type_name -> mcpsag.router.v1.Severity
-	54, // 26: mcpsag.router.v1.Frontmatter.metadata:type_name -> mcpsag.router.v1.Frontmatter.MetadataEntry
-	55, // 27: mcpsag.router.v1.Frontmatter.extra:type_name -> mcpsag.router.v1.Frontmatter.ExtraEntry
+	56, // 26: mcpsag.router.v1.Frontmatter.metadata:type_name -> mcpsag.router.v1.Frontmatter.MetadataEntry
+	57, // 27: mcpsag.router.v1.Frontmatter.extra:type_name -> mcpsag.router.v1.Frontmatter.ExtraEntry
 	30, // 28: mcpsag.router.v1.SkillDetail.frontmatter:type_name -> mcpsag.router.v1.Frontmatter
 	16, // 29: mcpsag.router.v1.SkillDetail.source:type_name -> mcpsag.router.v1.SkillSource
 	16, // 30: mcpsag.router.v1.SkillDetail.shadows:type_name -> mcpsag.router.v1.SkillSource
@@ -5207,68 +5359,70 @@ var file_mcpsag_router_v1_router_proto_depIdxs = []int32{
 	29, // 32: mcpsag.router.v1.SkillDetail.resources:type_name -> mcpsag.router.v1.Resource
 	28, // 33: mcpsag.router.v1.SkillDetail.problems:type_name -> mcpsag.router.v1.Problem
 	3,  // 34: mcpsag.router.v1.SkillDetail.trust:type_name -> mcpsag.router.v1.Trust
-	57, // 35: mcpsag.router.v1.SkillDetail.modified:type_name -> google.protobuf.Timestamp
+	59, // 35: mcpsag.router.v1.SkillDetail.modified:type_name -> google.protobuf.Timestamp
 	1,  // 36: mcpsag.router.v1.SkillDetail.kind:type_name -> mcpsag.router.v1.EntryKind
 	15, // 37: mcpsag.router.v1.SkillDetail.tool:type_name -> mcpsag.router.v1.ToolInfo
 	31, // 38: mcpsag.router.v1.GetSkillResponse.skill:type_name -> mcpsag.router.v1.SkillDetail
-	9,  // 39: mcpsag.router.v1.LoadRequest.level:type_name -> mcpsag.router.v1.LoadLevel
-	16, // 40: mcpsag.router.v1.Provenance.source:type_name -> mcpsag.router.v1.SkillSource
-	3,  // 41: mcpsag.router.v1.Provenance.trust:type_name -> mcpsag.router.v1.Trust
-	9,  // 42: mcpsag.router.v1.LoadResponse.level:type_name -> mcpsag.router.v1.LoadLevel
-	17, // 43: mcpsag.router.v1.LoadResponse.summary:type_name -> mcpsag.router.v1.SkillSummary
-	29, // 44: mcpsag.router.v1.LoadResponse.resources:type_name -> mcpsag.router.v1.Resource
-	34, // 45: mcpsag.router.v1.LoadResponse.provenance:type_name -> mcpsag.router.v1.Provenance
-	58, // 46: mcpsag.router.v1.ReindexStats.duration:type_name -> google.protobuf.Duration
-	57, // 47: mcpsag.router.v1.ReindexStats.finished_at:type_name -> google.protobuf.Timestamp
-	37, // 48: mcpsag.router.v1.ReindexResponse.stats:type_name -> mcpsag.router.v1.ReindexStats
-	58, // 49: mcpsag.router.v1.ModelStatus.load_duration:type_name -> google.protobuf.Duration
-	58, // 50: mcpsag.router.v1.ModelStatus.query_latency:type_name -> google.protobuf.Duration
-	56, // 51: mcpsag.router.v1.ValidationSummary.by_code:type_name -> mcpsag.router.v1.ValidationSummary.ByCodeEntry
-	57, // 52: mcpsag.router.v1.ConfigStatus.loaded_at:type_name -> google.protobuf.Timestamp
-	57, // 53: mcpsag.router.v1.StatusResponse.started_at:type_name -> google.protobuf.Timestamp
-	37, // 54: mcpsag.router.v1.StatusResponse.last_reindex:type_name -> mcpsag.router.v1.ReindexStats
-	43, // 55: mcpsag.router.v1.StatusResponse.reindex_progress:type_name -> mcpsag.router.v1.ReindexProgress
-	42, // 56: mcpsag.router.v1.StatusResponse.validation:type_name -> mcpsag.router.v1.ValidationSummary
-	25, // 57: mcpsag.router.v1.StatusResponse.shadowed:type_name -> mcpsag.router.v1.ShadowedSkill
-	40, // 58: mcpsag.router.v1.StatusResponse.model:type_name -> mcpsag.router.v1.ModelStatus
-	41, // 59: mcpsag.router.v1.StatusResponse.flags:type_name -> mcpsag.router.v1.FeatureFlags
-	44, // 60: mcpsag.router.v1.StatusResponse.config:type_name -> mcpsag.router.v1.ConfigStatus
-	46, // 61: mcpsag.router.v1.StatusResponse.servers:type_name -> mcpsag.router.v1.ServerStatus
-	10, // 62: mcpsag.router.v1.ServerStatus.state:type_name -> mcpsag.router.v1.ServerState
-	3,  // 63: mcpsag.router.v1.ServerStatus.trust:type_name -> mcpsag.router.v1.Trust
-	57, // 64: mcpsag.router.v1.ServerStatus.last_error_at:type_name -> google.protobuf.Timestamp
-	57, // 65: mcpsag.router.v1.ServerStatus.connected_at:type_name -> google.protobuf.Timestamp
-	57, // 66: mcpsag.router.v1.ServerStatus.listed_at:type_name -> google.protobuf.Timestamp
-	57, // 67: mcpsag.router.v1.ServerStatus.next_attempt:type_name -> google.protobuf.Timestamp
-	11, // 68: mcpsag.router.v1.AuthorizeExecResponse.decision:type_name -> mcpsag.router.v1.ExecDecision
-	12, // 69: mcpsag.router.v1.AuthorizeExecResponse.deny_reason:type_name -> mcpsag.router.v1.ExecDenyReason
-	58, // 70: mcpsag.router.v1.ReportExecResultRequest.duration:type_name -> google.protobuf.Duration
-	52, // 71: mcpsag.router.v1.CallToolResponse.content:type_name -> mcpsag.router.v1.ToolContent
-	3,  // 72: mcpsag.router.v1.CallToolResponse.trust:type_name -> mcpsag.router.v1.Trust
-	58, // 73: mcpsag.router.v1.CallToolResponse.duration:type_name -> google.protobuf.Duration
-	19, // 74: mcpsag.router.v1.SkillRouter.Match:input_type -> mcpsag.router.v1.MatchRequest
-	23, // 75: mcpsag.router.v1.SkillRouter.ListSkills:input_type -> mcpsag.router.v1.ListSkillsRequest
-	27, // 76: mcpsag.router.v1.SkillRouter.GetSkill:input_type -> mcpsag.router.v1.GetSkillRequest
-	33, // 77: mcpsag.router.v1.SkillRouter.Load:input_type -> mcpsag.router.v1.LoadRequest
-	36, // 78: mcpsag.router.v1.SkillRouter.Reindex:input_type -> mcpsag.router.v1.ReindexRequest
-	39, // 79: mcpsag.router.v1.SkillRouter.Status:input_type -> mcpsag.router.v1.StatusRequest
-	47, // 80: mcpsag.router.v1.SkillRouter.AuthorizeExec:input_type -> mcpsag.router.v1.AuthorizeExecRequest
-	49, // 81: mcpsag.router.v1.SkillRouter.ReportExecResult:input_type -> mcpsag.router.v1.ReportExecResultRequest
-	51, // 82: mcpsag.router.v1.SkillRouter.CallTool:input_type -> mcpsag.router.v1.CallToolRequest
-	22, // 83: mcpsag.router.v1.SkillRouter.Match:output_type -> mcpsag.router.v1.MatchResponse
-	26, // 84: mcpsag.router.v1.SkillRouter.ListSkills:output_type -> mcpsag.router.v1.ListSkillsResponse
-	32, // 85: mcpsag.router.v1.SkillRouter.GetSkill:output_type -> mcpsag.router.v1.GetSkillResponse
-	35, // 86: mcpsag.router.v1.SkillRouter.Load:output_type -> mcpsag.router.v1.LoadResponse
-	38, // 87: mcpsag.router.v1.SkillRouter.Reindex:output_type -> mcpsag.router.v1.ReindexResponse
-	45, // 88: mcpsag.router.v1.SkillRouter.Status:output_type -> mcpsag.router.v1.StatusResponse
-	48, // 89: mcpsag.router.v1.SkillRouter.AuthorizeExec:output_type -> mcpsag.router.v1.AuthorizeExecResponse
-	50, // 90: mcpsag.router.v1.SkillRouter.ReportExecResult:output_type -> mcpsag.router.v1.ReportExecResultResponse
-	53, // 91: mcpsag.router.v1.SkillRouter.CallTool:output_type -> mcpsag.router.v1.CallToolResponse
-	83, // [83:92] is the sub-list for method output_type
-	74, // [74:83] is the sub-list for method input_type
-	74, // [74:74] is the sub-list for extension type_name
-	74, // [74:74] is the sub-list for extension extendee
-	0,  // [0:74] is the sub-list for field type_name
+	33, // 39: mcpsag.router.v1.GetSkillResponse.manifest:type_name -> mcpsag.router.v1.SkillManifest
+	34, // 40: mcpsag.router.v1.SkillManifest.files:type_name -> mcpsag.router.v1.FileDigest
+	9,  // 41: mcpsag.router.v1.LoadRequest.level:type_name -> mcpsag.router.v1.LoadLevel
+	16, // 42: mcpsag.router.v1.Provenance.source:type_name -> mcpsag.router.v1.SkillSource
+	3,  // 43: mcpsag.router.v1.Provenance.trust:type_name -> mcpsag.router.v1.Trust
+	9,  // 44: mcpsag.router.v1.LoadResponse.level:type_name -> mcpsag.router.v1.LoadLevel
+	17, // 45: mcpsag.router.v1.LoadResponse.summary:type_name -> mcpsag.router.v1.SkillSummary
+	29, // 46: mcpsag.router.v1.LoadResponse.resources:type_name -> mcpsag.router.v1.Resource
+	36, // 47: mcpsag.router.v1.LoadResponse.provenance:type_name -> mcpsag.router.v1.Provenance
+	60, // 48: mcpsag.router.v1.ReindexStats.duration:type_name -> google.protobuf.Duration
+	59, // 49: mcpsag.router.v1.ReindexStats.finished_at:type_name -> google.protobuf.Timestamp
+	39, // 50: mcpsag.router.v1.ReindexResponse.stats:type_name -> mcpsag.router.v1.ReindexStats
+	60, // 51: mcpsag.router.v1.ModelStatus.load_duration:type_name -> google.protobuf.Duration
+	60, // 52: mcpsag.router.v1.ModelStatus.query_latency:type_name -> google.protobuf.Duration
+	58, // 53: mcpsag.router.v1.ValidationSummary.by_code:type_name -> mcpsag.router.v1.ValidationSummary.ByCodeEntry
+	59, // 54: mcpsag.router.v1.ConfigStatus.loaded_at:type_name -> google.protobuf.Timestamp
+	59, // 55: mcpsag.router.v1.StatusResponse.started_at:type_name -> google.protobuf.Timestamp
+	39, // 56: mcpsag.router.v1.StatusResponse.last_reindex:type_name -> mcpsag.router.v1.ReindexStats
+	45, // 57: mcpsag.router.v1.StatusResponse.reindex_progress:type_name -> mcpsag.router.v1.ReindexProgress
+	44, // 58: mcpsag.router.v1.StatusResponse.validation:type_name -> mcpsag.router.v1.ValidationSummary
+	25, // 59: mcpsag.router.v1.StatusResponse.shadowed:type_name -> mcpsag.router.v1.ShadowedSkill
+	42, // 60: mcpsag.router.v1.StatusResponse.model:type_name -> mcpsag.router.v1.ModelStatus
+	43, // 61: mcpsag.router.v1.StatusResponse.flags:type_name -> mcpsag.router.v1.FeatureFlags
+	46, // 62: mcpsag.router.v1.StatusResponse.config:type_name -> mcpsag.router.v1.ConfigStatus
+	48, // 63: mcpsag.router.v1.StatusResponse.servers:type_name -> mcpsag.router.v1.ServerStatus
+	10, // 64: mcpsag.router.v1.ServerStatus.state:type_name -> mcpsag.router.v1.ServerState
+	3,  // 65: mcpsag.router.v1.ServerStatus.trust:type_name -> mcpsag.router.v1.Trust
+	59, // 66: mcpsag.router.v1.ServerStatus.last_error_at:type_name -> google.protobuf.Timestamp
+	59, // 67: mcpsag.router.v1.ServerStatus.connected_at:type_name -> google.protobuf.Timestamp
+	59, // 68: mcpsag.router.v1.ServerStatus.listed_at:type_name -> google.protobuf.Timestamp
+	59, // 69: mcpsag.router.v1.ServerStatus.next_attempt:type_name -> google.protobuf.Timestamp
+	11, // 70: mcpsag.router.v1.AuthorizeExecResponse.decision:type_name -> mcpsag.router.v1.ExecDecision
+	12, // 71: mcpsag.router.v1.AuthorizeExecResponse.deny_reason:type_name -> mcpsag.router.v1.ExecDenyReason
+	60, // 72: mcpsag.router.v1.ReportExecResultRequest.duration:type_name -> google.protobuf.Duration
+	54, // 73: mcpsag.router.v1.CallToolResponse.content:type_name -> mcpsag.router.v1.ToolContent
+	3,  // 74: mcpsag.router.v1.CallToolResponse.trust:type_name -> mcpsag.router.v1.Trust
+	60, // 75: mcpsag.router.v1.CallToolResponse.duration:type_name -> google.protobuf.Duration
+	19, // 76: mcpsag.router.v1.SkillRouter.Match:input_type -> mcpsag.router.v1.MatchRequest
+	23, // 77: mcpsag.router.v1.SkillRouter.ListSkills:input_type -> mcpsag.router.v1.ListSkillsRequest
+	27, // 78: mcpsag.router.v1.SkillRouter.GetSkill:input_type -> mcpsag.router.v1.GetSkillRequest
+	35, // 79: mcpsag.router.v1.SkillRouter.Load:input_type -> mcpsag.router.v1.LoadRequest
+	38, // 80: mcpsag.router.v1.SkillRouter.Reindex:input_type -> mcpsag.router.v1.ReindexRequest
+	41, // 81: mcpsag.router.v1.SkillRouter.Status:input_type -> mcpsag.router.v1.StatusRequest
+	49, // 82: mcpsag.router.v1.SkillRouter.AuthorizeExec:input_type -> mcpsag.router.v1.AuthorizeExecRequest
+	51, // 83: mcpsag.router.v1.SkillRouter.ReportExecResult:input_type -> mcpsag.router.v1.ReportExecResultRequest
+	53, // 84: mcpsag.router.v1.SkillRouter.CallTool:input_type -> mcpsag.router.v1.CallToolRequest
+	22, // 85: mcpsag.router.v1.SkillRouter.Match:output_type -> mcpsag.router.v1.MatchResponse
+	26, // 86: mcpsag.router.v1.SkillRouter.ListSkills:output_type -> mcpsag.router.v1.ListSkillsResponse
+	32, // 87: mcpsag.router.v1.SkillRouter.GetSkill:output_type -> mcpsag.router.v1.GetSkillResponse
+	37, // 88: mcpsag.router.v1.SkillRouter.Load:output_type -> mcpsag.router.v1.LoadResponse
+	40, // 89: mcpsag.router.v1.SkillRouter.Reindex:output_type -> mcpsag.router.v1.ReindexResponse
+	47, // 90: mcpsag.router.v1.SkillRouter.Status:output_type -> mcpsag.router.v1.StatusResponse
+	50, // 91: mcpsag.router.v1.SkillRouter.AuthorizeExec:output_type -> mcpsag.router.v1.AuthorizeExecResponse
+	52, // 92: mcpsag.router.v1.SkillRouter.ReportExecResult:output_type -> mcpsag.router.v1.ReportExecResultResponse
+	55, // 93: mcpsag.router.v1.SkillRouter.CallTool:output_type -> mcpsag.router.v1.CallToolResponse
+	85, // [85:94] is the sub-list for method output_type
+	76, // [76:85] is the sub-list for method input_type
+	76, // [76:76] is the sub-list for extension type_name
+	76, // [76:76] is the sub-list for extension extendee
+	0,  // [0:76] is the sub-list for field type_name
 }
 
 func init() { file_mcpsag_router_v1_router_proto_init() }
@@ -5285,7 +5439,7 @@ func file_mcpsag_router_v1_router_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_mcpsag_router_v1_router_proto_rawDesc), len(file_mcpsag_router_v1_router_proto_rawDesc)),
 			NumEnums:      13,
-			NumMessages:   44,
+			NumMessages:   46,
 			NumExtensions: 0,
 			NumServices:   1,
 		},
