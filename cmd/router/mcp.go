@@ -94,7 +94,12 @@ func (c *cli) serveAttached(ctx context.Context, f mcpFlags) error {
 	log := slog.New(slog.NewJSONHandler(c.stderr, nil)).With("component", "mcp")
 	log.Info("serving MCP on stdio over a running router", "connect", f.connect, "agent", f.agent, "version", buildinfo.Read().String())
 	r := remote.New(routerv1.NewSkillRouterClient(conn), remote.Options{PollInterval: 2 * time.Second})
+	feat, err := mcp.ProbeFeatures(ctx, r, f.agent)
+	if err != nil {
+		return err
+	}
+	log.Info("the router's token allows", "features", feat.String())
 	return mcp.Serve(ctx, r, c.stdin, c.stdout, mcp.Options{
-		Name: "mcpsag-router", Version: buildinfo.Read().String(), Agent: f.agent, Logger: log,
+		Name: "mcpsag-router", Version: buildinfo.Read().String(), Agent: f.agent, Logger: log, Features: feat,
 	})
 }

@@ -124,14 +124,9 @@ func exerciseRouter(t *testing.T, c *mcpClient, ws string) {
 		Files           []struct{ Path string }
 	}
 	res := c.call("load_skill", map[string]any{"name": "pdf-form-filling"}, &loaded)
-	links := 0
-	for _, ct := range res.Content {
-		if _, ok := ct.(*mcpsdk.ResourceLink); ok {
-			links++
-		}
-	}
-	if !strings.HasPrefix(loaded.Content, "<skill_content name=\"pdf-form-filling\"") || loaded.SHA256 == "" || links == 0 || links != len(loaded.Files) {
-		t.Errorf("load_skill: content %.80q, %d files, %d resource links", loaded.Content, len(loaded.Files), links)
+	if !strings.HasPrefix(loaded.Content, "<skill_content name=\"pdf-form-filling\"") || loaded.SHA256 == "" || len(loaded.Files) == 0 ||
+		len(res.Content) != 1 || !strings.Contains(text(res), `"content":"<skill_content name=`) {
+		t.Errorf("load_skill: content %.80q, %d files, %d content blocks, text %.120q", loaded.Content, len(loaded.Files), len(res.Content), text(res))
 	}
 
 	var file struct{ Content, SHA256 string }
@@ -166,8 +161,10 @@ func exerciseRouter(t *testing.T, c *mcpClient, ws string) {
 		t.Errorf("a 1 MiB task: isError %v, %q", res.IsError, text(res))
 	}
 
+	// A resource reads as the file is on disk.
 	rr, err := c.cs.ReadResource(ctx, &mcpsdk.ReadResourceParams{URI: "skill://pdf-form-filling/references/field-types.md"})
-	if err != nil || len(rr.Contents) != 1 || !strings.Contains(rr.Contents[0].Text, "skill_resource") {
+	if want := mustRead(t, filepath.Join(ws, "skills", "pdf-form-filling", "references", "field-types.md")); err != nil || len(rr.Contents) != 1 ||
+		rr.Contents[0].Text != string(want) {
 		t.Errorf("resource read: %v %+v", err, rr)
 	}
 	if _, err := c.cs.ReadResource(ctx, &mcpsdk.ReadResourceParams{URI: "skill://pdf-form-filling/%2e%2e/%2e%2e/etc/passwd"}); err == nil {

@@ -17,7 +17,8 @@ const (
 	// FeatureList is list_skills (group match or read).
 	FeatureList
 	// FeatureLoad is load_skill, read_skill_file, the skill:// resources
-	// and the skill prompts (group load).
+	// (with completion and subscriptions), the Skills extension and the
+	// skill prompts (group load).
 	FeatureLoad
 	// FeatureExec is authorize_exec (group exec), offered only while
 	// feature flag skills_exec is on.
@@ -109,6 +110,12 @@ var toolGroups = map[string]string{
 // methodFeatures says which feature an MCP method needs, beyond tools/call.
 // Listing methods need none: a view without a feature lists nothing of it.
 var methodFeatures = map[string]Features{
-	"resources/read": FeatureLoad,
-	"prompts/get":    FeatureLoad,
+	"resources/read":        FeatureLoad,
+	"prompts/get":           FeatureLoad,
+	"resources/subscribe":   FeatureLoad,
+	"resources/unsubscribe": FeatureLoad,
+	"completion/complete":   FeatureLoad,
+	methodSkillsList:        FeatureLoad,
+	methodSkillsGet:         FeatureLoad,
+	methodDirectoryRead:     FeatureLoad,
 }

@@ -27,6 +27,12 @@ var hints = map[skill.Code]string{
 	skill.CodeResourceExhausted: "retry later",
 }
 
+// reasonHints replace the hint of an error's code for some reasons (the
+// router's reasons of level-3 loads).
+var reasonHints = map[string]string{
+	"NO_SUCH_FILE": "load_skill lists the skill's files",
+}
+
 // toolError turns a router error into the error a tool handler returns; the
 // SDK sends its text as a result marked isError. *skill.Error values keep
 // their message (never their wrapped cause, which may name host paths);
@@ -67,7 +73,11 @@ func describe(de *skill.Error) string {
 	if de.Reason != "" {
 		b.WriteString(" [" + de.Reason + "]")
 	}
-	if h, ok := hints[de.Code]; ok {
+	h, ok := reasonHints[de.Reason]
+	if !ok {
+		h, ok = hints[de.Code]
+	}
+	if ok {
 		b.WriteString(" (" + h + ")")
 	}
 	return b.String()
@@ -95,6 +105,12 @@ func (f *Front) rpcError(ctx context.Context, uri string, err error) error {
 		case skill.CodeUnavailable, skill.CodeResourceExhausted:
 			return &jsonrpc.Error{Code: codeUnavailable, Message: msg}
 		case skill.CodePermissionDenied:
+			if de.Reason != "" {
+				// A path refused where the file is read (a link out, a
+				// hidden or hard-linked file): a file this server does
+				// not serve, as the spec answers it.
+				return &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: msg}
+			}
 			return &jsonrpc.Error{Code: codeForbidden, Message: msg}
 		}
 		return &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: msg}

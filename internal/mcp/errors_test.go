@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	mcpsdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcpsag/router/internal/skill"
@@ -306,5 +307,44 @@ func TestMalformedJSONRPC(t *testing.T) {
 			return
 		}
 		t.Logf("after garbage: %v", msg)
+	}
+}
+
+// TestResourceReadCodes: a file the router refuses to serve (a link out of
+// the folder, a hidden or hard-linked file) is invalid params, as the spec
+// answers a file a server does not serve; -32010 is kept for a caller the
+// router refuses; a missing file's message points at load_skill.
+func TestResourceReadCodes(t *testing.T) {
+	cat := newCatalog()
+	fake := cat.router()
+	load := fake.LoadFunc
+	fake.LoadFunc = func(ctx context.Context, req skill.LoadRequest) (*skill.LoadResult, error) {
+		switch req.ResourcePath {
+		case ".env":
+			return nil, skill.Errorf(skill.CodePermissionDenied, "resource_path %q names a hidden file or folder; those are not served", ".env").WithReason("HIDDEN_FILE")
+		case "link":
+			return nil, skill.Errorf(skill.CodePermissionDenied, "%q leads outside the skill folder", "link").WithReason("PATH_ESCAPE")
+		case "token":
+			return nil, skill.Errorf(skill.CodePermissionDenied, "token t may not call Load")
+		case "gone.md":
+			return nil, skill.Errorf(skill.CodeNotFound, "no file %q in this skill; the skill's details list its files", "gone.md").WithReason("NO_SUCH_FILE")
+		}
+		return load(ctx, req)
+	}
+	h := newHarnessOver(t, cat, fake)
+	for path, want := range map[string]struct {
+		code int64
+		has  string
+	}{
+		".env":    {-32602, "hidden file"},
+		"link":    {-32602, "outside the skill folder"},
+		"token":   {codeForbidden, "may not call"},
+		"gone.md": {mcpsdk.CodeResourceNotFound, "(load_skill lists the skill's files)"},
+	} {
+		_, err := h.cs.ReadResource(context.Background(), &mcpsdk.ReadResourceParams{URI: "skill://pdf-form-filling/" + path})
+		var je *jsonrpc.Error
+		if !errors.As(err, &je) || je.Code != want.code || !strings.Contains(je.Message, want.has) {
+			t.Errorf("%s: %v, want code %d saying %q", path, err, want.code, want.has)
+		}
 	}
 }

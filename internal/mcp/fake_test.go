@@ -2,6 +2,7 @@ package mcp
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"path"
 	"slices"
@@ -108,10 +109,12 @@ type catalog struct {
 	mu     sync.Mutex
 	gen    uint64
 	skills []*skill.Skill
-	bodies map[string]string            // by skill name and agent ("name@agent")
-	files  map[string]map[string][]byte // by skill key, then path
-	flags  skill.Flags
-	genCh  chan struct{}
+	bodies map[string]string // by skill name and agent ("name@agent")
+	// sources are the SKILL.md files, frontmatter and body, by the same key.
+	sources map[string]string
+	files   map[string]map[string][]byte // by skill key, then path
+	flags   skill.Flags
+	genCh   chan struct{}
 
 	loads   []skill.LoadRequest
 	origins []skill.Origin
@@ -120,7 +123,7 @@ type catalog struct {
 func key(name, agent string) string { return name + "@" + agent }
 
 func newCatalog() *catalog {
-	c := &catalog{gen: 1, bodies: map[string]string{}, files: map[string]map[string][]byte{}, genCh: make(chan struct{}),
+	c := &catalog{gen: 1, bodies: map[string]string{}, sources: map[string]string{}, files: map[string]map[string][]byte{}, genCh: make(chan struct{}),
 		flags: skill.Flags{SkillsV1: true}}
 	no, yes := false, true
 	add := func(s *skill.Skill, body string, files map[string][]byte) {
@@ -130,8 +133,9 @@ func newCatalog() *catalog {
 		s.Root.Display = "/srv/secret-host-path/skills"
 		s.Dir = "/srv/secret-host-path/skills/" + s.Name
 		s.RelPath = s.Name + "/SKILL.md"
-		s.ContentHash = fmt.Sprintf("%064x", len(c.skills)+1)
 		s.BodyTokens = skill.EstimateTokens(body)
+		c.sources[key(s.Name, s.Root.Agent)] = skillSource(s, body)
+		s.ContentHash = skill.Hash([]byte(c.sources[key(s.Name, s.Root.Agent)]))
 		for p, data := range files {
 			s.Resources = append(s.Resources, skill.Resource{Path: p, Size: int64(len(data))})
 		}
@@ -158,6 +162,28 @@ func newCatalog() *catalog {
 	add(&skill.Skill{Name: "learned-trick", Root: skill.Root{Kind: skill.KindLearned}, Frontmatter: skill.Frontmatter{Description: "A trick an agent wrote down", UserInvocable: &yes}}, "trick\n", nil)
 	add(&skill.Skill{Name: "data tools", Frontmatter: skill.Frontmatter{Description: "Tools for data files"}}, "data\n", map[string][]byte{"notes/a b.md": []byte("spaced\n")})
 	return c
+}
+
+// skillSource writes the SKILL.md of s with body.
+func skillSource(s *skill.Skill, body string) string {
+	fm := fmt.Sprintf("---\nname: %q\ndescription: %q\n", s.Name, s.Description())
+	if s.Frontmatter.Hidden {
+		fm += "hidden: true\n"
+	}
+	return fm + "---\n" + body
+}
+
+// manifest describes the files of s as the router's Get does.
+func (c *catalog) manifest(s *skill.Skill) *skill.Manifest {
+	k := key(s.Name, s.Root.Agent)
+	src := []byte(c.sources[k])
+	fm, _ := json.Marshal(map[string]any{"name": s.Name, "description": s.Description()})
+	m := &skill.Manifest{Frontmatter: fm, Files: []skill.FileDigest{{Path: "SKILL.md", Size: int64(len(src)), SHA256: skill.Hash(src)}}}
+	for _, r := range s.Resources {
+		data := c.files[k][r.Path]
+		m.Files = append(m.Files, skill.FileDigest{Path: r.Path, Size: int64(len(data)), SHA256: skill.Hash(data)})
+	}
+	return m
 }
 
 // newSkill returns a global project skill for a catalog change.
@@ -321,6 +347,26 @@ func (c *catalog) router() *fakeRouter {
 			}
 			return res, nil
 		},
+		GetFunc: func(ctx context.Context, req skill.GetRequest) (*skill.GetResult, error) {
+			note(ctx)
+			if err := req.Validate(); err != nil {
+				return nil, err
+			}
+			c.mu.Lock()
+			defer c.mu.Unlock()
+			s, err := c.lookup(req.Name, req.Agent)
+			if err != nil {
+				return nil, err
+			}
+			res := &skill.GetResult{Entry: &skill.Entry{Skill: s, Rank: 1}, Generation: c.gen}
+			if req.Manifest {
+				if !s.Enabled() {
+					return nil, skill.Errorf(skill.CodeFailedPrecondition, "skill %q is %s", s.Name, s.DisabledReason()).WithReason(skill.ReasonSkillDisabled)
+				}
+				res.Manifest = c.manifest(s)
+			}
+			return res, nil
+		},
 		LoadFunc: func(ctx context.Context, req skill.LoadRequest) (*skill.LoadResult, error) {
 			note(ctx)
 			c.mu.Lock()
@@ -360,6 +406,9 @@ func (c *catalog) router() *fakeRouter {
 					return nil, skill.Errorf(skill.CodePermissionDenied, "%q leaves the skill folder", skill.Clip(p, 80))
 				}
 				data, ok := c.files[k][p]
+				if p == "SKILL.md" {
+					data, ok = []byte(c.sources[k]), true
+				}
 				if !ok {
 					return nil, skill.Errorf(skill.CodeNotFound, "skill %q has no file %q", s.Name, skill.Clip(p, 80))
 				}
@@ -375,6 +424,9 @@ func (c *catalog) router() *fakeRouter {
 				res.Tokens = skill.EstimateTokens(string(data))
 				res.TotalTokens = res.Tokens
 				res.Content, res.Framed = fakeFrame("skill_resource", s, p, string(data)), true
+				if req.Raw {
+					res.Content, res.Framed = string(data), false
+				}
 			}
 			return res, nil
 		},

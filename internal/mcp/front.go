@@ -39,6 +39,9 @@ type Options struct {
 	// MaxViews bounds the distinct views (agent and features) kept at
 	// once; 0 means 64. A request for one more is refused.
 	MaxViews int
+	// Features are what Serve offers its session (ProbeFeatures finds
+	// those of a remote router's token); 0 means every feature.
+	Features Features
 }
 
 // View is what a client sees: the agent whose skills are listed as prompts
@@ -138,10 +141,14 @@ func (f *Front) Server(ctx context.Context, v View) (*mcpsdk.Server, error) {
 
 // Run keeps every view current until ctx ends: when the router serves a new
 // index generation, prompts and resources are listed again and the changes
-// applied, which sends list_changed notifications to connected clients; the
-// skills_exec flag is read again at the same time. It returns nil when ctx
-// ends.
+// applied, which sends list_changed notifications to connected clients.
+// What changes without a new generation (the router's feature flags and MCP
+// servers, which decide the tools offered, and the files of subscribed
+// skills) is read again every PollInterval. It returns nil when ctx ends.
 func (f *Front) Run(ctx context.Context) error {
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	wg.Go(func() { f.poll(ctx) })
 	var gen uint64
 	if st, err := f.router.Status(ctx); err == nil && st != nil {
 		gen = st.Generation
@@ -186,6 +193,38 @@ func (f *Front) nextGeneration(ctx context.Context, w skill.GenerationWatcher, g
 	return st.Generation, nil
 }
 
+// poll reads the router's state and the subscribed skills again every
+// PollInterval until ctx ends.
+func (f *Front) poll(ctx context.Context) {
+	t := time.NewTicker(f.opts.PollInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		ctx := skill.WithOrigin(ctx, skill.Origin{Transport: "mcp"})
+		var st *skill.Status
+		read := false
+		for _, vw := range f.viewList() {
+			vw.mu.Lock()
+			if vw.key.Features&(FeatureExec|FeatureFind|FeatureCall) != 0 {
+				if !read {
+					st, read = f.status(ctx, vw), true
+				}
+				if st != nil {
+					f.refreshTools(vw, st)
+				}
+			}
+			if vw.key.Features&FeatureLoad != 0 {
+				f.notifySubscribers(ctx, vw)
+			}
+			vw.mu.Unlock()
+		}
+	}
+}
+
 func sleep(ctx context.Context, d time.Duration) bool {
 	t := time.NewTimer(d)
 	defer t.Stop()
@@ -197,14 +236,19 @@ func sleep(ctx context.Context, d time.Duration) bool {
 	}
 }
 
-func (f *Front) refreshAll(ctx context.Context) {
+// viewList returns the views built so far.
+func (f *Front) viewList() []*view {
 	f.mu.Lock()
+	defer f.mu.Unlock()
 	views := make([]*view, 0, len(f.views))
 	for _, vw := range f.views {
 		views = append(views, vw)
 	}
-	f.mu.Unlock()
-	for _, vw := range views {
+	return views
+}
+
+func (f *Front) refreshAll(ctx context.Context) {
+	for _, vw := range f.viewList() {
 		vw.mu.Lock()
 		f.refresh(ctx, vw)
 		vw.mu.Unlock()

@@ -56,6 +56,7 @@ type harness struct {
 	logs    *testlog.Buffer
 	audit   *auditLog
 	changed chan string
+	updated chan string // URIs of notifications/resources/updated
 }
 
 type harnessOpt func(*Options, *View)
@@ -68,7 +69,8 @@ func newHarness(t testing.TB, opts ...harnessOpt) *harness {
 
 func newHarnessOver(t testing.TB, cat *catalog, fake *fakeRouter, opts ...harnessOpt) *harness {
 	t.Helper()
-	h := &harness{t: t, cat: cat, fake: fake, logs: &testlog.Buffer{}, audit: &auditLog{}, changed: make(chan string, 64)}
+	h := &harness{t: t, cat: cat, fake: fake, logs: &testlog.Buffer{}, audit: &auditLog{}, changed: make(chan string, 64),
+		updated: make(chan string, 64)}
 	o := Options{
 		Logger:  slog.New(slog.NewJSONHandler(h.logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
 		Auditor: h.audit,
@@ -105,13 +107,57 @@ func (h *harness) connect(t mcpsdk.Transport) *mcpsdk.ClientSession {
 		ToolListChangedHandler:     func(context.Context, *mcpsdk.ToolListChangedRequest) { notify("tools") },
 		PromptListChangedHandler:   func(context.Context, *mcpsdk.PromptListChangedRequest) { notify("prompts") },
 		ResourceListChangedHandler: func(context.Context, *mcpsdk.ResourceListChangedRequest) { notify("resources") },
+		ResourceUpdatedHandler: func(_ context.Context, r *mcpsdk.ResourceUpdatedNotificationRequest) {
+			h.updated <- r.Params.URI
+		},
 	}
-	cs, err := mcptest.Connect(context.Background(), &mcpsdk.Implementation{Name: "test-client", Version: "1"}, opts, t)
+	cs, err := mcptest.Connect(context.Background(), &mcpsdk.Implementation{Name: "test-client", Version: "1"}, opts, t, extensionMethods)
 	if err != nil {
 		h.t.Fatal(err)
 	}
 	h.t.Cleanup(func() { cs.Close() })
 	return cs
+}
+
+// extensionMethods lets a client send the Skills extension's methods.
+func extensionMethods(c *mcpsdk.Client) error {
+	for _, m := range []string{methodSkillsList, methodSkillsGet, methodDirectoryRead} {
+		if err := mcpsdk.AddSendingCustomMethod[*rawParams, *rawResult](c, m); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// rawParams are the params of the Skills extension's methods.
+type rawParams struct {
+	mcpsdk.ParamsBase
+	URI    string `json:"uri,omitempty"`
+	Cursor string `json:"cursor,omitempty"`
+}
+
+// rawResult keeps a result as JSON, decoded without this package's types.
+type rawResult struct {
+	mcpsdk.ResultBase
+	Raw json.RawMessage
+}
+
+func (r *rawResult) UnmarshalJSON(b []byte) error {
+	r.Raw = append(json.RawMessage(nil), b...)
+	return nil
+}
+
+// ext sends a Skills extension method and decodes its result into out.
+func (h *harness) ext(method string, p rawParams, out any) error {
+	h.t.Helper()
+	res, err := mcpsdk.CallCustomMethod[*rawParams, *rawResult](context.Background(), h.cs, method, &p)
+	if err != nil {
+		return err
+	}
+	if err := json.Unmarshal(res.Raw, out); err != nil {
+		h.t.Fatalf("%s: %s: %v", method, res.Raw, err)
+	}
+	return nil
 }
 
 func (h *harness) call(name string, args any) *mcpsdk.CallToolResult {

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"net/netip"
+	"net/url"
 	"slices"
 	"strings"
 	"time"
@@ -29,9 +31,13 @@ const (
 
 // HTTP defaults.
 const (
-	DefaultMaxBodyBytes   = 1 << 20
+	DefaultMaxBodyBytes   = 2 << 20
 	DefaultSessionTimeout = 30 * time.Minute
 )
+
+// statelessProtocol is the first protocol revision without sessions: its
+// requests go to a stateless handler, the only kind the SDK serves it on.
+const statelessProtocol = "2026-07-28"
 
 // HTTPOptions configure HTTPHandler. The zero value serves without tokens,
 // refuses every request that carries an Origin header, and uses the defaults
@@ -76,6 +82,14 @@ func (f *Front) HTTPHandler(o HTTPOptions) http.Handler {
 		SessionTimeout:      o.SessionTimeout,
 		MaxRequestBodyBytes: o.MaxBodyBytes,
 	})
+	h.stateless = mcpsdk.NewStreamableHTTPHandler(serverOf, &mcpsdk.StreamableHTTPOptions{
+		Logger:              f.log,
+		Stateless:           true,
+		MaxRequestBodyBytes: o.MaxBodyBytes,
+		// A client that gives up on a request closes its stream: the
+		// router's work for it stops too.
+		PropagateRequestCancellation: true,
+	})
 	mux := http.NewServeMux()
 	mux.Handle(Path, h)
 	if o.Tokens != nil {
@@ -86,9 +100,11 @@ func (f *Front) HTTPHandler(o HTTPOptions) http.Handler {
 }
 
 type httpFront struct {
-	f   *Front
-	o   HTTPOptions
-	sdk *mcpsdk.StreamableHTTPHandler
+	f *Front
+	o HTTPOptions
+	// sdk serves the protocol revisions with sessions, stateless the
+	// later ones.
+	sdk, stateless *mcpsdk.StreamableHTTPHandler
 }
 
 type serverKey struct{}
@@ -102,7 +118,7 @@ func serverOf(r *http.Request) *mcpsdk.Server {
 func (h *httpFront) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	origins := r.Header.Values("Origin")
 	if len(origins) > 0 {
-		if len(origins) > 1 || !slices.Contains(h.o.AllowedOrigins, origins[0]) {
+		if len(origins) > 1 || !slices.Contains(h.o.AllowedOrigins, origins[0]) && !sameLoopbackOrigin(origins[0], r.Host) {
 			h.refuse(r, w, http.StatusForbidden, "origin", principalUnauthenticated,
 				fmt.Sprintf("Origin %q is not allowed to call this MCP server (allowed origins are configured on the router)", skill.Clip(strings.Join(origins, ", "), 200)))
 			return
@@ -205,7 +221,42 @@ func (h *httpFront) serveView(w http.ResponseWriter, r *http.Request, p *auth.Pr
 		h.refuse(r, w, code, "view", principalID(p), err.Error())
 		return
 	}
-	h.sdk.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), serverKey{}, srv)))
+	r = r.WithContext(context.WithValue(r.Context(), serverKey{}, srv))
+	sdk := h.sdk
+	if v := r.Header.Get("Mcp-Protocol-Version"); v >= statelessProtocol {
+		sdk = h.stateless
+	}
+	if r.Method != http.MethodPost {
+		sdk.ServeHTTP(w, r)
+		return
+	}
+	call, ok := peekCall(r, h.o.MaxBodyBytes)
+	if !ok {
+		sdk.ServeHTTP(w, r)
+		return
+	}
+	rw := &rpcErrorWriter{ResponseWriter: w}
+	sdk.ServeHTTP(rw, r)
+	rw.finish(call)
+}
+
+// sameLoopbackOrigin reports whether origin is the server's own origin on
+// a loopback host: a page there would have to be served by this server,
+// which serves none, so no page of another site can send it.
+func sameLoopbackOrigin(origin, host string) bool {
+	u, err := url.Parse(origin)
+	if err != nil || u.Scheme != "http" && u.Scheme != "https" || u.Path != "" || u.User != nil {
+		return false
+	}
+	if !strings.EqualFold(u.Host, host) {
+		return false
+	}
+	name := u.Hostname()
+	if strings.EqualFold(name, "localhost") {
+		return true
+	}
+	ip, err := netip.ParseAddr(name)
+	return err == nil && ip.IsLoopback()
 }
 
 // refuse answers a request refused before MCP, and audits it.

@@ -188,9 +188,17 @@ func TestHTTPWithoutTokens(t *testing.T) {
 	if last.Transport != "mcp" || !strings.HasPrefix(last.Peer, "127.0.0.1:") || last.Principal != "" {
 		t.Errorf("origin = %+v, want mcp from the real loopback peer, anonymous", last)
 	}
+	// The Go SDK's client speaks 2026-07-28, which has no sessions; a
+	// client of an earlier revision gets one.
+	if v := cs.InitializeResult().ProtocolVersion; v != "2026-07-28" {
+		t.Errorf("negotiated %s", v)
+	}
 	recs := h.audit.find("tools/call", toolFind)
-	if len(recs) == 0 || !strings.HasPrefix(recs[0].Peer, "127.0.0.1:") || recs[0].SessionID == "" {
+	if len(recs) == 0 || !strings.HasPrefix(recs[0].Peer, "127.0.0.1:") || recs[0].SessionID != "" {
 		t.Errorf("audit = %+v", recs)
+	}
+	if resp, _ := h.post(Path, initializeBody, nil); resp.StatusCode != http.StatusOK || resp.Header.Get("Mcp-Session-Id") == "" {
+		t.Errorf("initialize on 2025-11-25: %d, session %q", resp.StatusCode, resp.Header.Get("Mcp-Session-Id"))
 	}
 	if resp, _ := h.post(MetadataPath, "", nil); resp.StatusCode != http.StatusNotFound {
 		t.Errorf("metadata served without tokens: %d", resp.StatusCode)
@@ -428,10 +436,10 @@ func TestHTTPBadRequests(t *testing.T) {
 	hdr := map[string]string{"Mcp-Session-Id": sid, "Mcp-Protocol-Version": "2025-11-25"}
 	h.post(Path, `{"jsonrpc":"2.0","method":"notifications/initialized"}`, hdr)
 
-	big := fmt.Sprintf(`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"find_skills","arguments":{"task":%q}}}`, strings.Repeat("a", 1<<20))
+	big := fmt.Sprintf(`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"find_skills","arguments":{"task":%q}}}`, strings.Repeat("a", DefaultMaxBodyBytes))
 	resp, body = h.post(Path, big, hdr)
 	if resp.StatusCode != http.StatusRequestEntityTooLarge || !strings.Contains(body, "exceeds") {
-		t.Errorf("1 MiB task: %d %q", resp.StatusCode, skill.Clip(body, 200))
+		t.Errorf("2 MiB task: %d %q", resp.StatusCode, skill.Clip(body, 200))
 	}
 	resp, body = h.post(Path, `{"jsonrpc":"2.0","id":3,"method":`, hdr)
 	if resp.StatusCode != http.StatusBadRequest {
@@ -549,5 +557,52 @@ func TestHTTPBadInputAndReload(t *testing.T) {
 	}
 	if _, err := cs.GetPrompt(ctx, &mcpsdk.GetPromptParams{Name: "csv-cleanup"}); err != nil {
 		t.Errorf("new prompt over HTTP: %v", err)
+	}
+}
+
+// TestHTTPLoopbackOrigin: the server's own origin on a loopback host passes
+// (a page there would be this server's, and it serves none); any other is
+// refused, as DNS rebinding needs.
+func TestHTTPLoopbackOrigin(t *testing.T) {
+	h := newHTTPHarness(t, HTTPOptions{})
+	host := strings.TrimPrefix(h.srv.URL, "http://")
+	_, port, _ := strings.Cut(host, ":")
+	for _, tc := range []struct {
+		host, origin string
+		want         int
+	}{
+		{"localhost:" + port, "http://localhost:" + port, http.StatusOK},
+		{host, "http://" + host, http.StatusOK},
+		{"localhost:" + port, "http://localhost:1", http.StatusForbidden},
+		{"localhost:" + port, "http://127.0.0.1:" + port, http.StatusForbidden},
+		{"evil.example.com:" + port, "http://evil.example.com:" + port, http.StatusForbidden},
+		{"localhost:" + port, "http://localhost:" + port + "/x", http.StatusForbidden},
+	} {
+		resp, body := h.post(Path, initializeBody, map[string]string{"Host": tc.host, "Origin": tc.origin})
+		if resp.StatusCode != tc.want {
+			t.Errorf("Host %s, Origin %s: %d %q, want %d", tc.host, tc.origin, resp.StatusCode, skill.Clip(body, 100), tc.want)
+		}
+	}
+}
+
+// TestHTTPJSONRPCErrors: over HTTP as on stdio, an unknown method is a
+// JSON-RPC -32601, and a body that is not JSON a JSON-RPC -32700.
+func TestHTTPJSONRPCErrors(t *testing.T) {
+	h := newHTTPHarness(t, HTTPOptions{})
+	resp, _ := h.post(Path, initializeBody, nil)
+	hdr := map[string]string{"Mcp-Session-Id": resp.Header.Get("Mcp-Session-Id"), "Mcp-Protocol-Version": "2025-11-25"}
+	h.post(Path, `{"jsonrpc":"2.0","method":"notifications/initialized"}`, hdr)
+	for _, tc := range []struct {
+		body   string
+		status int
+		want   string
+	}{
+		{`{"jsonrpc":"2.0","id":7,"method":"no/such"}`, http.StatusOK, `{"jsonrpc":"2.0","id":7,"error":{"code":-32601,"message":"Method not found: \"no/such\""}}`},
+		{`{"jsonrpc":"2.0","id":8,"method":`, http.StatusBadRequest, `{"jsonrpc":"2.0","error":{"code":-32700,"message":"Parse error: the body is not JSON"}}`},
+	} {
+		resp, body := h.post(Path, tc.body, hdr)
+		if resp.StatusCode != tc.status || strings.TrimSpace(body) != tc.want || resp.Header.Get("Content-Type") != "application/json" {
+			t.Errorf("%s: %d %s %q, want %d %s", tc.body, resp.StatusCode, resp.Header.Get("Content-Type"), body, tc.status, tc.want)
+		}
 	}
 }

@@ -96,6 +96,22 @@ func target(method string, req mcpsdk.Request) string {
 		if p != nil {
 			return p.URI
 		}
+	case *mcpsdk.SubscribeParams:
+		if p != nil {
+			return p.URI
+		}
+	case *mcpsdk.UnsubscribeParams:
+		if p != nil {
+			return p.URI
+		}
+	case *getSkillParams:
+		if p != nil {
+			return p.URI
+		}
+	case *readDirectoryParams:
+		if p != nil {
+			return p.URI
+		}
 	}
 	return ""
 }
@@ -135,6 +151,9 @@ func (f *Front) middleware(vw *view) mcpsdk.Middleware {
 			}
 
 			res, err := f.admit(c, method, tgt)
+			if res == nil && err == nil && method == "tools/call" {
+				res = f.notOffered(c, vw, tgt)
+			}
 			if res == nil && err == nil {
 				res, err = next(ctx, method, req)
 			}
@@ -195,6 +214,33 @@ func (f *Front) admit(c *call, method, tgt string) (mcpsdk.Result, error) {
 			Data: []byte(fmt.Sprintf(`{"retry_after_ms":%d}`, wait.Milliseconds()))}
 	}
 	return nil, nil
+}
+
+// notOffered refuses a call to one of this server's tools that the view
+// does not offer now, saying why, instead of the SDK's "unknown tool"; nil
+// lets the call through.
+func (f *Front) notOffered(c *call, vw *view, name string) mcpsdk.Result {
+	need, known := toolFeatures[name]
+	if !known {
+		return nil
+	}
+	if vw.key.Features&need == 0 {
+		c.decision, c.reason, c.outcome = skill.DecisionDeny, "scope", "permission_denied"
+		return toolRefusal(fmt.Sprintf("permission_denied: this connection may not call %s (it needs token group %s)", name, toolGroups[name]))
+	}
+	var msg string
+	switch {
+	case name == toolExec && !vw.exec.Load():
+		msg = "failed_precondition: authorize_exec is off: feature flag skills_exec is off on this router [EXEC_DISABLED]"
+	case (name == toolFindTools || name == toolCall) && !vw.servers.Load():
+		msg = fmt.Sprintf("failed_precondition: %s is not offered: the router has no MCP servers (mcp_servers in its config)", name)
+	case name == toolCall && !vw.call.Load():
+		msg = "failed_precondition: call_tool is off: feature flag tools_call is off on this router [" + skill.ReasonToolsCallDisabled + "]"
+	default:
+		return nil
+	}
+	c.decision, c.reason, c.outcome = skill.DecisionDeny, "not_offered", "failed_precondition"
+	return toolRefusal(msg)
 }
 
 func groupList(p *auth.Principal) string {

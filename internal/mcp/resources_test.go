@@ -77,18 +77,19 @@ func TestReadResource(t *testing.T) {
 		}
 		return res.Contents[0]
 	}
+	// Every file reads as it is on disk, SKILL.md included, so that a host
+	// can check it against the digests of skills/get.
 	body := read("skill://pdf-form-filling/SKILL.md")
-	s, _ := h.cat.lookup("pdf-form-filling", "")
-	if body.Text != fakeFrame("skill_content", s, "", h.cat.bodies[key(s.Name, "")]) || !strings.HasPrefix(body.MIMEType, "text/markdown") {
+	if body.Text != h.cat.sources[key("pdf-form-filling", "")] || body.MIMEType != "text/markdown" {
 		t.Errorf("SKILL.md = %q (%s)", body.Text, body.MIMEType)
 	}
 	ref := read("skill://pdf-form-filling/references/field-types.md")
-	if !strings.Contains(ref.Text, "<skill_resource ") || !strings.Contains(ref.Text, "Text, checkbox") {
+	if ref.Text != string(h.cat.files[key("pdf-form-filling", "")]["references/field-types.md"]) {
 		t.Errorf("file = %q", ref.Text)
 	}
 	py := read("skill://pdf-form-filling/scripts/fill.py")
-	if py.MIMEType != mimeText {
-		t.Errorf("a framed script is reported as %q; the frame makes it plain text", py.MIMEType)
+	if py.Text != "print('fill')\n" || py.MIMEType != "text/x-python; charset=utf-8" {
+		t.Errorf("script = %q (%s)", py.Text, py.MIMEType)
 	}
 	png := read("skill://pdf-form-filling/assets/logo.png")
 	if png.Text != "" || len(png.Blob) != 6 || png.MIMEType != "image/png" {

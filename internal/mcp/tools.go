@@ -1,6 +1,7 @@
 package mcp
 
 import (
+	"bytes"
 	"context"
 	"encoding/base64"
 	"encoding/json"
@@ -66,9 +67,9 @@ func (f *Front) addTools(vw *view) {
 				"candidates, best first, each with a one-line reason, and a verdict: " + verdictDoc + ". Load the " +
 				"skill you pick with load_skill.",
 			Annotations: readOnly("Find skills for a task"),
-		}, func(ctx context.Context, _ *mcpsdk.CallToolRequest, in findInput) (*mcpsdk.CallToolResult, findOutput, error) {
+		}, structured(func(ctx context.Context, _ *mcpsdk.CallToolRequest, in findInput) (*mcpsdk.CallToolResult, findOutput, error) {
 			return f.findSkills(ctx, vw, in)
-		})
+		}))
 	}
 	if feat&FeatureList != 0 {
 		mcpsdk.AddTool(vw.srv, &mcpsdk.Tool{
@@ -78,9 +79,9 @@ func (f *Front) addTools(vw *view) {
 				"Use find_skills to choose skills for a task; use this to browse, or with budget_chars to get a " +
 				"compact catalog of every skill that fits a character budget.",
 			Annotations: readOnly("List skills"),
-		}, func(ctx context.Context, _ *mcpsdk.CallToolRequest, in listInput) (*mcpsdk.CallToolResult, listOutput, error) {
+		}, structured(func(ctx context.Context, _ *mcpsdk.CallToolRequest, in listInput) (*mcpsdk.CallToolResult, listOutput, error) {
 			return f.listSkills(ctx, vw, in)
-		})
+		}))
 	}
 	if feat&FeatureLoad != 0 {
 		mcpsdk.AddTool(vw.srv, &mcpsdk.Tool{
@@ -91,9 +92,9 @@ func (f *Front) addTools(vw *view) {
 				"A long body is cut to token_budget and truncated says so. The skill's other files are listed, not " +
 				"read: read one with read_skill_file when the instructions call for it.",
 			Annotations: readOnly("Load a skill"),
-		}, func(ctx context.Context, _ *mcpsdk.CallToolRequest, in loadInput) (*mcpsdk.CallToolResult, loadOutput, error) {
+		}, structured(func(ctx context.Context, _ *mcpsdk.CallToolRequest, in loadInput) (*mcpsdk.CallToolResult, loadOutput, error) {
 			return f.loadSkill(ctx, vw, in)
-		})
+		}))
 		mcpsdk.AddTool(vw.srv, &mcpsdk.Tool{
 			Name:  toolRead,
 			Title: "Read a skill file",
@@ -101,9 +102,9 @@ func (f *Front) addTools(vw *view) {
 				"the file's path relative to the folder, such as references/api.md; load_skill lists the files. Text " +
 				"comes inside <skill_resource> delimiters. Paths that leave the skill folder are refused.",
 			Annotations: readOnly("Read a skill file"),
-		}, func(ctx context.Context, _ *mcpsdk.CallToolRequest, in readInput) (*mcpsdk.CallToolResult, readOutput, error) {
+		}, structured(func(ctx context.Context, _ *mcpsdk.CallToolRequest, in readInput) (*mcpsdk.CallToolResult, readOutput, error) {
 			return f.readSkillFile(ctx, vw, in)
-		})
+		}))
 	}
 }
 
@@ -117,9 +118,9 @@ func (f *Front) addExecTool(vw *view) {
 			"records the decision; it never runs anything. Run the script yourself only when allowed is true, and " +
 			"only the script named.",
 		Annotations: &mcpsdk.ToolAnnotations{Title: "Authorize a skill script", DestructiveHint: &no, OpenWorldHint: &no},
-	}, func(ctx context.Context, req *mcpsdk.CallToolRequest, in execInput) (*mcpsdk.CallToolResult, execOutput, error) {
+	}, structured(func(ctx context.Context, req *mcpsdk.CallToolRequest, in execInput) (*mcpsdk.CallToolResult, execOutput, error) {
 		return f.authorizeExec(ctx, vw, req, in)
-	})
+	}))
 }
 
 // actFor resolves the agent of a call (the view's when none is named) and
@@ -189,19 +190,7 @@ func (f *Front) loadSkill(ctx context.Context, vw *view, in loadInput) (*mcpsdk.
 	if res.Skill == nil {
 		return nil, loadOutput{}, f.toolError(ctx, toolLoad, fmt.Errorf("router returned a load result without its skill"))
 	}
-	out := loadOut(res)
-	// The structured output as text (as the spec asks), then a link to each
-	// file so that a host can offer them without reading them.
-	content, err := withText(out)
-	if err != nil {
-		return nil, loadOutput{}, f.toolError(ctx, toolLoad, err)
-	}
-	for _, file := range out.Files {
-		size := file.SizeBytes
-		content = append(content, &mcpsdk.ResourceLink{URI: file.URI, Name: file.Path, Size: &size,
-			Description: "file of skill " + res.Skill.Name})
-	}
-	return &mcpsdk.CallToolResult{Content: content}, out, nil
+	return nil, loadOut(res), nil
 }
 
 func (f *Front) readSkillFile(ctx context.Context, vw *view, in readInput) (*mcpsdk.CallToolResult, readOutput, error) {
@@ -248,20 +237,50 @@ func (f *Front) authorizeExec(ctx context.Context, vw *view, req *mcpsdk.CallToo
 		ScriptSHA256: d.ScriptSHA256, DecisionID: d.DecisionID}, nil
 }
 
-// withText returns the JSON text block of a structured output, encoded as
-// the SDK encodes structuredContent (object keys sorted), so that the two are
-// the same text.
-func withText(out any) ([]mcpsdk.Content, error) {
+// structured wraps a tool handler so that a successful result's text block
+// is textOf its structured output, not the SDK's encoding, which escapes
+// '<' as \u003c.
+func structured[In, Out any](h mcpsdk.ToolHandlerFor[In, Out]) mcpsdk.ToolHandlerFor[In, Out] {
+	return func(ctx context.Context, req *mcpsdk.CallToolRequest, in In) (*mcpsdk.CallToolResult, Out, error) {
+		res, out, err := h(ctx, req, in)
+		if err != nil || res != nil {
+			return res, out, err
+		}
+		text, err := textOf(out)
+		if err != nil {
+			return nil, out, err
+		}
+		return &mcpsdk.CallToolResult{Content: []mcpsdk.Content{&mcpsdk.TextContent{Text: text}}}, out, nil
+	}
+}
+
+// textOf returns a tool's structured output as its text block: the JSON the
+// SDK sends as structuredContent (object keys sorted), without escaping
+// '<', '>' and '&', so that a model reads the <skill_content> delimiters the
+// instructions name.
+func textOf(out any) (string, error) {
 	b, err := json.Marshal(out)
 	if err != nil {
-		return nil, fmt.Errorf("encode tool output: %w", err)
+		return "", fmt.Errorf("encode tool output: %w", err)
 	}
 	var v any
 	if err := json.Unmarshal(b, &v); err != nil {
-		return nil, fmt.Errorf("encode tool output: %w", err)
+		return "", fmt.Errorf("encode tool output: %w", err)
 	}
-	if b, err = json.Marshal(v); err != nil {
-		return nil, fmt.Errorf("encode tool output: %w", err)
+	if b, err = marshalText(v); err != nil {
+		return "", fmt.Errorf("encode tool output: %w", err)
 	}
-	return []mcpsdk.Content{&mcpsdk.TextContent{Text: string(b)}}, nil
+	return string(b), nil
+}
+
+// marshalText encodes v as JSON without escaping '<', '>' and '&': text a
+// model reads.
+func marshalText(v any) ([]byte, error) {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
 }

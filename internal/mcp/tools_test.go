@@ -132,25 +132,24 @@ func TestLoadSkill(t *testing.T) {
 	if out.Truncated || out.TokenCounting != skill.TokenCounting || out.SHA256 != s.ContentHash || len(out.Files) != 3 {
 		t.Errorf("load = %+v", out)
 	}
-	var links []string
-	for _, c := range res.Content[1:] {
-		l, ok := c.(*mcpsdk.ResourceLink)
-		if !ok {
-			t.Fatalf("content block %T, want resource links after the text", c)
-		}
-		if l.Size == nil || *l.Size <= 0 {
-			t.Errorf("link %s has no size", l.URI)
-		}
-		links = append(links, l.URI)
+	// The files are listed once, in the JSON; each URI reads.
+	if len(res.Content) != 1 {
+		t.Errorf("%d content blocks, want the JSON text alone", len(res.Content))
 	}
-	wantLinks := []string{"skill://pdf-form-filling/assets/logo.png", "skill://pdf-form-filling/references/field-types.md", "skill://pdf-form-filling/scripts/fill.py"}
-	if !slices.Equal(links, wantLinks) {
-		t.Errorf("links = %v, want %v", links, wantLinks)
-	}
-	for _, l := range links {
-		if _, err := h.cs.ReadResource(context.Background(), &mcpsdk.ReadResourceParams{URI: l}); err != nil {
-			t.Errorf("link %s does not read: %v", l, err)
+	var uris []string
+	for _, f := range out.Files {
+		uris = append(uris, f.URI)
+		if _, err := h.cs.ReadResource(context.Background(), &mcpsdk.ReadResourceParams{URI: f.URI}); err != nil {
+			t.Errorf("file %s does not read: %v", f.URI, err)
 		}
+	}
+	wantURIs := []string{"skill://pdf-form-filling/assets/logo.png", "skill://pdf-form-filling/references/field-types.md", "skill://pdf-form-filling/scripts/fill.py"}
+	if !slices.Equal(uris, wantURIs) {
+		t.Errorf("files = %v, want %v", uris, wantURIs)
+	}
+	// The model reads the delimiters the instructions name, not \u003c.
+	if !strings.Contains(text(res), `"content":"<skill_content name=`) || strings.Contains(text(res), `\u003c`) {
+		t.Errorf("the text block escapes the delimiters:\n%.200s", text(res))
 	}
 	if strings.Contains(text(res), "secret-host-path") {
 		// The router's frame may name the root; the front adds no paths.
@@ -221,8 +220,9 @@ func TestAuthorizeExecFollowsFlag(t *testing.T) {
 	h := newHarness(t)
 	ctx := context.Background()
 	args := map[string]any{"skill": "pdf-form-filling", "script": "scripts/fill.py"}
-	if _, err := h.cs.CallTool(ctx, &mcpsdk.CallToolParams{Name: toolExec, Arguments: args}); err == nil || !strings.Contains(err.Error(), "unknown tool") {
-		t.Fatalf("authorize_exec while skills_exec is off: err %v, want unknown tool", err)
+	// Not offered, and a call says why rather than "unknown tool".
+	if msg := h.toolErr(toolExec, args); !strings.Contains(msg, "feature flag skills_exec is off") {
+		t.Fatalf("authorize_exec while skills_exec is off: %q", msg)
 	}
 
 	// A generation that changes only the flag changes only the tools.
@@ -250,8 +250,27 @@ func TestAuthorizeExecFollowsFlag(t *testing.T) {
 	h.cat.publish(func(c *catalog) { c.flags.SkillsExec = false })
 	h.waitChanged("tools")
 	h.quiet(100 * time.Millisecond)
-	if _, err := h.cs.CallTool(ctx, &mcpsdk.CallToolParams{Name: toolExec, Arguments: args}); err == nil {
-		t.Error("authorize_exec still callable after skills_exec went off")
+	if msg := h.toolErr(toolExec, args); !strings.Contains(msg, "skills_exec is off") {
+		t.Errorf("authorize_exec after skills_exec went off: %q", msg)
+	}
+}
+
+// TestFlagWithoutGeneration: turning skills_exec on changes the tools
+// offered (and notifies) without waiting for a new index generation.
+func TestFlagWithoutGeneration(t *testing.T) {
+	h := newHarness(t, func(o *Options, _ *View) { o.PollInterval = 20 * time.Millisecond })
+	h.cat.mu.Lock()
+	h.cat.flags.SkillsExec = true
+	gen := h.cat.gen
+	h.cat.mu.Unlock()
+	h.waitChanged("tools")
+	var out execOutput
+	h.ok(toolExec, map[string]any{"skill": "pdf-form-filling", "script": "scripts/fill.py"}, &out)
+	if !out.Allowed {
+		t.Errorf("decision = %+v", out)
+	}
+	if h.cat.gen != gen {
+		t.Fatal("the test published a generation")
 	}
 }
 

@@ -82,7 +82,7 @@ func (f *Front) addFindTools(vw *view) {
 		if err != nil {
 			return nil, nil, err
 		}
-		b, err := json.Marshal(out)
+		b, err := marshalText(out)
 		if err != nil {
 			return nil, nil, f.toolError(ctx, toolFindTools, fmt.Errorf("encode find_tools output: %w", err))
 		}

@@ -71,9 +71,8 @@ func withTools(fake *fakeRouter, servers *atomic.Bool) *[]skill.ToolCall {
 func TestFindToolsAndCallTool(t *testing.T) {
 	var servers atomic.Bool
 	h, calls := newToolsHarness(t, &servers)
-	ctx := context.Background()
-	if _, err := h.cs.CallTool(ctx, &mcpsdk.CallToolParams{Name: toolFindTools, Arguments: map[string]any{"task": "x"}}); err == nil {
-		t.Fatal("find_tools is offered with no MCP servers configured")
+	if msg := h.toolErr(toolFindTools, map[string]any{"task": "x"}); !strings.Contains(msg, "no MCP servers") {
+		t.Fatalf("find_tools with no MCP servers configured: %q", msg)
 	}
 	servers.Store(true)
 	h.cat.publish(nil)
@@ -96,8 +95,8 @@ func TestFindToolsAndCallTool(t *testing.T) {
 	}
 
 	// call_tool waits for tools_call.
-	if _, err := h.cs.CallTool(ctx, &mcpsdk.CallToolParams{Name: toolCall, Arguments: map[string]any{"name": "gh.create_issue"}}); err == nil {
-		t.Fatal("call_tool is offered while tools_call is off")
+	if msg := h.toolErr(toolCall, map[string]any{"name": "gh.create_issue"}); !strings.Contains(msg, "TOOLS_CALL_DISABLED") {
+		t.Fatalf("call_tool while tools_call is off: %q", msg)
 	}
 	h.cat.publish(func(c *catalog) { c.flags.ToolsCall = true })
 	h.waitChanged("tools")
@@ -127,8 +126,8 @@ func TestFindToolsAndCallTool(t *testing.T) {
 
 	h.cat.publish(func(c *catalog) { c.flags.ToolsCall = false })
 	h.waitChanged("tools")
-	if _, err := h.cs.CallTool(ctx, &mcpsdk.CallToolParams{Name: toolCall, Arguments: map[string]any{"name": "gh.create_issue"}}); err == nil {
-		t.Error("call_tool still callable after tools_call went off")
+	if msg := h.toolErr(toolCall, map[string]any{"name": "gh.create_issue"}); !strings.Contains(msg, "TOOLS_CALL_DISABLED") {
+		t.Errorf("call_tool after tools_call went off: %q", msg)
 	}
 }
 

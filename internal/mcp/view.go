@@ -3,7 +3,10 @@ package mcp
 import (
 	"context"
 	"net/url"
+	"slices"
+	"strings"
 	"sync"
+	"sync/atomic"
 
 	mcpsdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -30,12 +33,19 @@ type view struct {
 	srv   *mcpsdk.Server
 	ready chan struct{} // closed after the first refresh
 
-	mu        sync.Mutex // serializes refreshes
-	exec      bool       // authorize_exec is registered
-	findTools bool       // find_tools is registered
-	call      bool       // call_tool is registered
+	mu sync.Mutex // serializes refreshes
+	// Set by refreshes, read by the middleware to explain a call to a
+	// tool that is not offered now.
+	exec      atomic.Bool // authorize_exec is registered
+	findTools atomic.Bool // find_tools is registered
+	call      atomic.Bool // call_tool is registered
+	servers   atomic.Bool // the router has MCP servers
 	prompts   map[string]promptSpec
 	resources map[string]resourceSpec
+
+	// names are the skills the view's agent sees, sorted, for completion.
+	names atomic.Pointer[[]string]
+	subs  subscriptions
 }
 
 type promptSpec struct{ description string }
@@ -43,48 +53,50 @@ type promptSpec struct{ description string }
 type resourceSpec struct{ name, description string }
 
 // newView builds a view's server with its fixed features: the tools its
-// features allow (authorize_exec waits for the flag) and the resource
-// templates.
+// features allow (authorize_exec, find_tools and call_tool wait for the
+// router's state), and with load the resource templates, completion,
+// subscriptions and the Skills extension.
 func (f *Front) newView(v View) *view {
+	vw := &view{key: v, ready: make(chan struct{}), prompts: map[string]promptSpec{}, resources: map[string]resourceSpec{}}
 	caps := &mcpsdk.ServerCapabilities{Tools: &mcpsdk.ToolCapabilities{ListChanged: true}}
-	if v.Features&FeatureLoad != 0 {
-		caps.Prompts = &mcpsdk.PromptCapabilities{ListChanged: true}
-		caps.Resources = &mcpsdk.ResourceCapabilities{ListChanged: true}
-	}
-	srv := mcpsdk.NewServer(&mcpsdk.Implementation{Name: f.opts.Name, Version: f.opts.Version}, &mcpsdk.ServerOptions{
+	opts := &mcpsdk.ServerOptions{
 		Instructions: instructions,
 		Logger:       f.log.With("view_agent", v.Agent),
 		PageSize:     f.opts.PageSize,
 		Capabilities: caps,
 		// Lists depend on the caller's token and agent: no shared caches.
 		SetCacheable: func(_ context.Context, _ mcpsdk.Request, c *mcpsdk.Cacheable) { c.CacheScope = "private" },
-	})
-	vw := &view{key: v, srv: srv, ready: make(chan struct{}), prompts: map[string]promptSpec{}, resources: map[string]resourceSpec{}}
-	srv.AddReceivingMiddleware(f.middleware(vw))
+	}
+	if v.Features&FeatureLoad != 0 {
+		caps.Prompts = &mcpsdk.PromptCapabilities{ListChanged: true}
+		caps.Resources = &mcpsdk.ResourceCapabilities{ListChanged: true, Subscribe: true}
+		caps.Completions = &mcpsdk.CompletionCapabilities{}
+		caps.AddExtension(skillsExtension, map[string]any{"directoryRead": true})
+		opts.CompletionHandler = f.completion(vw)
+		opts.SubscribeHandler = f.subscribe(vw)
+		opts.UnsubscribeHandler = f.unsubscribe(vw)
+	}
+	vw.srv = mcpsdk.NewServer(&mcpsdk.Implementation{Name: f.opts.Name, Version: f.opts.Version}, opts)
+	vw.srv.AddReceivingMiddleware(f.middleware(vw))
 	f.addTools(vw)
 	if v.Features&FeatureLoad != 0 {
 		f.addResourceTemplates(vw)
+		f.addSkillsExtension(vw)
 	}
 	return vw
 }
 
 // refresh brings the view's generation-dependent features up to date:
-// authorize_exec follows flag skills_exec; prompts and resources follow the
-// skills the view's agent sees. Changes go to the server in one burst, which
-// the SDK sends as one list_changed notification per list. Errors are logged
-// and leave the previous features in place. The caller holds vw.mu.
+// the tools that follow the router's state (see refreshTools); prompts,
+// resources and the names completion offers follow the skills the view's
+// agent sees; subscribers of changed skills are told. Changes go to the
+// server in one burst, which the SDK sends as one list_changed notification
+// per list. Errors are logged and leave the previous features in place. The
+// caller holds vw.mu.
 func (f *Front) refresh(ctx context.Context, vw *view) {
 	ctx = skill.WithOrigin(ctx, skill.Origin{Transport: "mcp"})
-	if vw.key.Features&(FeatureExec|FeatureFind|FeatureCall) != 0 {
-		st, err := f.router.Status(ctx)
-		if err != nil {
-			f.log.Warn("cannot read the router's status; flag-dependent tools unchanged", "err", err)
-		} else {
-			servers := len(st.Servers) > 0 || st.Tools > 0
-			f.toggle(vw, &vw.exec, FeatureExec, st.Flags.SkillsExec, toolExec, f.addExecTool)
-			f.toggle(vw, &vw.findTools, FeatureFind, servers, toolFindTools, f.addFindTools)
-			f.toggle(vw, &vw.call, FeatureCall, servers && st.Flags.ToolsCall, toolCall, f.addCallTool)
-		}
+	if st := f.status(ctx, vw); st != nil {
+		f.refreshTools(vw, st)
 	}
 	if vw.key.Features&FeatureLoad == 0 {
 		return
@@ -96,7 +108,9 @@ func (f *Front) refresh(ctx context.Context, vw *view) {
 	}
 	prompts := map[string]promptSpec{}
 	resources := map[string]resourceSpec{}
+	names := make([]string, 0, len(skills))
 	for _, s := range skills {
+		names = append(names, s.Name)
 		if s.Frontmatter.UserInvocable == nil || *s.Frontmatter.UserInvocable {
 			prompts[s.Name] = promptSpec{description: s.Description()}
 		}
@@ -108,22 +122,51 @@ func (f *Front) refresh(ctx context.Context, vw *view) {
 		}
 		resources[uri] = resourceSpec{name: s.Name, description: s.Description()}
 	}
+	slices.SortFunc(names, func(a, b string) int { return strings.Compare(strings.ToLower(a), strings.ToLower(b)) })
+	vw.names.Store(&names)
 	f.applyPrompts(vw, prompts)
 	f.applyResources(vw, resources)
+	f.notifySubscribers(ctx, vw)
+}
+
+// status reads the router's status for a view whose tools depend on it,
+// nil when they do not or it cannot be read (logged).
+func (f *Front) status(ctx context.Context, vw *view) *skill.Status {
+	if vw.key.Features&(FeatureExec|FeatureFind|FeatureCall) == 0 {
+		return nil
+	}
+	st, err := f.router.Status(ctx)
+	if err != nil {
+		f.log.Warn("cannot read the router's status; flag-dependent tools unchanged", "err", err)
+		return nil
+	}
+	return st
+}
+
+// refreshTools registers or removes the tools that follow the router's
+// state: authorize_exec follows flag skills_exec, find_tools the MCP
+// servers, call_tool both the servers and flag tools_call. The caller holds
+// vw.mu.
+func (f *Front) refreshTools(vw *view, st *skill.Status) {
+	servers := len(st.Servers) > 0 || st.Tools > 0
+	vw.servers.Store(servers)
+	f.toggle(vw, &vw.exec, FeatureExec, st.Flags.SkillsExec, toolExec, f.addExecTool)
+	f.toggle(vw, &vw.findTools, FeatureFind, servers, toolFindTools, f.addFindTools)
+	f.toggle(vw, &vw.call, FeatureCall, servers && st.Flags.ToolsCall, toolCall, f.addCallTool)
 }
 
 // toggle registers or removes a tool that depends on the router's state,
 // when the view's features allow it; the SDK tells clients the tool list
 // changed.
-func (f *Front) toggle(vw *view, on *bool, need Features, want bool, name string, add func(*view)) {
+func (f *Front) toggle(vw *view, on *atomic.Bool, need Features, want bool, name string, add func(*view)) {
 	want = want && vw.key.Features&need != 0
-	switch {
-	case want && !*on:
+	switch was := on.Load(); {
+	case want && !was:
 		add(vw)
-	case !want && *on:
+	case !want && was:
 		vw.srv.RemoveTools(name)
 	}
-	*on = want
+	on.Store(want)
 }
 
 func (f *Front) applyPrompts(vw *view, want map[string]promptSpec) {

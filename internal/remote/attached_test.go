@@ -51,11 +51,11 @@ func TestAttachedMCP(t *testing.T) {
 		t.Errorf("the remote router got %v", got)
 	}
 	res, err = cs.CallTool(ctx, &mcpsdk.CallToolParams{Name: "load_skill", Arguments: map[string]any{"name": "pdf-form-filling", "token_budget": 300}})
-	if err != nil || res.IsError || len(res.Content) != 2 {
+	if err != nil || res.IsError || len(res.Content) != 1 {
 		t.Fatalf("load_skill: %v %+v", err, res)
 	}
-	if l, ok := res.Content[1].(*mcpsdk.ResourceLink); !ok || l.URI != "skill://pdf-form-filling/references/a.md" {
-		t.Errorf("link = %+v", res.Content[1])
+	if files := res.StructuredContent.(map[string]any)["files"].([]any); len(files) != 1 || files[0].(map[string]any)["uri"] != "skill://pdf-form-filling/references/a.md" {
+		t.Errorf("files = %+v", files)
 	}
 
 	ts.setFail("Load", withDetails(t, codes.NotFound, `no skill named "x"`))

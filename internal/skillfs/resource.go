@@ -59,7 +59,7 @@ func ReadResource(dir, rel string, maxBytes int64) (*Resource, error) {
 	target, err := filepath.EvalSymlinks(filepath.Join(realDir, filepath.FromSlash(clean)))
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
-			return nil, skill.Errorf(skill.CodeNotFound, "no file %q in this skill; GetSkill lists its resources", clean).WithReason(ReasonNoSuchFile)
+			return nil, skill.Errorf(skill.CodeNotFound, "no file %q in this skill; the skill's details list its files", clean).WithReason(ReasonNoSuchFile)
 		}
 		return nil, skill.Errorf(skill.CodePermissionDenied, "cannot resolve %q: %v", clean, pathErrText(err)).WithReason(ReasonPathEscape)
 	}

@@ -19,7 +19,8 @@ const listenProtocol = "2026-07-28"
 // stream is registered.
 const ackMethod = "notifications/subscriptions/acknowledged"
 
-// Connect makes a client with impl and opts and connects it over tr.
+// Connect makes a client with impl and opts, lets each setup configure it
+// (AddSendingCustomMethod, for example), and connects it over tr.
 //
 // On a protocol that sends list_changed notifications only to subscribed
 // sessions, the SDK's client opens its subscription (for the lists it has a
@@ -27,8 +28,14 @@ const ackMethod = "notifications/subscriptions/acknowledged"
 // register it; a change made meanwhile is not notified. Connect waits for
 // the server's acknowledgement, so that every change made after it returns
 // is.
-func Connect(ctx context.Context, impl *mcpsdk.Implementation, opts *mcpsdk.ClientOptions, tr mcpsdk.Transport) (*mcpsdk.ClientSession, error) {
+func Connect(ctx context.Context, impl *mcpsdk.Implementation, opts *mcpsdk.ClientOptions, tr mcpsdk.Transport,
+	setup ...func(*mcpsdk.Client) error) (*mcpsdk.ClientSession, error) {
 	c := mcpsdk.NewClient(impl, opts)
+	for _, f := range setup {
+		if err := f(c); err != nil {
+			return nil, err
+		}
+	}
 	acked := make(chan struct{})
 	var once sync.Once
 	c.AddReceivingMiddleware(func(next mcpsdk.MethodHandler) mcpsdk.MethodHandler {
