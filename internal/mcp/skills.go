@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	mcpsdk "github.com/modelcontextprotocol/go-sdk/mcp"
@@ -191,23 +192,39 @@ func (f *Front) listSkillEntries(ctx context.Context, vw *view, p *listSkillsPar
 	if err != nil {
 		return nil, f.rpcError(ctx, "", err)
 	}
-	out := &listSkillsResult{Cacheable: uncached, ResultType: resultComplete, Skills: []skillEntry{}, NextCursor: page.NextPageToken}
-	for _, s := range page.Skills {
+	// Each entry reads its skill's files: a few at a time.
+	entries := make([]skillEntry, len(page.Skills))
+	errs := make([]error, len(page.Skills))
+	sem := make(chan struct{}, entryWorkers)
+	var wg sync.WaitGroup
+	for i, s := range page.Skills {
 		if s == nil {
 			continue
 		}
-		e, err := f.entry(ctx, agent, s.Name)
-		if err != nil {
-			var de *skill.Error
-			if errors.As(err, &de) && (de.Code == skill.CodeNotFound || de.Code == skill.CodeFailedPrecondition) {
-				continue // gone since the page was listed, or not for the extension
-			}
+		sem <- struct{}{}
+		wg.Go(func() {
+			defer func() { <-sem }()
+			entries[i], errs[i] = f.entry(ctx, agent, s.Name)
+		})
+	}
+	wg.Wait()
+	out := &listSkillsResult{Cacheable: uncached, ResultType: resultComplete, Skills: []skillEntry{}, NextCursor: page.NextPageToken}
+	for i, s := range page.Skills {
+		switch err := errs[i]; {
+		case s == nil:
+		case err == nil:
+			out.Skills = append(out.Skills, entries[i])
+		case skill.ErrorCode(err) == skill.CodeNotFound || skill.ErrorCode(err) == skill.CodeFailedPrecondition:
+			// Gone since the page was listed, or not for the extension.
+		default:
 			return nil, f.rpcError(ctx, skillURI(s.Name, skillFile), err)
 		}
-		out.Skills = append(out.Skills, e)
 	}
 	return out, nil
 }
+
+// entryWorkers bounds the entries of a skills/list page built at once.
+const entryWorkers = 4
 
 // entry returns the extension entry of the skill agent sees under name.
 func (f *Front) entry(ctx context.Context, agent, name string) (skillEntry, error) {

@@ -1,8 +1,9 @@
 // Drives the router's MCP server with the official TypeScript SDK, a client
 // written elsewhere: initialize, list tools, resources, templates and
 // prompts, call find_skills, load_skill, read_skill_file and list_skills,
-// read a resource, get a prompt, and check every structured result against
-// its tool's outputSchema with ajv.
+// read a resource, get a prompt, complete a template argument, subscribe to
+// a skill, and check every structured result against its tool's
+// outputSchema with ajv. skills.mjs drives the Skills extension.
 //
 //   node client.mjs --url http://127.0.0.1:8765/mcp [--token TOKEN] [options]
 //   node client.mjs [options] --stdio -- COMMAND [ARGS...]
@@ -134,8 +135,11 @@ async function main() {
 
     const loaded = await call("load_skill", { name: opts.skill });
     check(loaded.structuredContent.content.startsWith("<skill_content "), "load_skill: body is not framed");
-    const links = loaded.content.filter((c) => c.type === "resource_link").map((c) => c.uri);
-    check(links.length === loaded.structuredContent.files.length, `load_skill: ${links.length} resource links for ${loaded.structuredContent.files.length} files`);
+    // The files are listed once, in the JSON, which does not escape the
+    // delimiters the model is told to look for.
+    check(loaded.content.length === 1 && loaded.content[0].text.includes('"content":"<skill_content '),
+      `load_skill: ${loaded.content.length} content blocks; text ${loaded.content[0].text.slice(0, 120)}`);
+    const links = loaded.structuredContent.files.map((f) => f.uri);
     summary.links = links;
 
     const file = await call("read_skill_file", { name: opts.skill, path: opts.file });
@@ -155,9 +159,18 @@ async function main() {
     summary.resources = resources.length;
     const uri = `skill://${encodeURIComponent(opts.skill)}/SKILL.md`;
     const read = await client.readResource({ uri });
-    check(read.contents[0]?.text?.startsWith("<skill_content "), `resources/read ${uri}: ${JSON.stringify(read).slice(0, 200)}`);
+    check(read.contents[0]?.text?.startsWith("---"), `resources/read ${uri} is not the SKILL.md as written: ${JSON.stringify(read).slice(0, 200)}`);
     const fileRead = await client.readResource({ uri: links.find((l) => l.endsWith(opts.file)) ?? links[0] });
     check(fileRead.contents.length === 1, "resources/read of a file link");
+
+    // Completion of the template's arguments, and a subscription.
+    const names = await client.complete({ ref: { type: "ref/resource", uri: "skill://{name}/{+path}" }, argument: { name: "name", value: opts.skill.slice(0, 3) } });
+    check(names.completion.values.includes(opts.skill), `completion of ${opts.skill.slice(0, 3)}: ${JSON.stringify(names)}`);
+    const paths = await client.complete({ ref: { type: "ref/resource", uri: "skill://{name}/{+path}" }, argument: { name: "path", value: "" },
+      context: { arguments: { name: opts.skill } } });
+    check(paths.completion.values.includes("SKILL.md") && paths.completion.values.includes(opts.file), `completion of paths: ${JSON.stringify(paths)}`);
+    await client.subscribeResource({ uri });
+    await client.unsubscribeResource({ uri });
 
     const prompts = await listAll((p) => client.listPrompts(p), "prompts");
     summary.prompts = prompts.length;
