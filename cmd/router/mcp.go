@@ -25,8 +25,10 @@ its stdin and stdout. Nothing but MCP messages is written to stdout; the log
 goes to stderr.
 
 Standalone (the default): the command indexes --workspace itself, with the
-same flags and config file as the daemon. If a running router holds the
-workspace's state directory, it indexes into a private temporary one.
+same flags and config file as the daemon. When another router (a daemon or
+another session) holds the workspace's state directory, the session shares
+that router's index over a socket in the directory, and takes the directory
+over when that router stops.
 
 Attached (--connect ADDR): the command forwards to a running router over
 gRPC, so many agent sessions share one index and one model in memory. It
@@ -34,8 +36,10 @@ takes routerctl's connection flags; a token comes from MCPSAG_TOKEN or
 --token.
 
 Tools: find_skills, load_skill, read_skill_file, list_skills (and
-authorize_exec while skills_exec is on); each skill is also a prompt and a
-skill:// resource. See docs/mcp.md for host configuration.`
+authorize_exec while skills_exec is on; find_tools and call_tool with MCP
+servers configured); each skill is also a prompt and its files skill://
+resources, served with the MCP Skills extension. See docs/mcp.md for host
+configuration.`
 
 const mcpExample = `  claude mcp add skills -- router mcp --workspace ~/project
   router mcp --connect 127.0.0.1:7443 --agent reviewer`

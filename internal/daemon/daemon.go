@@ -63,8 +63,11 @@ type Main struct {
 	guard  *auth.Guard
 	srv    *server.Server
 	lis    net.Listener
-	done   chan error // the gRPC server's Serve result
-	mcp    *mcpServer
+	// sock serves the gRPC API on the state directory's socket, for the
+	// standalone MCP sessions of the workspace.
+	sock *server.Server
+	done chan error // the gRPC server's Serve result
+	mcp  *mcpServer
 	// serving is set once the first index is served, and cleared when a
 	// shutdown begins; /readyz reports it.
 	serving atomic.Bool
@@ -95,13 +98,10 @@ func (m *Main) Run(ctx context.Context) (err error) {
 	}
 	undo = append(undo, func() { m.closeTelemetry() })
 
-	m.guard = &auth.Guard{Auditor: m.tel.Recorder()}
-	var serverOpts []grpc.ServerOption
-	if cfg.Auth.Enabled {
-		if m.guard.Tokens, err = auth.LoadTokens(cfg.Auth.TokensFile, m.log.With("component", "auth")); err != nil {
-			return err
-		}
+	if err := m.setupGuard(); err != nil {
+		return err
 	}
+	var serverOpts []grpc.ServerOption
 	var tlsConfig *tls.Config
 	if cfg.TLS.Enabled() {
 		if tlsConfig, err = tlsconfig.Server(cfg.TLS.CertFile, cfg.TLS.KeyFile, cfg.TLS.ClientCAFile); err != nil {
@@ -117,24 +117,18 @@ func (m *Main) Run(ctx context.Context) (err error) {
 	undo = append(undo, func() { lis.Close() })
 
 	holder := fmt.Sprintf("router pid %d listening on %s since %s", os.Getpid(), lis.Addr(), time.Now().UTC().Format(time.RFC3339))
-	if err := m.openCore(ctx, holder, false); err != nil {
+	if err := m.openCore(ctx, holder, cfg.StateDir, 2*time.Second); err != nil {
 		return err
 	}
 	undo = append(undo, func() { m.closeCore() })
 
-	stats := m.tel.GRPCServerHandler()
-	m.srv = server.New(&server.Service{Router: m.served, Logger: m.log.With("component", "grpc")}, server.Options{
-		Logger:             m.log.With("component", "grpc"),
-		StatsHandler:       stats,
-		Interceptors:       []grpc.UnaryServerInterceptor{m.guard.Unary()},
-		StreamInterceptors: []grpc.StreamServerInterceptor{m.guard.Stream()},
-		ServerOptions:      serverOpts,
-		Timeouts:           map[string]time.Duration{routerv1.SkillRouter_Reindex_FullMethodName: 10 * time.Minute},
-	})
-	stats.KnownMethods(m.srv.GRPC)
+	m.srv = m.newServer(serverOpts...)
 	m.done = make(chan error, 1)
 	go func() { m.done <- m.srv.GRPC.Serve(lis) }()
 	undo = append(undo, func() { m.srv.GRPC.Stop(); m.srv = nil })
+	// Standalone MCP sessions on the workspace attach here.
+	m.serveSocket()
+	undo = append(undo, m.stopSocket)
 
 	if cfg.MCP.Addr != "" {
 		if m.mcp, err = m.startMCPHTTP(tlsConfig); err != nil {
@@ -153,6 +147,33 @@ func (m *Main) Run(ctx context.Context) (err error) {
 	m.serving.Store(true)
 	m.watchConfig(m.router)
 	return nil
+}
+
+// setupGuard makes the gRPC auth guard, with the tokens file when auth is
+// on.
+func (m *Main) setupGuard() error {
+	m.guard = &auth.Guard{Auditor: m.tel.Recorder()}
+	if !m.Config.Auth.Enabled {
+		return nil
+	}
+	var err error
+	m.guard.Tokens, err = auth.LoadTokens(m.Config.Auth.TokensFile, m.log.With("component", "auth"))
+	return err
+}
+
+// newServer makes the gRPC server of m.served, behind the guard.
+func (m *Main) newServer(opts ...grpc.ServerOption) *server.Server {
+	stats := m.tel.GRPCServerHandler()
+	srv := server.New(&server.Service{Router: m.served, Logger: m.log.With("component", "grpc")}, server.Options{
+		Logger:             m.log.With("component", "grpc"),
+		StatsHandler:       stats,
+		Interceptors:       []grpc.UnaryServerInterceptor{m.guard.Unary()},
+		StreamInterceptors: []grpc.StreamServerInterceptor{m.guard.Stream()},
+		ServerOptions:      opts,
+		Timeouts:           map[string]time.Duration{routerv1.SkillRouter_Reindex_FullMethodName: 10 * time.Minute},
+	})
+	stats.KnownMethods(srv.GRPC)
+	return srv
 }
 
 // startTelemetry sets up telemetry and the logger.
@@ -182,32 +203,21 @@ func (m *Main) startTelemetry(ctx context.Context) error {
 	return nil
 }
 
-// openCore opens the store, the embedding model and the router (not yet
-// started). holder names this process in the state directory's lock. With
-// privateFallback, a state directory held by another process is replaced by
-// a private temporary one (standalone MCP sessions beside a daemon).
-func (m *Main) openCore(ctx context.Context, holder string, privateFallback bool) error {
+// openCore opens the store in stateDir, the embedding model and the router
+// (not yet started). holder names this process in the state directory's
+// lock; lockWait is how long to wait for another holder to let go.
+func (m *Main) openCore(ctx context.Context, holder, stateDir string, lockWait time.Duration) error {
 	cfg := m.Config
 	opts := store.Options{
-		LockTimeout:   2 * time.Second,
+		LockTimeout:   lockWait,
 		Holder:        holder,
 		Logger:        m.log.With("component", "store"),
 		ParserVersion: skillmd.Version,
 	}
 	// A state directory that cannot hold the cache (no permission, a full
 	// or read-only file system) degrades to a temporary cache, reported in
-	// Status; one held by another router is an error, or for a standalone
-	// MCP session a private temporary directory.
-	db, err := store.OpenOrFallback(cfg.StateDir, opts)
-	if errors.Is(err, store.ErrLocked) && privateFallback {
-		m.log.Warn("the state directory is in use; indexing into a private temporary one (run `router mcp --connect ADDR` to share the running router's index instead)",
-			"state_dir", cfg.StateDir, "err", err)
-		var tmp string
-		if tmp, err = os.MkdirTemp("", "mcpsag-mcp-"); err != nil {
-			return err
-		}
-		db, err = store.OpenOrFallback(tmp, opts)
-	}
+	// Status; one held by another router is an error (store.ErrLocked).
+	db, err := store.OpenOrFallback(stateDir, opts)
 	if err != nil {
 		return err
 	}
@@ -347,6 +357,7 @@ func (m *Main) Close(ctx context.Context) error {
 		}
 		m.srv = nil
 	}
+	m.stopSocket()
 	err := m.closeCore()
 	if m.log != nil {
 		m.log.Info("router stopped")

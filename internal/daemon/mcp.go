@@ -8,7 +8,6 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"os"
 	"sync"
 	"time"
 
@@ -91,27 +90,29 @@ func (m *Main) MCPAddr() string {
 }
 
 // ServeMCP runs the router standalone for one MCP session over in and out (a
-// host's stdin and stdout), for agent: it builds its own index of the
-// workspace and serves until the client closes in or ctx ends. Nothing but
-// MCP messages is written to out; logs go to Stderr. When a daemon holds the
-// state directory, it indexes into a private temporary one.
+// host's stdin and stdout), for agent, until the client closes in or ctx
+// ends. Nothing but MCP messages is written to out; logs go to Stderr. The
+// session holds the workspace's state directory and builds its index, or,
+// when another process holds it, shares that process's index over the
+// directory's socket and takes the directory over when the holder goes
+// away (see openSession).
 func (m *Main) ServeMCP(ctx context.Context, agent string, in io.Reader, out io.Writer) (err error) {
 	if err := m.startTelemetry(ctx); err != nil {
 		return err
 	}
 	defer func() { err = errors.Join(err, m.closeTelemetry()) }()
-	holder := fmt.Sprintf("router mcp (stdio) pid %d", os.Getpid())
-	if err := m.openCore(ctx, holder, true); err != nil {
+	if err := m.setupGuard(); err != nil {
 		return err
 	}
-	defer func() { err = errors.Join(err, m.closeCore()) }()
-	if err := m.router.Start(ctx); err != nil {
-		return fmt.Errorf("first index: %w", err)
+	sess, err := m.openSession(ctx, agent)
+	if err != nil {
+		return err
 	}
-	m.serving.Store(true)
-	m.watchConfig(m.router)
+	defer func() { err = errors.Join(err, sess.close()) }()
 	m.log.Info("serving MCP on stdio", "workspace", m.Config.Workspace, "agent", agent, "version", buildinfo.Read().String())
-	return mcp.Serve(ctx, m.served, in, out, m.mcpOptions(agent))
+	opts := m.mcpOptions(agent)
+	opts.Features = sess.features
+	return mcp.Serve(ctx, sess.router, in, out, opts)
 }
 
 // mcpAuditor records the MCP front's audit records as telemetry.

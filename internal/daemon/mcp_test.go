@@ -21,6 +21,8 @@ import (
 	"github.com/mcpsag/router/internal/config"
 	"github.com/mcpsag/router/internal/daemon/daemontest"
 	"github.com/mcpsag/router/internal/mcp/mcptest"
+	"github.com/mcpsag/router/internal/skillmd"
+	"github.com/mcpsag/router/internal/store"
 	"github.com/mcpsag/router/internal/testlog"
 )
 
@@ -365,4 +367,98 @@ func mustRead(t *testing.T, p string) []byte {
 		t.Fatal(err)
 	}
 	return b
+}
+
+// TestMCPSessionsShareTheWorkspace: a second standalone session on a
+// workspace attaches to the first one's index (no private index), sees the
+// same changes, and takes the workspace over when the first one ends; a
+// session beside a daemon attaches to the daemon.
+func TestMCPSessionsShareTheWorkspace(t *testing.T) {
+	ws := daemontest.CopyExamples(t)
+	must(t, os.WriteFile(filepath.Join(ws, ".mcp", ".mcp-config.yaml"),
+		append(mustRead(t, filepath.Join(ws, ".mcp", ".mcp-config.yaml")), []byte("\nwatch: {debounce: 100ms, rescan_interval: 2s}\n")...), 0o644))
+	state, tmp := t.TempDir(), t.TempDir()
+	session := func(args ...string) (*mcpClient, *testlog.Buffer) {
+		var stderr testlog.Buffer
+		cmd := exec.Command(router(t), append([]string{"mcp", "--workspace", ws, "--state-dir", state}, args...)...)
+		cmd.Stderr = &stderr
+		cmd.Env = append(os.Environ(), "TMPDIR="+tmp)
+		return connectMCP(t, &mcpsdk.CommandTransport{Command: cmd}), &stderr
+	}
+	found := func(c *mcpClient) string {
+		var out struct{ Candidates []struct{ Name string } }
+		res := c.call("find_skills", map[string]any{"task": "fill in a PDF form from a JSON file"}, &out)
+		if res.IsError || len(out.Candidates) == 0 {
+			return text(res)
+		}
+		return out.Candidates[0].Name
+	}
+	first, firstLog := session()
+	second, secondLog := session()
+	if got := found(second); got != "pdf-form-filling" {
+		t.Fatalf("the second session: %q", got)
+	}
+	if !strings.Contains(secondLog.String(), "shares its index") || strings.Contains(secondLog.String(), "private") {
+		t.Errorf("the second session did not attach:\n%s", secondLog.String())
+	}
+	// A skill added on disk reaches both.
+	dir := filepath.Join(ws, "skills", "terraform-plan-review")
+	must(t, os.MkdirAll(dir, 0o755))
+	must(t, os.WriteFile(filepath.Join(dir, "SKILL.md"), []byte("---\nname: terraform-plan-review\ndescription: Review terraform plans before apply.\n---\nRead the plan.\n"), 0o644))
+	for _, c := range []*mcpClient{first, second} {
+		daemontest.Eventually(t, 20*time.Second, "the new skill as a prompt", func() bool {
+			_, err := c.cs.GetPrompt(context.Background(), &mcpsdk.GetPromptParams{Name: "terraform-plan-review"})
+			return err == nil
+		})
+	}
+	// The first session ends: the second takes the workspace over.
+	first.cs.Close()
+	daemontest.Eventually(t, 30*time.Second, "the second session to take the workspace over", func() bool {
+		return strings.Contains(secondLog.String(), "now holds it")
+	})
+	daemontest.Eventually(t, 30*time.Second, "find_skills after the takeover", func() bool { return found(second) == "pdf-form-filling" })
+	if strings.Contains(firstLog.String(), "private") {
+		t.Errorf("the first session:\n%s", firstLog.String())
+	}
+
+	// Beside a daemon holding another state directory, a session attaches
+	// to it.
+	state = t.TempDir()
+	daemontest.Start(t, ws, daemontest.Options{StateDir: state})
+	third, thirdLog := session()
+	if got := found(third); got != "pdf-form-filling" || !strings.Contains(thirdLog.String(), "shares its index") {
+		t.Errorf("beside a daemon: %q\n%s", got, thirdLog.String())
+	}
+	if private, _ := filepath.Glob(filepath.Join(tmp, "mcpsag-mcp-*")); len(private) > 0 {
+		t.Errorf("private indexes were built: %v", private)
+	}
+}
+
+// TestMCPSessionBesideASilentHolder: when the process holding the state
+// directory does not answer on its socket, the session indexes into a
+// private temporary directory and removes it when it ends.
+func TestMCPSessionBesideASilentHolder(t *testing.T) {
+	ws := daemontest.CopyExamples(t)
+	state, tmp := t.TempDir(), t.TempDir()
+	db, err := store.Open(state, store.Options{Holder: "a test", ParserVersion: skillmd.Version})
+	must(t, err)
+	t.Cleanup(func() { db.Close() })
+	var stderr testlog.Buffer
+	cmd := exec.Command(router(t), "mcp", "--workspace", ws, "--state-dir", state)
+	cmd.Stderr = &stderr
+	cmd.Env = append(os.Environ(), "TMPDIR="+tmp)
+	c := connectMCP(t, &mcpsdk.CommandTransport{Command: cmd})
+	var out struct{ Candidates []struct{ Name string } }
+	c.call("find_skills", map[string]any{"task": "fill in a PDF form from a JSON file"}, &out)
+	if len(out.Candidates) == 0 || !strings.Contains(stderr.String(), "private temporary directory") {
+		t.Fatalf("find_skills %+v\n%s", out, stderr.String())
+	}
+	if private, _ := filepath.Glob(filepath.Join(tmp, "mcpsag-mcp-*")); len(private) != 1 {
+		t.Errorf("private indexes while serving: %v", private)
+	}
+	c.cs.Close()
+	daemontest.Eventually(t, 10*time.Second, "the private index to be removed", func() bool {
+		private, _ := filepath.Glob(filepath.Join(tmp, "mcpsag-mcp-*"))
+		return len(private) == 0
+	})
 }
