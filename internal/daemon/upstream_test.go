@@ -352,11 +352,12 @@ mcp_servers:
 			}
 		}
 		mc.call("find_tools", map[string]any{"task": "echo a message back to me", "top_k": 3}, &found)
-		if len(found.Tools) == 0 || !strings.HasSuffix(found.Tools[0].Name, ".echo") || found.Tools[0].InputSchema["type"] != "object" ||
+		if len(found.Tools) == 0 || found.Tools[0].Name != "everything__echo" || found.Tools[0].InputSchema["type"] != "object" ||
 			found.Tools[0].Description == "" {
 			t.Fatalf("find_tools: %+v", found)
 		}
-		res := mc.call("call_tool", map[string]any{"name": "everything.echo", "arguments": map[string]any{"message": "via mcp"}}, nil)
+		// By the name find_tools gave, as a host that registered it calls.
+		res := mc.call("call_tool", map[string]any{"name": found.Tools[0].Name, "arguments": map[string]any{"message": "via mcp"}}, nil)
 		if res.IsError || !strings.Contains(text(res), "via mcp") || !strings.Contains(text(res), "<tool_result") {
 			t.Errorf("call_tool: %+v %q", res, text(res))
 		}

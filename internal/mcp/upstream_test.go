@@ -3,6 +3,7 @@ package mcp
 import (
 	"context"
 	"encoding/json"
+	"regexp"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -54,6 +55,13 @@ func withTools(fake *fakeRouter, servers *atomic.Bool) *[]skill.ToolCall {
 		}
 		return &skill.MatchResult{Generation: 9, Candidates: []skill.Candidate{{Skill: gh, Fused: 0.8, Reason: "r"}, {Skill: fs, Fused: 0.5}}}, nil
 	}
+	list := fake.ListFunc
+	fake.ListFunc = func(ctx context.Context, req skill.ListRequest) (*skill.ListResult, error) {
+		if req.Kinds != skill.KindsTools {
+			return list(ctx, req)
+		}
+		return &skill.ListResult{Skills: []*skill.Skill{fs, gh}, Total: 2, Generation: 9}, nil
+	}
 	fake.CallToolFunc = func(ctx context.Context, c skill.ToolCall) (*skill.ToolResult, error) {
 		mu.Lock()
 		calls = append(calls, c)
@@ -89,7 +97,7 @@ func TestFindToolsAndCallTool(t *testing.T) {
 	}
 	var out findToolsOutput
 	h.ok(toolFindTools, map[string]any{"task": "open an issue"}, &out)
-	if len(out.Tools) != 2 || out.Tools[0].Name != "gh.create_issue" || out.Tools[0].Trust != "trusted" || out.Tools[0].Annotations == nil ||
+	if len(out.Tools) != 2 || out.Tools[0].Name != "gh__create_issue" || out.Tools[0].Entry != "gh.create_issue" || out.Tools[0].Trust != "trusted" || out.Tools[0].Annotations == nil ||
 		out.Tools[1].Annotations != nil || out.Tools[1].Trust != "untrusted" || out.Generation != 9 {
 		t.Errorf("find_tools: %+v", out)
 	}
@@ -100,7 +108,8 @@ func TestFindToolsAndCallTool(t *testing.T) {
 	}
 	h.cat.publish(func(c *catalog) { c.flags.ToolsCall = true })
 	h.waitChanged("tools")
-	res = h.call(toolCall, map[string]any{"name": "gh.create_issue", "arguments": map[string]any{"title": "t"}})
+	// Called by the name find_tools gave, the call reaches the entry.
+	res = h.call(toolCall, map[string]any{"name": "gh__create_issue", "arguments": map[string]any{"title": "t"}})
 	if first, _ := res.Content[0].(*mcpsdk.TextContent); !res.IsError || len(res.Content) != 4 || first == nil || first.Text != "<tool_result>x</tool_result>" ||
 		!strings.Contains(text(res), "cut this result") {
 		t.Errorf("call_tool: isError %v, %d blocks, %q", res.IsError, len(res.Content), text(res))
@@ -163,5 +172,24 @@ func TestSkillToolsAskForSkills(t *testing.T) {
 	}
 	if len(kinds) < 2 {
 		t.Errorf("%d router calls seen", len(kinds))
+	}
+}
+
+func TestHostToolName(t *testing.T) {
+	long := strings.Repeat("x", 70)
+	for entry, want := range map[string]string{
+		"github.create_issue":   "github__create_issue",
+		"everything.get-sum":    "everything__get-sum",
+		"fs.read.text":          "fs__read_text_",
+		"srv." + long:           "srv__" + long[:50] + "_",
+		"srv.has_space_47b5c36": "srv__has_space_47b5c36",
+	} {
+		got := hostToolName(entry)
+		if !strings.HasPrefix(got, want) || len(got) > maxHostToolName || !regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`).MatchString(got) {
+			t.Errorf("%s: %s, want %s…, at most 64 of [A-Za-z0-9_-]", entry, got, want)
+		}
+	}
+	if a, b := hostToolName("fs.read.text"), hostToolName("fs.read_text"); a == b {
+		t.Errorf("two entries share the name %s", a)
 	}
 }

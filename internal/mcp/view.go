@@ -46,6 +46,8 @@ type view struct {
 	// names are the skills the view's agent sees, sorted, for completion.
 	names atomic.Pointer[[]string]
 	subs  subscriptions
+	// aliases resolve the tool names call_tool takes.
+	aliases toolAliases
 }
 
 type promptSpec struct{ description string }
