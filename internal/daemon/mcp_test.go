@@ -462,3 +462,32 @@ func TestMCPSessionBesideASilentHolder(t *testing.T) {
 		return len(private) == 0
 	})
 }
+
+// TestMCPAttachedOffersWhatTheTokenAllows: attached with a token of group
+// match only, a session lists the tools that token may call, and a call to
+// another one says which group it needs, not which gRPC method refused it.
+func TestMCPAttachedOffersWhatTheTokenAllows(t *testing.T) {
+	ws := daemontest.CopyExamples(t)
+	tokens := filepath.Join(t.TempDir(), "tokens.yaml")
+	must(t, os.WriteFile(tokens, []byte("tokens:\n  - {id: finder, sha256: "+auth.HashToken("finder-secret")+", groups: [match]}\n"), 0o600))
+	r := daemontest.Start(t, ws, daemontest.Options{Configure: func(c *config.Config) { c.Auth.Enabled, c.Auth.TokensFile = true, tokens }})
+	cmd := exec.Command(router(t), "mcp", "--connect", r.Addr)
+	cmd.Env = append(os.Environ(), "MCPSAG_TOKEN=finder-secret")
+	c := connectMCP(t, &mcpsdk.CommandTransport{Command: cmd})
+	tools, err := c.cs.ListTools(context.Background(), nil)
+	must(t, err)
+	var names []string
+	for _, tool := range tools.Tools {
+		names = append(names, tool.Name)
+	}
+	if strings.Join(names, ",") != "find_skills,list_skills" {
+		t.Errorf("tools %v, want find_skills and list_skills", names)
+	}
+	res := c.call("load_skill", map[string]any{"name": "pdf-form-filling"}, nil)
+	if !res.IsError || !strings.Contains(text(res), "needs token group load") || strings.Contains(text(res), "SkillRouter") {
+		t.Errorf("load_skill: %q", text(res))
+	}
+	if caps := c.cs.InitializeResult().Capabilities; caps.Resources != nil || caps.Prompts != nil {
+		t.Errorf("capabilities without group load: %+v", caps)
+	}
+}

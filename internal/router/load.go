@@ -27,7 +27,7 @@ func (r *Router) Load(ctx context.Context, req skill.LoadRequest) (*skill.LoadRe
 	s := ent.Skill
 	if s.IsTool() && req.Level != skill.LevelSummary {
 		return nil, skill.Errorf(skill.CodeFailedPrecondition,
-			"%s is a tool of MCP server %s: it has no body or files; Match returns its input schema and CallTool calls it", s.Name, s.Tool.Server)
+			"%s is a tool of MCP server %s: it has no body or files; find_tools (MCP) or Match (gRPC) returns its input schema, and call_tool or CallTool calls it", s.Name, s.Tool.Server)
 	}
 	if !s.Enabled() {
 		return nil, skill.Errorf(skill.CodeFailedPrecondition, "skill %q is %s", s.Name, s.DisabledReason()).WithReason(skill.ReasonSkillDisabled)
