@@ -1,8 +1,12 @@
 package mcp
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
 	"path"
 	"strings"
 	"sync/atomic"
@@ -70,6 +74,28 @@ func FuzzParseSkillURI(f *testing.F) {
 		n2, f2, err := parseSkillURI(skillURI(name, file))
 		if err != nil || n2 != name || f2 != file {
 			t.Fatalf("%q -> (%q, %q) -> %q -> (%q, %q, %v)", uri, name, file, skillURI(name, file), n2, f2, err)
+		}
+	})
+}
+
+// FuzzPeekCall: whatever a POST body holds, peekCall leaves it to be read
+// again whole, and says it is a call only with a method and an id.
+func FuzzPeekCall(f *testing.F) {
+	for _, s := range []string{`{"jsonrpc":"2.0","id":1,"method":"x"}`, `{"id":{},"method":"x"}`, `[1]`, `{`, "", `{"id":null,"method":"m"}`} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, body []byte) {
+		r := httptest.NewRequest(http.MethodPost, "/mcp", bytes.NewReader(body))
+		call, ok := peekCall(r, 64)
+		rest, _ := io.ReadAll(r.Body)
+		if !bytes.Equal(rest, body) {
+			t.Fatalf("the body reads %q after peeking, want %q", rest, body)
+		}
+		if ok != (len(body) <= 64) {
+			t.Fatalf("ok %v for %d bytes", ok, len(body))
+		}
+		if call.isCall && (call.method == "" || !call.id.IsValid()) {
+			t.Fatalf("a call without method or id: %+v", call)
 		}
 	})
 }

@@ -599,6 +599,9 @@ func TestHTTPJSONRPCErrors(t *testing.T) {
 	}{
 		{`{"jsonrpc":"2.0","id":7,"method":"no/such"}`, http.StatusOK, `{"jsonrpc":"2.0","id":7,"error":{"code":-32601,"message":"Method not found: \"no/such\""}}`},
 		{`{"jsonrpc":"2.0","id":8,"method":`, http.StatusBadRequest, `{"jsonrpc":"2.0","error":{"code":-32700,"message":"Parse error: the body is not JSON"}}`},
+		// The SDK's own JSON-RPC refusals pass as they are.
+		{`{"jsonrpc":"2.0","id":9,"method":"server/discover","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28"}}}`, http.StatusBadRequest,
+			`{"jsonrpc":"2.0","id":9,"error":{"code":-32020,"message":"Mcp-Protocol-Version header \"2025-11-25\" does not match request io.modelcontextprotocol/protocolVersion \"2026-07-28\""}}`},
 	} {
 		resp, body := h.post(Path, tc.body, hdr)
 		if resp.StatusCode != tc.status || strings.TrimSpace(body) != tc.want || resp.Header.Get("Content-Type") != "application/json" {

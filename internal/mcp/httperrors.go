@@ -95,6 +95,12 @@ func (w *rpcErrorWriter) finish(call postedCall) {
 	if !w.held {
 		return
 	}
+	if _, err := jsonrpc.DecodeMessage(w.text.Bytes()); err == nil {
+		// Already a JSON-RPC error (the SDK answers some refusals so).
+		w.ResponseWriter.WriteHeader(http.StatusBadRequest)
+		_, _ = w.ResponseWriter.Write(w.text.Bytes())
+		return
+	}
 	msg := strings.TrimSpace(w.text.String())
 	status, code, id := http.StatusBadRequest, int64(jsonrpc.CodeInvalidRequest), jsonrpc.ID{}
 	switch {
