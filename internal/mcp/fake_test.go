@@ -160,7 +160,8 @@ func newCatalog() *catalog {
 	add(&skill.Skill{Name: "internal-lint", Frontmatter: skill.Frontmatter{Description: "Lint rules the model applies", UserInvocable: &no}}, "lint\n", nil)
 	add(&skill.Skill{Name: "reviewer-checklist", Root: skill.Root{Agent: "reviewer"}, Frontmatter: skill.Frontmatter{Description: "Review pull requests with a checklist"}}, "Check tests.\n", nil)
 	add(&skill.Skill{Name: "learned-trick", Root: skill.Root{Kind: skill.KindLearned}, Frontmatter: skill.Frontmatter{Description: "A trick an agent wrote down", UserInvocable: &yes}}, "trick\n", nil)
-	add(&skill.Skill{Name: "data tools", Frontmatter: skill.Frontmatter{Description: "Tools for data files"}}, "data\n", map[string][]byte{"notes/a b.md": []byte("spaced\n")})
+	add(&skill.Skill{Name: "data tools", Frontmatter: skill.Frontmatter{Description: "Tools for data files"}}, "data\n",
+		map[string][]byte{"notes/a b.md": []byte("spaced\n"), "notes/empty.txt": {}})
 	return c
 }
 

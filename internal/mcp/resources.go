@@ -173,6 +173,10 @@ func (f *Front) resourceHandler(vw *view) mcpsdk.ResourceHandler {
 		switch {
 		case res.Data != nil:
 			rc.Blob = res.Data
+		case res.Content == "":
+			// An empty text would be left out of the JSON; an empty
+			// blob is sent.
+			rc.Blob = []byte{}
 		default:
 			rc.Text = res.Content
 		}

@@ -95,6 +95,11 @@ func TestReadResource(t *testing.T) {
 	if png.Text != "" || len(png.Blob) != 6 || png.MIMEType != "image/png" {
 		t.Errorf("binary = %+v", png)
 	}
+	// An empty file is an empty blob: an empty text would be left out, and
+	// a client's schema needs one of the two.
+	if empty := read("skill://data%20tools/notes/empty.txt"); empty.Blob == nil || len(empty.Blob) != 0 || empty.Text != "" {
+		t.Errorf("empty file = %+v", empty)
+	}
 	spaced := read("skill://data%20tools/notes/a%20b.md")
 	if !strings.Contains(spaced.Text, "spaced") {
 		t.Errorf("escaped name and path = %q", spaced.Text)
