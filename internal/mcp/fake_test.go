@@ -187,6 +187,27 @@ func (c *catalog) manifest(s *skill.Skill) *skill.Manifest {
 	return m
 }
 
+// get answers Get as the router does.
+func (c *catalog) get(req skill.GetRequest) (*skill.GetResult, error) {
+	if err := req.Validate(); err != nil {
+		return nil, err
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	s, err := c.lookup(req.Name, req.Agent)
+	if err != nil {
+		return nil, err
+	}
+	res := &skill.GetResult{Entry: &skill.Entry{Skill: s, Rank: 1}, Generation: c.gen}
+	if req.Manifest {
+		if !s.Enabled() {
+			return nil, skill.Errorf(skill.CodeFailedPrecondition, "skill %q is %s", s.Name, s.DisabledReason()).WithReason(skill.ReasonSkillDisabled)
+		}
+		res.Manifest = c.manifest(s)
+	}
+	return res, nil
+}
+
 // newSkill returns a global project skill for a catalog change.
 func newSkill(name, description string) *skill.Skill {
 	return &skill.Skill{Name: name, Root: skill.Root{Kind: skill.KindProject}, RelPath: name + "/SKILL.md",
@@ -350,23 +371,7 @@ func (c *catalog) router() *fakeRouter {
 		},
 		GetFunc: func(ctx context.Context, req skill.GetRequest) (*skill.GetResult, error) {
 			note(ctx)
-			if err := req.Validate(); err != nil {
-				return nil, err
-			}
-			c.mu.Lock()
-			defer c.mu.Unlock()
-			s, err := c.lookup(req.Name, req.Agent)
-			if err != nil {
-				return nil, err
-			}
-			res := &skill.GetResult{Entry: &skill.Entry{Skill: s, Rank: 1}, Generation: c.gen}
-			if req.Manifest {
-				if !s.Enabled() {
-					return nil, skill.Errorf(skill.CodeFailedPrecondition, "skill %q is %s", s.Name, s.DisabledReason()).WithReason(skill.ReasonSkillDisabled)
-				}
-				res.Manifest = c.manifest(s)
-			}
-			return res, nil
+			return c.get(req)
 		},
 		LoadFunc: func(ctx context.Context, req skill.LoadRequest) (*skill.LoadResult, error) {
 			note(ctx)
@@ -424,9 +429,9 @@ func (c *catalog) router() *fakeRouter {
 				}
 				res.Tokens = skill.EstimateTokens(string(data))
 				res.TotalTokens = res.Tokens
-				res.Content, res.Framed = fakeFrame("skill_resource", s, p, string(data)), true
+				res.Content, res.Framed = fakeFrame("skill_resource", s, p, string(data)), !req.Raw
 				if req.Raw {
-					res.Content, res.Framed = string(data), false
+					res.Content = string(data)
 				}
 			}
 			return res, nil

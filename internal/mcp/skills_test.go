@@ -44,52 +44,11 @@ func TestSkillsExtensionCapability(t *testing.T) {
 func TestSkillsListAndGet(t *testing.T) {
 	h := newHarness(t, func(o *Options, _ *View) { o.PageSize = 2 })
 	ctx := context.Background()
-	var entries []entryJSON
-	cursor, pages := "", 0
-	for {
-		var page struct {
-			ResultType string      `json:"resultType"`
-			Skills     []entryJSON `json:"skills"`
-			NextCursor string      `json:"nextCursor"`
-			TTLMs      *int        `json:"ttlMs"`
-			CacheScope string      `json:"cacheScope"`
-		}
-		if err := h.ext(methodSkillsList, rawParams{Cursor: cursor}, &page); err != nil {
-			t.Fatal(err)
-		}
-		pages++
-		if page.ResultType != "complete" || page.TTLMs == nil || page.CacheScope != "private" || page.Skills == nil {
-			t.Errorf("page %d: %+v", pages, page)
-		}
-		entries = append(entries, page.Skills...)
-		if cursor = page.NextCursor; cursor == "" {
-			break
-		}
-	}
+	entries, pages := listEntries(t, h)
 	var names []string
 	for _, e := range entries {
-		name := e.Frontmatter["name"].(string)
-		names = append(names, name)
-		if !strings.HasSuffix(e.URI, "/SKILL.md") || e.URI != skillURI(name, skillFile) {
-			t.Errorf("%s: uri %s", name, e.URI)
-		}
-		if len(e.Resources) == 0 || e.Resources[0].URI != e.URI {
-			t.Errorf("%s: the manifest does not start with SKILL.md: %+v", name, e.Resources)
-		}
-		for _, r := range e.Resources {
-			res, err := h.cs.ReadResource(ctx, &mcpsdk.ReadResourceParams{URI: r.URI})
-			if err != nil {
-				t.Fatalf("%s: %v", r.URI, err)
-			}
-			data := res.Contents[0].Blob
-			if data == nil {
-				data = []byte(res.Contents[0].Text)
-			}
-			sum := sha256.Sum256(data)
-			if r.Digest != "sha256:"+hex.EncodeToString(sum[:]) || r.Size != int64(len(data)) {
-				t.Errorf("%s: read %d bytes %x; the manifest says %d %s", r.URI, len(data), sum, r.Size, r.Digest)
-			}
-		}
+		names = append(names, e.Frontmatter["name"].(string))
+		checkEntry(t, h, e)
 	}
 	// Hidden and disabled skills and other agents' skills are not served.
 	want := []string{"data tools", "internal-lint", "kubernetes-debugging", "learned-trick", "pdf-form-filling", "release-notes"}
@@ -121,6 +80,59 @@ func TestSkillsListAndGet(t *testing.T) {
 	// A hidden skill's files are not served as resources either.
 	if _, err := h.cs.ReadResource(ctx, &mcpsdk.ReadResourceParams{URI: "skill://secret-helper/SKILL.md"}); err == nil {
 		t.Error("a hidden skill's SKILL.md was served")
+	}
+}
+
+// listEntries pages through skills/list, checking each page's shape.
+func listEntries(t *testing.T, h *harness) (entries []entryJSON, pages int) {
+	t.Helper()
+	cursor := ""
+	for {
+		var page struct {
+			ResultType string      `json:"resultType"`
+			Skills     []entryJSON `json:"skills"`
+			NextCursor string      `json:"nextCursor"`
+			TTLMs      *int        `json:"ttlMs"`
+			CacheScope string      `json:"cacheScope"`
+		}
+		if err := h.ext(methodSkillsList, rawParams{Cursor: cursor}, &page); err != nil {
+			t.Fatal(err)
+		}
+		pages++
+		if page.ResultType != "complete" || page.TTLMs == nil || page.CacheScope != "private" || page.Skills == nil {
+			t.Errorf("page %d: %+v", pages, page)
+		}
+		entries = append(entries, page.Skills...)
+		if cursor = page.NextCursor; cursor == "" {
+			return entries, pages
+		}
+	}
+}
+
+// checkEntry checks an entry's URIs and reads each of its files, checking
+// its size and digest.
+func checkEntry(t *testing.T, h *harness, e entryJSON) {
+	t.Helper()
+	name := e.Frontmatter["name"].(string)
+	if e.URI != skillURI(name, skillFile) {
+		t.Errorf("%s: uri %s", name, e.URI)
+	}
+	if len(e.Resources) == 0 || e.Resources[0].URI != e.URI {
+		t.Errorf("%s: the manifest does not start with SKILL.md: %+v", name, e.Resources)
+	}
+	for _, r := range e.Resources {
+		res, err := h.cs.ReadResource(context.Background(), &mcpsdk.ReadResourceParams{URI: r.URI})
+		if err != nil {
+			t.Fatalf("%s: %v", r.URI, err)
+		}
+		data := res.Contents[0].Blob
+		if data == nil {
+			data = []byte(res.Contents[0].Text)
+		}
+		sum := sha256.Sum256(data)
+		if r.Digest != "sha256:"+hex.EncodeToString(sum[:]) || r.Size != int64(len(data)) {
+			t.Errorf("%s: read %d bytes %x; the manifest says %d %s", r.URI, len(data), sum, r.Size, r.Digest)
+		}
 	}
 }
 

@@ -275,21 +275,6 @@ func TestListGetLoad(t *testing.T) {
 		t.Errorf("get = %+v skill %+v", got.Entry, s)
 	}
 
-	if got.Manifest != nil {
-		t.Errorf("a manifest nobody asked for: %+v", got.Manifest)
-	}
-	got, err = r.Get(ctx, skill.GetRequest{Name: "legacy-ftp", Manifest: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if req := ts.request("GetSkill").(*routerv1.GetSkillRequest); !req.GetManifest() {
-		t.Error("the manifest was not asked for")
-	}
-	if m := got.Manifest; m == nil || string(m.Frontmatter) != `{"name":"legacy-ftp","x":"y"}` || len(m.Files) != 2 ||
-		m.Files[1] != (skill.FileDigest{Path: "scripts/up.sh", Size: 12, SHA256: "def"}) {
-		t.Errorf("manifest = %+v", got.Manifest)
-	}
-
 	body, err := r.Load(ctx, skill.LoadRequest{Name: "pdf-form-filling", Agent: "coder", Level: skill.LevelBody, TokenBudget: 300})
 	if err != nil {
 		t.Fatal(err)
@@ -304,6 +289,27 @@ func TestListGetLoad(t *testing.T) {
 	file, err := r.Load(ctx, skill.LoadRequest{Name: "pdf-form-filling", Level: skill.LevelResource, ResourcePath: "a.bin"})
 	if err != nil || string(file.Data) != "\xff\x00" || file.ResourcePath != "a.bin" || file.Framed || file.Size != 2 {
 		t.Errorf("file = %+v, %v", file, err)
+	}
+}
+
+func TestGetWithManifest(t *testing.T) {
+	ts := &testServer{gen: 5}
+	r, _ := serve(t, ts, Options{})
+	ctx := context.Background()
+	got, err := r.Get(ctx, skill.GetRequest{Name: "legacy-ftp"})
+	if err != nil || got.Manifest != nil {
+		t.Fatalf("without asking: manifest %+v, %v", got, err)
+	}
+	got, err = r.Get(ctx, skill.GetRequest{Name: "legacy-ftp", Manifest: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if req := ts.request("GetSkill").(*routerv1.GetSkillRequest); !req.GetManifest() {
+		t.Error("the manifest was not asked for")
+	}
+	if m := got.Manifest; m == nil || string(m.Frontmatter) != `{"name":"legacy-ftp","x":"y"}` || len(m.Files) != 2 ||
+		m.Files[1] != (skill.FileDigest{Path: "scripts/up.sh", Size: 12, SHA256: "def"}) {
+		t.Errorf("manifest = %+v", got.Manifest)
 	}
 }
 
