@@ -320,15 +320,7 @@ func TestMCPAttached(t *testing.T) {
 // TestTypeScriptClient drives the real router over both transports with the
 // official TypeScript SDK: a client no one here wrote.
 func TestTypeScriptClient(t *testing.T) {
-	node, err := exec.LookPath("node")
-	if err != nil {
-		t.Skip("node is not installed: the TypeScript SDK client test needs Node 18 or later")
-	}
-	_, file, _, _ := runtime.Caller(0)
-	dir := filepath.Join(filepath.Dir(file), "..", "..", "testdata", "mcp-ts-client")
-	if _, err := os.Stat(filepath.Join(dir, "node_modules", "@modelcontextprotocol", "sdk", "package.json")); err != nil {
-		t.Skipf("the TypeScript SDK is not installed: run 'npm ci' in %s (.ci/run does)", dir)
-	}
+	node, dir := tsClient(t)
 	ws := daemontest.CopyExamples(t)
 	r := daemontest.Start(t, ws, daemontest.Options{Configure: func(c *config.Config) { c.MCP.Addr = "127.0.0.1:0" }})
 	for name, args := range map[string][]string{

@@ -210,18 +210,26 @@ var (
 	_ skill.GenerationWatcher = (*sharedRouter)(nil)
 )
 
-// holdWorkspace opens the state directory, builds the first index and serves
-// the socket: this process is the holder. It fails with store.ErrLocked
+// holdWorkspace opens the state directory, serves the socket and builds the
+// first index: this process is the holder. It fails with store.ErrLocked
 // when another process holds the directory.
 func (m *Main) holdWorkspace(ctx context.Context, lockWait time.Duration) error {
+	return m.startCore(ctx, m.Config.StateDir, lockWait, true)
+}
+
+// startCore opens the store in stateDir and builds the first index; with
+// share it serves the state directory's socket first, so that sessions
+// that start meanwhile attach at once and wait for the first index with
+// this one.
+func (m *Main) startCore(ctx context.Context, stateDir string, lockWait time.Duration, share bool) error {
 	holder := fmt.Sprintf("router mcp (stdio) pid %d", os.Getpid())
-	if err := m.openCore(ctx, holder, m.Config.StateDir, lockWait); err != nil {
+	if err := m.openCore(ctx, holder, stateDir, lockWait); err != nil {
 		_ = m.closeCore()
 		return err
 	}
-	// Sessions that start meanwhile attach at once and wait for the
-	// first index with this one.
-	m.serveSocket()
+	if share {
+		m.serveSocket()
+	}
 	if err := m.router.Start(ctx); err != nil {
 		_ = m.closeSession()
 		return fmt.Errorf("first index: %w", err)
@@ -317,18 +325,10 @@ func (m *Main) openSession(ctx context.Context, agent string) (*stdioSession, er
 	if err != nil {
 		return nil, err
 	}
-	if err := m.openCore(ctx, fmt.Sprintf("router mcp (stdio) pid %d", os.Getpid()), tmp, 2*time.Second); err != nil {
-		_ = m.closeCore()
+	if err := m.startCore(ctx, tmp, 2*time.Second, false); err != nil {
 		_ = os.RemoveAll(tmp)
 		return nil, err
 	}
-	if err := m.router.Start(ctx); err != nil {
-		_ = m.closeCore()
-		_ = os.RemoveAll(tmp)
-		return nil, fmt.Errorf("first index: %w", err)
-	}
-	m.serving.Store(true)
-	m.watchConfig(m.router)
 	return &stdioSession{router: m.served, close: func() error {
 		return errors.Join(m.closeSession(), os.RemoveAll(tmp))
 	}}, nil

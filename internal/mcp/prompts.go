@@ -3,7 +3,6 @@ package mcp
 import (
 	"context"
 
-	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	mcpsdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcpsag/router/internal/skill"
@@ -18,11 +17,10 @@ import (
 // skills out, as the router's Match does).
 func (f *Front) promptHandler(vw *view, name string) mcpsdk.PromptHandler {
 	return func(ctx context.Context, req *mcpsdk.GetPromptRequest) (*mcpsdk.GetPromptResult, error) {
-		agent, err := f.actFor(ctx, vw, "")
+		agent, err := f.viewAgent(ctx, vw, name)
 		if err != nil {
-			return nil, &jsonrpc.Error{Code: codeForbidden, Message: err.Error()}
+			return nil, err
 		}
-		callFrom(ctx).skill = name
 		res, err := f.router.Load(ctx, skill.LoadRequest{Name: name, Agent: agent, Level: skill.LevelBody})
 		if err != nil {
 			return nil, f.rpcError(ctx, skillURI(name, skillFile), err)

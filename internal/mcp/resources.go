@@ -8,7 +8,6 @@ import (
 	"strings"
 	"unicode/utf8"
 
-	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	mcpsdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcpsag/router/internal/skill"
@@ -157,11 +156,10 @@ func (f *Front) resourceHandler(vw *view) mcpsdk.ResourceHandler {
 		if err != nil {
 			return nil, badURI(ctx, uri, err.Error())
 		}
-		agent, err := f.actFor(ctx, vw, "")
+		agent, err := f.viewAgent(ctx, vw, name)
 		if err != nil {
-			return nil, &jsonrpc.Error{Code: codeForbidden, Message: err.Error()}
+			return nil, err
 		}
-		callFrom(ctx).skill = name
 		if _, err := f.servedSkill(ctx, agent, name, false); err != nil {
 			return nil, f.rpcError(ctx, uri, err)
 		}

@@ -180,9 +180,9 @@ func entryOf(s *skill.Skill, m *skill.Manifest) (skillEntry, error) {
 // sees, sorted by name, each a complete entry. A skill the extension cannot
 // serve (see entryOf) is left out; skills/get says why.
 func (f *Front) listSkillEntries(ctx context.Context, vw *view, p *listSkillsParams) (*listSkillsResult, error) {
-	agent, err := f.actFor(ctx, vw, "")
+	agent, err := f.viewAgent(ctx, vw, "")
 	if err != nil {
-		return nil, &jsonrpc.Error{Code: codeForbidden, Message: err.Error()}
+		return nil, err
 	}
 	cursor := ""
 	if p != nil {
@@ -249,11 +249,10 @@ func (f *Front) getSkillEntry(ctx context.Context, vw *view, p *getSkillParams) 
 	if err != nil {
 		return nil, badURI(ctx, uri, err.Error())
 	}
-	agent, err := f.actFor(ctx, vw, "")
+	agent, err := f.viewAgent(ctx, vw, name)
 	if err != nil {
-		return nil, &jsonrpc.Error{Code: codeForbidden, Message: err.Error()}
+		return nil, err
 	}
-	callFrom(ctx).skill = name
 	e, err := f.entry(ctx, agent, name)
 	var de *skill.Error
 	switch {
@@ -286,11 +285,10 @@ func (f *Front) readDirectory(ctx context.Context, vw *view, p *readDirectoryPar
 			return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("cursor %q is not one this server gave", skill.Clip(cursor, 40))}
 		}
 	}
-	agent, err := f.actFor(ctx, vw, "")
+	agent, err := f.viewAgent(ctx, vw, name)
 	if err != nil {
-		return nil, &jsonrpc.Error{Code: codeForbidden, Message: err.Error()}
+		return nil, err
 	}
-	callFrom(ctx).skill = name
 	res, err := f.servedSkill(ctx, agent, name, true)
 	if err != nil {
 		return nil, f.rpcError(ctx, uri, err)

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	mcpsdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcpsag/router/internal/skill"
@@ -139,6 +140,20 @@ func (f *Front) actFor(ctx context.Context, vw *view, agent string) (string, err
 		}
 		return "", fmt.Errorf("permission_denied: agent: token %s may not act for agent %s; name an agent the token is bound to",
 			p.ID, skill.Clip(shown, 80))
+	}
+	return agent, nil
+}
+
+// viewAgent is actFor for the requests that name no agent (reads, prompts,
+// the Skills extension): the view's agent, or -32010 when the token may not
+// act for it. It records the skill the request names, if any.
+func (f *Front) viewAgent(ctx context.Context, vw *view, skillName string) (string, error) {
+	agent, err := f.actFor(ctx, vw, "")
+	if err != nil {
+		return "", &jsonrpc.Error{Code: codeForbidden, Message: err.Error()}
+	}
+	if skillName != "" {
+		callFrom(ctx).skill = skillName
 	}
 	return agent, nil
 }
