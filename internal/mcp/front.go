@@ -62,6 +62,13 @@ type Front struct {
 
 	mu    sync.Mutex
 	views map[View]*view
+
+	// statusErr is the last error of reading the router's status, logged
+	// when it changes.
+	statusErr struct {
+		sync.Mutex
+		last string
+	}
 }
 
 // New returns a Front over r.

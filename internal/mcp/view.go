@@ -138,10 +138,17 @@ func (f *Front) status(ctx context.Context, vw *view) *skill.Status {
 		return nil
 	}
 	st, err := f.router.Status(ctx)
+	f.statusErr.Lock()
+	defer f.statusErr.Unlock()
 	if err != nil {
-		f.log.Warn("cannot read the router's status; flag-dependent tools unchanged", "err", err)
+		// Polled every PollInterval: said once until it changes.
+		if msg := err.Error(); msg != f.statusErr.last {
+			f.statusErr.last = msg
+			f.log.Warn("cannot read the router's status; flag-dependent tools unchanged", "err", err)
+		}
 		return nil
 	}
+	f.statusErr.last = ""
 	return st
 }
 
