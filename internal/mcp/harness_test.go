@@ -200,27 +200,21 @@ func (h *harness) toolErr(name string, args any) string {
 	return text(res)
 }
 
-// checkStructured asserts that a text block holds the structured content
-// as JSON: the first block that is a JSON object (find_skills and
-// find_tools put a sentence with their verdict before it).
+// checkStructured asserts that the first text block holds the structured
+// content as JSON (find_skills and find_tools add a sentence with their
+// verdict after it).
 func checkStructured(t testing.TB, res *mcpsdk.CallToolResult) {
 	t.Helper()
 	if res.StructuredContent == nil {
 		t.Fatal("no structured content")
 	}
-	var fromText, fromStruct any
-	found := false
-	for _, c := range res.Content {
-		if tc, ok := c.(*mcpsdk.TextContent); ok && strings.HasPrefix(tc.Text, "{") {
-			if err := json.Unmarshal([]byte(tc.Text), &fromText); err != nil {
-				t.Fatalf("text block is not JSON: %v", err)
-			}
-			found = true
-			break
-		}
+	tc, ok := res.Content[0].(*mcpsdk.TextContent)
+	if !ok {
+		t.Fatalf("first content block is %T, want text", res.Content[0])
 	}
-	if !found {
-		t.Fatalf("no text block holds the structured content as JSON: %v", res.Content)
+	var fromText, fromStruct any
+	if err := json.Unmarshal([]byte(tc.Text), &fromText); err != nil {
+		t.Fatalf("text block is not JSON: %v", err)
 	}
 	b, _ := json.Marshal(res.StructuredContent)
 	_ = json.Unmarshal(b, &fromStruct)

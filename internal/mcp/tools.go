@@ -169,13 +169,14 @@ func (f *Front) findSkills(ctx context.Context, vw *view, in findInput) (*mcpsdk
 		return nil, findOutput{}, f.toolError(ctx, toolFind, err)
 	}
 	out := findOut(res)
-	// The verdict in a sentence, then the structured output as text.
-	content, err := withText(out)
+	// The structured output as text (first, where clients look for it),
+	// then the verdict in a sentence.
+	text, err := textOf(out)
 	if err != nil {
 		return nil, findOutput{}, f.toolError(ctx, toolFind, err)
 	}
-	content = append([]mcpsdk.Content{&mcpsdk.TextContent{Text: verdictSentence(res, "skill")}}, content...)
-	return &mcpsdk.CallToolResult{Content: content}, out, nil
+	return &mcpsdk.CallToolResult{Content: []mcpsdk.Content{&mcpsdk.TextContent{Text: text},
+		&mcpsdk.TextContent{Text: verdictSentence(res, "skill")}}}, out, nil
 }
 
 func (f *Front) listSkills(ctx context.Context, vw *view, in listInput) (*mcpsdk.CallToolResult, listOutput, error) {

@@ -76,8 +76,8 @@ func TestFindSkills(t *testing.T) {
 	h := newHarness(t)
 	var out findOutput
 	res := h.ok(toolFind, map[string]any{"task": "fill in a PDF form from JSON"}, &out)
-	if got := firstText(t, res); !strings.HasPrefix(got, "Confident match:") {
-		t.Errorf("first text block %q, want the verdict in a sentence", got)
+	if got := lastText(t, res); !strings.HasPrefix(got, "Confident match:") {
+		t.Errorf("last text block %q, want the verdict in a sentence", got)
 	}
 	if out.Abstained || len(out.Candidates) == 0 || out.Candidates[0].Name != "pdf-form-filling" {
 		t.Fatalf("candidates = %+v", out)
@@ -97,7 +97,7 @@ func TestFindSkills(t *testing.T) {
 	if !out.Abstained || out.AbstainReason != "no_match" || len(out.Candidates) != 0 || out.Verdict != "no_skill" {
 		t.Errorf("abstention = %+v", out)
 	}
-	if got := firstText(t, res); got != "No skill fits this task: go ahead without one." {
+	if got := lastText(t, res); got != "No skill fits this task: go ahead without one." {
 		t.Errorf("abstention sentence %q", got)
 	}
 
@@ -274,16 +274,16 @@ func TestFlagWithoutGeneration(t *testing.T) {
 	}
 }
 
-// firstText returns a tool result's first content block, which must be
+// lastText returns a tool result's last content block, which must be
 // text.
-func firstText(t *testing.T, res *mcpsdk.CallToolResult) string {
+func lastText(t *testing.T, res *mcpsdk.CallToolResult) string {
 	t.Helper()
-	if len(res.Content) == 0 {
-		t.Fatal("no content")
+	if len(res.Content) < 2 {
+		t.Fatalf("%d content blocks, want the structured output and the verdict", len(res.Content))
 	}
-	tc, ok := res.Content[0].(*mcpsdk.TextContent)
+	tc, ok := res.Content[len(res.Content)-1].(*mcpsdk.TextContent)
 	if !ok {
-		t.Fatalf("first content block is %T, want text", res.Content[0])
+		t.Fatalf("last content block is %T, want text", res.Content[len(res.Content)-1])
 	}
 	return tc.Text
 }

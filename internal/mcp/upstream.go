@@ -92,7 +92,7 @@ func (f *Front) addFindTools(vw *view) {
 			return nil, nil, f.toolError(ctx, toolFindTools, fmt.Errorf("encode find_tools output: %w", err))
 		}
 		return &mcpsdk.CallToolResult{StructuredContent: json.RawMessage(b),
-			Content: []mcpsdk.Content{&mcpsdk.TextContent{Text: sentence}, &mcpsdk.TextContent{Text: string(b)}}}, nil, nil
+			Content: []mcpsdk.Content{&mcpsdk.TextContent{Text: string(b)}, &mcpsdk.TextContent{Text: sentence}}}, nil, nil
 	})
 }
 
