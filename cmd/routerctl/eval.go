@@ -46,19 +46,23 @@ func newEvalCmd(e *env) *cobra.Command {
 router's Match: indexes DIR (a skill root or a workspace), embeds it with the
 model (default: the bundled one), runs every query of FILE and reports
 Hit@1, Recall@3, Recall@5, MRR@10 and NDCG@10 over queries that need a skill,
-abstention precision and recall over all queries, and latency p50/p99.
+hidden hits (queries that need a skill abstained on although a relevant skill
+was in the top 3), the verdicts (confident, low-confidence, no skill) of the
+queries that need a skill and of those that need none, abstention precision
+and recall over all queries, and latency p50/p99.
 
 FILE holds JSON lines {"id": ..., "query": ..., "relevant": [skill names]};
 an empty "relevant" list means the right answer is to abstain. --config
 evaluates the match settings of a router config file (for example one that
 routerctl calibrate wrote); a report on the set a config was calibrated on
-says its abstention figures are in-sample. On a terminal, progress is shown
+says its verdict figures are in-sample. On a terminal, progress is shown
 on stderr.
 
 --foreign N runs the cross-catalog protocol instead: N queries of FILE that
 need a skill (drawn with a fixed seed) are relabelled as needing none and
 matched against DIR, which must be another set's catalog; it reports the
-share declined and lists the tasks that got a skill.
+shares abstained on, served as low-confidence and matched confidently, and
+lists the tasks that got a skill with their verdicts.
 
 When the config file has mcp_servers, their tools are indexed too, as the
 router indexes them, and --skills may be left out to evaluate tools alone.
