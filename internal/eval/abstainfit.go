@@ -459,7 +459,8 @@ func (fs *fitSet) abstainCutoff(cls *match.Classifier, keep func(int) bool) (flo
 			if t.Top1 {
 				b.hidden1++
 			}
-		case t.Forced:
+		case t.Forced || t.Features.Boost > 0:
+			// Explicit, or named: never abstained on.
 		default:
 			p := cls.Probability(t.Features)
 			if t.Top3 {
@@ -525,7 +526,7 @@ func (fs *fitSet) verdict(cls *match.Classifier, i int) skill.Verdict {
 	}
 	p := cls.Probability(t.Features)
 	switch {
-	case !fs.keywordless(i) && p < cls.Cutoff:
+	case !fs.keywordless(i) && p < cls.Cutoff && t.Features.Boost == 0:
 		return skill.VerdictNoSkill
 	case p < cls.Confident:
 		return skill.VerdictLowConfidence

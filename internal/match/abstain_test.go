@@ -107,7 +107,7 @@ func TestKeywordlessTaskIsDecidedByTheThreshold(t *testing.T) {
 // judged nothing and says low confidence; a threshold that passes says
 // confident.
 func TestVerdicts(t *testing.T) {
-	skills := catalog()
+	skills := append(catalog(), newSkill("archives", "Pack and unpack archives", withTriggers("zip")))
 	// A classifier whose probability is its bias: sigmoid(bias).
 	at := func(p, cutoff, confident float64) match.Classifier {
 		return match.Classifier{Mode: skill.ModeHybrid, Features: []string{match.FeatDenseTop},
@@ -134,9 +134,17 @@ func TestVerdicts(t *testing.T) {
 		if tc.want != skill.VerdictNoSkill && len(res.Candidates) == 0 {
 			t.Errorf("%s: no candidates served", tc.name)
 		}
-		// Naming a skill in so many words is confident even under the cutoff.
+		// Naming a skill in so many words is confident even under the cutoff;
+		// a weaker trigger (one word) is never abstained on.
 		if named := rank(t, ix, "please use the image resize skill").Result; named.Verdict != skill.VerdictConfident {
 			t.Errorf("%s: a task naming its skill got %q", tc.name, named.Verdict)
+		}
+		weak := rank(t, ix, "zip the logs")
+		if weak.Features.Boost <= 0 || weak.Rule == match.RuleExplicit {
+			t.Fatalf("%s: 'zip' fired no weak trigger (boost %v, rule %s)", tc.name, weak.Features.Boost, weak.Rule)
+		}
+		if want := tc.want; weak.Result.Abstained || (want != skill.VerdictNoSkill && weak.Result.Verdict != want) {
+			t.Errorf("%s: a task that fires a weak trigger got %q (abstained %v)", tc.name, weak.Result.Verdict, weak.Result.Abstained)
 		}
 	}
 

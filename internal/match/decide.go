@@ -145,7 +145,15 @@ func (ix *Index) decide(rk *Ranking, res *skill.MatchResult, r resolved, mode sk
 		}
 	} else {
 		rk.Rule = RuleClassifier
-		if p < cls.Cutoff {
+		switch {
+		case p < cls.Cutoff && rk.Features.Boost > 0:
+			// A task that names a skill or fires a trigger is never
+			// abstained on, however weakly it does.
+			serve(skill.VerdictLowConfidence,
+				"the calibrated classifier gives %.2f that these candidates hold a skill for the task, under its cutoff %.2f, "+
+					"but the task names a skill or fires a trigger: they may not fit", p, cls.Cutoff)
+			return
+		case p < cls.Cutoff:
 			abstain(RuleClassifier, skill.AbstainCalibrated,
 				"the calibrated classifier gives %.2f that a skill fits, below its cutoff %.2f", p, cls.Cutoff)
 			return
