@@ -17,7 +17,7 @@ import (
 
 	"github.com/mcpsag/router/internal/config"
 	"github.com/mcpsag/router/internal/daemon/daemontest"
-	"github.com/mcpsag/router/internal/generation"
+	"github.com/mcpsag/router/internal/loader"
 	"github.com/mcpsag/router/internal/skill"
 	"github.com/mcpsag/router/internal/skillfs"
 	"github.com/mcpsag/router/internal/skillmd"
@@ -165,7 +165,7 @@ func checkSkills(t *testing.T, ws string, want int) []string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if rep := generation.Validate(roots, skillmd.DefaultLimits, skillfs.DefaultScanLimits); rep.Served != want {
+	if rep := loader.Validate(roots, skillmd.DefaultLimits, skillfs.DefaultScanLimits); rep.Served != want {
 		t.Errorf("the router would serve %d of %d skills; problems %v", rep.Served, want, rep.Problems)
 	}
 	return names

@@ -26,7 +26,7 @@ import (
 	"github.com/mcpsag/router/internal/auth"
 	"github.com/mcpsag/router/internal/config"
 	"github.com/mcpsag/router/internal/embed"
-	"github.com/mcpsag/router/internal/generation"
+	"github.com/mcpsag/router/internal/loader"
 	"github.com/mcpsag/router/internal/router"
 	"github.com/mcpsag/router/internal/server"
 	"github.com/mcpsag/router/internal/skill"
@@ -248,7 +248,7 @@ func (m *Main) openCore(ctx context.Context, holder, stateDir string, lockWait t
 	// model loads meanwhile, while the first build scans the roots. That
 	// build waits for the load before it embeds (a Manager that has no
 	// model yet reloads under the same lock).
-	builder, err := generation.NewBuilder(m.builderConfig(), db)
+	builder, err := loader.NewBuilder(m.builderConfig(), db)
 	if err != nil {
 		m.closeUpstream()
 		return err

@@ -11,7 +11,7 @@ import (
 
 	"github.com/mcpsag/router/internal/config"
 	"github.com/mcpsag/router/internal/embed"
-	"github.com/mcpsag/router/internal/generation"
+	"github.com/mcpsag/router/internal/loader"
 	"github.com/mcpsag/router/internal/router"
 	"github.com/mcpsag/router/internal/skill"
 	"github.com/mcpsag/router/internal/skillfs"
@@ -75,11 +75,11 @@ func (m *Main) watchConfig(rt *router.Router) {
 }
 
 // builderConfig says where the skills are and how to read and embed them.
-func (m *Main) builderConfig() generation.Config {
+func (m *Main) builderConfig() loader.Config {
 	cfg := m.Config
 	roots, _ := cfg.RootSpecsKinds() // validated by config.Resolve
 	prec, _ := cfg.PrecedenceKinds()
-	bc := generation.Config{
+	bc := loader.Config{
 		Workspace:     cfg.Workspace,
 		Precedence:    prec,
 		Limits:        skillmd.Limits{MaxFileBytes: cfg.Limits.MaxSkillFileBytes, MaxFrontmatterBytes: cfg.Limits.MaxFrontmatterBytes},
@@ -98,8 +98,8 @@ func (m *Main) builderConfig() generation.Config {
 
 // recordPass records every build of the router: a reindex event and the
 // document cache figures.
-func recordPass(rec *telemetry.Recorder) func(context.Context, generation.Pass, error) {
-	return func(ctx context.Context, p generation.Pass, err error) {
+func recordPass(rec *telemetry.Recorder) func(context.Context, loader.Pass, error) {
+	return func(ctx context.Context, p loader.Pass, err error) {
 		st := p.Stats
 		rec.Reindexed(ctx, telemetry.Reindex{
 			Duration: st.Duration, Err: err, Generation: st.Generation,

@@ -12,7 +12,7 @@ import (
 
 	"github.com/mcpsag/router/internal/catalog"
 	"github.com/mcpsag/router/internal/embed"
-	"github.com/mcpsag/router/internal/generation"
+	"github.com/mcpsag/router/internal/loader"
 	"github.com/mcpsag/router/internal/match"
 	"github.com/mcpsag/router/internal/skill"
 	"github.com/mcpsag/router/internal/skillfs"
@@ -55,7 +55,7 @@ type Options struct {
 type Progress func(phase string, done, total int)
 
 // Corpus is an indexed skill folder ready for evaluation: one generation,
-// built by the same generation.Builder the router uses.
+// built by the same loader.Builder the router uses.
 type Corpus struct {
 	Index   *match.Index
 	Catalog *catalog.Catalog
@@ -67,8 +67,8 @@ type Corpus struct {
 	// IndexTime the match index's share of it.
 	BuildTime, IndexTime time.Duration
 
-	gen      *generation.Generation
-	builder  *generation.Builder
+	gen      *loader.Generation
+	builder  *loader.Builder
 	db       *store.DB
 	tmp      string
 	manager  *embed.Manager
@@ -131,14 +131,14 @@ func Open(ctx context.Context, opt Options) (*Corpus, error) {
 		}
 		roots = []skillfs.RootSpec{{Path: workspace, Kind: skill.KindProject}}
 	}
-	bc := generation.Config{Workspace: workspace, Roots: roots, Embedder: c.manager, Logger: log}
+	bc := loader.Config{Workspace: workspace, Roots: roots, Embedder: c.manager, Logger: log}
 	if len(opt.Servers) > 0 {
 		if err := c.startServers(ctx, opt, log); err != nil {
 			return nil, err
 		}
 		bc.Tools = c.upstream
 	}
-	if c.builder, err = generation.NewBuilder(bc, c.db); err != nil {
+	if c.builder, err = loader.NewBuilder(bc, c.db); err != nil {
 		return nil, err
 	}
 	cfg := match.DefaultConfig()
@@ -242,7 +242,7 @@ func (c *Corpus) watchBuild(p Progress) (stop func()) {
 	return func() { close(quit); <-done }
 }
 
-func (c *Corpus) use(g *generation.Generation) {
+func (c *Corpus) use(g *loader.Generation) {
 	c.gen, c.Index, c.Catalog, c.Model = g, g.Index, g.Catalog, g.Model
 	c.IndexTime = g.Index.Stats().Duration
 }

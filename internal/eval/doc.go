@@ -1,5 +1,5 @@
 // Package eval measures matching quality. It builds a generation of a folder
-// of skills in-process through generation.Builder, exactly as the router does
+// of skills in-process through loader.Builder, exactly as the router does
 // (on a temporary store, with the real embedding model), runs labelled
 // queries through the same Index.Rank code path as the Match RPC, and reports ranking quality (Hit@1, Recall@3,
 // Recall@5, MRR@10, NDCG@10 over queries that need a skill), abstention

@@ -14,7 +14,7 @@ import (
 
 	"github.com/mcpsag/router/internal/embed"
 	"github.com/mcpsag/router/internal/eval"
-	"github.com/mcpsag/router/internal/generation"
+	"github.com/mcpsag/router/internal/loader"
 	"github.com/mcpsag/router/internal/match"
 	"github.com/mcpsag/router/internal/skill"
 	"github.com/mcpsag/router/internal/skillfs"
@@ -99,7 +99,7 @@ func benchRouter(b *testing.B, ws, state string) *Router {
 		b.Fatal(err)
 	}
 	b.Cleanup(func() { db.Close() })
-	bl, err := generation.NewBuilder(generation.Config{Workspace: ws, Roots: roots, Embedder: m}, db)
+	bl, err := loader.NewBuilder(loader.Config{Workspace: ws, Roots: roots, Embedder: m}, db)
 	if err != nil {
 		b.Fatal(err)
 	}

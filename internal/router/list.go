@@ -8,7 +8,7 @@ import (
 	"strings"
 
 	"github.com/mcpsag/router/internal/catalog"
-	"github.com/mcpsag/router/internal/generation"
+	"github.com/mcpsag/router/internal/loader"
 	"github.com/mcpsag/router/internal/skill"
 )
 
@@ -79,7 +79,7 @@ func (r *Router) Get(ctx context.Context, req skill.GetRequest) (*skill.GetResul
 
 // lookup finds the skill agent sees under name in the served generation,
 // else the tool of that name when the caller's scope includes its server.
-func (r *Router) lookup(ctx context.Context, name, agent string) (*generation.Generation, *skill.Entry, error) {
+func (r *Router) lookup(ctx context.Context, name, agent string) (*loader.Generation, *skill.Entry, error) {
 	g, err := r.generation()
 	if err != nil {
 		return nil, nil, err

@@ -8,7 +8,7 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/mcpsag/router/internal/generation"
+	"github.com/mcpsag/router/internal/loader"
 	"github.com/mcpsag/router/internal/match"
 	"github.com/mcpsag/router/internal/skill"
 	"github.com/mcpsag/router/internal/skillmd"
@@ -40,7 +40,7 @@ func TestGetManifest(t *testing.T) {
 	db, err := store.Open(t.TempDir(), store.Options{ParserVersion: skillmd.Version})
 	must(t, err)
 	t.Cleanup(func() { db.Close() })
-	b, err := generation.NewBuilder(generation.Config{Workspace: ws}, db)
+	b, err := loader.NewBuilder(loader.Config{Workspace: ws}, db)
 	must(t, err)
 	r := New(Config{Builder: b, MaxResourceBytes: 1024,
 		Settings: Settings{Flags: skill.Flags{SkillsV1: true}, DefaultTokenBudget: 5000, MaxTokenBudget: 50000, Match: match.DefaultConfig()}})

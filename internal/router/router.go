@@ -21,7 +21,7 @@ import (
 
 	"github.com/mcpsag/router/internal/allowlist"
 	"github.com/mcpsag/router/internal/embed"
-	"github.com/mcpsag/router/internal/generation"
+	"github.com/mcpsag/router/internal/loader"
 	"github.com/mcpsag/router/internal/match"
 	"github.com/mcpsag/router/internal/skill"
 	"github.com/mcpsag/router/internal/skillfs"
@@ -30,7 +30,7 @@ import (
 // Config configures a Router.
 type Config struct {
 	// Builder builds the generations the router serves.
-	Builder *generation.Builder
+	Builder *loader.Builder
 	// Watch turns on file system events.
 	Watch bool
 	// Debounce coalesces bursts of file events.
@@ -50,7 +50,7 @@ type Config struct {
 	StoreDegraded string
 	// OnPass, when set, is called after every build (requested or in the
 	// background), with its error; telemetry records reindex events here.
-	OnPass func(ctx context.Context, p generation.Pass, err error)
+	OnPass func(ctx context.Context, p loader.Pass, err error)
 	// Upstream is the manager of the configured MCP servers (the builder
 	// indexes their tools through its own Config.Tools); nil means none.
 	Upstream Upstream
@@ -88,11 +88,11 @@ type Settings struct {
 // skill.GenerationWatcher.
 type Router struct {
 	cfg     Config
-	builder *generation.Builder
+	builder *loader.Builder
 	log     *slog.Logger
 	started time.Time
 
-	current  atomic.Pointer[generation.Generation]
+	current  atomic.Pointer[loader.Generation]
 	views    views // of the served generation
 	settings atomic.Pointer[Settings]
 	allow    *allowlist.File
@@ -255,7 +255,7 @@ func (r *Router) Reindex(ctx context.Context, req skill.ReindexRequest) (*skill.
 
 // phaseList renders a build's phases for the log, for example
 // "scan=1.2s parse=0s store=310ms".
-func phaseList(ps []generation.Phase) string {
+func phaseList(ps []loader.Phase) string {
 	var b strings.Builder
 	for i, p := range ps {
 		if i > 0 {
@@ -285,10 +285,10 @@ func (r *Router) reindexChanged(ctx context.Context, full bool, changed []string
 
 // buildLocked runs one build, publishes its generation and logs it. The
 // caller holds buildMu.
-func (r *Router) buildLocked(ctx context.Context, full bool, changed []string) (generation.Pass, error) {
+func (r *Router) buildLocked(ctx context.Context, full bool, changed []string) (loader.Pass, error) {
 	prev := r.current.Load()
-	var g *generation.Generation
-	var pass generation.Pass
+	var g *loader.Generation
+	var pass loader.Pass
 	var err error
 	if changed != nil && !full {
 		g, pass, err = r.builder.BuildChanged(ctx, prev, changed, r.Settings().Match)
@@ -360,7 +360,7 @@ func sameSlice(a, b []string) bool {
 }
 
 // publish makes g the served generation and wakes WaitGeneration callers.
-func (r *Router) publish(g *generation.Generation) {
+func (r *Router) publish(g *loader.Generation) {
 	r.current.Store(g)
 	r.views.forget()
 	r.mu.Lock()
@@ -388,7 +388,7 @@ func (r *Router) WaitGeneration(ctx context.Context, after uint64) (uint64, erro
 
 // generation returns the generation served, or an Unavailable error before
 // the first one is built.
-func (r *Router) generation() (*generation.Generation, error) {
+func (r *Router) generation() (*loader.Generation, error) {
 	g := r.current.Load()
 	if g == nil {
 		return nil, skill.Errorf(skill.CodeUnavailable, "the skill index is still loading; retry shortly")

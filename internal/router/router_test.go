@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/mcpsag/router/internal/generation"
+	"github.com/mcpsag/router/internal/loader"
 	"github.com/mcpsag/router/internal/match"
 	"github.com/mcpsag/router/internal/skill"
 	"github.com/mcpsag/router/internal/skillmd"
@@ -31,7 +31,7 @@ func newRouter(tb testing.TB) *Router {
 		tb.Fatal(err)
 	}
 	tb.Cleanup(func() { db.Close() })
-	b, err := generation.NewBuilder(generation.Config{Workspace: examples(tb)}, db)
+	b, err := loader.NewBuilder(loader.Config{Workspace: examples(tb)}, db)
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -144,7 +144,7 @@ func TestEditRightAfterStartIsServed(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { db.Close() })
-	b, err := generation.NewBuilder(generation.Config{Workspace: ws}, db)
+	b, err := loader.NewBuilder(loader.Config{Workspace: ws}, db)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -178,28 +178,28 @@ func TestEditRightAfterStartIsServed(t *testing.T) {
 }
 
 // TestRestartCatchesUpWithTheDisk: a router whose builder serves the last
-// scan (generation.Config.ServeLastScan) serves, at a restart, what it
+// scan (loader.Config.ServeLastScan) serves, at a restart, what it
 // served before, says it is catching up, and then, with no file event and
 // no periodic rescan to prompt it, scans the roots and serves an edit made
 // while it was stopped.
 func TestRestartCatchesUpWithTheDisk(t *testing.T) {
 	ws, state := t.TempDir(), t.TempDir()
 	var mu sync.Mutex
-	var passes []generation.Pass
+	var passes []loader.Pass
 	start := func() (*Router, func()) {
 		t.Helper()
 		db, err := store.Open(state, store.Options{ParserVersion: skillmd.Version})
 		if err != nil {
 			t.Fatal(err)
 		}
-		b, err := generation.NewBuilder(generation.Config{Workspace: ws, ServeLastScan: true}, db)
+		b, err := loader.NewBuilder(loader.Config{Workspace: ws, ServeLastScan: true}, db)
 		if err != nil {
 			t.Fatal(err)
 		}
 		r := New(Config{
 			Builder:  b,
 			Settings: Settings{Flags: skill.Flags{SkillsV1: true}, DefaultTokenBudget: 5000, MaxTokenBudget: 50000, Match: match.DefaultConfig()},
-			OnPass: func(_ context.Context, p generation.Pass, err error) {
+			OnPass: func(_ context.Context, p loader.Pass, err error) {
 				mu.Lock()
 				defer mu.Unlock()
 				if err == nil {

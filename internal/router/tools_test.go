@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/mcpsag/router/internal/allowlist"
-	"github.com/mcpsag/router/internal/generation"
+	"github.com/mcpsag/router/internal/loader"
 	"github.com/mcpsag/router/internal/match"
 	"github.com/mcpsag/router/internal/skill"
 	"github.com/mcpsag/router/internal/skillmd"
@@ -78,7 +78,7 @@ func newToolRouter(t *testing.T, allow string) (*Router, *fakeUpstream) {
 		tool("ops", "page_oncall", "Page the on-call engineer", true, "reviewer"),
 	}
 	up.digest = "1"
-	b, err := generation.NewBuilder(generation.Config{Workspace: examples(t), Tools: up}, db)
+	b, err := loader.NewBuilder(loader.Config{Workspace: examples(t), Tools: up}, db)
 	if err != nil {
 		t.Fatal(err)
 	}

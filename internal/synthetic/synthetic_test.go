@@ -8,7 +8,7 @@ import (
 	"testing"
 	"unicode/utf8"
 
-	"github.com/mcpsag/router/internal/generation"
+	"github.com/mcpsag/router/internal/loader"
 	"github.com/mcpsag/router/internal/skillfs"
 	"github.com/mcpsag/router/internal/skillmd"
 )
@@ -41,7 +41,7 @@ func TestCatalogIsDistinctDeterministicAndParses(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rep := generation.Validate(roots, skillmd.DefaultLimits, skillfs.DefaultScanLimits)
+	rep := loader.Validate(roots, skillmd.DefaultLimits, skillfs.DefaultScanLimits)
 	if rep.Files != 10 || rep.Served != 10 {
 		t.Errorf("written workspace: %d files, %d served; problems %v", rep.Files, rep.Served, rep.Problems)
 	}

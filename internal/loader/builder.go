@@ -1,10 +1,10 @@
-// Package generation builds index generations. A build scans the skill roots,
+// Package loader builds index generations. A build scans the skill roots,
 // parses the SKILL.md files that changed, keeps the store in step with the
 // disk, resolves the catalog, embeds the skills through the store's vector
 // cache and builds the match index. The result, a Generation, is immutable.
 // The router serves one Generation at a time, and evaluation builds its
 // Generation through the same Builder, so it measures exactly what is served.
-package generation
+package loader
 
 import (
 	"context"

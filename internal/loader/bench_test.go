@@ -1,4 +1,4 @@
-package generation
+package loader
 
 import (
 	"context"
@@ -38,7 +38,7 @@ func middleSkill(b *testing.B, root string) string {
 // what a router does between a (debounced) file event and serving the new
 // generation. It logs each pass's phases.
 //
-//	MCPSAG_BENCH_WORKSPACE=/tmp/ws100k go test -run x -bench EditToServed -benchtime 10x ./internal/generation
+//	MCPSAG_BENCH_WORKSPACE=/tmp/ws100k go test -run x -bench EditToServed -benchtime 10x ./internal/loader
 func BenchmarkEditToServed(b *testing.B) {
 	ws := os.Getenv("MCPSAG_BENCH_WORKSPACE")
 	if ws == "" {
@@ -177,7 +177,7 @@ func BenchmarkWarmRestart(b *testing.B) {
 // folder MCPSAG_BENCH_STATE, as a restart does while it scans; it reports
 // the bytes allocated per read beside the file's size.
 //
-//	MCPSAG_BENCH_STATE=/tmp/state100k go test -run '^$' -bench ReadSnapshot -benchtime 5x ./internal/generation
+//	MCPSAG_BENCH_STATE=/tmp/state100k go test -run '^$' -bench ReadSnapshot -benchtime 5x ./internal/loader
 func BenchmarkReadSnapshot(b *testing.B) {
 	state := os.Getenv("MCPSAG_BENCH_STATE")
 	if state == "" {

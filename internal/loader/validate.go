@@ -1,4 +1,4 @@
-package generation
+package loader
 
 import (
 	"github.com/mcpsag/router/internal/catalog"

@@ -1,4 +1,4 @@
-package generation
+package loader
 
 import (
 	"errors"
