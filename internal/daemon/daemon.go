@@ -56,6 +56,7 @@ type Main struct {
 	// openCore beside the first scan, has ended.
 	modelLoaded chan struct{}
 	upstream    *upstream.Manager
+	loader      *loader.Loader
 	router      *router.Router
 	// served is the router as the fronts call it: the telemetry
 	// decorator over router.
@@ -243,12 +244,13 @@ func (m *Main) openCore(ctx context.Context, holder, stateDir string, lockWait t
 		Logger: m.log,
 	})
 	m.upstream.Apply(cfg.Servers())
-	// The builder starts reading the cached records and the index snapshot
+	// The loader starts reading the cached records and the index snapshot
 	// at once (the snapshot after the last scan, when it serves that); the
-	// model loads meanwhile, while the first build scans the roots. That
-	// build waits for the load before it embeds (a Manager that has no
+	// model loads meanwhile, while the first pass scans the roots. That
+	// pass waits for the load before it embeds (a Manager that has no
 	// model yet reloads under the same lock).
-	builder, err := loader.NewBuilder(m.builderConfig(), db)
+	lc := m.loaderConfig(rec)
+	m.loader, err = loader.New(lc, db)
 	if err != nil {
 		m.closeUpstream()
 		return err
@@ -269,16 +271,13 @@ func (m *Main) openCore(ctx context.Context, holder, stateDir string, lockWait t
 		})
 	}
 	m.router = router.New(router.Config{
-		Builder:          builder,
-		Watch:            cfg.Watch.Enabled,
-		Debounce:         cfg.Watch.Debounce,
-		RescanInterval:   cfg.Watch.RescanInterval,
+		Loader:           m.loader,
+		Workspace:        cfg.Workspace,
+		Limits:           lc.Limits,
 		MaxResourceBytes: cfg.Limits.MaxResourceBytes,
 		AllowlistFile:    cfg.Exec.AllowlistFile,
 		Settings:         settingsOf(cfg),
 		Version:          buildinfo.Read().String(),
-		OnPass:           recordPass(rec),
-		StoreDegraded:    db.Degraded,
 		Upstream:         m.upstream,
 		Logger:           m.log.With("component", "router"),
 	})

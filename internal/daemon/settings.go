@@ -36,14 +36,15 @@ func (m *Main) watchConfig(rt *router.Router) {
 	r := &config.Reloader{
 		Flags: m.Overrides, Getenv: getenv, Path: path,
 		OnChange: func(c config.Config) {
-			if err := rt.SetSettings(context.Background(), settingsOf(c)); err != nil {
+			rt.SetSettings(settingsOf(c))
+			if err := m.loader.SetMatchConfig(context.Background(), c.Match); err != nil {
 				log.Error("match settings not applied; the previous index keeps serving", "err", err)
 			}
 			if !reflect.DeepEqual(c.MCPServers, inForce.MCPServers) && m.upstream != nil {
 				m.upstream.Apply(c.Servers())
 			}
 			if !reflect.DeepEqual(c.Model, inForce.Model) {
-				if err := rt.SetEmbedConfig(context.Background(), m.embedConfig(c)); err != nil {
+				if err := m.loader.SetEmbedConfig(context.Background(), m.embedConfig(c)); err != nil {
 					log.Warn("reindex after a model change failed", "err", err)
 				}
 			}
@@ -74,29 +75,35 @@ func (m *Main) watchConfig(rt *router.Router) {
 	}()
 }
 
-// builderConfig says where the skills are and how to read and embed them.
-func (m *Main) builderConfig() loader.Config {
+// loaderConfig says where the skills are, how to read and embed them, and
+// when to look at them again; rec records every pass.
+func (m *Main) loaderConfig(rec *telemetry.Recorder) loader.Config {
 	cfg := m.Config
 	roots, _ := cfg.RootSpecsKinds() // validated by config.Resolve
 	prec, _ := cfg.PrecedenceKinds()
-	bc := loader.Config{
-		Workspace:     cfg.Workspace,
-		Precedence:    prec,
-		Limits:        skillmd.Limits{MaxFileBytes: cfg.Limits.MaxSkillFileBytes, MaxFrontmatterBytes: cfg.Limits.MaxFrontmatterBytes},
-		Embedder:      m.embedder,
-		Logger:        m.log.With("component", "builder"),
-		ServeLastScan: cfg.Watch.ServeLastScan,
+	lc := loader.Config{
+		Workspace:      cfg.Workspace,
+		Precedence:     prec,
+		Limits:         skillmd.Limits{MaxFileBytes: cfg.Limits.MaxSkillFileBytes, MaxFrontmatterBytes: cfg.Limits.MaxFrontmatterBytes},
+		Embedder:       m.embedder,
+		Match:          cfg.Match,
+		ServeLastScan:  cfg.Watch.ServeLastScan,
+		Watch:          cfg.Watch.Enabled,
+		Debounce:       cfg.Watch.Debounce,
+		RescanInterval: cfg.Watch.RescanInterval,
+		OnPass:         recordPass(rec),
+		Logger:         m.log.With("component", "loader"),
 	}
 	if m.upstream != nil {
-		bc.Tools = m.upstream
+		lc.Tools = m.upstream
 	}
 	for _, r := range roots {
-		bc.Roots = append(bc.Roots, skillfs.RootSpec{Path: r.Path, Kind: r.Kind, Agent: r.Agent})
+		lc.Roots = append(lc.Roots, skillfs.RootSpec{Path: r.Path, Kind: r.Kind, Agent: r.Agent})
 	}
-	return bc
+	return lc
 }
 
-// recordPass records every build of the router: a reindex event and the
+// recordPass records every pass of the loader: a reindex event and the
 // document cache figures.
 func recordPass(rec *telemetry.Recorder) func(context.Context, loader.Pass, error) {
 	return func(ctx context.Context, p loader.Pass, err error) {
@@ -130,7 +137,6 @@ func settingsOf(cfg config.Config) router.Settings {
 		Flags:              skill.Flags{SkillsV1: cfg.Flags.SkillsV1, SkillsExec: cfg.Flags.SkillsExec, ToolsCall: cfg.Flags.ToolsCall},
 		DefaultTokenBudget: cfg.Load.DefaultTokenBudget,
 		MaxTokenBudget:     cfg.Load.MaxTokenBudget,
-		Match:              cfg.Match,
 	}
 }
 

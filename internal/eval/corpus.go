@@ -68,7 +68,7 @@ type Corpus struct {
 	BuildTime, IndexTime time.Duration
 
 	gen      *loader.Generation
-	builder  *loader.Builder
+	loader   *loader.Loader
 	db       *store.DB
 	tmp      string
 	manager  *embed.Manager
@@ -131,23 +131,23 @@ func Open(ctx context.Context, opt Options) (*Corpus, error) {
 		}
 		roots = []skillfs.RootSpec{{Path: workspace, Kind: skill.KindProject}}
 	}
-	bc := loader.Config{Workspace: workspace, Roots: roots, Embedder: c.manager, Logger: log}
-	if len(opt.Servers) > 0 {
-		if err := c.startServers(ctx, opt, log); err != nil {
-			return nil, err
-		}
-		bc.Tools = c.upstream
-	}
-	if c.builder, err = loader.NewBuilder(bc, c.db); err != nil {
-		return nil, err
-	}
 	cfg := match.DefaultConfig()
 	if opt.Config != nil {
 		cfg = *opt.Config
 	}
+	lc := loader.Config{Workspace: workspace, Roots: roots, Embedder: c.manager, Match: cfg, Logger: log}
+	if len(opt.Servers) > 0 {
+		if err := c.startServers(ctx, opt, log); err != nil {
+			return nil, err
+		}
+		lc.Tools = c.upstream
+	}
+	if c.loader, err = loader.New(lc, c.db); err != nil {
+		return nil, err
+	}
 	start := time.Now()
 	stop := c.watchBuild(opt.Progress)
-	g, _, err := c.builder.Build(ctx, nil, false, cfg)
+	g, _, err := c.loader.Build(ctx)
 	stop()
 	if err != nil {
 		return nil, fmt.Errorf("index %s: %w", abs, err)
@@ -217,7 +217,7 @@ func openModel(ctx context.Context, opt Options, log *slog.Logger) (*embed.Manag
 	return m, nil
 }
 
-// watchBuild reports the builder's progress to p every 100ms until stop
+// watchBuild reports the loader's progress to p every 100ms until stop
 // returns.
 func (c *Corpus) watchBuild(p Progress) (stop func()) {
 	if p == nil {
@@ -233,7 +233,7 @@ func (c *Corpus) watchBuild(p Progress) (stop func()) {
 			case <-quit:
 				return
 			case <-tick.C:
-				if st := c.builder.Progress(); st.Running {
+				if st := c.loader.Progress(); st.Running {
 					p(st.Phase, st.Done, st.Total)
 				}
 			}
@@ -250,7 +250,7 @@ func (c *Corpus) use(g *loader.Generation) {
 // Build returns another Index over the same skills and vectors with cfg, as
 // the router does on a configuration reload.
 func (c *Corpus) Build(ctx context.Context, cfg match.Config) (*match.Index, error) {
-	g, err := c.builder.WithMatchConfig(ctx, c.gen, cfg)
+	g, err := c.loader.WithMatchConfig(ctx, c.gen, cfg)
 	if err != nil {
 		return nil, err
 	}
@@ -260,8 +260,8 @@ func (c *Corpus) Build(ctx context.Context, cfg match.Config) (*match.Index, err
 // Close releases the model and the store and removes a temporary state
 // folder.
 func (c *Corpus) Close() error {
-	if c.builder != nil {
-		c.builder.Flush()
+	if c.loader != nil {
+		c.loader.Flush()
 	}
 	var errs []error
 	if c.upstream != nil {

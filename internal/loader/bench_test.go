@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/mcpsag/router/internal/embed"
-	"github.com/mcpsag/router/internal/match"
 	"github.com/mcpsag/router/internal/skillfs"
 	"github.com/mcpsag/router/internal/skillmd"
 	"github.com/mcpsag/router/internal/store"
@@ -53,14 +52,14 @@ func BenchmarkEditToServed(b *testing.B) {
 	if _, err := os.Stat(filepath.Join(ws, ".mcp", ".mcp-config.yaml")); err == nil {
 		roots = []skillfs.RootSpec{{Path: "skills/*", Kind: "project"}} // routerbench gen's split workspace
 	}
-	bl, err := NewBuilder(Config{Workspace: ws, Roots: roots}, db)
+	bl, err := New(Config{Workspace: ws, Roots: roots}, db)
 	if err != nil {
 		b.Fatal(err)
 	}
 	defer bl.Flush()
 	ctx := context.Background()
 	start := time.Now()
-	g, _, err := bl.Build(ctx, nil, false, match.DefaultConfig())
+	g, _, err := passFrom(ctx, bl, nil, false, nil)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -83,7 +82,7 @@ func BenchmarkEditToServed(b *testing.B) {
 		}
 		later := time.Now().Add(time.Duration(i) * time.Second)
 		os.Chtimes(p, later, later)
-		next, pass, err := bl.BuildChanged(ctx, g, []string{real}, match.DefaultConfig())
+		next, pass, err := passFrom(ctx, bl, g, false, []string{real})
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -135,12 +134,12 @@ func BenchmarkWarmRestart(b *testing.B) {
 					b.Fatal(err)
 				}
 				t2 := time.Now()
-				bl, err := NewBuilder(Config{Workspace: ws, Roots: roots, Embedder: m, ServeLastScan: lastScan}, db)
+				bl, err := New(Config{Workspace: ws, Roots: roots, Embedder: m, ServeLastScan: lastScan}, db)
 				if err != nil {
 					b.Fatal(err)
 				}
 				t3 := time.Now()
-				g, pass, err := bl.Build(context.Background(), nil, false, match.DefaultConfig())
+				g, pass, err := passFrom(context.Background(), bl, nil, false, nil)
 				if err != nil {
 					b.Fatal(err)
 				}
@@ -153,7 +152,7 @@ func BenchmarkWarmRestart(b *testing.B) {
 					t4.Sub(t3).Round(time.Millisecond), pass.Stats.Parsed, pass.Stats.Embedded, pass.Analyzed, pass.Phases)
 				b.StopTimer()
 				if lastScan { // the build after it scans the roots, as the router's next build does (untimed)
-					if _, _, err := bl.Build(context.Background(), g, false, match.DefaultConfig()); err != nil {
+					if _, _, err := passFrom(context.Background(), bl, g, false, nil); err != nil {
 						b.Fatal(err)
 					}
 				}

@@ -15,7 +15,6 @@ import (
 	"github.com/mcpsag/router/internal/embed"
 	"github.com/mcpsag/router/internal/mapfile"
 	"github.com/mcpsag/router/internal/match"
-	"github.com/mcpsag/router/internal/skill"
 )
 
 // SnapshotFile is the index snapshot's name in the state folder. It is
@@ -96,25 +95,13 @@ func (w *snapshotWriter) save(g *Generation) {
 	go w.run()
 }
 
-// prune queues a pruning of the vector cache to the texts of winners, done
-// after the next snapshot write.
-func (w *snapshotWriter) prune(b *Builder, id embed.Identity, winners []*skill.Skill) {
+// prune queues a pruning of the vector cache, done by the writer after the
+// snapshot write it has pending, if any; a later prune replaces one not
+// yet done.
+func (w *snapshotWriter) prune(f func()) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	w.prunes = func() {
-		bodyChars := b.cfg.Embedder.Config().BodyChars
-		bodies, err := b.bodyStarts(winners, bodyChars)
-		if err != nil {
-			return
-		}
-		keep := make(map[string]bool, len(winners))
-		for _, s := range winners {
-			keep[embed.TextHash(id, documentText(s, bodies, bodyChars))] = true
-		}
-		if _, err := b.db.PruneVectors(id.Fingerprint, keep); err != nil {
-			w.log.Warn("pruning stale vectors failed", "err", err)
-		}
-	}
+	w.prunes = f
 	if !w.running {
 		w.running = true
 		go w.run()

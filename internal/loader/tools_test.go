@@ -35,6 +35,10 @@ func (s *toolSource) Settled() bool {
 	return s.settled
 }
 
+func (s *toolSource) Changes() <-chan struct{} { return nil }
+
+func (s *toolSource) Wait(context.Context) error { return nil }
+
 func (s *toolSource) set(settled bool, tools ...*skill.Skill) {
 	s.mu.Lock()
 	s.tools, s.settled = tools, settled
@@ -95,7 +99,7 @@ func TestToolsEmbeddedOnce(t *testing.T) {
 	src.set(true, a)
 	writeSkill(t, filepath.Join(ws, "skills"), "pdf", "pdf", "Fill PDF forms from JSON data")
 	ti.reindex(false)
-	ti.b.Flush()
+	ti.l.Flush()
 	src.set(true, a, b)
 	if _, st := ti.reindex(false); st.Embedded != 1 {
 		t.Errorf("after a settled build without it, b embedded %d times; want 1", st.Embedded)

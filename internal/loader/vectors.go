@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"maps"
 	"strings"
 	"unicode"
 	"unicode/utf8"
@@ -22,31 +21,33 @@ import (
 // content and name are the same; the rest are embedded through the store's
 // cache, which computes only texts it has not seen under this model. A
 // degraded embedder is reloaded first, so a model fixed on disk is picked up
-// by the next build. It returns nil vectors (keyword-only) when no model is
-// available, and an error only when ctx ended.
-func (b *Builder) vectors(ctx context.Context, prev *Generation, base *match.Index, baseSpace vectorSpace, cat *catalog.Catalog, pass *Pass) (map[*skill.Skill][]float32, vectorSpace, error) {
-	m := b.cfg.Embedder
+// by the next pass. It returns nil vectors (keyword-only) when no model is
+// available, and an error only when ctx ended. prune says the vector cache
+// may be pruned to the texts of cat's entries: skills were embedded, and
+// every MCP server has its tools listed.
+func (a *assembly) vectors(ctx context.Context, prev *Generation, base *match.Index, baseSpace vectorSpace, cat *catalog.Catalog, pass *Pass) (_ map[*skill.Skill][]float32, _ vectorSpace, prune bool, _ error) {
+	m := a.embedder
 	if m == nil {
-		return nil, vectorSpace{}, nil
+		return nil, vectorSpace{}, false, nil
 	}
 	if m.Status().Degraded {
 		if err := m.Reload(ctx, m.Config()); err == nil {
-			b.log.Info("embedding model available again", "model", m.Identity().Name)
+			a.log.Info("embedding model available again", "model", m.Identity().Name)
 		}
 	}
 	id := m.Identity()
 	if id.Fingerprint == "" {
-		return nil, vectorSpace{}, nil
+		return nil, vectorSpace{}, false, nil
 	}
 	bodyChars := m.Config().BodyChars
 	space := vectorSpace{model: id, bodyChars: bodyChars}
 	fromPrev := prev != nil && prev.vectors != nil && space.reuses(prev.space)
 	if fromPrev && cat == prev.Catalog {
-		return prev.vectors, space, nil
+		return prev.vectors, space, false, nil
 	}
-	if err := b.recordModel(id); err != nil {
-		b.log.Warn("cannot record the embedding model in the cache; matching uses keywords only", "err", err)
-		return nil, vectorSpace{}, nil
+	if err := a.recordModel(id); err != nil {
+		a.log.Warn("cannot record the embedding model in the cache; matching uses keywords only", "err", err)
+		return nil, vectorSpace{}, false, nil
 	}
 	winners := cat.Winners()
 	out := make(map[*skill.Skill][]float32, len(winners))
@@ -83,38 +84,36 @@ func (b *Builder) vectors(ctx context.Context, prev *Generation, base *match.Ind
 	}
 	pass.DocumentsCached = len(winners) - len(todo)
 	if len(todo) == 0 {
-		return out, space, nil
+		return out, space, false, nil
 	}
-	bodies, err := b.bodyStarts(todo, bodyChars)
+	bodies, err := a.bodyStarts(todo, bodyChars)
 	if err != nil {
-		b.log.Warn("reading skill bodies for embedding failed; embedding without them", "err", err)
+		a.log.Warn("reading skill bodies for embedding failed; embedding without them", "err", err)
 	}
 	texts := make([]string, len(todo))
 	for i, s := range todo {
 		texts[i] = documentText(s, bodies, bodyChars)
 	}
-	vecs, computed, err := embed.EmbedDocuments(ctx, m, b.db, texts, m.Config().BatchSize)
+	vecs, computed, err := embed.EmbedDocuments(ctx, m, a.db, texts, m.Config().BatchSize)
 	pass.Stats.Embedded = computed
 	pass.DocumentsEmbedded = computed
 	pass.DocumentsCached += len(texts) - computed
 	if err != nil {
 		if ctx.Err() != nil {
-			return nil, vectorSpace{}, err
+			return nil, vectorSpace{}, false, err
 		}
 		if !errors.Is(err, embed.ErrUnavailable) && !errors.Is(err, embed.ErrModelChanged) {
-			b.log.Warn("embedding skills failed; matching uses keywords only until the next reindex", "err", err)
+			a.log.Warn("embedding skills failed; matching uses keywords only until the next reindex", "err", err)
 		}
-		return nil, vectorSpace{}, nil
+		return nil, vectorSpace{}, false, nil
 	}
 	for i, s := range todo {
 		out[s] = match.UnitVector(vecs[i]) // as the index holds it: see heldVectors
 	}
 	// While a server is not settled its tools are missing from winners:
 	// their vectors stay in the cache for when it is back.
-	if computed > 0 && (b.cfg.Tools == nil || b.cfg.Tools.Settled()) {
-		b.snapshots.prune(b, id, winners)
-	}
-	return out, space, nil
+	prune = computed > 0 && (a.tools == nil || a.tools.Settled())
+	return out, space, prune, nil
 }
 
 // vectorSpace is what a generation's vectors are made by: the model, and
@@ -209,8 +208,8 @@ func sameVectors(prev *Generation, vectors map[*skill.Skill][]float32, space vec
 
 // recordModel notes the model in the store's meta bucket; a new model drops
 // the vectors of the previous one.
-func (b *Builder) recordModel(id embed.Identity) error {
-	fp, _, err := b.db.Model()
+func (a *assembly) recordModel(id embed.Identity) error {
+	fp, _, err := a.db.Model()
 	if err != nil {
 		return fmt.Errorf("read model identity: %w", err)
 	}
@@ -218,16 +217,16 @@ func (b *Builder) recordModel(id embed.Identity) error {
 		return nil
 	}
 	if fp != "" {
-		b.log.Info("embedding model changed; skills will be embedded again", "from", fp, "to", id.Fingerprint, "model", id.Name)
+		a.log.Info("embedding model changed; skills will be embedded again", "from", fp, "to", id.Fingerprint, "model", id.Name)
 	}
-	return b.db.SetModel(id.Fingerprint, id.Name)
+	return a.db.SetModel(id.Fingerprint, id.Name)
 }
 
 // bodyStarts reads the bodies of skills in one read transaction and keeps,
 // per content hash, the first chars+1 characters: enough for
 // skill.BodyStart(body, n) with any n <= chars to give the same text as on
 // the whole body. chars <= 0 reads nothing.
-func (b *Builder) bodyStarts(skills []*skill.Skill, chars int) (map[string]string, error) {
+func (a *assembly) bodyStarts(skills []*skill.Skill, chars int) (map[string]string, error) {
 	out := make(map[string]string, len(skills))
 	if chars <= 0 {
 		return out, nil
@@ -238,7 +237,7 @@ func (b *Builder) bodyStarts(skills []*skill.Skill, chars int) (map[string]strin
 			hashes = append(hashes, s.ContentHash)
 		}
 	}
-	err := b.db.Bodies(hashes, func(hash string, body []byte) {
+	err := a.db.Bodies(hashes, func(hash string, body []byte) {
 		out[hash] = string(runePrefix(body, chars+1))
 	})
 	return out, err
@@ -252,128 +251,6 @@ func runePrefix(b []byte, n int) []byte {
 		i += size
 	}
 	return b[:i]
-}
-
-// modelConfig is cfg with the cosine threshold of the model that embedded g,
-// unless cfg sets one: cosine scales differ between models, so the threshold
-// travels with the model.
-func (b *Builder) modelConfig(cfg match.Config, g *Generation) match.Config {
-	if g.vectors != nil && b.cfg.Embedder != nil {
-		cfg = cfg.WithModelThreshold(b.cfg.Embedder.Status().MatchThreshold)
-	}
-	return cfg
-}
-
-// buildIndex builds the match index of g under cfg: as an update of base
-// when there is one that indexes the same fields (reading only the bodies
-// of skills that changed), else from scratch.
-func (b *Builder) buildIndex(ctx context.Context, base *match.Index, g *Generation, cfg match.Config) (*match.Index, match.UpdateStats, error) {
-	winners := g.Catalog.Winners()
-	in := b.indexInput(g, winners, cfg)
-	if base != nil && base.CanUpdate(cfg) {
-		in.Body = func(s *skill.Skill) (string, error) {
-			if s.IsTool() {
-				return "", nil // a tool has no body; its parameters are a field of their own
-			}
-			body, ok, err := b.db.Body(s.ContentHash)
-			if err != nil {
-				return "", err
-			}
-			if !ok {
-				return "", errors.New("body not in the cache")
-			}
-			return body, nil
-		}
-		ix, us, err := base.Update(ctx, in)
-		if err != nil {
-			return nil, us, fmt.Errorf("update match index: %w", err)
-		}
-		return ix, us, nil
-	}
-	us := match.UpdateStats{Rebuilt: true, Added: len(winners)}
-	ix, err := b.buildFresh(ctx, in)
-	if err != nil {
-		return nil, us, fmt.Errorf("build match index: %w", err)
-	}
-	return ix, us, nil
-}
-
-// SubsetIndex builds a match index over the winning skills of g that keep
-// accepts, with their vectors and bodies, as if they were the whole
-// catalog (their own term statistics and length norms). Evaluations use it
-// to measure matching on smaller catalogs drawn from a large one.
-func (b *Builder) SubsetIndex(ctx context.Context, g *Generation, keep func(*skill.Skill) bool, cfg match.Config) (*match.Index, error) {
-	var skills []*skill.Skill
-	for _, s := range g.Catalog.Winners() {
-		if keep(s) {
-			skills = append(skills, s)
-		}
-	}
-	return b.buildFresh(ctx, b.indexInput(g, skills, b.modelConfig(cfg, g)))
-}
-
-// indexInput is the match index input of winners, skills of g, under cfg,
-// without a body reader.
-func (b *Builder) indexInput(g *Generation, winners []*skill.Skill, cfg match.Config) match.BuildInput {
-	in := match.BuildInput{
-		Skills:       winners,
-		Generation:   g.ID,
-		GenerationID: g.ContentID,
-		Config:       cfg,
-	}
-	if g.vectors != nil {
-		in.UnitVectors = true
-		in.Vectors = make([][]float32, len(winners))
-		for i, s := range winners {
-			in.Vectors[i] = g.vectors[s]
-		}
-		in.Embedder = b.cfg.Embedder
-		in.Model = g.Model.Fingerprint
-	}
-	return in
-}
-
-// heldVectors returns vectors (a generation's, unit vectors by skill) with
-// every vector ix holds replaced by ix's own copy, the same bits: a
-// generation then keeps no vector alive that its index does not hold (the
-// first copy of a new vector, the rows of blocks its index copied to change
-// them). It returns vectors itself when nothing is replaced.
-func heldVectors(vectors map[*skill.Skill][]float32, ix *match.Index) map[*skill.Skill][]float32 {
-	if vectors == nil {
-		return nil
-	}
-	out, copied := vectors, false
-	ix.EachVector(func(s *skill.Skill, row []float32) {
-		v, ok := out[s]
-		if !ok || len(v) == 0 || &v[0] == &row[0] {
-			return
-		}
-		if !copied {
-			out, copied = maps.Clone(vectors), true
-		}
-		out[s] = row
-	})
-	return out
-}
-
-// buildFresh builds in from scratch, reading the bodies it indexes in one
-// read transaction.
-func (b *Builder) buildFresh(ctx context.Context, in match.BuildInput) (*match.Index, error) {
-	bodies, err := b.bodyStarts(in.Skills, in.Config.Fields.BodyChars)
-	if err != nil {
-		return nil, fmt.Errorf("read skill bodies: %w", err)
-	}
-	in.Body = func(s *skill.Skill) (string, error) {
-		if s.IsTool() {
-			return "", nil // a tool has no body; its parameters are a field of their own
-		}
-		body, ok := bodies[s.ContentHash]
-		if !ok {
-			return "", errors.New("body not in the cache")
-		}
-		return body, nil
-	}
-	return match.Build(ctx, in)
 }
 
 // documentText is the text embedded for an entry: a skill's name,

@@ -15,7 +15,6 @@ import (
 	"github.com/mcpsag/router/internal/embed"
 	"github.com/mcpsag/router/internal/eval"
 	"github.com/mcpsag/router/internal/loader"
-	"github.com/mcpsag/router/internal/match"
 	"github.com/mcpsag/router/internal/skill"
 	"github.com/mcpsag/router/internal/skillfs"
 	"github.com/mcpsag/router/internal/skillmd"
@@ -99,15 +98,15 @@ func benchRouter(b *testing.B, ws, state string) *Router {
 		b.Fatal(err)
 	}
 	b.Cleanup(func() { db.Close() })
-	bl, err := loader.NewBuilder(loader.Config{Workspace: ws, Roots: roots, Embedder: m}, db)
+	l, err := loader.New(loader.Config{Workspace: ws, Roots: roots, Embedder: m}, db)
 	if err != nil {
 		b.Fatal(err)
 	}
-	r := New(Config{Builder: bl, Settings: Settings{Flags: skill.Flags{SkillsV1: true}, Match: match.DefaultConfig()}})
+	r := New(Config{Loader: l, Workspace: ws, Settings: Settings{Flags: skill.Flags{SkillsV1: true}}})
 	if err := r.Start(context.Background()); err != nil {
 		b.Fatal(err)
 	}
-	b.Cleanup(func() { r.Close(); bl.Flush() })
+	b.Cleanup(func() { r.Close() })
 	return r
 }
 

@@ -20,7 +20,7 @@ func (r *Router) manifest(s *skill.Skill) (*skill.Manifest, error) {
 	if !s.Enabled() {
 		return nil, skill.Errorf(skill.CodeFailedPrecondition, "skill %q is %s", s.Name, s.DisabledReason()).WithReason(skill.ReasonSkillDisabled)
 	}
-	lim := r.builder.Config().Limits
+	lim := r.cfg.Limits
 	f, err := skillfs.ReadResource(s.Dir, skillfs.SkillFile, max(lim.MaxFileBytes, r.cfg.MaxResourceBytes))
 	if err != nil {
 		return nil, err

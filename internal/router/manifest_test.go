@@ -9,7 +9,6 @@ import (
 	"testing"
 
 	"github.com/mcpsag/router/internal/loader"
-	"github.com/mcpsag/router/internal/match"
 	"github.com/mcpsag/router/internal/skill"
 	"github.com/mcpsag/router/internal/skillmd"
 	"github.com/mcpsag/router/internal/store"
@@ -40,10 +39,10 @@ func TestGetManifest(t *testing.T) {
 	db, err := store.Open(t.TempDir(), store.Options{ParserVersion: skillmd.Version})
 	must(t, err)
 	t.Cleanup(func() { db.Close() })
-	b, err := loader.NewBuilder(loader.Config{Workspace: ws}, db)
+	l, err := loader.New(loader.Config{Workspace: ws}, db)
 	must(t, err)
-	r := New(Config{Builder: b, MaxResourceBytes: 1024,
-		Settings: Settings{Flags: skill.Flags{SkillsV1: true}, DefaultTokenBudget: 5000, MaxTokenBudget: 50000, Match: match.DefaultConfig()}})
+	r := New(Config{Loader: l, Workspace: ws, MaxResourceBytes: 1024,
+		Settings: Settings{Flags: skill.Flags{SkillsV1: true}, DefaultTokenBudget: 5000, MaxTokenBudget: 50000}})
 	must(t, r.Start(context.Background()))
 	t.Cleanup(func() { r.Close() })
 	ctx := context.Background()

@@ -7,12 +7,9 @@ import (
 	"path/filepath"
 	"runtime"
 	"strings"
-	"sync"
 	"testing"
-	"time"
 
 	"github.com/mcpsag/router/internal/loader"
-	"github.com/mcpsag/router/internal/match"
 	"github.com/mcpsag/router/internal/skill"
 	"github.com/mcpsag/router/internal/skillmd"
 	"github.com/mcpsag/router/internal/store"
@@ -31,13 +28,14 @@ func newRouter(tb testing.TB) *Router {
 		tb.Fatal(err)
 	}
 	tb.Cleanup(func() { db.Close() })
-	b, err := loader.NewBuilder(loader.Config{Workspace: examples(tb)}, db)
+	l, err := loader.New(loader.Config{Workspace: examples(tb)}, db)
 	if err != nil {
 		tb.Fatal(err)
 	}
 	r := New(Config{
-		Builder:          b,
-		Settings:         Settings{Flags: skill.Flags{SkillsV1: true}, DefaultTokenBudget: 5000, MaxTokenBudget: 50000, Match: match.DefaultConfig()},
+		Loader:           l,
+		Workspace:        examples(tb),
+		Settings:         Settings{Flags: skill.Flags{SkillsV1: true}, DefaultTokenBudget: 5000, MaxTokenBudget: 50000},
 		MaxResourceBytes: 1 << 20,
 	})
 	if err := r.Start(context.Background()); err != nil {
@@ -118,145 +116,10 @@ func TestFramesNameTheirFile(t *testing.T) {
 	}
 }
 
-// writeNoteTaking writes the skill note-taking, with the description desc,
-// in the workspace ws.
-func writeNoteTaking(t *testing.T, ws, desc string) {
-	t.Helper()
-	dir := filepath.Join(ws, "skills", "note-taking")
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	body := "---\nname: note-taking\ndescription: " + desc + "\n---\nBody.\n"
-	if err := os.WriteFile(filepath.Join(dir, "SKILL.md"), []byte(body), 0o644); err != nil {
-		t.Fatal(err)
-	}
-}
-
-// The router is ready before its folders are watched: the watches are added
-// in the background, and the scan that follows them serves whatever changed
-// in between. An edit made the moment Start returns must be served, by the
-// watcher or by that scan.
-func TestEditRightAfterStartIsServed(t *testing.T) {
-	ws := t.TempDir()
-	writeNoteTaking(t, ws, "Take notes.")
-	db, err := store.Open(t.TempDir(), store.Options{ParserVersion: skillmd.Version})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { db.Close() })
-	b, err := loader.NewBuilder(loader.Config{Workspace: ws}, db)
-	if err != nil {
-		t.Fatal(err)
-	}
-	r := New(Config{
-		Builder: b, Watch: true, Debounce: 20 * time.Millisecond,
-		Settings: Settings{Flags: skill.Flags{SkillsV1: true}, DefaultTokenBudget: 5000, MaxTokenBudget: 50000, Match: match.DefaultConfig()},
-	})
-	if err := r.Start(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { r.Close() })
-	writeNoteTaking(t, ws, "Take meeting notes (edited).")
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
-	for {
-		got, err := r.Get(ctx, skill.GetRequest{Name: "note-taking"})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if got.Entry.Skill.Description() == "Take meeting notes (edited)." {
-			break
-		}
-		g := r.current.Load()
-		if _, err := r.WaitGeneration(ctx, g.ID); err != nil {
-			t.Fatalf("the edit made right after Start was not served: still %q", got.Entry.Skill.Description())
-		}
-	}
-	if n := r.watcher.Watched(); n == 0 {
-		t.Error("no folder is watched after the first generation")
-	}
-}
-
-// TestRestartCatchesUpWithTheDisk: a router whose builder serves the last
-// scan (loader.Config.ServeLastScan) serves, at a restart, what it
-// served before, says it is catching up, and then, with no file event and
-// no periodic rescan to prompt it, scans the roots and serves an edit made
-// while it was stopped.
-func TestRestartCatchesUpWithTheDisk(t *testing.T) {
-	ws, state := t.TempDir(), t.TempDir()
-	var mu sync.Mutex
-	var passes []loader.Pass
-	start := func() (*Router, func()) {
-		t.Helper()
-		db, err := store.Open(state, store.Options{ParserVersion: skillmd.Version})
-		if err != nil {
-			t.Fatal(err)
-		}
-		b, err := loader.NewBuilder(loader.Config{Workspace: ws, ServeLastScan: true}, db)
-		if err != nil {
-			t.Fatal(err)
-		}
-		r := New(Config{
-			Builder:  b,
-			Settings: Settings{Flags: skill.Flags{SkillsV1: true}, DefaultTokenBudget: 5000, MaxTokenBudget: 50000, Match: match.DefaultConfig()},
-			OnPass: func(_ context.Context, p loader.Pass, err error) {
-				mu.Lock()
-				defer mu.Unlock()
-				if err == nil {
-					passes = append(passes, p)
-				}
-			},
-		})
-		if err := r.Start(context.Background()); err != nil {
-			t.Fatal(err)
-		}
-		return r, func() { r.Close(); b.Flush(); db.Close() }
-	}
-	writeNoteTaking(t, ws, "Take notes.")
-	_, stop := start()
-	stop()
-	writeNoteTaking(t, ws, "Take meeting notes (edited).")
-	mu.Lock()
-	passes = nil
-	mu.Unlock()
-
-	r, stop := start()
-	defer stop()
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
-	for {
-		st, err := r.Status(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
-		got, err := r.Get(ctx, skill.GetRequest{Name: "note-taking"})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if !st.CatchingUp && got.Entry.Skill.Description() == "Take meeting notes (edited)." {
-			break
-		}
-		select {
-		case <-ctx.Done():
-			t.Fatalf("the edit made while the router was stopped was not served: still %q, catching up %v",
-				got.Entry.Skill.Description(), st.CatchingUp)
-		case <-time.After(10 * time.Millisecond):
-		}
-	}
-	mu.Lock()
-	defer mu.Unlock()
-	if len(passes) < 2 || !passes[0].Restored || passes[0].Stats.Parsed != 0 || passes[1].Restored || passes[1].Stats.Changed != 1 {
-		t.Errorf("passes after the restart: %+v; want the last scan served, then a scan of the roots finding the edit", passes)
-	}
-}
-
-// Status describes the build behind the generation it serves, and says
-// when the watcher is still adding folders (after a start, the router
-// serves before its edits are seen).
-func TestStatusReportsBuildAndWatch(t *testing.T) {
+// Status describes the build behind the generation it serves.
+func TestStatusReportsBuild(t *testing.T) {
 	r := newRouter(t)
-	ctx := context.Background()
-	st, err := r.Status(ctx)
+	st, err := r.Status(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -266,13 +129,5 @@ func TestStatusReportsBuildAndWatch(t *testing.T) {
 	}
 	if st.Progress.Running {
 		t.Fatalf("progress %+v with no build and no watcher", st.Progress)
-	}
-	r.watching.Store(true)
-	if st, _ = r.Status(ctx); !st.Progress.Running || st.Progress.Phase != skill.PhaseWatch {
-		t.Errorf("progress %+v while the watcher adds folders; want running, phase watch", st.Progress)
-	}
-	r.watching.Store(false)
-	if st, _ = r.Status(ctx); st.Progress.Running {
-		t.Errorf("progress %+v once the watcher is done", st.Progress)
 	}
 }

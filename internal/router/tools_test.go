@@ -13,7 +13,6 @@ import (
 
 	"github.com/mcpsag/router/internal/allowlist"
 	"github.com/mcpsag/router/internal/loader"
-	"github.com/mcpsag/router/internal/match"
 	"github.com/mcpsag/router/internal/skill"
 	"github.com/mcpsag/router/internal/skillmd"
 	"github.com/mcpsag/router/internal/store"
@@ -78,7 +77,7 @@ func newToolRouter(t *testing.T, allow string) (*Router, *fakeUpstream) {
 		tool("ops", "page_oncall", "Page the on-call engineer", true, "reviewer"),
 	}
 	up.digest = "1"
-	b, err := loader.NewBuilder(loader.Config{Workspace: examples(t), Tools: up}, db)
+	l, err := loader.New(loader.Config{Workspace: examples(t), Tools: up}, db)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -86,8 +85,8 @@ func newToolRouter(t *testing.T, allow string) (*Router, *fakeUpstream) {
 	if err := os.WriteFile(allowFile, []byte(allow), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	r := New(Config{Builder: b, Upstream: up, AllowlistFile: allowFile,
-		Settings: Settings{Flags: skill.Flags{SkillsV1: true, ToolsCall: true}, DefaultTokenBudget: 5000, MaxTokenBudget: 50000, Match: match.DefaultConfig()}})
+	r := New(Config{Loader: l, Workspace: examples(t), Upstream: up, AllowlistFile: allowFile,
+		Settings: Settings{Flags: skill.Flags{SkillsV1: true, ToolsCall: true}, DefaultTokenBudget: 5000, MaxTokenBudget: 50000}})
 	if err := r.Start(context.Background()); err != nil {
 		t.Fatal(err)
 	}
@@ -238,9 +237,7 @@ func TestCallToolDecisions(t *testing.T) {
 	}
 	s := r.Settings()
 	s.Flags.ToolsCall = false
-	if err := r.SetSettings(ctx, s); err != nil {
-		t.Fatal(err)
-	}
+	r.SetSettings(s)
 	if _, err := call("gh.create_issue", ""); reason(err) != skill.ReasonToolsCallDisabled {
 		t.Errorf("flag off: %v", err)
 	}

@@ -50,7 +50,7 @@ type testIndex struct {
 	cfg       Config
 	parser    int // the parser version the store is opened with
 	db        *store.DB
-	b         *Builder
+	l         *Loader
 	prev      *Generation
 }
 
@@ -59,7 +59,7 @@ func newTestIndex(t *testing.T, workspace string, cfg Config) *testIndex {
 	cfg.Workspace = workspace
 	ti := &testIndex{t: t, workspace: workspace, stateDir: t.TempDir(), cfg: cfg, parser: skillmd.Version}
 	ti.open()
-	t.Cleanup(func() { ti.b.Flush(); ti.db.Close() })
+	t.Cleanup(func() { ti.l.Flush(); ti.db.Close() })
 	return ti
 }
 
@@ -68,25 +68,33 @@ func (ti *testIndex) open() {
 	if err != nil {
 		ti.t.Fatal(err)
 	}
-	b, err := NewBuilder(ti.cfg, db)
+	b, err := New(ti.cfg, db)
 	if err != nil {
 		ti.t.Fatal(err)
 	}
-	ti.db, ti.b, ti.prev = db, b, nil
+	ti.db, ti.l, ti.prev = db, b, nil
 }
 
 func (ti *testIndex) restart() {
-	ti.b.Flush()
+	ti.l.Flush()
 	if err := ti.db.Close(); err != nil {
 		ti.t.Fatal(err)
 	}
 	ti.open()
 }
 
-// reindex builds a generation over the previous one, as the router does.
+// passFrom runs a pass from prev, as the loop does from the last
+// generation.
+func passFrom(ctx context.Context, l *Loader, prev *Generation, full bool, changed []string) (*Generation, Pass, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.pass(ctx, prev, full, changed)
+}
+
+// reindex builds a generation over the previous one, as the loop does.
 func (ti *testIndex) reindex(full bool) (*catalog.Catalog, skill.ReindexStats) {
 	ti.t.Helper()
-	g, pass, err := ti.b.Build(context.Background(), ti.prev, full, match.DefaultConfig())
+	g, pass, err := passFrom(context.Background(), ti.l, ti.prev, full, nil)
 	if err != nil {
 		ti.t.Fatalf("Build: %v", err)
 	}
@@ -123,8 +131,8 @@ func TestWarmRestartParsesNothing(t *testing.T) {
 	if ti.prev.ContentID != cold.ContentID || ti.prev.ID != cold.ID {
 		t.Errorf("same files after a restart: generation %d %s, want %d %s", ti.prev.ID, ti.prev.ContentID, cold.ID, cold.ContentID)
 	}
-	if st.Parsed != 0 || ti.b.ParsedTotal() != 0 {
-		t.Errorf("warm restart parsed %d files (total %d), want 0", st.Parsed, ti.b.ParsedTotal())
+	if st.Parsed != 0 || ti.l.ParsedTotal() != 0 {
+		t.Errorf("warm restart parsed %d files (total %d), want 0", st.Parsed, ti.l.ParsedTotal())
 	}
 	if st.Unchanged != 20 || st.Added != 0 || st.Changed != 0 {
 		t.Errorf("warm restart stats %+v, want 20 unchanged", st)
@@ -433,8 +441,8 @@ func TestParserVersionBumpReparsesEveryFile(t *testing.T) {
 		t.Error("store did not say why it dropped its records")
 	}
 	cat, st := ti.reindex(false)
-	if st.Parsed != 12 || ti.b.ParsedTotal() != 12 {
-		t.Fatalf("after a parser version bump parsed %d (total %d), want every file: 12", st.Parsed, ti.b.ParsedTotal())
+	if st.Parsed != 12 || ti.l.ParsedTotal() != 12 {
+		t.Fatalf("after a parser version bump parsed %d (total %d), want every file: 12", st.Parsed, ti.l.ParsedTotal())
 	}
 	if len(cat.Visible("")) != 12 {
 		t.Errorf("%d skills served after the bump, want 12", len(cat.Visible("")))
@@ -507,7 +515,7 @@ func TestIncrementalBuildsAnswerLikeFreshOnes(t *testing.T) {
 	check("after edits")
 
 	ti.restart()
-	g, pass, err := ti.b.Build(ctx, nil, false, match.DefaultConfig())
+	g, pass, err := passFrom(ctx, ti.l, nil, false, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -525,7 +533,7 @@ func TestIncrementalBuildsAnswerLikeFreshOnes(t *testing.T) {
 	p0 := filepath.Join(root, "s02", skillfs.SkillFile)
 	writeFile(t, p0, "---\nname: s02\ndescription: edited while the router was down, about csv to excel\n---\nbody\n")
 	bump(t, p0)
-	g, pass, err = ti.b.Build(ctx, nil, false, match.DefaultConfig())
+	g, pass, err = passFrom(ctx, ti.l, nil, false, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -548,7 +556,7 @@ func TestIncrementalBuildsAnswerLikeFreshOnes(t *testing.T) {
 	writeFile(t, p, "---\nname: s07\ndescription: now the image resize skill\n---\nresize and crop\n")
 	bump(t, p)
 	real, _ := filepath.EvalSymlinks(p)
-	g, pass, err = ti.b.BuildChanged(ctx, ti.prev, []string{real}, match.DefaultConfig())
+	g, pass, err = passFrom(ctx, ti.l, ti.prev, false, []string{real})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -559,7 +567,7 @@ func TestIncrementalBuildsAnswerLikeFreshOnes(t *testing.T) {
 	check("an edit picked up by a rescan of its folder")
 	writeSkill(t, root, "c-new", "c-new", "a new folder needs a full scan")
 	newDir, _ := filepath.EvalSymlinks(filepath.Join(root, "c-new"))
-	g, pass, err = ti.b.BuildChanged(ctx, ti.prev, []string{newDir}, match.DefaultConfig())
+	g, pass, err = passFrom(ctx, ti.l, ti.prev, false, []string{newDir})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -638,7 +646,7 @@ func TestBodyCharsChangeEmbedsAgain(t *testing.T) {
 
 	ti.restart()
 	setBodyChars(0)
-	g, _, err := ti.b.Build(context.Background(), nil, false, match.DefaultConfig())
+	g, _, err := passFrom(context.Background(), ti.l, nil, false, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -660,7 +668,7 @@ func TestDamagedSnapshotIsRebuilt(t *testing.T) {
 	cfg := Config{Embedder: newTinyManager(t)}
 	ti := newTestIndex(t, ws, cfg)
 	ti.reindex(false)
-	ti.b.Flush()
+	ti.l.Flush()
 	path := filepath.Join(ti.stateDir, SnapshotFile)
 	good, err := os.ReadFile(path)
 	if err != nil {
@@ -677,7 +685,7 @@ func TestDamagedSnapshotIsRebuilt(t *testing.T) {
 	for name, data := range damages {
 		// Stopped, damaged, started: the new builder reads the file as
 		// it starts.
-		ti.b.Flush()
+		ti.l.Flush()
 		if err := ti.db.Close(); err != nil {
 			t.Fatal(err)
 		}
@@ -685,7 +693,7 @@ func TestDamagedSnapshotIsRebuilt(t *testing.T) {
 			t.Fatal(err)
 		}
 		ti.open()
-		g, pass, err := ti.b.Build(ctx, nil, false, match.DefaultConfig())
+		g, pass, err := passFrom(ctx, ti.l, nil, false, nil)
 		if err != nil {
 			t.Fatalf("%s: %v", name, err)
 		}
@@ -749,7 +757,7 @@ func TestVectorsAreTheIndexRows(t *testing.T) {
 	}
 	held("after an edit")
 	ti.restart()
-	g, _, err := ti.b.Build(context.Background(), nil, false, match.DefaultConfig())
+	g, _, err := passFrom(context.Background(), ti.l, nil, false, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -772,7 +780,7 @@ func TestMissingBodyIsParsedAgain(t *testing.T) {
 	ti := newTestIndex(t, ws, Config{})
 	ti.reindex(false)
 	damaged, lost := mustLookup(t, ti.prev.Catalog, "s02").ContentHash, mustLookup(t, ti.prev.Catalog, "s04").ContentHash
-	ti.b.Flush()
+	ti.l.Flush()
 	path := ti.db.Path()
 	if err := ti.db.Close(); err != nil {
 		t.Fatal(err)
@@ -838,7 +846,7 @@ func TestRestartServesTheLastScan(t *testing.T) {
 	ti := newTestIndex(t, ws, Config{ServeLastScan: true})
 	build := func() (*Generation, Pass) {
 		t.Helper()
-		g, pass, err := ti.b.Build(context.Background(), ti.prev, false, match.DefaultConfig())
+		g, pass, err := passFrom(context.Background(), ti.l, ti.prev, false, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -859,7 +867,7 @@ func TestRestartServesTheLastScan(t *testing.T) {
 	writeSkill(t, root, "s02", "s02", "skill 2 edited in place while the router was down")
 	writeSkill(t, root, "s06", "s06", "skill 6 added while the router was down")
 	writeFile(t, filepath.Join(root, "s01", "notes.md"), "notes")
-	ti.b.Flush()
+	ti.l.Flush()
 	if err := ti.db.Close(); err != nil {
 		t.Fatal(err)
 	}
@@ -905,7 +913,7 @@ func TestRestartServesTheLastScan(t *testing.T) {
 		t.Errorf("the next restart: restored %v, generation %s; want the caught-up one, %s", pass.Restored, g.ContentID, caughtUp.ContentID)
 	}
 
-	ti.b.Flush()
+	ti.l.Flush()
 	if err := ti.db.Close(); err != nil {
 		t.Fatal(err)
 	}
@@ -951,7 +959,7 @@ func TestMovedModelKeepsSnapshotVectors(t *testing.T) {
 	if a.Fingerprint != b.Fingerprint || a.Path == b.Path {
 		t.Fatalf("want the same model in two folders: %+v, %+v", a, b)
 	}
-	ti.b.Flush()
+	ti.l.Flush()
 	if _, err := ti.db.PruneVectors(a.Fingerprint, map[string]bool{}); err != nil {
 		t.Fatal(err)
 	}
@@ -987,7 +995,7 @@ func TestRestartReusesFolderListings(t *testing.T) {
 	writeSkill(t, root, "s06", "s06", "skill 6 added while the router was down")
 	build := func() Pass {
 		t.Helper()
-		g, pass, err := ti.b.Build(context.Background(), nil, false, match.DefaultConfig())
+		g, pass, err := passFrom(context.Background(), ti.l, nil, false, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -1006,7 +1014,7 @@ func TestRestartReusesFolderListings(t *testing.T) {
 			pass.FoldersReused, pass.Stats.Parsed)
 	}
 
-	ti.b.Flush() // the restart saved listings again: they changed
+	ti.l.Flush() // the restart saved listings again: they changed
 	flipByte(t, listings)
 	ti.restart()
 	if pass := build(); pass.FoldersReused != 0 {
@@ -1022,7 +1030,7 @@ func TestLeftoverTempFilesRemoved(t *testing.T) {
 	writeSkill(t, filepath.Join(ws, "skills"), "s0", "s0", "a skill")
 	ti := newTestIndex(t, ws, Config{})
 	ti.reindex(false)
-	ti.b.Flush()
+	ti.l.Flush()
 	leftovers := []string{".index.snapshot-123.tmp", ".scan.listings-9.tmp", ".index-77.tmp"}
 	kept := []string{"notes.tmp", ".other-1.tmp", "index.snapshot.bak"}
 	for _, n := range append(slices.Clone(leftovers), kept...) {

@@ -1,0 +1,135 @@
+package loader
+
+import (
+	"context"
+	"log/slog"
+	"time"
+
+	"github.com/mcpsag/router/internal/catalog"
+	"github.com/mcpsag/router/internal/embed"
+	"github.com/mcpsag/router/internal/match"
+	"github.com/mcpsag/router/internal/skill"
+	"github.com/mcpsag/router/internal/skillfs"
+	"github.com/mcpsag/router/internal/store"
+)
+
+// assembly turns what a pass found and parsed into a generation: the
+// catalog (with the tools of MCP servers), the vectors, the identity and
+// the match index, each taken from the previous generation where its input
+// did not change. It works on its caller's goroutine (spreading a step over
+// the cores, and waiting for it, when every skill needs it) and touches no
+// file: the store's bodies and vector cache are all it reads and writes.
+type assembly struct {
+	workspace  string // absolute
+	precedence []skill.SourceKind
+	embedder   *embed.Manager // nil: keyword-only
+	tools      ToolSource     // nil: none
+	db         *store.DB
+	log        *slog.Logger
+	progress   *progress
+
+	memo          map[string]*skillMemo   // SKILL.md path -> the skill built from it, for reuse
+	lastMemoFiles []skillfs.Found         // the scan files memo was made for
+	dirMemo       []*skillMemo            // memo of lastMemoFiles' paths, in folder order
+	dirPos        []int                   // by index in lastMemoFiles: its place in dirMemo
+	cids          map[*skill.Skill][]byte // per-skill content digests of the last generation
+}
+
+// catalog returns the catalog of f's files, their records and the tools of
+// MCP servers, and the digest of its input: prev's catalog when the digest
+// is prev's. built says a new catalog was made.
+func (a *assembly) catalog(prev *Generation, f *found, recs map[string]*store.FileRecord) (cat *catalog.Catalog, digest string, built bool) {
+	in, digest := a.catalogInput(f, recs)
+	if a.tools != nil {
+		in.Tools, _ = a.tools.Tools()
+		if len(in.Tools) > 0 {
+			digest = toolsDigest(digest, in.Tools)
+		}
+	}
+	if prev != nil && digest == prev.digest {
+		return prev.Catalog, digest, false
+	}
+	return catalog.New(in), digest, true
+}
+
+// assembled is what assemble made, besides the generation.
+type assembled struct {
+	// prune asks for the vector cache of model to be pruned to the texts
+	// of the catalog's entries: skills were embedded, and every MCP
+	// server's tools are listed.
+	prune bool
+	model embed.Identity
+}
+
+// assemble returns the generation of cat (whose input digest is digest)
+// under matchCfg: prev when neither the catalog nor the vectors changed.
+// base is the index the new one is updated from (prev's, or at a start the
+// index snapshot's, made in baseSpace; nil builds it from scratch). It
+// records its steps and counts in pass.
+func (a *assembly) assemble(ctx context.Context, prev *Generation, base *match.Index, baseSpace vectorSpace, cat *catalog.Catalog, digest string, matchCfg match.Config, pass *Pass) (*Generation, assembled, error) {
+	var out assembled
+	t := time.Now()
+	a.progress.set("embed", 0, len(cat.Winners()))
+	vectors, space, prune, err := a.vectors(ctx, prev, base, baseSpace, cat, pass)
+	if err != nil {
+		return nil, out, err
+	}
+	out.prune, out.model = prune, space.model
+	pass.phase("embed", &t)
+	if prev != nil && cat == prev.Catalog && sameVectors(prev, vectors, space) {
+		return prev, out, nil
+	}
+	a.progress.set("index", 0, len(cat.Winners()))
+	g := &Generation{Catalog: cat, Model: space.model, space: space, vectors: vectors, digest: digest, db: a.db}
+	cfg := a.modelConfig(matchCfg, g)
+	if a.cids == nil || !pass.Partial {
+		a.cids = make(map[*skill.Skill][]byte, len(cat.Entries())) // a full scan drops the digests of skills gone
+	}
+	g.ContentID, g.ID = contentID(cat, g.Model, vectors != nil, cfg, a.workspace, a.cids)
+	pass.phase("identity", &t)
+	var us match.UpdateStats
+	if g.Index, us, err = a.buildIndex(ctx, base, g, cfg); err != nil {
+		return nil, out, err
+	}
+	g.vectors = heldVectors(g.vectors, g.Index)
+	pass.phase("index", &t)
+	pass.Analyzed, pass.Reused = us.Changed+us.Added, us.Kept
+	return g, out, nil
+}
+
+// withMatchConfig returns a generation serving g's catalog and vectors
+// under another match configuration: over g's index data when only
+// query-time settings changed, else over an updated index.
+func (a *assembly) withMatchConfig(ctx context.Context, g *Generation, cfg match.Config) (*Generation, error) {
+	next := *g
+	cfg = a.modelConfig(cfg, g)
+	if a.cids == nil {
+		a.cids = map[*skill.Skill][]byte{}
+	}
+	next.ContentID, next.ID = contentID(g.Catalog, g.Model, g.vectors != nil, cfg, a.workspace, a.cids)
+	var err error
+	if next.Index, err = g.Index.WithConfig(cfg); err != nil {
+		if next.Index, _, err = a.buildIndex(ctx, g.Index, &next, cfg); err != nil {
+			return nil, err
+		}
+	}
+	next.vectors = heldVectors(next.vectors, next.Index)
+	return &next, nil
+}
+
+// pruneVectors prunes the store's vectors of the model id to the texts of
+// winners.
+func (a *assembly) pruneVectors(id embed.Identity, winners []*skill.Skill) {
+	bodyChars := a.embedder.Config().BodyChars
+	bodies, err := a.bodyStarts(winners, bodyChars)
+	if err != nil {
+		return
+	}
+	keep := make(map[string]bool, len(winners))
+	for _, s := range winners {
+		keep[embed.TextHash(id, documentText(s, bodies, bodyChars))] = true
+	}
+	if _, err := a.db.PruneVectors(id.Fingerprint, keep); err != nil {
+		a.log.Warn("pruning stale vectors failed", "err", err)
+	}
+}

@@ -1,0 +1,133 @@
+package loader
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+
+	"github.com/mcpsag/router/internal/match"
+	"github.com/mcpsag/router/internal/skill"
+)
+
+// modelConfig is cfg with the cosine threshold of the model that embedded g,
+// unless cfg sets one: cosine scales differ between models, so the threshold
+// travels with the model.
+func (a *assembly) modelConfig(cfg match.Config, g *Generation) match.Config {
+	if g.vectors != nil && a.embedder != nil {
+		cfg = cfg.WithModelThreshold(a.embedder.Status().MatchThreshold)
+	}
+	return cfg
+}
+
+// buildIndex builds the match index of g under cfg: as an update of base
+// when there is one that indexes the same fields (reading only the bodies
+// of skills that changed), else from scratch.
+func (a *assembly) buildIndex(ctx context.Context, base *match.Index, g *Generation, cfg match.Config) (*match.Index, match.UpdateStats, error) {
+	winners := g.Catalog.Winners()
+	in := a.indexInput(g, winners, cfg)
+	if base != nil && base.CanUpdate(cfg) {
+		in.Body = func(s *skill.Skill) (string, error) {
+			if s.IsTool() {
+				return "", nil // a tool has no body; its parameters are a field of their own
+			}
+			body, ok, err := a.db.Body(s.ContentHash)
+			if err != nil {
+				return "", err
+			}
+			if !ok {
+				return "", errors.New("body not in the cache")
+			}
+			return body, nil
+		}
+		ix, us, err := base.Update(ctx, in)
+		if err != nil {
+			return nil, us, fmt.Errorf("update match index: %w", err)
+		}
+		return ix, us, nil
+	}
+	us := match.UpdateStats{Rebuilt: true, Added: len(winners)}
+	ix, err := a.buildFresh(ctx, in)
+	if err != nil {
+		return nil, us, fmt.Errorf("build match index: %w", err)
+	}
+	return ix, us, nil
+}
+
+// subsetIndex builds a match index over the winning skills of g that keep
+// accepts, with their vectors and bodies, as if they were the whole
+// catalog (their own term statistics and length norms). Evaluations use it
+// to measure matching on smaller catalogs drawn from a large one.
+func (a *assembly) subsetIndex(ctx context.Context, g *Generation, keep func(*skill.Skill) bool, cfg match.Config) (*match.Index, error) {
+	var skills []*skill.Skill
+	for _, s := range g.Catalog.Winners() {
+		if keep(s) {
+			skills = append(skills, s)
+		}
+	}
+	return a.buildFresh(ctx, a.indexInput(g, skills, a.modelConfig(cfg, g)))
+}
+
+// indexInput is the match index input of winners, skills of g, under cfg,
+// without a body reader.
+func (a *assembly) indexInput(g *Generation, winners []*skill.Skill, cfg match.Config) match.BuildInput {
+	in := match.BuildInput{
+		Skills:       winners,
+		Generation:   g.ID,
+		GenerationID: g.ContentID,
+		Config:       cfg,
+	}
+	if g.vectors != nil {
+		in.UnitVectors = true
+		in.Vectors = make([][]float32, len(winners))
+		for i, s := range winners {
+			in.Vectors[i] = g.vectors[s]
+		}
+		in.Embedder = a.embedder
+		in.Model = g.Model.Fingerprint
+	}
+	return in
+}
+
+// heldVectors returns vectors (a generation's, unit vectors by skill) with
+// every vector ix holds replaced by ix's own copy, the same bits: a
+// generation then keeps no vector alive that its index does not hold (the
+// first copy of a new vector, the rows of blocks its index copied to change
+// them). It returns vectors itself when nothing is replaced.
+func heldVectors(vectors map[*skill.Skill][]float32, ix *match.Index) map[*skill.Skill][]float32 {
+	if vectors == nil {
+		return nil
+	}
+	out, copied := vectors, false
+	ix.EachVector(func(s *skill.Skill, row []float32) {
+		v, ok := out[s]
+		if !ok || len(v) == 0 || &v[0] == &row[0] {
+			return
+		}
+		if !copied {
+			out, copied = maps.Clone(vectors), true
+		}
+		out[s] = row
+	})
+	return out
+}
+
+// buildFresh builds in from scratch, reading the bodies it indexes in one
+// read transaction.
+func (a *assembly) buildFresh(ctx context.Context, in match.BuildInput) (*match.Index, error) {
+	bodies, err := a.bodyStarts(in.Skills, in.Config.Fields.BodyChars)
+	if err != nil {
+		return nil, fmt.Errorf("read skill bodies: %w", err)
+	}
+	in.Body = func(s *skill.Skill) (string, error) {
+		if s.IsTool() {
+			return "", nil // a tool has no body; its parameters are a field of their own
+		}
+		body, ok := bodies[s.ContentHash]
+		if !ok {
+			return "", errors.New("body not in the cache")
+		}
+		return body, nil
+	}
+	return match.Build(ctx, in)
+}

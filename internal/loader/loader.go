@@ -1,0 +1,295 @@
+// Package loader is the one owner of the path from the skill folders on
+// disk to a published index generation. A pass goes through three stages,
+// each a type that owns its state:
+//
+//   - the tracker expands the roots and scans them (every root, given the
+//     last full scan's folder listings; or only the skill folders that file
+//     events named; or, at a start, the scan behind the index snapshot),
+//     reads their registries, and keeps the watcher on the folders of the
+//     last scan;
+//   - the record sync parses the SKILL.md files that changed and keeps the
+//     store's records and bodies in step with the disk;
+//   - the assembly makes the catalog (with the tools of MCP servers), the
+//     vectors, the identity and the match index, each from the previous
+//     generation where its input did not change, on the caller's goroutine
+//     and without touching a file.
+//
+// One loop runs the passes, one at a time: after file events, a change of
+// the MCP servers' tools, the rescan timer or a Reindex, and it publishes
+// each new generation, an immutable Generation, to the one serving it (the
+// router). In the background, the snapshot writer saves the last
+// generation's index and the scan behind it in the state folder, for the
+// next start. Evaluation builds its generation through the same Loader
+// (Build), so it measures exactly what is served.
+package loader
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"path/filepath"
+	"reflect"
+	"runtime"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/mcpsag/router/internal/embed"
+	"github.com/mcpsag/router/internal/match"
+	"github.com/mcpsag/router/internal/skill"
+	"github.com/mcpsag/router/internal/skillfs"
+	"github.com/mcpsag/router/internal/skillmd"
+	"github.com/mcpsag/router/internal/store"
+)
+
+// Config says where skills are, how to read and embed them, and when to
+// look at them again.
+type Config struct {
+	Workspace string
+	// Roots are the configured roots; skillfs.DefaultRoots when empty.
+	Roots      []skillfs.RootSpec
+	Precedence []skill.SourceKind
+	Limits     skillmd.Limits
+	Scan       skillfs.ScanLimits
+	// Workers parse files in parallel; 0 means GOMAXPROCS.
+	Workers int
+	// Embedder embeds skills and tasks; nil means keyword-only matching.
+	Embedder *embed.Manager
+	// Tools gives the tools of connected MCP servers, indexed with the
+	// skills; nil means none.
+	Tools ToolSource
+	// ToolsWait bounds how long Start waits for the MCP servers' first
+	// attempts, so that the first generation holds the tools of servers
+	// that start quickly; 0 means 5s.
+	ToolsWait time.Duration
+	// Match configures the match index (match.DefaultConfig when zero);
+	// SetMatchConfig changes it. Its cosine threshold is replaced by the
+	// embedding model's unless set.
+	Match match.Config
+	// ServeLastScan makes the first pass take the skill files from the
+	// scan behind the index snapshot (ScanFile) instead of scanning the
+	// roots, when the cache holds every one of them as that scan found it
+	// (the same paths, sizes and modification times) and the roots are
+	// the same: a restart then parses and embeds nothing, and reads no
+	// folder, before it serves. The pass says so (Pass.Restored); the
+	// loop then runs another pass at once, which scans the roots and
+	// catches up with what changed while the router was stopped.
+	ServeLastScan bool
+	// Watch turns on file system events; Debounce coalesces their bursts.
+	Watch    bool
+	Debounce time.Duration
+	// RescanInterval is the safety-net full scan period; 0 disables it.
+	RescanInterval time.Duration
+	// OnPass, when set, is called after every pass (requested or in the
+	// background), with its error; telemetry records reindex events here.
+	OnPass func(ctx context.Context, p Pass, err error)
+	Logger *slog.Logger
+}
+
+// ToolSource gives a pass the tools of the connected MCP servers;
+// upstream.Manager is one.
+type ToolSource interface {
+	// Tools returns the entries of kind tool served now, with unique
+	// names, and a digest that changes whenever they do. It must not
+	// block on a server.
+	Tools() ([]*skill.Skill, string)
+	// Settled reports whether every enabled server has its tools listed.
+	// While one has not (it is starting, or failing), the vectors of
+	// texts the pass does not use are kept in the cache: that server's
+	// tools come back without being embedded again.
+	Settled() bool
+	// Changes receives a value after the servers' tools changed.
+	Changes() <-chan struct{}
+	// Wait returns when every server has finished its first attempt, or
+	// when ctx ends (with its error).
+	Wait(ctx context.Context) error
+}
+
+// Loader turns the skill folders into generations and keeps them coming.
+type Loader struct {
+	cfg Config
+	db  *store.DB
+	log *slog.Logger
+
+	tracker   *tracker
+	records   *recordSync
+	assembly  *assembly
+	snapshots snapshotWriter
+	progress  progress
+
+	mu       sync.Mutex // one pass at a time; guards the fields below
+	last     *Generation
+	matchCfg match.Config
+	publish  func(*Generation) // nil until Start
+	based    bool              // the first pass has taken the index snapshot as its base
+
+	// catchingUp is set while the served generation came from the last
+	// scan (Pass.Restored) and no scan of the roots has been served since.
+	catchingUp atomic.Bool
+
+	stateMu     sync.Mutex // guards the fields below
+	lastStats   skill.ReindexStats
+	lastErr     error
+	lastReindex time.Time
+	cancel      context.CancelFunc
+	done        chan struct{}
+}
+
+// New returns a loader over db; it starts reading the cached records and
+// the index snapshot (and, with ServeLastScan, the scan behind it), which
+// the first pass waits for.
+func New(cfg Config, db *store.DB) (*Loader, error) {
+	if cfg.Limits == (skillmd.Limits{}) {
+		cfg.Limits = skillmd.DefaultLimits
+	}
+	if cfg.Scan == (skillfs.ScanLimits{}) {
+		cfg.Scan = skillfs.DefaultScanLimits
+	}
+	if len(cfg.Roots) == 0 {
+		cfg.Roots = skillfs.DefaultRoots()
+	}
+	if cfg.Workers <= 0 {
+		cfg.Workers = runtime.GOMAXPROCS(0)
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	if reflect.ValueOf(cfg.Match).IsZero() {
+		cfg.Match = match.DefaultConfig()
+	}
+	workspace, err := filepath.Abs(cfg.Workspace)
+	if err != nil {
+		return nil, fmt.Errorf("workspace %s: %w", cfg.Workspace, err)
+	}
+	l := &Loader{cfg: cfg, db: db, log: cfg.Logger, matchCfg: cfg.Match}
+	l.progress.clear()
+	state := filepath.Dir(db.Path())
+	l.tracker = &tracker{workspace: cfg.Workspace, specs: cfg.Roots, limits: cfg.Scan,
+		listings:  listingsFile{path: filepath.Join(state, ListingsFile), log: cfg.Logger},
+		lastScans: lastScanFile{path: filepath.Join(state, ScanFile), log: cfg.Logger}}
+	l.assembly = &assembly{workspace: workspace, precedence: cfg.Precedence, embedder: cfg.Embedder, tools: cfg.Tools,
+		db: db, log: cfg.Logger, progress: &l.progress}
+	l.snapshots = snapshotWriter{path: filepath.Join(state, SnapshotFile), log: cfg.Logger, lastScans: &l.tracker.lastScans}
+	if cfg.ServeLastScan {
+		l.tracker.lastScans.startLoad(cfg.Workspace, cfg.Roots)
+	}
+	removeLeftovers(state, cfg.Logger)
+	// The cached records and the index snapshot are read while the first
+	// pass scans the roots, and the cached bodies are checked after the
+	// records, while that pass makes its catalog: it waits for that only
+	// before it uses a body. A first pass that serves the last scan
+	// (ServeLastScan) does not wait for the check, nor share the CPUs with
+	// it: the check starts with the next pass, which uses its findings.
+	// Such a pass needs the snapshot last, after its catalog: the
+	// snapshot is read once the last scan is, so that on few cores it
+	// does not slow the reading of the scan and the records the catalog
+	// is made of (docs/benchmarks.md, "Less on a start's critical path").
+	l.records = newRecordSync(db, cfg.Limits, cfg.Workers, cfg.Logger, &l.progress, cfg.ServeLastScan)
+	l.snapshots.startLoad(l.tracker.lastScans.loaded)
+	return l, nil
+}
+
+// Build runs one pass now, as the first pass of Start does, without
+// publishing its generation and without the loop: evaluations build what
+// the router serves this way.
+func (l *Loader) Build(ctx context.Context) (*Generation, Pass, error) {
+	return l.build(ctx, false, nil)
+}
+
+// WithMatchConfig returns a generation serving g's catalog and vectors
+// under another match configuration: over g's index data when only
+// query-time settings changed, else over an updated index. It publishes
+// nothing.
+func (l *Loader) WithMatchConfig(ctx context.Context, g *Generation, cfg match.Config) (*Generation, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	next, err := l.assembly.withMatchConfig(ctx, g, cfg)
+	if err != nil {
+		return nil, err
+	}
+	l.snapshots.save(next)
+	return next, nil
+}
+
+// SetMatchConfig makes cfg (match.DefaultConfig when zero) the match
+// configuration of the next passes and publishes the last generation under
+// it, when it differs from the one in force.
+func (l *Loader) SetMatchConfig(ctx context.Context, cfg match.Config) error {
+	if reflect.ValueOf(cfg).IsZero() {
+		cfg = match.DefaultConfig()
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if reflect.DeepEqual(l.matchCfg, cfg) {
+		return nil
+	}
+	l.matchCfg = cfg
+	if l.last == nil {
+		return nil
+	}
+	next, err := l.assembly.withMatchConfig(ctx, l.last, cfg)
+	if err != nil {
+		return err
+	}
+	l.snapshots.save(next)
+	l.last = next
+	if l.publish != nil {
+		l.publish(next)
+	}
+	return nil
+}
+
+// SetEmbedConfig switches the embedding configuration: the model is
+// reloaded and, when it changed, every skill is embedded again by a pass
+// run at once. A model that fails to load leaves matching keyword-only.
+func (l *Loader) SetEmbedConfig(ctx context.Context, cfg embed.Config) error {
+	m := l.cfg.Embedder
+	if m == nil {
+		return nil
+	}
+	if err := m.Reload(ctx, cfg); err != nil {
+		l.log.Warn("embedding model did not load; matching uses keywords only", "err", err)
+	}
+	_, err := l.Reindex(ctx, false)
+	return err
+}
+
+// SubsetIndex builds a match index over the winning skills of g that keep
+// accepts, with their vectors and bodies, as if they were the whole
+// catalog (their own term statistics and length norms). Evaluations use it
+// to measure matching on smaller catalogs drawn from a large one.
+func (l *Loader) SubsetIndex(ctx context.Context, g *Generation, keep func(*skill.Skill) bool, cfg match.Config) (*match.Index, error) {
+	return l.assembly.subsetIndex(ctx, g, keep, cfg)
+}
+
+// Progress returns the state of the running pass, if any.
+func (l *Loader) Progress() skill.Progress { return l.progress.get() }
+
+// ParsedTotal returns how many files were parsed since the loader started.
+func (l *Loader) ParsedTotal() int64 { return l.records.parsedTotal.Load() }
+
+// Flush waits until the last generation's index snapshot and the last full
+// scan's folder listings are written.
+func (l *Loader) Flush() {
+	l.snapshots.flush()
+	l.tracker.listings.wait()
+}
+
+// Close stops the loop, waits for the index snapshot of the last
+// generation to be written and stops watching. It closes neither the store
+// nor the model.
+func (l *Loader) Close() error {
+	l.stateMu.Lock()
+	cancel, done := l.cancel, l.done
+	l.cancel = nil
+	l.stateMu.Unlock()
+	if cancel != nil {
+		cancel()
+		<-done
+	}
+	l.Flush()
+	if w := l.tracker.watcher; w != nil && cancel != nil {
+		return w.Close()
+	}
+	return nil
+}

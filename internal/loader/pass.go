@@ -1,0 +1,171 @@
+package loader
+
+import (
+	"context"
+	"sync/atomic"
+	"time"
+
+	"github.com/mcpsag/router/internal/catalog"
+	"github.com/mcpsag/router/internal/match"
+	"github.com/mcpsag/router/internal/skill"
+	"github.com/mcpsag/router/internal/store"
+)
+
+// progress is the state of the running pass, for Status.
+type progress struct {
+	p atomic.Pointer[skill.Progress]
+}
+
+func (p *progress) set(phase string, done, total int) {
+	p.p.Store(&skill.Progress{Running: true, Phase: phase, Done: done, Total: total})
+}
+
+func (p *progress) clear() { p.p.Store(&skill.Progress{}) }
+
+func (p *progress) get() skill.Progress { return *p.p.Load() }
+
+// build runs a pass from the last generation under mu, and publishes
+// nothing.
+func (l *Loader) build(ctx context.Context, full bool, changed []string) (*Generation, Pass, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.pass(ctx, l.last, full, changed)
+}
+
+// pass brings the store in step with the disk and returns the generation
+// that reflects it, made from prev (nil for the first pass): prev itself
+// when nothing changed (Pass.Stats.Published is then false). With full,
+// every file is read and parsed again; changed are the paths file events
+// named, when every one lies in a skill folder the last scan found (else
+// nil: every root is scanned). On error the store keeps what was written
+// before the error, and prev stays valid. The caller holds mu.
+//
+// The index is updated from prev's (or, on the first pass, from the
+// snapshot the last run left in the state folder): only skills that
+// changed are analyzed and embedded. Each new generation's index is saved
+// to that snapshot in the background.
+func (l *Loader) pass(ctx context.Context, prev *Generation, full bool, changed []string) (*Generation, Pass, error) {
+	start := time.Now()
+	defer l.progress.clear()
+
+	cat, digest, pass, err := l.catalog(ctx, prev, full, changed)
+	if err != nil {
+		return nil, pass, err
+	}
+	// Before any body is used: a file whose cached body is missing or
+	// damaged is parsed again, which stores its body again. A pass that
+	// serves the last scan leaves that to the pass after it: until then,
+	// a damaged body is not served (Generation.Body), and a skill whose
+	// analysis needed it is analyzed again then.
+	var bodiless []*store.FileRecord
+	if !pass.Restored {
+		if bodiless, err = l.records.takeBodiless(); err != nil {
+			return nil, pass, err
+		}
+	}
+	if len(bodiless) > 0 {
+		l.log.Warn("cached bodies missing or damaged; parsing their files again", "files", len(bodiless))
+		l.records.reparse = map[string]bool{}
+		for _, r := range bodiless {
+			l.records.reparse[r.Path] = true
+		}
+		first := pass
+		cat, digest, pass, err = l.catalog(ctx, prev, full, changed)
+		l.records.reparse = nil
+		if err != nil {
+			return nil, pass, err
+		}
+		pass.Phases = append(first.Phases, pass.Phases...)
+		pass.Stats = afterSecondPass(first.Stats, pass.Stats)
+	}
+	// The snapshot is read while the pass scans: wait for it only now.
+	base, baseSpace := l.base(prev, &pass)
+	g, done, err := l.assembly.assemble(ctx, prev, base, baseSpace, cat, digest, l.matchCfg, &pass)
+	if err != nil {
+		return nil, pass, err
+	}
+	// While a server is not settled its tools are missing from the
+	// catalog: their vectors stay in the cache for when it is back.
+	if done.prune {
+		winners, id := cat.Winners(), done.model
+		l.snapshots.prune(func() { l.assembly.pruneVectors(id, winners) })
+	}
+	if g == prev {
+		pass.Stats.Generation = prev.ID
+		pass.Stats.Duration = time.Since(start)
+		return prev, pass, nil
+	}
+	g.scan, g.scanRoots = l.tracker.last, l.tracker.lastRoots
+	if pass.Restored {
+		l.snapshots.scanWritten(g.ContentID)
+	}
+	l.snapshots.save(g)
+	l.last = g
+	pass.Stats.Generation = g.ID
+	pass.Stats.Published = true
+	pass.Stats.Duration = time.Since(start)
+	return g, pass, nil
+}
+
+// base returns the index a pass updates and the space of its vectors:
+// prev's, or on the first pass the index snapshot's (nil when there is
+// none).
+func (l *Loader) base(prev *Generation, pass *Pass) (*match.Index, vectorSpace) {
+	if prev != nil {
+		return prev.Index, prev.space
+	}
+	if l.based {
+		return nil, vectorSpace{}
+	}
+	l.based = true
+	t := time.Now()
+	base, space := l.snapshots.load()
+	pass.phase("snapshot", &t)
+	return base, space
+}
+
+// catalog finds the skill files (tracker), brings the store's records in
+// step with them (record sync) and returns the catalog they make with the
+// tools of MCP servers (assembly): prev's when its input did not change.
+func (l *Loader) catalog(ctx context.Context, prev *Generation, full bool, changed []string) (*catalog.Catalog, string, Pass, error) {
+	var pass Pass
+	t := time.Now()
+	l.progress.set("scan", 0, 0)
+	restore := prev == nil && !full && changed == nil && l.records.reparse == nil
+	f, err := l.tracker.find(restore, prev != nil && !full, changed)
+	if err != nil {
+		return nil, "", pass, err
+	}
+	pass.phase("scan", &t)
+	if err := l.records.wait(); err != nil {
+		return nil, "", pass, err
+	}
+	pass.phase("records", &t)
+	if err := ctx.Err(); err != nil {
+		return nil, "", pass, err
+	}
+	todo := l.records.toParse(f.scan.Files, full)
+	if f.restored && !l.records.holdsExactly(f.scan.Files, todo) {
+		l.log.Info("the cache does not hold the skill files of the last scan as it found them; scanning the roots",
+			"files", len(f.scan.Files), "cached", len(l.records.records), "to_parse", len(todo))
+		l.tracker.scan(&f, changed, false)
+		todo = l.records.toParse(f.scan.Files, full)
+		pass.phase("scan", &t)
+	}
+	if f.restored {
+		l.tracker.keep(&f.scan, f.roots)
+	} else {
+		l.records.checkBodies()
+	}
+	pass.Dirs, pass.Restored, pass.Partial, pass.FoldersReused = f.scan.Dirs, f.restored, f.partial, f.reused
+	recs, err := l.records.sync(ctx, &f, todo, &pass, &t)
+	if err != nil {
+		return nil, "", pass, err
+	}
+	cat, digest, built := l.assembly.catalog(prev, &f, recs)
+	pass.Stats.FinishedAt = time.Now()
+	if built {
+		pass.phase("catalog", &t)
+	}
+	return cat, digest, pass, nil
+}
