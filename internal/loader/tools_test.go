@@ -62,7 +62,7 @@ func TestToolsEmbeddedOnce(t *testing.T) {
 	m := embed.NewManager(embed.Config{Dir: modelDir}, nil, nil)
 	t.Cleanup(func() { m.Close() })
 	if err := m.Reload(ctx, embed.Config{Dir: modelDir}); err != nil {
-		t.Skipf("bundled model: %v", err)
+		t.Fatalf("the committed model does not load: %v", err)
 	}
 	ws := t.TempDir()
 	writeSkill(t, filepath.Join(ws, "skills"), "pdf", "pdf", "Fill PDF forms")
