@@ -31,8 +31,8 @@ var benchQueries = []string{
 func benchDocs(n int) []string {
 	docs := make([]string, n)
 	for i := range docs {
-		docs[i] = embed.DocumentText(fmt.Sprintf("skill-%d", i),
-			benchQueries[i%len(benchQueries)]+": a skill that does this well, with scripts and references for the common cases", "", 0)
+		docs[i] = docText(fmt.Sprintf("skill-%d", i),
+			benchQueries[i%len(benchQueries)]+": a skill that does this well, with scripts and references for the common cases")
 	}
 	return docs
 }

@@ -78,8 +78,9 @@ type Config struct {
 	// QueryCacheSize is the number of query vectors a Manager keeps in its
 	// LRU cache; negative disables the cache.
 	QueryCacheSize int
-	// BodyChars is how much of a skill's body DocumentText appends to its
-	// name and description; 0 means none.
+	// BodyChars is how much of a skill's body its embedded text
+	// (skill.Skill.DocumentText) appends to its name and description; 0
+	// means none.
 	BodyChars int
 	// SequenceBuckets and BatchBuckets bound the input shapes: hugot's Go
 	// backend compiles a graph for each new (batch, sequence) shape, so

@@ -5,9 +5,6 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
-	"strings"
-
-	"github.com/mcpsag/router/internal/skill"
 )
 
 // VectorCache stores document vectors across restarts (the store implements
@@ -102,30 +99,4 @@ func EmbedDocuments(ctx context.Context, e Embedder, cache VectorCache, texts []
 		vecs[i] = found[h]
 	}
 	return vecs, computed, nil
-}
-
-// DocumentText returns the text embedded for a skill: its name with
-// hyphens and underscores read as spaces, a colon, and its description;
-// then, when bodyChars > 0, a blank line and the first bodyChars characters
-// of the body, cut back to a word boundary. The name and description carry
-// the skill's intent; the body start adds vocabulary but also noise, so it
-// is off by default (Config.BodyChars).
-func DocumentText(name, description, body string, bodyChars int) string {
-	var b strings.Builder
-	b.WriteString(strings.TrimSpace(strings.NewReplacer("-", " ", "_", " ").Replace(name)))
-	if d := strings.TrimSpace(description); d != "" {
-		if b.Len() > 0 {
-			b.WriteString(": ")
-		}
-		b.WriteString(d)
-	}
-	if bodyChars > 0 {
-		if start := strings.TrimSpace(skill.BodyStart(strings.TrimSpace(body), bodyChars)); start != "" {
-			if b.Len() > 0 {
-				b.WriteString("\n\n")
-			}
-			b.WriteString(start)
-		}
-	}
-	return b.String()
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/mcpsag/router/internal/embed"
 	"github.com/mcpsag/router/internal/embed/embedtest"
+	"github.com/mcpsag/router/internal/skill"
 )
 
 // memCache is an in-memory VectorCache that counts its calls.
@@ -65,7 +66,7 @@ func skillTexts(n int) []string {
 		"resize images", "send email", "call a rest api", "run unit tests", "edit a csv spreadsheet", "schedule a meeting"}
 	texts := make([]string, n)
 	for i := range texts {
-		texts[i] = embed.DocumentText(fmt.Sprintf("skill-%d", i), topics[i%len(topics)], "", 0)
+		texts[i] = docText(fmt.Sprintf("skill-%d", i), topics[i%len(topics)])
 	}
 	return texts
 }
@@ -120,7 +121,7 @@ func TestEmbedDocumentsCounters(t *testing.T) {
 
 	// One edited skill: exactly one embedding.
 	edited := slices.Clone(texts)
-	edited[7] = embed.DocumentText("skill-7", "translate french documents", "", 0)
+	edited[7] = docText("skill-7", "translate french documents")
 	vecs, computed, err = embed.EmbedDocuments(ctx, m, cache, edited, 10)
 	if err != nil || computed != 1 || m.Status().EmbeddingsComputed != 1 {
 		t.Fatalf("one edit: computed %d, counter %d, %v; want 1", computed, m.Status().EmbeddingsComputed, err)
@@ -229,25 +230,7 @@ func TestEmbedDocumentsModelChanged(t *testing.T) {
 	}
 }
 
-func TestDocumentText(t *testing.T) {
-	tests := []struct {
-		name, skill, desc, body string
-		chars                   int
-		want                    string
-	}{
-		{"name and description", "fill-pdf_forms", "Fill PDF forms.", "body", 0, "fill pdf forms: Fill PDF forms."},
-		{"no description", "git-helper", "  ", "", 0, "git helper"},
-		{"body start", "x", "Does x.", "First words of the body here", 15, "x: Does x.\n\nFirst words of"},
-		{"body cut at space", "x", "d", "abc defgh", 6, "x: d\n\nabc"},
-		{"body shorter than limit", "x", "d", "  short  ", 100, "x: d\n\nshort"},
-		{"multibyte body", "x", "d", "héllo wörld", 7, "x: d\n\nhéllo"},
-		{"body only", "", "", "body", 10, "body"},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			if got := embed.DocumentText(tt.skill, tt.desc, tt.body, tt.chars); got != tt.want {
-				t.Errorf("DocumentText = %q, want %q", got, tt.want)
-			}
-		})
-	}
+// docText is the embedded text of a skill with a name and a description.
+func docText(name, desc string) string {
+	return (&skill.Skill{Name: name, Frontmatter: skill.Frontmatter{Description: desc}}).DocumentText("", 0)
 }

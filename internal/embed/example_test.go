@@ -11,14 +11,6 @@ import (
 	"github.com/mcpsag/router/internal/embed/embedtest"
 )
 
-func ExampleDocumentText() {
-	fmt.Printf("%q\n", embed.DocumentText("fill-pdf-forms", "Fill in and sign PDF forms.", "Use pdftk to ...", 0))
-	fmt.Printf("%q\n", embed.DocumentText("fill-pdf-forms", "Fill in and sign PDF forms.", "Use pdftk to fill fields.", 12))
-	// Output:
-	// "fill pdf forms: Fill in and sign PDF forms."
-	// "fill pdf forms: Fill in and sign PDF forms.\n\nUse pdftk to"
-}
-
 func ExampleManager() {
 	tmp, err := os.MkdirTemp("", "embed-example")
 	if err != nil {

@@ -127,7 +127,7 @@ func (a *assembly) pruneVectors(id embed.Identity, winners []*skill.Skill) {
 	}
 	keep := make(map[string]bool, len(winners))
 	for _, s := range winners {
-		keep[embed.TextHash(id, documentText(s, bodies, bodyChars))] = true
+		keep[embed.TextHash(id, s.DocumentText(bodies[s.ContentHash], bodyChars))] = true
 	}
 	if _, err := a.db.PruneVectors(id.Fingerprint, keep); err != nil {
 		a.log.Warn("pruning stale vectors failed", "err", err)

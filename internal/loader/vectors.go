@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
-	"unicode"
 	"unicode/utf8"
 
 	"github.com/mcpsag/router/internal/catalog"
@@ -92,7 +90,7 @@ func (a *assembly) vectors(ctx context.Context, prev *Generation, base *match.In
 	}
 	texts := make([]string, len(todo))
 	for i, s := range todo {
-		texts[i] = documentText(s, bodies, bodyChars)
+		texts[i] = s.DocumentText(bodies[s.ContentHash], bodyChars)
 	}
 	vecs, computed, err := embed.EmbedDocuments(ctx, m, a.db, texts, m.Config().BatchSize)
 	pass.Stats.Embedded = computed
@@ -251,37 +249,4 @@ func runePrefix(b []byte, n int) []byte {
 		i += size
 	}
 	return b[:i]
-}
-
-// documentText is the text embedded for an entry: a skill's name,
-// description and body start, or a tool's name as words, its title and
-// description, and its parameters in place of a body. The server's name is
-// left out: it is a namespace, matched by keywords.
-func documentText(s *skill.Skill, bodies map[string]string, bodyChars int) string {
-	if !s.IsTool() {
-		return embed.DocumentText(s.Name, s.Description(), bodies[s.ContentHash], bodyChars)
-	}
-	desc := s.Description()
-	if t := s.Tool.Title; t != "" && !strings.EqualFold(t, s.Tool.Name) {
-		desc = t + ". " + desc
-	}
-	return embed.DocumentText(nameWords(s.Tool.Name), desc, s.ParamText(), bodyChars)
-}
-
-// nameWords spells a tool name as words: camelCase humps, digits and
-// separators become spaces ("getPM2.5Level" reads "get PM2 5 Level").
-func nameWords(name string) string {
-	var b strings.Builder
-	var prev rune
-	for _, r := range name {
-		switch {
-		case !unicode.IsLetter(r) && !unicode.IsDigit(r):
-			r = ' '
-		case unicode.IsUpper(r) && unicode.IsLower(prev):
-			b.WriteByte(' ')
-		}
-		b.WriteRune(r)
-		prev = r
-	}
-	return strings.Join(strings.Fields(b.String()), " ")
 }

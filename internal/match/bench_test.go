@@ -179,7 +179,7 @@ func BenchmarkMatch(b *testing.B) {
 	b.Logf("%d dev skills, %d dev queries, %s", len(base), len(queries), note)
 	texts := make([]string, len(base))
 	for i, d := range base {
-		texts[i] = embed.DocumentText(d.name, d.desc, "", 0)
+		texts[i] = (&skill.Skill{Name: d.name, Frontmatter: skill.Frontmatter{Description: d.desc}}).DocumentText("", 0)
 	}
 	baseVecs, err := m.Embed(context.Background(), texts, embed.Document)
 	if err != nil {
@@ -221,7 +221,7 @@ func BenchmarkMatchLong(b *testing.B) {
 	qvec := embedQueries(b, m, tasks)
 	texts := make([]string, len(base))
 	for i, d := range base {
-		texts[i] = embed.DocumentText(d.name, d.desc, "", 0)
+		texts[i] = (&skill.Skill{Name: d.name, Frontmatter: skill.Frontmatter{Description: d.desc}}).DocumentText("", 0)
 	}
 	baseVecs, err := m.Embed(context.Background(), texts, embed.Document)
 	if err != nil {

@@ -2,10 +2,8 @@ package match
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"strings"
 	"sync"
 	"time"
 
@@ -227,30 +225,17 @@ func docText(s *skill.Skill, fields []*sparseField, body string) sparseDoc {
 		case fieldName:
 			t = s.MatchName()
 		case fieldDescription:
-			t = description(s)
+			t = s.SearchDescription()
 		case fieldTags:
-			t = strings.Join(s.Tags(), " ")
+			t = s.SearchTags()
 		case fieldTriggers:
-			t = strings.Join(s.Frontmatter.Triggers, " . ")
+			t = s.SearchTriggers()
 		case fieldBody:
 			t = body
 		case fieldParams:
 			t = s.ParamText()
 		}
 		d[i] = normalizeText(t)
-	}
-	return d
-}
-
-// description is the skill's description plus Claude Code's when_to_use
-// field, which says the same kind of thing.
-func description(s *skill.Skill) string {
-	d := s.Frontmatter.Description
-	if raw, ok := s.Frontmatter.Extra["when_to_use"]; ok {
-		var w string
-		if json.Unmarshal([]byte(raw), &w) == nil && w != "" {
-			d += " " + w
-		}
 	}
 	return d
 }

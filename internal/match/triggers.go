@@ -99,7 +99,7 @@ func (p *phrases) info(ph *phrase) float64 {
 // shortTerms returns the distinct stemmed terms of a skill's name,
 // description, tags and triggers: what phrase rarity counts.
 func shortTerms(stem analysis.Analyzer, s *skill.Skill) []string {
-	short := normalizeText(strings.Join([]string{s.MatchName(), description(s), strings.Join(s.Tags(), " "),
+	short := normalizeText(strings.Join([]string{s.MatchName(), s.SearchDescription(), s.SearchTags(),
 		strings.Join(s.Frontmatter.Triggers, " ")}, " "))
 	seen := map[string]bool{}
 	var out []string

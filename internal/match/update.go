@@ -229,7 +229,7 @@ func (ix *Index) sameIndexing(cfg Config, params bool) bool {
 // sameIndexedText reports whether two versions of a skill give the same
 // indexed text.
 func sameIndexedText(a, b *skill.Skill) bool {
-	return a.ContentHash == b.ContentHash && a.Name == b.Name && description(a) == description(b) &&
+	return a.ContentHash == b.ContentHash && a.Name == b.Name && a.SearchDescription() == b.SearchDescription() &&
 		slices.Equal(a.Tags(), b.Tags()) && slices.Equal(a.Frontmatter.Triggers, b.Frontmatter.Triggers)
 }
 

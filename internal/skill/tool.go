@@ -6,7 +6,6 @@ import (
 	"slices"
 	"strings"
 	"time"
-	"unicode"
 )
 
 // EntryKind says what a routable entry is. Skills and the tools of connected
@@ -87,49 +86,6 @@ func (s *Skill) Key() string {
 		return "tool:" + s.Name
 	}
 	return s.Dir
-}
-
-// MatchName is the entry's name as keyword matching indexes it: a skill's
-// name, or a tool's server name and SpokenName.
-func (s *Skill) MatchName() string {
-	if !s.IsTool() {
-		return s.Name
-	}
-	return s.Tool.Server + " " + s.SpokenName()
-}
-
-// SpokenName is the name a task would use to ask for the entry by name: a
-// skill's name, or a tool's upstream name with every separator (dots,
-// slashes, colons) read as a space.
-func (s *Skill) SpokenName() string {
-	if !s.IsTool() {
-		return s.Name
-	}
-	return strings.Map(func(r rune) rune {
-		if unicode.IsLetter(r) || unicode.IsDigit(r) {
-			return r
-		}
-		return ' '
-	}, s.Tool.Name)
-}
-
-// ParamText is the text of a tool's parameters and results as matching
-// indexes it: one line per parameter, then per result, its name and
-// description. Skills have none.
-func (s *Skill) ParamText() string {
-	if !s.IsTool() || len(s.Tool.Params)+len(s.Tool.Results) == 0 {
-		return ""
-	}
-	var b strings.Builder
-	for _, p := range append(s.Tool.Params[:len(s.Tool.Params):len(s.Tool.Params)], s.Tool.Results...) {
-		b.WriteString(p.Name)
-		if p.Description != "" {
-			b.WriteString(": ")
-			b.WriteString(p.Description)
-		}
-		b.WriteString("\n")
-	}
-	return b.String()
 }
 
 // SeenBy reports whether agent sees a tool's server; skills always answer

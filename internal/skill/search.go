@@ -1,0 +1,145 @@
+package skill
+
+import (
+	"encoding/json"
+	"strings"
+	"unicode"
+)
+
+// What an entry is searched by. Keyword matching (BM25, internal/match)
+// indexes an entry's name, description, tags, triggers, body start and
+// parameters, each as a field of its own; the embedding model embeds one
+// text made of the same parts (DocumentText). Both take the parts from
+// here, so the text an entry is found by is written down once.
+
+// MatchName is the entry's name as keyword matching indexes it: a skill's
+// name, or a tool's server name and SpokenName.
+func (s *Skill) MatchName() string {
+	if !s.IsTool() {
+		return s.Name
+	}
+	return s.Tool.Server + " " + s.SpokenName()
+}
+
+// SpokenName is the name a task would use to ask for the entry by name: a
+// skill's name, or a tool's upstream name with every separator (dots,
+// slashes, colons) read as a space.
+func (s *Skill) SpokenName() string {
+	if !s.IsTool() {
+		return s.Name
+	}
+	return strings.Map(func(r rune) rune {
+		if unicode.IsLetter(r) || unicode.IsDigit(r) {
+			return r
+		}
+		return ' '
+	}, s.Tool.Name)
+}
+
+// SearchDescription is the description keyword matching indexes: the
+// frontmatter's, and Claude Code's when_to_use field, which says the same
+// kind of thing, after it.
+func (s *Skill) SearchDescription() string {
+	d := s.Frontmatter.Description
+	if raw, ok := s.Frontmatter.Extra["when_to_use"]; ok {
+		var w string
+		if json.Unmarshal([]byte(raw), &w) == nil && w != "" {
+			d += " " + w
+		}
+	}
+	return d
+}
+
+// SearchTags is the text of the entry's tags (frontmatter and registry) as
+// keyword matching indexes it.
+func (s *Skill) SearchTags() string { return strings.Join(s.Tags(), " ") }
+
+// SearchTriggers is the text of the entry's trigger phrases as keyword
+// matching indexes it: one sentence each.
+func (s *Skill) SearchTriggers() string { return strings.Join(s.Frontmatter.Triggers, " . ") }
+
+// ParamText is the text of a tool's parameters and results as matching
+// indexes it: one line per parameter, then per result, its name and
+// description. Skills have none.
+func (s *Skill) ParamText() string {
+	if !s.IsTool() || len(s.Tool.Params)+len(s.Tool.Results) == 0 {
+		return ""
+	}
+	var b strings.Builder
+	for _, p := range append(s.Tool.Params[:len(s.Tool.Params):len(s.Tool.Params)], s.Tool.Results...) {
+		b.WriteString(p.Name)
+		if p.Description != "" {
+			b.WriteString(": ")
+			b.WriteString(p.Description)
+		}
+		b.WriteString("\n")
+	}
+	return b.String()
+}
+
+// embeddedDescription is the description the embedded text holds: the
+// frontmatter's alone, without the when_to_use field SearchDescription
+// adds for keyword matching.
+func (s *Skill) embeddedDescription() string { return s.Description() }
+
+// DocumentText returns the text embedded for the entry. For a skill: its
+// name with hyphens and underscores read as spaces, a colon, and its
+// description; then, when bodyChars > 0, a blank line and the first
+// bodyChars characters of body (its body, or a start of it at least
+// bodyChars+1 characters long), cut back to a word boundary. The name and
+// description carry the skill's intent; the body start adds vocabulary but
+// also noise, so it is off by default. For a tool: its name as words
+// (nameWords), its title and description, and its parameters in place of a
+// body; body is not used. The server's name is left out: it is a
+// namespace, matched by keywords.
+func (s *Skill) DocumentText(body string, bodyChars int) string {
+	if !s.IsTool() {
+		return documentText(s.Name, s.embeddedDescription(), body, bodyChars)
+	}
+	desc := s.embeddedDescription()
+	if t := s.Tool.Title; t != "" && !strings.EqualFold(t, s.Tool.Name) {
+		desc = t + ". " + desc
+	}
+	return documentText(nameWords(s.Tool.Name), desc, s.ParamText(), bodyChars)
+}
+
+// documentText lays out an embedded text: see DocumentText.
+func documentText(name, description, body string, bodyChars int) string {
+	var b strings.Builder
+	b.WriteString(strings.TrimSpace(strings.NewReplacer("-", " ", "_", " ").Replace(name)))
+	if d := strings.TrimSpace(description); d != "" {
+		if b.Len() > 0 {
+			b.WriteString(": ")
+		}
+		b.WriteString(d)
+	}
+	if bodyChars > 0 {
+		if start := strings.TrimSpace(BodyStart(strings.TrimSpace(body), bodyChars)); start != "" {
+			if b.Len() > 0 {
+				b.WriteString("\n\n")
+			}
+			b.WriteString(start)
+		}
+	}
+	return b.String()
+}
+
+// nameWords spells a tool name as words: a space goes between a lower-case
+// letter and an upper-case one, and in place of every character that is
+// neither a letter nor a digit ("listOpenIssues" reads "list Open Issues",
+// "getPM2.5Level" reads "get PM2 5Level").
+func nameWords(name string) string {
+	var b strings.Builder
+	var prev rune
+	for _, r := range name {
+		switch {
+		case !unicode.IsLetter(r) && !unicode.IsDigit(r):
+			r = ' '
+		case unicode.IsUpper(r) && unicode.IsLower(prev):
+			b.WriteByte(' ')
+		}
+		b.WriteRune(r)
+		prev = r
+	}
+	return strings.Join(strings.Fields(b.String()), " ")
+}
