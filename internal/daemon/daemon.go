@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/mcpsag/router/internal/buildinfo"
+	"github.com/mcpsag/router/internal/statedir"
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials"
@@ -227,7 +228,7 @@ func (m *Main) openCore(ctx context.Context, holder, stateDir string, lockWait t
 		m.log.Warn("cache was rebuilt", "reason", db.Recovered)
 	}
 	if cfg.Model.Dir == "" && !cfg.Model.Disabled {
-		if m.bundledModel, err = models.Default(filepath.Join(db.Dir(), "models")); err != nil {
+		if m.bundledModel, err = models.Default(filepath.Join(db.Dir(), statedir.ModelsDir)); err != nil {
 			m.log.Warn("bundled model could not be unpacked; matching uses keywords only", "err", err)
 		}
 	}

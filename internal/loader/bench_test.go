@@ -14,6 +14,7 @@ import (
 	"github.com/mcpsag/router/internal/embed"
 	"github.com/mcpsag/router/internal/skillfs"
 	"github.com/mcpsag/router/internal/skillmd"
+	"github.com/mcpsag/router/internal/statedir"
 	"github.com/mcpsag/router/internal/store"
 )
 
@@ -182,7 +183,7 @@ func BenchmarkReadSnapshot(b *testing.B) {
 	if state == "" {
 		b.Skip("set MCPSAG_BENCH_STATE to a router's state folder (routerbench lifecycle leaves one)")
 	}
-	path := filepath.Join(state, SnapshotFile)
+	path := filepath.Join(state, statedir.SnapshotFile)
 	fi, err := os.Stat(path)
 	if err != nil {
 		b.Skip(err)

@@ -33,7 +33,7 @@ type Generation struct {
 	digest  string                     // fingerprint of the catalog input, host paths included
 	db      *store.DB
 	// scan is the scan behind the catalog, of scanRoots; the snapshot
-	// writer saves it with the index (ScanFile).
+	// writer saves it with the index (statedir.ScanFile).
 	scan      *skillfs.ScanResult
 	scanRoots []skill.Root
 }

@@ -11,16 +11,13 @@ import (
 	"github.com/mcpsag/router/internal/skillfs"
 )
 
-// ScanFile is the name, in the state folder, of the scan behind the index
-// snapshot: the skill files, folders and problems the scan found that made
-// the snapshot's generation. With Config.ServeLastScan, a restart builds
-// its first generation from it instead of scanning the roots (see
+// lastScanFile reads the scan behind the index snapshot (statedir.ScanFile:
+// the skill files, folders and problems the scan found that made the
+// snapshot's generation) at a start, and writes it beside the snapshot
+// (snapshotWriter.write). With Config.ServeLastScan, a restart builds its
+// first generation from it instead of scanning the roots (see
 // Pass.Restored). It is derived data, like the snapshot: a missing, stale
 // or damaged file only means that start scans.
-const ScanFile = "scan.last"
-
-// lastScanFile reads the scan file at a start, and writes it beside the
-// snapshot (snapshotWriter.write).
 type lastScanFile struct {
 	path string
 	log  *slog.Logger

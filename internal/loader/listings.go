@@ -9,15 +9,11 @@ import (
 	"github.com/mcpsag/router/internal/skillfs"
 )
 
-// ListingsFile is the name, in the state folder, of the folder listings
-// the last full scan recorded (skillfs.Listings). The next full scan, after
-// a restart too, does not read again a folder whose stamp is unchanged. It
-// is derived data, like the snapshot: a missing, stale or damaged file only
-// means that scan reads every folder.
-const ListingsFile = "scan.listings"
-
-// listingsFile keeps the last full scan's listings on disk for the next
-// full scan. Only the file holds them between scans: at 100,000 skills they
+// listingsFile keeps the folder listings the last full scan recorded
+// (skillfs.Listings) on disk (statedir.ListingsFile) for the next full
+// scan: after a restart too, it does not read again a folder whose stamp is
+// unchanged. It is derived data, like the snapshot: a missing, stale or
+// damaged file only means that scan reads every folder. Only the file holds them between scans: at 100,000 skills they
 // are about 10 MB, not worth keeping in memory for scans that come rarely.
 type listingsFile struct {
 	path string

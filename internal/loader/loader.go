@@ -39,6 +39,7 @@ import (
 	"github.com/mcpsag/router/internal/skill"
 	"github.com/mcpsag/router/internal/skillfs"
 	"github.com/mcpsag/router/internal/skillmd"
+	"github.com/mcpsag/router/internal/statedir"
 	"github.com/mcpsag/router/internal/store"
 )
 
@@ -67,7 +68,7 @@ type Config struct {
 	// embedding model's unless set.
 	Match match.Config
 	// ServeLastScan makes the first pass take the skill files from the
-	// scan behind the index snapshot (ScanFile) instead of scanning the
+	// scan behind the index snapshot (statedir.ScanFile) instead of scanning the
 	// roots, when the cache holds every one of them as that scan found it
 	// (the same paths, sizes and modification times) and the roots are
 	// the same: a restart then parses and embeds nothing, and reads no
@@ -165,11 +166,11 @@ func New(cfg Config, db *store.DB) (*Loader, error) {
 	l.progress.clear()
 	state := filepath.Dir(db.Path())
 	l.tracker = &tracker{workspace: cfg.Workspace, specs: cfg.Roots, limits: cfg.Scan,
-		listings:  listingsFile{path: filepath.Join(state, ListingsFile), log: cfg.Logger},
-		lastScans: lastScanFile{path: filepath.Join(state, ScanFile), log: cfg.Logger}}
+		listings:  listingsFile{path: filepath.Join(state, statedir.ListingsFile), log: cfg.Logger},
+		lastScans: lastScanFile{path: filepath.Join(state, statedir.ScanFile), log: cfg.Logger}}
 	l.assembly = &assembly{workspace: workspace, precedence: cfg.Precedence, embedder: cfg.Embedder, tools: cfg.Tools,
 		db: db, log: cfg.Logger, progress: &l.progress}
-	l.snapshots = snapshotWriter{path: filepath.Join(state, SnapshotFile), log: cfg.Logger, lastScans: &l.tracker.lastScans}
+	l.snapshots = snapshotWriter{path: filepath.Join(state, statedir.SnapshotFile), log: cfg.Logger, lastScans: &l.tracker.lastScans}
 	if cfg.ServeLastScan {
 		l.tracker.lastScans.startLoad(cfg.Workspace, cfg.Roots)
 	}

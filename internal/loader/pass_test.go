@@ -23,6 +23,7 @@ import (
 	"github.com/mcpsag/router/internal/skill"
 	"github.com/mcpsag/router/internal/skillfs"
 	"github.com/mcpsag/router/internal/skillmd"
+	"github.com/mcpsag/router/internal/statedir"
 	"github.com/mcpsag/router/internal/store"
 )
 
@@ -669,7 +670,7 @@ func TestDamagedSnapshotIsRebuilt(t *testing.T) {
 	ti := newTestIndex(t, ws, cfg)
 	ti.reindex(false)
 	ti.l.Flush()
-	path := filepath.Join(ti.stateDir, SnapshotFile)
+	path := filepath.Join(ti.stateDir, statedir.SnapshotFile)
 	good, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatalf("no snapshot written: %v", err)
@@ -858,7 +859,7 @@ func TestRestartServesTheLastScan(t *testing.T) {
 	}
 	before := ti.prev
 	ti.restart()
-	if _, err := os.Stat(filepath.Join(ti.stateDir, ScanFile)); err != nil {
+	if _, err := os.Stat(filepath.Join(ti.stateDir, statedir.ScanFile)); err != nil {
 		t.Fatalf("no scan saved: %v", err)
 	}
 
@@ -927,7 +928,7 @@ func TestRestartServesTheLastScan(t *testing.T) {
 	}
 
 	ti.restart()
-	flipByte(t, filepath.Join(ti.stateDir, ScanFile))
+	flipByte(t, filepath.Join(ti.stateDir, statedir.ScanFile))
 	ti.restart()
 	if _, pass := build(); pass.Restored || pass.Stats.Parsed != 0 {
 		t.Errorf("a damaged scan file: restored %v, parsed %d; want a scan, parsing nothing", pass.Restored, pass.Stats.Parsed)
@@ -985,7 +986,7 @@ func TestRestartReusesFolderListings(t *testing.T) {
 	ti := newTestIndex(t, ws, Config{})
 	ti.reindex(false)
 	ti.restart()
-	listings := filepath.Join(ti.stateDir, ListingsFile)
+	listings := filepath.Join(ti.stateDir, statedir.ListingsFile)
 	if _, err := os.Stat(listings); err != nil {
 		t.Fatalf("no folder listings saved: %v", err)
 	}
@@ -1042,7 +1043,7 @@ func TestLeftoverTempFilesRemoved(t *testing.T) {
 			t.Errorf("%s: still there (%v)", n, err)
 		}
 	}
-	for _, n := range append(kept, SnapshotFile, "cache.db") {
+	for _, n := range append(kept, statedir.SnapshotFile, statedir.CacheFile) {
 		if _, err := os.Stat(filepath.Join(ti.stateDir, n)); err != nil {
 			t.Errorf("%s: %v", n, err)
 		}

@@ -15,19 +15,19 @@ import (
 	"github.com/mcpsag/router/internal/embed"
 	"github.com/mcpsag/router/internal/mapfile"
 	"github.com/mcpsag/router/internal/match"
+	"github.com/mcpsag/router/internal/statedir"
 )
 
-// SnapshotFile is the index snapshot's name in the state folder. It is
-// derived data, like the cache: a missing, stale or damaged snapshot only
-// means the next start analyzes more.
-const SnapshotFile = "index.snapshot"
-
+// The index snapshot (statedir.SnapshotFile) is derived data, like the
+// cache: a missing, stale or damaged snapshot only means the next start
+// analyzes more.
+//
 // snapshotMagic starts the file; the length of a JSON header with the model
 // identity follows, then the header, padded with spaces so that the match
 // index's own snapshot, which comes last, starts at a multiple of 64 bytes:
 // read from a mapping of the file, the index's arrays are aligned where
 // they lie and are used there (see match.ReadSnapshot).
-const snapshotMagic = "MCPSAGG2"
+const snapshotMagic = statedir.SnapshotMagic
 
 // snapshotMeta is the snapshot's header.
 type snapshotMeta struct {
@@ -215,7 +215,7 @@ func (w *snapshotWriter) write(g *Generation) error {
 // path, syncs it and renames it over path: a reader sees the old file or
 // the new one, whole, even after a crash.
 func replaceFile(path string, write func(*bufio.Writer) error) error {
-	f, err := os.CreateTemp(filepath.Dir(path), tempPattern(filepath.Base(path)))
+	f, err := os.CreateTemp(filepath.Dir(path), statedir.TempPattern(filepath.Base(path)))
 	if err != nil {
 		return err
 	}
@@ -331,17 +331,13 @@ func replaceFileBytes(path string, data []byte) error {
 	})
 }
 
-// tempPattern names the temporary files replaceFile writes for the file
-// name.
-func tempPattern(name string) string { return "." + name + "-*.tmp" }
-
 // removeLeftovers removes from the state folder dir the temporary files a
 // process stopped mid-write (killed, or its machine lost) left of the
 // index snapshot and the folder listings. A new builder calls it: its store
 // holds the state folder's lock, and nothing of its own is being written.
 func removeLeftovers(dir string, log *slog.Logger) {
-	for _, name := range []string{SnapshotFile, ListingsFile, ScanFile, "index"} { // "index": the snapshot's pattern in earlier releases
-		leftovers, _ := filepath.Glob(filepath.Join(dir, tempPattern(name)))
+	for _, name := range statedir.Leftovers {
+		leftovers, _ := filepath.Glob(filepath.Join(dir, statedir.TempPattern(name)))
 		for _, p := range leftovers {
 			if err := os.Remove(p); err == nil {
 				log.Info("removed a temporary file left by a write that did not finish", "file", p)

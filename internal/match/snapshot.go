@@ -12,6 +12,7 @@ import (
 	"unsafe"
 
 	"github.com/mcpsag/router/internal/skill"
+	"github.com/mcpsag/router/internal/statedir"
 )
 
 // Snapshots let a restart skip analysis: WriteSnapshot saves what Build
@@ -26,14 +27,11 @@ import (
 // multiple of its value's size, and the vector rows at a multiple of 64
 // (zero bytes pad up to it), so that ReadSnapshot can use the arrays where
 // they lie instead of copying them, and the pre-scan's 64-byte loads of the
-// int8 rows do not straddle cache lines.
-const (
-	snapshotMagic = "MCPSAGIX"
-	// SnapshotVersion changes with the layout or with anything that
-	// changes analysis (analyzers, normalisation); another version is
-	// not read.
-	SnapshotVersion = 8
-)
+// int8 rows do not straddle cache lines. The magic is statedir.IndexMagic
+// and the version statedir.IndexVersion, which changes with the layout or
+// with anything that changes analysis (analyzers, normalisation); another
+// version is not read.
+const snapshotMagic = statedir.IndexMagic
 
 // ErrSnapshotVersion is returned by ReadSnapshot for a snapshot of another
 // version or analysis.
@@ -129,7 +127,7 @@ func (ix *Index) WriteSnapshot(w io.Writer) error {
 	bw := bufio.NewWriterSize(io.MultiWriter(w, crc), 1<<20)
 	e := &enc{w: bw}
 	e.bytes([]byte(snapshotMagic))
-	h := snapshotHeader{Version: SnapshotVersion, Config: ix.cfg, Model: ix.model, Slots: len(ix.docs), Live: len(ix.byOrd),
+	h := snapshotHeader{Version: statedir.IndexVersion, Config: ix.cfg, Model: ix.model, Slots: len(ix.docs), Live: len(ix.byOrd),
 		Params: ix.sparse.hasField(fieldParams)}
 	if ix.dense != nil {
 		h.Dim = ix.dense.dim
@@ -273,8 +271,8 @@ func ReadSnapshot(data []byte) (*Index, error) {
 	if err := json.Unmarshal([]byte(d.str()), &h); err != nil || d.err != nil {
 		return nil, fmt.Errorf("match snapshot header: %w", errors.Join(d.err, err))
 	}
-	if h.Version != SnapshotVersion {
-		return nil, fmt.Errorf("%w: %d, this router reads %d", ErrSnapshotVersion, h.Version, SnapshotVersion)
+	if h.Version != statedir.IndexVersion {
+		return nil, fmt.Errorf("%w: %d, this router reads %d", ErrSnapshotVersion, h.Version, statedir.IndexVersion)
 	}
 	cfg := h.Config.withDefaults()
 	if err := cfg.Validate(); err != nil {

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/mcpsag/router/internal/skill"
+	"github.com/mcpsag/router/internal/statedir"
 )
 
 // A scan's result can be saved and read back, so that a restart can serve
@@ -24,7 +25,7 @@ var ErrScanFormat = errors.New("not a scan result of this format")
 var ErrScanRoots = errors.New("the scan result is of other roots")
 
 // scanMagic starts an encoded scan result; the number is the format.
-const scanMagic = "MCPSAGS1"
+const scanMagic = statedir.ScanMagic
 
 // MarshalScanResult encodes what res found of roots (its files, folders
 // and problems; not its listings): the magic, the roots, the files in

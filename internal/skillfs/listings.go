@@ -11,6 +11,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/mcpsag/router/internal/statedir"
 )
 
 // Listings are the entries of the folders a scan read, each with the
@@ -108,7 +110,7 @@ func (l *Listings) merge(o *Listings) *Listings {
 var ErrListingsFormat = errors.New("not a listings file of this format")
 
 // listingsMagic starts an encoded Listings; the number is the format.
-const listingsMagic = "MCPSAGL2"
+const listingsMagic = statedir.ListingsMagic
 
 // Entry types as encoded.
 const (

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"unicode"
 
+	"github.com/mcpsag/router/internal/statedir"
 	"golang.org/x/sys/unix"
 )
 
@@ -30,7 +31,6 @@ import (
 // router that does not know these lines does not take the note for its
 // file's, and checks the file; a note without them is still the file's,
 // with nothing counted.
-const cleanFile = FileName + ".clean"
 
 // fileStamp identifies a file's content as the file system describes it.
 type fileStamp struct {
@@ -69,7 +69,7 @@ func noteClean(dir string, f *os.File, vectors map[string]int) error {
 		}
 		fmt.Fprintf(&b, "vectors %s %d\n", fp, vectors[fp])
 	}
-	return os.WriteFile(filepath.Join(dir, cleanFile), []byte(b.String()), 0o640)
+	return os.WriteFile(filepath.Join(dir, statedir.CleanNote), []byte(b.String()), 0o640)
 }
 
 // takeClean removes the clean-close note in dir and reports whether it
@@ -78,7 +78,7 @@ func noteClean(dir string, f *os.File, vectors map[string]int) error {
 // a later crash would leave it behind. Nor is one with a line it cannot
 // read.
 func takeClean(dir string, f *os.File) (vectors map[string]int, clean bool) {
-	p := filepath.Join(dir, cleanFile)
+	p := filepath.Join(dir, statedir.CleanNote)
 	note, err := os.ReadFile(p)
 	if err != nil {
 		return nil, false

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/mcpsag/router/internal/statedir"
 )
 
 // openFallbackT opens dir with OpenOrFallback and checks the temporary cache
@@ -40,11 +42,11 @@ func openFallbackT(t *testing.T, dir, wantInReason string) {
 
 func TestFallbackWhenTheCacheIsAFolder(t *testing.T) {
 	dir := t.TempDir()
-	if err := os.MkdirAll(filepath.Join(dir, FileName), 0o750); err != nil {
+	if err := os.MkdirAll(filepath.Join(dir, statedir.CacheFile), 0o750); err != nil {
 		t.Fatal(err)
 	}
 	openFallbackT(t, dir, "is a directory")
-	if fi, err := os.Stat(filepath.Join(dir, FileName)); err != nil || !fi.IsDir() {
+	if fi, err := os.Stat(filepath.Join(dir, statedir.CacheFile)); err != nil || !fi.IsDir() {
 		t.Errorf("the folder in the way was touched: %v", err)
 	}
 }
@@ -97,7 +99,7 @@ func mountTmpfs(t *testing.T, opts string) string {
 
 func TestFallbackOnAReadOnlyFileSystemWithACorruptCache(t *testing.T) {
 	mnt := mountTmpfs(t, "size=1m")
-	if err := os.WriteFile(filepath.Join(mnt, FileName), []byte("not a database, and it cannot be moved aside"), 0o640); err != nil {
+	if err := os.WriteFile(filepath.Join(mnt, statedir.CacheFile), []byte("not a database, and it cannot be moved aside"), 0o640); err != nil {
 		t.Fatal(err)
 	}
 	if out, err := exec.Command("mount", "-o", "remount,ro", mnt).CombinedOutput(); err != nil {

@@ -11,18 +11,14 @@ import (
 	bolt "go.etcd.io/bbolt"
 
 	"github.com/mcpsag/router/internal/skill"
+	"github.com/mcpsag/router/internal/statedir"
 )
-
-// recordFormat is the version of the record encoding (record.go). Bump it
-// with any change to it: the records and bodies of another format are
-// dropped at open, and every file is parsed again (vectors are kept).
-const recordFormat = 3
 
 // checkRecordsVersion drops the file records and bodies when they were written
 // by another record format or parser version than want, and records want. It
 // returns why it dropped them, or "".
 func (d *DB) checkRecordsVersion(parserVersion int) (reason string, err error) {
-	want := fmt.Sprintf("%d.%d", recordFormat, parserVersion)
+	want := fmt.Sprintf("%d.%d", statedir.RecordFormat, parserVersion)
 	err = d.bolt.Update(func(tx *bolt.Tx) error {
 		meta := tx.Bucket(bucketMeta)
 		got := string(meta.Get(keyRecordsVersion))

@@ -16,7 +16,7 @@ import (
 // rest of the records' reading. Integers are varints, strings a length and
 // their bytes, lists and maps a count and their elements (maps in key
 // order, so the same record always encodes to the same bytes). Any change
-// here must bump recordFormat.
+// here must bump statedir.RecordFormat (and add its changelog line).
 //
 //	record    = mtime_ns size sha256 problems has_good [version]
 //	version   = name frontmatter body_line body_tokens sha256 frontmatter_sha256 size mtime_ns problems

@@ -3,6 +3,8 @@ package store
 import (
 	"encoding/binary"
 	"hash/crc32"
+
+	"github.com/mcpsag/router/internal/statedir"
 )
 
 // Values in the files, bodies and vectors buckets are sealed: a format byte,
@@ -10,10 +12,7 @@ import (
 // value written by an older format, or garbage in a structurally valid file
 // fails the check and is treated as absent (the file is parsed or the vector
 // embedded again), so damage inside a value costs work, never a wrong answer.
-const (
-	sealFormat = 1
-	sealHeader = 5
-)
+const sealHeader = 5 // statedir.SealFormat, then the checksum
 
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 
@@ -24,7 +23,7 @@ func sealSum(key, payload []byte) uint32 {
 // seal returns the stored form of payload under key.
 func seal(key, payload []byte) []byte {
 	out := make([]byte, sealHeader, sealHeader+len(payload))
-	out[0] = sealFormat
+	out[0] = statedir.SealFormat
 	binary.LittleEndian.PutUint32(out[1:], sealSum(key, payload))
 	return append(out, payload...)
 }
@@ -33,7 +32,7 @@ func seal(key, payload []byte) []byte {
 // not sealed by this format or does not match its checksum. The payload
 // aliases v.
 func unseal(key, v []byte) ([]byte, bool) {
-	if len(v) < sealHeader || v[0] != sealFormat {
+	if len(v) < sealHeader || v[0] != statedir.SealFormat {
 		return nil, false
 	}
 	payload := v[sealHeader:]

@@ -2,7 +2,8 @@
 // the skill folders and the embedding model, so a corrupt or incompatible file
 // is moved aside and rebuilt, never trusted and never fatal.
 //
-// Bucket tree (schema version 1):
+// Bucket tree (schema version statedir.CacheSchema; the state folder's
+// other files, and the changelog of every format: internal/statedir):
 //
 //	meta/
 //	    schema_version     -> decimal string
@@ -43,14 +44,10 @@ import (
 	"sync"
 	"time"
 
+	"github.com/mcpsag/router/internal/statedir"
 	bolt "go.etcd.io/bbolt"
 	bolterrors "go.etcd.io/bbolt/errors"
 )
-
-// SchemaVersion is the layout version this code writes. A file with another
-// version is moved aside and rebuilt: the cache is derived data, so rebuilding
-// is always safe and migrations are not worth their risk.
-const SchemaVersion = 1
 
 // Bucket and key names.
 var (
@@ -67,12 +64,6 @@ var (
 
 	allBuckets = [][]byte{bucketMeta, bucketFiles, bucketBodies, bucketVectors}
 )
-
-// FileName is the cache file's name inside the state directory.
-const FileName = "cache.db"
-
-// holderFile records who holds the state directory, to name them in errors.
-const holderFile = "router.holder"
 
 // ErrLocked is returned by Open when another process holds the state
 // directory.
@@ -140,7 +131,7 @@ func Open(dir string, opts Options) (*DB, error) {
 	if err := os.MkdirAll(dir, 0o750); err != nil {
 		return nil, fmt.Errorf("create state directory %s: %w", dir, err)
 	}
-	path := filepath.Join(dir, FileName)
+	path := filepath.Join(dir, statedir.CacheFile)
 	note := damageNote(path)
 	db, f, vectors, walked, reason, err := openChecked(path, opts.LockTimeout)
 	if errors.Is(err, bolterrors.ErrTimeout) {
@@ -179,7 +170,7 @@ func Open(dir string, opts Options) (*DB, error) {
 	}
 	if opts.Holder != "" {
 		// Best effort: the lock is what matters, the file only names it.
-		_ = os.WriteFile(filepath.Join(dir, holderFile), []byte(opts.Holder+"\n"), 0o640)
+		_ = os.WriteFile(filepath.Join(dir, statedir.HolderFile), []byte(opts.Holder+"\n"), 0o640)
 	}
 	return d, nil
 }
@@ -246,10 +237,13 @@ func ensureSchema(db *bolt.DB) (reason string, err error) {
 	err = db.Update(func(tx *bolt.Tx) error {
 		meta := tx.Bucket(bucketMeta)
 		if meta != nil {
+			// A file of another schema is moved aside and rebuilt: the
+			// cache is derived data, so rebuilding is always safe and
+			// migrations are not worth their risk.
 			v := string(meta.Get(keySchemaVersion))
-			if v != strconv.Itoa(SchemaVersion) {
+			if v != strconv.Itoa(statedir.CacheSchema) {
 				reason = "incompatible"
-				return fmt.Errorf("cache schema version %q, this router writes %d", v, SchemaVersion)
+				return fmt.Errorf("cache schema version %q, this router writes %d", v, statedir.CacheSchema)
 			}
 		}
 		for _, name := range allBuckets {
@@ -258,13 +252,13 @@ func ensureSchema(db *bolt.DB) (reason string, err error) {
 				return fmt.Errorf("create bucket %s: %w", name, err)
 			}
 		}
-		return tx.Bucket(bucketMeta).Put(keySchemaVersion, []byte(strconv.Itoa(SchemaVersion)))
+		return tx.Bucket(bucketMeta).Put(keySchemaVersion, []byte(strconv.Itoa(statedir.CacheSchema)))
 	})
 	return reason, err
 }
 
 func lockedError(dir string) error {
-	holder, err := os.ReadFile(filepath.Join(dir, holderFile))
+	holder, err := os.ReadFile(filepath.Join(dir, statedir.HolderFile))
 	who := "another process"
 	if err == nil && len(strings.TrimSpace(string(holder))) > 0 {
 		who = strings.TrimSpace(string(holder))
@@ -278,13 +272,13 @@ func (d *DB) Path() string { return d.path }
 // Close closes the file, notes that it closed it cleanly (clean.go) and
 // removes the holder note (and a temporary directory).
 func (d *DB) Close() error {
-	_ = os.Remove(filepath.Join(d.dir, holderFile))
+	_ = os.Remove(filepath.Join(d.dir, statedir.HolderFile))
 	d.vectorsMu.Lock()
 	noted := !d.temp && noteClean(d.dir, d.file, d.vectorCount) == nil
 	d.vectorsMu.Unlock()
 	err := d.bolt.Close()
 	if err != nil && noted {
-		_ = os.Remove(filepath.Join(d.dir, cleanFile))
+		_ = os.Remove(filepath.Join(d.dir, statedir.CleanNote))
 	}
 	if d.temp {
 		_ = os.RemoveAll(d.dir)

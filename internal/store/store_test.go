@@ -17,6 +17,7 @@ import (
 	bolt "go.etcd.io/bbolt"
 
 	"github.com/mcpsag/router/internal/skill"
+	"github.com/mcpsag/router/internal/statedir"
 )
 
 func openT(t *testing.T, dir string) *DB {
@@ -215,7 +216,7 @@ func TestVectorCountIsKept(t *testing.T) {
 	}
 	check(db, "prune", "fp-a")
 	must(t, db.Close())
-	if note, err := os.ReadFile(filepath.Join(dir, cleanFile)); err != nil || !strings.Contains(string(note), "vectors fp-a 2\n") {
+	if note, err := os.ReadFile(filepath.Join(dir, statedir.CleanNote)); err != nil || !strings.Contains(string(note), "vectors fp-a 2\n") {
 		t.Errorf("clean-close note %q, %v; want the count of fp-a", note, err)
 	}
 
@@ -241,7 +242,7 @@ func TestVectorCountIsKept(t *testing.T) {
 	// A note that lists no count (a router that did not count) still names
 	// the file; the count is walked. One with a line that cannot be read
 	// is not trusted at all.
-	note, err := os.ReadFile(filepath.Join(dir, cleanFile))
+	note, err := os.ReadFile(filepath.Join(dir, statedir.CleanNote))
 	must(t, err)
 	stamp, _, _ := strings.Cut(string(note), "\n")
 	for _, tc := range []struct {
@@ -254,7 +255,7 @@ func TestVectorCountIsKept(t *testing.T) {
 		{stamp + "\nvectors fp-b -1\n", true},
 		{stamp + "\nvector fp-b 1\n", true},
 	} {
-		must(t, os.WriteFile(filepath.Join(dir, cleanFile), []byte(tc.note), 0o640))
+		must(t, os.WriteFile(filepath.Join(dir, statedir.CleanNote), []byte(tc.note), 0o640))
 		db = openT(t, dir)
 		if db.walked != tc.walked || len(db.vectorCount) != 0 {
 			t.Errorf("note %q: walked %v, counts %v; want walked %v and no count", tc.note, db.walked, db.vectorCount, tc.walked)
@@ -279,7 +280,7 @@ func TestIncompatibleSchemaIsMovedAside(t *testing.T) {
 	if !strings.Contains(db.Recovered, "incompatible") {
 		t.Errorf("Recovered = %q, want an incompatible-schema note", db.Recovered)
 	}
-	aside, _ := filepath.Glob(filepath.Join(dir, FileName+".incompatible-*"))
+	aside, _ := filepath.Glob(filepath.Join(dir, statedir.CacheFile+".incompatible-*"))
 	if len(aside) != 1 {
 		t.Errorf("moved-aside files = %v, want one", aside)
 	}
@@ -316,7 +317,7 @@ func TestCorruptFilesAreRebuilt(t *testing.T) {
 			db := openT(t, dir)
 			populate(t, db, 300)
 			db.Close()
-			breakIt(t, filepath.Join(dir, FileName))
+			breakIt(t, filepath.Join(dir, statedir.CacheFile))
 
 			db, err := Open(dir, Options{LockTimeout: 200 * time.Millisecond})
 			if err != nil {
@@ -457,7 +458,7 @@ func TestCleanCloseSkipsTheCheck(t *testing.T) {
 	if db.walked {
 		t.Error("a cache closed cleanly and unchanged was checked again")
 	}
-	if _, err := os.Stat(filepath.Join(dir, cleanFile)); !os.IsNotExist(err) {
+	if _, err := os.Stat(filepath.Join(dir, statedir.CleanNote)); !os.IsNotExist(err) {
 		t.Errorf("the clean-close note is still there while the cache is open: %v", err)
 	}
 	files, err := db.Files()
@@ -467,7 +468,7 @@ func TestCleanCloseSkipsTheCheck(t *testing.T) {
 	must(t, db.Close())
 
 	// Written to after Close: the note no longer matches.
-	path := filepath.Join(dir, FileName)
+	path := filepath.Join(dir, statedir.CacheFile)
 	fi, err := os.Stat(path)
 	must(t, err)
 	overwrite(t, path, fi.Size()-4096, make([]byte, 4096))

@@ -18,6 +18,7 @@ import (
 	bolt "go.etcd.io/bbolt"
 
 	"github.com/mcpsag/router/internal/skill"
+	"github.com/mcpsag/router/internal/statedir"
 )
 
 // truth is what a populated cache holds, to tell a right answer from a wrong
@@ -151,7 +152,7 @@ func checkAnswers(t *testing.T, dir string, tr truth) string {
 func TestVerifyLayoutMatchesBbolt(t *testing.T) {
 	dir := t.TempDir()
 	buildCache(t, dir, 300, 1)
-	path := filepath.Join(dir, FileName)
+	path := filepath.Join(dir, statedir.CacheFile)
 	db, err := bolt.Open(path, 0o600, &bolt.Options{ReadOnly: true})
 	if err != nil {
 		t.Fatal(err)
@@ -281,14 +282,14 @@ func TestCorruptionNeverServesWrongAnswers(t *testing.T) {
 	}
 	dir := t.TempDir()
 	tr := buildCache(t, dir, 400, 9)
-	pristine := read(t, filepath.Join(dir, FileName))
+	pristine := read(t, filepath.Join(dir, statedir.CacheFile))
 	for _, d := range damages() {
 		t.Run(d.name, func(t *testing.T) {
 			t.Parallel()
 			recovered := 0
 			for seed := range seeds {
 				dir := t.TempDir()
-				path := filepath.Join(dir, FileName)
+				path := filepath.Join(dir, statedir.CacheFile)
 				write(t, path, pristine)
 				d.do(t, path, rand.New(rand.NewPCG(uint64(seed), 99)))
 				if note := checkAnswers(t, dir, tr); note != "" {
@@ -308,7 +309,7 @@ func TestCorruptionNeverServesWrongAnswers(t *testing.T) {
 func TestTruncationAtEveryPage(t *testing.T) {
 	dir := t.TempDir()
 	tr := buildCache(t, dir, 120, 3)
-	path := filepath.Join(dir, FileName)
+	path := filepath.Join(dir, statedir.CacheFile)
 	pristine := read(t, path)
 	f, err := os.Open(path)
 	if err != nil {
@@ -326,7 +327,7 @@ func TestTruncationAtEveryPage(t *testing.T) {
 	for page := 0; page*4096 <= hwm+8192; page++ {
 		off := page*4096 + page%2*2048 // page boundaries and mid-pages, alternately
 		dir := t.TempDir()
-		write(t, filepath.Join(dir, FileName), pristine[:off])
+		write(t, filepath.Join(dir, statedir.CacheFile), pristine[:off])
 		note := checkAnswers(t, dir, tr)
 		switch {
 		case off > 0 && off < hwm && note == "":
@@ -339,14 +340,14 @@ func TestTruncationAtEveryPage(t *testing.T) {
 
 func TestFolderInPlaceOfTheFileIsNotMovedAside(t *testing.T) {
 	dir := t.TempDir()
-	if err := os.MkdirAll(filepath.Join(dir, FileName, "x"), 0o750); err != nil {
+	if err := os.MkdirAll(filepath.Join(dir, statedir.CacheFile, "x"), 0o750); err != nil {
 		t.Fatal(err)
 	}
 	_, err := Open(dir, Options{LockTimeout: 200 * time.Millisecond})
 	if err == nil {
 		t.Fatal("Open over a folder succeeded")
 	}
-	if _, serr := os.Stat(filepath.Join(dir, FileName, "x")); serr != nil {
+	if _, serr := os.Stat(filepath.Join(dir, statedir.CacheFile, "x")); serr != nil {
 		t.Errorf("the folder was touched: %v", serr)
 	}
 }
@@ -492,11 +493,11 @@ func FuzzOpen(f *testing.F) {
 	}
 	populate(f, db, 5)
 	db.Close()
-	f.Add(read(f, filepath.Join(dir, FileName)))
+	f.Add(read(f, filepath.Join(dir, statedir.CacheFile)))
 	f.Add([]byte{})
 	f.Fuzz(func(t *testing.T, data []byte) {
 		dir := fastTempDir(t)
-		write(t, filepath.Join(dir, FileName), data)
+		write(t, filepath.Join(dir, statedir.CacheFile), data)
 		db, err := Open(dir, Options{LockTimeout: time.Second})
 		if err != nil {
 			t.Fatalf("Open: %v", err)
@@ -532,7 +533,7 @@ func TestDamageBboltWorksAroundIsReported(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			dir := t.TempDir()
 			tr := buildCache(t, dir, 20, 5)
-			breakIt(filepath.Join(dir, FileName))
+			breakIt(filepath.Join(dir, statedir.CacheFile))
 			var logs strings.Builder
 			db, err := Open(dir, Options{Logger: slog.New(slog.NewTextHandler(&logs, nil))})
 			if err != nil {
@@ -554,7 +555,7 @@ func TestDamageBboltWorksAroundIsReported(t *testing.T) {
 func TestMappedAndReadWalksAgree(t *testing.T) {
 	dir := t.TempDir()
 	buildCache(t, dir, 200, 5)
-	pristine := read(t, filepath.Join(dir, FileName))
+	pristine := read(t, filepath.Join(dir, statedir.CacheFile))
 	check := func(t *testing.T, path string) {
 		t.Helper()
 		f, err := os.Open(path)
@@ -574,14 +575,14 @@ func TestMappedAndReadWalksAgree(t *testing.T) {
 	}
 	for _, d := range damages() {
 		for seed := range 3 {
-			path := filepath.Join(t.TempDir(), FileName)
+			path := filepath.Join(t.TempDir(), statedir.CacheFile)
 			write(t, path, pristine)
 			d.do(t, path, rand.New(rand.NewPCG(uint64(seed), 7)))
 			check(t, path)
 		}
 	}
 	for off := 0; off < len(pristine); off += 4096 * 3 / 2 {
-		path := filepath.Join(t.TempDir(), FileName)
+		path := filepath.Join(t.TempDir(), statedir.CacheFile)
 		write(t, path, pristine[:off])
 		check(t, path)
 	}

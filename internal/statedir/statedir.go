@@ -1,0 +1,101 @@
+// Package statedir says what the state folder holds: the name of every file
+// in it, and the format of each file with the magic or version that marks
+// it, and one line per version of what it changed. Everything in the folder
+// is derived from the skill folders and the embedding model, so a file of
+// another format is never migrated: it is moved aside or ignored, and made
+// again.
+//
+//	<state dir>/
+//	    cache.db                        CacheFile: the bbolt cache of records, bodies and vectors (its buckets: internal/store)
+//	    cache.db.clean                  CleanNote: the file as the last clean Close left it, and each model's vector count
+//	    cache.db.<reason>-<unix time>   a cache moved aside, unusable ("corrupt") or of another schema ("incompatible")
+//	    router.holder                   HolderFile: who holds the folder's lock, to name it in errors
+//	    index.snapshot                  SnapshotFile: the last generation's match index
+//	    scan.last                       ScanFile: the scan behind index.snapshot
+//	    scan.listings                   ListingsFile: the folder listings of the last full scan
+//	    models/                         ModelsDir: the bundled model, unpacked
+//	    .<name>-<random>.tmp            a write of <name> that did not finish (TempPattern); removed at the next start
+//
+// The stores that write them: internal/store (the cache, its note and
+// holder), internal/loader (the snapshot, the scan and the listings, with
+// encodings from internal/match and internal/skillfs), internal/daemon (the
+// model).
+package statedir
+
+// File names in the state folder.
+const (
+	CacheFile    = "cache.db"
+	CleanNote    = CacheFile + ".clean"
+	HolderFile   = "router.holder"
+	SnapshotFile = "index.snapshot"
+	ScanFile     = "scan.last"
+	ListingsFile = "scan.listings"
+	ModelsDir    = "models"
+)
+
+// TempPattern names the temporary files a write of the file name leaves
+// beside it until it renames them over it (an os.CreateTemp pattern).
+func TempPattern(name string) string { return "." + name + "-*.tmp" }
+
+// Leftovers lists the files whose temporary files a start removes: those
+// written by a temporary file and a rename, and "index", the snapshot's
+// name in earlier releases.
+var Leftovers = []string{SnapshotFile, ListingsFile, ScanFile, "index"}
+
+// cache.db: the bbolt file, its meta bucket holding CacheSchema and
+// "<RecordFormat>.<parser version>" (skillmd.Version). A file of another
+// schema is moved aside and made again; records of another record format
+// or parser version are dropped (every skill is parsed again, vectors are
+// kept); a value of another seal format is treated as absent.
+const (
+	// CacheSchema is the bucket layout.
+	//   1: meta, files, bodies, vectors (one bucket per model).
+	CacheSchema = 1
+	// SealFormat is the first byte of every value in the files, bodies
+	// and vectors buckets.
+	//   1: the format byte, a CRC-32C of the key and the payload, the payload.
+	SealFormat = 1
+	// RecordFormat is the encoding of a file record.
+	//   1: JSON.
+	//   2: JSON, sealed.
+	//   3: a compact binary encoding, sealed.
+	RecordFormat = 3
+)
+
+// index.snapshot: SnapshotMagic, the length of a JSON header (the model's
+// identity, the body characters embedded, the generation's content id),
+// the header padded so that what follows starts at a multiple of 64 bytes,
+// then the match index's own snapshot, which starts with IndexMagic and
+// IndexVersion. Either of another value is not read: the start analyzes
+// every skill.
+const (
+	// SnapshotMagic marks the file.
+	//   MCPSAGGS: the header, the index, and the scan behind it.
+	//   MCPSAGG2: no scan (a start scans; later the scan went to scan.last); the header padded to 64 bytes.
+	SnapshotMagic = "MCPSAGG2"
+	// IndexMagic marks the match index's snapshot.
+	IndexMagic = "MCPSAGIX"
+	// IndexVersion changes with the index snapshot's layout or with
+	// anything that changes analysis (analyzers, normalisation).
+	//   1: postings, lengths, phrases and vectors as given, a CRC-32C.
+	//   2, 4: not released.
+	//   3: the int8 rows of the pre-scan.
+	//   5: no per-list maxTF and minLen statistics.
+	//   6: the vectors as the index's unit rows.
+	//   7: arrays aligned to their value's size, used in place from a mapping.
+	//   8: vector rows on 64-byte boundaries.
+	IndexVersion = 8
+)
+
+// scan.last and scan.listings: skillfs's encodings, each a magic, the
+// body, and a CRC-32C. One of another magic is ignored: the start scans,
+// or the scan reads every folder.
+const (
+	// ScanMagic marks a scan result (skillfs.MarshalScanResult).
+	//   MCPSAGS1: the roots, the files with their resources, the folders, the problems, with totals.
+	ScanMagic = "MCPSAGS1"
+	// ListingsMagic marks folder listings (skillfs.Listings).
+	//   MCPSAGL1: each folder's stamp and entries.
+	//   MCPSAGL2: totals (entries, path and name bytes) first, so that a decode allocates once.
+	ListingsMagic = "MCPSAGL2"
+)
