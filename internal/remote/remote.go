@@ -14,6 +14,7 @@ import (
 
 	routerv1 "github.com/mcpsag/router/api/proto/mcpsag/router/v1"
 	"github.com/mcpsag/router/internal/skill"
+	"github.com/mcpsag/router/internal/skillpb"
 )
 
 // Options configure a Router.
@@ -56,69 +57,63 @@ func (r *Router) Match(ctx context.Context, req skill.MatchRequest) (*skill.Matc
 		return nil, skill.InvalidArgument(skill.FieldTask, "the task is %d bytes; too large to send to the router", len(req.Task)).
 			WithReason(skill.ReasonTaskTooLarge)
 	}
-	in, err := matchRequestPB(req)
+	in, err := skillpb.MatchRequestPB(req)
 	if err != nil {
 		return nil, err
 	}
 	resp, err := r.client.Match(ctx, in)
 	if err != nil {
-		return nil, fromStatus(ctx, err)
+		return nil, skillpb.ErrorOf(ctx, err)
 	}
-	return matchResult(resp), nil
+	return skillpb.MatchResult(resp), nil
 }
 
 // List forwards to SkillRouter.ListSkills.
 func (r *Router) List(ctx context.Context, req skill.ListRequest) (*skill.ListResult, error) {
-	in, err := listRequestPB(req)
+	in, err := skillpb.ListRequestPB(req)
 	if err != nil {
 		return nil, err
 	}
 	resp, err := r.client.ListSkills(ctx, in)
 	if err != nil {
-		return nil, fromStatus(ctx, err)
+		return nil, skillpb.ErrorOf(ctx, err)
 	}
-	return listResult(resp), nil
+	return skillpb.ListResult(resp), nil
 }
 
 // Get forwards to SkillRouter.GetSkill.
 func (r *Router) Get(ctx context.Context, req skill.GetRequest) (*skill.GetResult, error) {
-	resp, err := r.client.GetSkill(ctx, &routerv1.GetSkillRequest{Name: req.Name, Agent: req.Agent, Manifest: req.Manifest})
+	resp, err := r.client.GetSkill(ctx, skillpb.GetRequestPB(req))
 	if err != nil {
-		return nil, fromStatus(ctx, err)
+		return nil, skillpb.ErrorOf(ctx, err)
 	}
-	if resp.GetSkill() == nil {
-		return nil, skill.Errorf(skill.CodeInternal, "the router answered GetSkill without a skill")
+	res, err := skillpb.GetResult(resp)
+	if err == nil && req.Manifest && res.Manifest == nil {
+		return nil, skill.Errorf(skill.CodeInternal, "the router answered GetSkill without the manifest asked for")
 	}
-	res := &skill.GetResult{Entry: entry(resp.GetSkill()), Generation: resp.GetIndexGeneration()}
-	if req.Manifest {
-		if resp.GetManifest() == nil {
-			return nil, skill.Errorf(skill.CodeInternal, "the router answered GetSkill without the manifest asked for")
-		}
-		res.Manifest = manifest(resp.GetManifest())
-	}
-	return res, nil
+	return res, err
 }
 
 // Load forwards to SkillRouter.Load.
 func (r *Router) Load(ctx context.Context, req skill.LoadRequest) (*skill.LoadResult, error) {
-	in, err := loadRequestPB(req)
+	in, err := skillpb.LoadRequestPB(req)
 	if err != nil {
 		return nil, err
 	}
 	resp, err := r.client.Load(ctx, in)
 	if err != nil {
-		return nil, fromStatus(ctx, err)
+		return nil, skillpb.ErrorOf(ctx, err)
 	}
-	return loadResult(resp), nil
+	return skillpb.LoadResult(resp), nil
 }
 
 // Reindex forwards to SkillRouter.Reindex.
 func (r *Router) Reindex(ctx context.Context, req skill.ReindexRequest) (*skill.ReindexStats, error) {
-	resp, err := r.client.Reindex(ctx, &routerv1.ReindexRequest{Full: req.Full})
+	resp, err := r.client.Reindex(ctx, skillpb.ReindexRequestPB(req))
 	if err != nil {
-		return nil, fromStatus(ctx, err)
+		return nil, skillpb.ErrorOf(ctx, err)
 	}
-	st := reindexStats(resp.GetStats())
+	st := skillpb.ReindexStats(resp.GetStats())
 	return &st, nil
 }
 
@@ -126,32 +121,30 @@ func (r *Router) Reindex(ctx context.Context, req skill.ReindexRequest) (*skill.
 func (r *Router) Status(ctx context.Context) (*skill.Status, error) {
 	resp, err := r.client.Status(ctx, &routerv1.StatusRequest{})
 	if err != nil {
-		return nil, fromStatus(ctx, err)
+		return nil, skillpb.ErrorOf(ctx, err)
 	}
-	return statusResult(resp), nil
+	return skillpb.Status(resp), nil
 }
 
 // AuthorizeExec forwards to SkillRouter.AuthorizeExec.
 func (r *Router) AuthorizeExec(ctx context.Context, req skill.ExecRequest) (*skill.ExecDecision, error) {
-	resp, err := r.client.AuthorizeExec(ctx, &routerv1.AuthorizeExecRequest{
-		Skill: req.Skill, Script: req.Script, Caller: req.Caller, Agent: req.Agent,
-	})
+	resp, err := r.client.AuthorizeExec(ctx, skillpb.ExecRequestPB(req))
 	if err != nil {
-		return nil, fromStatus(ctx, err)
+		return nil, skillpb.ErrorOf(ctx, err)
 	}
-	return execDecision(resp), nil
+	return skillpb.ExecDecision(resp), nil
 }
 
 // ReportExecResult forwards to SkillRouter.ReportExecResult. The remote
 // router records the decision's skill and script; the API does not return
 // them, so the report comes back as sent.
 func (r *Router) ReportExecResult(ctx context.Context, req skill.ExecReport) (*skill.ExecReport, error) {
-	in, err := execReportPB(req)
+	in, err := skillpb.ExecReportPB(req)
 	if err != nil {
 		return nil, err
 	}
 	if _, err := r.client.ReportExecResult(ctx, in); err != nil {
-		return nil, fromStatus(ctx, err)
+		return nil, skillpb.ErrorOf(ctx, err)
 	}
 	return &req, nil
 }
@@ -162,13 +155,11 @@ func (r *Router) CallTool(ctx context.Context, call skill.ToolCall) (*skill.Tool
 		return nil, skill.InvalidArgument(skill.FieldArguments, "%d bytes; the limit is %d", len(call.Arguments), skill.MaxToolArgumentBytes).
 			WithReason(skill.ReasonArgumentsTooLarge)
 	}
-	resp, err := r.client.CallTool(ctx, &routerv1.CallToolRequest{
-		Name: call.Name, Arguments: string(call.Arguments), Agent: call.Agent, Caller: call.Caller,
-	})
+	resp, err := r.client.CallTool(ctx, skillpb.ToolCallPB(call))
 	if err != nil {
-		return nil, fromStatus(ctx, err)
+		return nil, skillpb.ErrorOf(ctx, err)
 	}
-	return callToolResult(resp), nil
+	return skillpb.ToolResult(resp), nil
 }
 
 // WaitGeneration polls Status every PollInterval until the remote router

@@ -1,6 +1,7 @@
 // Package server exposes a skill.Router over gRPC. It is a thin translator:
-// proto in, domain call, proto out, with one table mapping domain error codes to gRPC
-// status codes. New builds a grpc.Server with everything production needs:
+// proto in, domain call, proto out, through internal/skillpb, which holds
+// the mapping both ways (the remote client uses its inverses) and the one
+// table of domain error codes and gRPC status codes. New builds a grpc.Server with everything production needs:
 // panic recovery, call logging, per-method deadlines, message and stream
 // limits, keepalive, the standard health service and server reflection.
 package server
@@ -23,6 +24,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	routerv1 "github.com/mcpsag/router/api/proto/mcpsag/router/v1"
+	"github.com/mcpsag/router/internal/skillpb"
 )
 
 // Message limits. Requests are small (a task is at most 16 KiB); replies carry
@@ -121,7 +123,7 @@ func recoverUnary(log *slog.Logger) grpc.UnaryServerInterceptor {
 			if r := recover(); r != nil {
 				id := newRequestID()
 				log.Error("handler panicked", "request_id", id, "method", info.FullMethod, "panic", fmt.Sprint(r), "stack", string(debug.Stack()))
-				resp, err = nil, internalError(id)
+				resp, err = nil, skillpb.InternalError(id)
 			}
 		}()
 		return h(ctx, req)
@@ -134,7 +136,7 @@ func recoverStream(log *slog.Logger) grpc.StreamServerInterceptor {
 			if r := recover(); r != nil {
 				id := newRequestID()
 				log.Error("stream handler panicked", "request_id", id, "method", info.FullMethod, "panic", fmt.Sprint(r), "stack", string(debug.Stack()))
-				err = internalError(id)
+				err = skillpb.InternalError(id)
 			}
 		}()
 		return h(srv, ss)

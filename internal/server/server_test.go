@@ -16,6 +16,7 @@ import (
 
 	routerv1 "github.com/mcpsag/router/api/proto/mcpsag/router/v1"
 	"github.com/mcpsag/router/internal/skill"
+	"github.com/mcpsag/router/internal/skillpb"
 )
 
 func TestToStatus(t *testing.T) {
@@ -34,7 +35,7 @@ func TestToStatus(t *testing.T) {
 		{context.DeadlineExceeded, codes.DeadlineExceeded, "", ""},
 	}
 	for _, tc := range tests {
-		st := status.Convert(toStatus(tc.err, func(error) string { return "id-1" }))
+		st := status.Convert(skillpb.StatusOf(tc.err, func(error) string { return "id-1" }))
 		if st.Code() != tc.code {
 			t.Errorf("%v -> %v, want %v", tc.err, st.Code(), tc.code)
 		}
