@@ -15,33 +15,10 @@ import (
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/types/known/durationpb"
 
-	routerv1 "github.com/mcpsag/router/api/proto/mcpsag/router/v1"
 	"github.com/mcpsag/router/internal/skill"
 )
 
-// methodGroups maps full method names to groups. Methods not listed are
-// denied when tokens are on, except health, which is always open.
-var methodGroups = map[string]Group{
-	routerv1.SkillRouter_ListSkills_FullMethodName:                   GroupRead,
-	routerv1.SkillRouter_GetSkill_FullMethodName:                     GroupRead,
-	routerv1.SkillRouter_Status_FullMethodName:                       GroupRead,
-	routerv1.SkillRouter_Match_FullMethodName:                        GroupMatch,
-	routerv1.SkillRouter_Load_FullMethodName:                         GroupLoad,
-	routerv1.SkillRouter_AuthorizeExec_FullMethodName:                GroupExec,
-	routerv1.SkillRouter_ReportExecResult_FullMethodName:             GroupExec,
-	routerv1.SkillRouter_CallTool_FullMethodName:                     GroupExec,
-	routerv1.SkillRouter_Reindex_FullMethodName:                      GroupAdmin,
-	"/grpc.reflection.v1.ServerReflection/ServerReflectionInfo":      GroupRead,
-	"/grpc.reflection.v1alpha.ServerReflection/ServerReflectionInfo": GroupRead,
-}
-
 func open(method string) bool { return strings.HasPrefix(method, "/grpc.health.v1.Health/") }
-
-// reflection reports whether method belongs to server reflection.
-func reflection(method string) bool {
-	return strings.HasPrefix(method, "/grpc.reflection.v1.ServerReflection/") ||
-		strings.HasPrefix(method, "/grpc.reflection.v1alpha.ServerReflection/")
-}
 
 type principalKey struct{}
 
@@ -66,6 +43,11 @@ func PeerAddr(ctx context.Context) string {
 // admin calls are audited either way.
 type Guard struct {
 	Tokens *Tokens
+	// Methods names the operation each full gRPC method asks for (the
+	// gRPC front's table). With tokens on, a method it does not name is
+	// let through for an authenticated caller, who learns that it does
+	// not exist (Unimplemented); health is always open.
+	Methods map[string]Operation
 	// Auditor records the access decisions on admin calls, rate-limited
 	// calls and failed authentication; nil records nothing.
 	Auditor Auditor
@@ -135,13 +117,14 @@ func (g *Guard) check(ctx context.Context, method string, req any) (*Principal, 
 	case failure != "":
 		return nil, skill.DecisionDeny, "bad_token", status.Error(codes.Unauthenticated, "invalid bearer token")
 	}
-	grp, known := methodGroups[method]
+	op, known := g.Methods[method]
+	grp, _ := GroupOf(op)
 	if !known {
 		// An authenticated caller may learn that a method does not exist:
 		// the unknown-service handler answers Unimplemented.
 		return p, skill.DecisionAllow, "", nil
 	}
-	if !p.Allows(grp) {
+	if !p.May(op) {
 		return p, skill.DecisionDeny, "scope", status.Errorf(codes.PermissionDenied,
 			"token %s may not call %s (needs group %s; it has %s)", p.ID, method, grp, strings.Join(p.Groups(), ", "))
 	}
@@ -153,7 +136,7 @@ func (g *Guard) check(ctx context.Context, method string, req any) (*Principal, 
 		return p, skill.DecisionDeny, "agent", status.Errorf(codes.PermissionDenied,
 			"token %s may not act for agent %s; set agent to one the token is bound to", p.ID, agent)
 	}
-	if reflection(method) {
+	if op == OpDescribeAPI {
 		// Discovering the API (grpcurl) does not spend the token's budget.
 		return p, skill.DecisionAllow, "", nil
 	}
@@ -172,7 +155,7 @@ func (g *Guard) Unary() grpc.UnaryServerInterceptor {
 			return h(ctx, req)
 		}
 		p, decision, reason, err := g.check(ctx, info.FullMethod, req)
-		admin := methodGroups[info.FullMethod] == GroupAdmin
+		admin := g.admin(info.FullMethod)
 		if err != nil {
 			// Refusals after failed authentication (p nil) are audited,
 			// sampled, by the failure limiter.
@@ -200,6 +183,13 @@ func (g *Guard) Stream() grpc.StreamServerInterceptor {
 		}
 		return h(srv, ss)
 	}
+}
+
+// admin reports whether method asks for an operation of group admin,
+// whose calls are audited.
+func (g *Guard) admin(method string) bool {
+	grp, _ := GroupOf(g.Methods[method])
+	return grp == GroupAdmin
 }
 
 func (g *Guard) audit(ctx context.Context, method string, p *Principal, d skill.Decision, reason string, code codes.Code) {

@@ -1,7 +1,10 @@
-// Package auth guards the router's gRPC API: bearer tokens read from a file
-// that stores only their sha256, each bound to method groups and agents, with
-// a per-token rate limit; and an audit record for every admin call. Health
-// checks are always open.
+// Package auth guards the router's fronts: bearer tokens read from a file
+// that stores only their sha256, each bound to groups of operations and to
+// agents, with a per-token rate limit; the gRPC interceptors, with an audit
+// record for every admin call (health checks are always open). Each front
+// names the operation of each of its methods (the gRPC front's
+// server.Methods, the MCP front's features); operations.go holds the one
+// table of which group grants each operation.
 //
 // Tokens file (YAML):
 //
@@ -14,9 +17,9 @@
 //	    rate: 20                  # requests per second; 0 = unlimited
 //	    burst: 40                 # default: rate
 //
-// Method groups: read = ListSkills, GetSkill, Status and server reflection;
-// match = Match; load = Load; exec = AuthorizeExec, ReportExecResult,
-// CallTool; admin = Reindex.
+// Groups: read = ListSkills, GetSkill, Status and server reflection
+// (DescribeAPI); match = Match; load = Load; exec = AuthorizeExec,
+// ReportExecResult, CallTool; admin = Reindex.
 package auth
 
 import (

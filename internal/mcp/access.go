@@ -1,6 +1,7 @@
 package mcp
 
 import (
+	"slices"
 	"strings"
 
 	"github.com/mcpsag/router/internal/auth"
@@ -10,50 +11,73 @@ import (
 // groups decide them (FeaturesOf); without tokens a caller has them all.
 type Features uint8
 
-// Features, each with the token group that grants it.
+// Features, each with the operations that grant it (featureOperations).
 const (
-	// FeatureFind is find_skills (group match).
+	// FeatureFind is find_skills and find_tools (operation Match).
 	FeatureFind Features = 1 << iota
-	// FeatureList is list_skills (group match or read).
+	// FeatureList is list_skills (Match or ListSkills).
 	FeatureList
 	// FeatureLoad is load_skill, read_skill_file, the skill:// resources
 	// (with completion and subscriptions), the Skills extension and the
-	// skill prompts (group load).
+	// skill prompts (Load).
 	FeatureLoad
-	// FeatureExec is authorize_exec (group exec), offered only while
+	// FeatureExec is authorize_exec (AuthorizeExec), offered only while
 	// feature flag skills_exec is on.
 	FeatureExec
-	// FeatureCall is call_tool (group exec), offered only while feature
-	// flag tools_call is on and MCP servers are configured.
+	// FeatureCall is call_tool (CallTool), offered only while feature flag
+	// tools_call is on and MCP servers are configured.
 	FeatureCall
 
 	// AllFeatures is what a caller without a token gets.
 	AllFeatures = FeatureFind | FeatureList | FeatureLoad | FeatureExec | FeatureCall
 )
 
-// FeaturesOf maps a principal's method groups onto features: match grants
-// find_skills and list_skills, read grants list_skills, load grants
-// load_skill, read_skill_file, resources and prompts, exec grants
-// authorize_exec and call_tool. Group admin grants nothing here (there is no MCP tool for
-// Reindex). A nil principal is anonymous: everything.
+// featureOperations says which operations grant each feature, any one of
+// them; auth's table says which group grants each operation. A caller who
+// may match may also list what it matches among. No feature is granted by
+// Reindex: there is no MCP tool for it.
+var featureOperations = []struct {
+	feature Features
+	ops     []auth.Operation
+}{
+	{FeatureFind, []auth.Operation{auth.OpMatch}},
+	{FeatureList, []auth.Operation{auth.OpMatch, auth.OpListSkills}},
+	{FeatureLoad, []auth.Operation{auth.OpLoad}},
+	{FeatureExec, []auth.Operation{auth.OpAuthorizeExec}},
+	{FeatureCall, []auth.Operation{auth.OpCallTool}},
+}
+
+// FeaturesOf maps a principal's groups onto features, through the
+// operations each feature stands for (featureOperations). A nil principal
+// is anonymous: everything.
 func FeaturesOf(p *auth.Principal) Features {
 	if p == nil {
 		return AllFeatures
 	}
 	var f Features
-	if p.Allows(auth.GroupMatch) {
-		f |= FeatureFind | FeatureList
-	}
-	if p.Allows(auth.GroupRead) {
-		f |= FeatureList
-	}
-	if p.Allows(auth.GroupLoad) {
-		f |= FeatureLoad
-	}
-	if p.Allows(auth.GroupExec) {
-		f |= FeatureExec | FeatureCall
+	for _, fo := range featureOperations {
+		if slices.ContainsFunc(fo.ops, p.May) {
+			f |= fo.feature
+		}
 	}
 	return f
+}
+
+// groupsOf names the groups that grant feature, for refusals: "match or
+// read".
+func groupsOf(feature Features) string {
+	var groups []string
+	for _, fo := range featureOperations {
+		if fo.feature != feature {
+			continue
+		}
+		for _, op := range fo.ops {
+			if g, ok := auth.GroupOf(op); ok && !slices.Contains(groups, string(g)) {
+				groups = append(groups, string(g))
+			}
+		}
+	}
+	return strings.Join(groups, " or ")
 }
 
 // String lists the features, for messages.
@@ -97,15 +121,13 @@ var toolFeatures = map[string]Features{
 }
 
 // toolGroups names the groups that grant each tool, for refusals.
-var toolGroups = map[string]string{
-	toolFind:      "match",
-	toolList:      "match or read",
-	toolLoad:      "load",
-	toolRead:      "load",
-	toolExec:      "exec",
-	toolFindTools: "match",
-	toolCall:      "exec",
-}
+var toolGroups = func() map[string]string {
+	out := make(map[string]string, len(toolFeatures))
+	for tool, f := range toolFeatures {
+		out[tool] = groupsOf(f)
+	}
+	return out
+}()
 
 // methodFeatures says which feature an MCP method needs, beyond tools/call.
 // Listing methods need none: a view without a feature lists nothing of it.

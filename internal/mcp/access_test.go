@@ -32,3 +32,19 @@ func TestFeaturesOf(t *testing.T) {
 		t.Errorf("String = %q", s)
 	}
 }
+
+// A refusal names the groups that grant the tool, from auth's one table.
+func TestToolGroups(t *testing.T) {
+	want := map[string]string{
+		toolFind: "match", toolFindTools: "match", toolList: "match or read", toolLoad: "load", toolRead: "load",
+		toolExec: "exec", toolCall: "exec",
+	}
+	for tool, groups := range want {
+		if toolGroups[tool] != groups {
+			t.Errorf("%s: granted by %q, want %q", tool, toolGroups[tool], groups)
+		}
+	}
+	if len(toolGroups) != len(want) {
+		t.Errorf("groups for %d tools, want %d", len(toolGroups), len(want))
+	}
+}
