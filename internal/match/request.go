@@ -25,14 +25,16 @@ type resolved struct {
 }
 
 // Limits returns the request limits of the index's configuration.
-func (ix *Index) Limits() skill.MatchLimits {
-	return skill.MatchLimits{MaxTaskBytes: ix.cfg.MaxTaskBytes, MaxTopK: ix.cfg.MaxTopK}
+func (ix *Index) Limits() skill.MatchLimits { return limits(ix.cfg) }
+
+func limits(cfg Config) skill.MatchLimits {
+	return skill.MatchLimits{MaxTaskBytes: cfg.MaxTaskBytes, MaxTopK: cfg.MaxTopK}
 }
 
-// resolve validates req (skill.MatchRequest.Validate) and applies the
-// defaults of cfg.
+// resolve validates req (skill.MatchRequest.Validate: the one validation of
+// a match) and applies the defaults of cfg.
 func resolve(req skill.MatchRequest, visible Visibility, cfg Config) (resolved, error) {
-	if err := req.Validate(skill.MatchLimits{MaxTaskBytes: cfg.MaxTaskBytes, MaxTopK: cfg.MaxTopK}); err != nil {
+	if err := req.Validate(limits(cfg)); err != nil {
 		return resolved{}, err
 	}
 	o := req.Options

@@ -12,16 +12,17 @@ import (
 
 // Match ranks the skills the agent sees against the task, or abstains. With
 // feature flag skills_v1 off it abstains with reason "disabled"; that is an
-// answer, not an error.
+// answer, not an error. The request is validated once, by the index (with
+// its limits), or here when the flag is off.
 func (r *Router) Match(ctx context.Context, req skill.MatchRequest) (*skill.MatchResult, error) {
 	g, err := r.generation()
 	if err != nil {
 		return nil, err
 	}
-	if err := req.Validate(g.Index.Limits()); err != nil {
-		return nil, err
-	}
 	if !r.Settings().Flags.SkillsV1 {
+		if err := req.Validate(g.Index.Limits()); err != nil {
+			return nil, err
+		}
 		const why = "routing is switched off (feature flag skills_v1); load skills by name, or ask an operator to turn it on"
 		return &skill.MatchResult{
 			Verdict: skill.VerdictNoSkill, VerdictDetail: why, Abstained: true, AbstainReason: skill.AbstainDisabled,

@@ -131,3 +131,23 @@ func TestStatusReportsBuild(t *testing.T) {
 		t.Fatalf("progress %+v with no build and no watcher", st.Progress)
 	}
 }
+
+// A match is validated once on each path: by the index when routing is on,
+// by the router when it is off; either way a bad request is refused with
+// its field.
+func TestMatchValidatesOnEveryPath(t *testing.T) {
+	r := newRouter(t)
+	ctx := context.Background()
+	for _, on := range []bool{true, false} {
+		s := r.Settings()
+		s.Flags.SkillsV1 = on
+		r.SetSettings(s)
+		for _, req := range []skill.MatchRequest{{Task: ""}, {Task: "pdf", TopK: -1}, {Task: strings.Repeat("x", 1<<20)}} {
+			_, err := r.Match(ctx, req)
+			var de *skill.Error
+			if !errors.As(err, &de) || de.Code != skill.CodeInvalidArgument || de.Field == "" {
+				t.Errorf("skills_v1 %v, task of %d bytes, top_k %d: %v; want InvalidArgument with a field", on, len(req.Task), req.TopK, err)
+			}
+		}
+	}
+}
