@@ -165,7 +165,7 @@ func checkSkills(t *testing.T, ws string, want int) []string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if rep := loader.Validate(roots, skillmd.DefaultLimits, skillfs.DefaultScanLimits); rep.Served != want {
+	if rep := loader.Validate(roots, nil, skillmd.DefaultLimits, skillfs.DefaultScanLimits); rep.Served != want {
 		t.Errorf("the router would serve %d of %d skills; problems %v", rep.Served, want, rep.Problems)
 	}
 	return names

@@ -92,7 +92,7 @@ func validate(e *env, dirs []string, strict, quiet bool, maxFile int64) error {
 	}
 	lim := skillmd.DefaultLimits
 	lim.MaxFileBytes = maxFile
-	rep := loader.Validate(roots, lim, skillfs.DefaultScanLimits)
+	rep := loader.Validate(roots, nil, lim, skillfs.DefaultScanLimits)
 
 	out := validateOutput{Files: rep.Files, Valid: rep.Valid, Served: rep.Served,
 		Limits: map[string]int64{"max_file_bytes": lim.MaxFileBytes, "max_frontmatter_bytes": int64(lim.MaxFrontmatterBytes)}}

@@ -19,9 +19,10 @@ type Report struct {
 }
 
 // Validate checks every SKILL.md and registry.json under roots the way a
-// build reads them, without a store, and reports every problem with its file
-// and line plus the name collisions precedence would resolve.
-func Validate(roots []skill.Root, lim skillmd.Limits, scanLim skillfs.ScanLimits) *Report {
+// pass reads them, without a store, and reports every problem with its file
+// and line plus the name collisions precedence (the order of root kinds, as
+// configured; skill.DefaultPrecedence when nil) would resolve.
+func Validate(roots []skill.Root, precedence []skill.SourceKind, lim skillmd.Limits, scanLim skillfs.ScanLimits) *Report {
 	scan := skillfs.Scan(roots, scanLim, nil)
 	rep := &Report{Files: len(scan.Files)}
 	rep.Problems = append(rep.Problems, scan.Problems...)
@@ -46,7 +47,7 @@ func Validate(roots []skill.Root, lim skillmd.Limits, scanLim skillfs.ScanLimits
 		}
 		skills = append(skills, s)
 	}
-	cat := catalog.New(catalog.Input{Skills: skills})
+	cat := catalog.New(catalog.Input{Skills: skills, Precedence: precedence})
 	for _, s := range cat.Winners() {
 		if s.Enabled() {
 			rep.Served++

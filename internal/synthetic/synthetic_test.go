@@ -41,7 +41,7 @@ func TestCatalogIsDistinctDeterministicAndParses(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rep := loader.Validate(roots, skillmd.DefaultLimits, skillfs.DefaultScanLimits)
+	rep := loader.Validate(roots, nil, skillmd.DefaultLimits, skillfs.DefaultScanLimits)
 	if rep.Files != 10 || rep.Served != 10 {
 		t.Errorf("written workspace: %d files, %d served; problems %v", rep.Files, rep.Served, rep.Problems)
 	}

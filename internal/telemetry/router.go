@@ -16,10 +16,12 @@ import (
 
 // Router wraps a skill.Router and records the skill events of every call
 // (skill_selected, skill_loaded, skill_resource_requested,
-// skill_exec_attempt, skill_exec_result) exactly once, whichever front made
-// it, in a span of its own (skill.match, skill.load, skill.reindex,
-// skill.authorize_exec). Events carry the call's transport
-// (skill.OriginFrom). It is a skill.GenerationWatcher when Next is one.
+// skill_exec_attempt, skill_exec_result, and tool_call, the audit record of
+// every call of a tool, allowed or refused) exactly once, whichever front
+// made it; match, load, reindex, authorize_exec and call_tool each in a span
+// of its own (skill.match, skill.load, skill.reindex, skill.authorize_exec,
+// skill.call_tool). Events carry the call's transport (skill.OriginFrom). It
+// is a skill.GenerationWatcher when Next is one.
 type Router struct {
 	Next skill.Router
 	Rec  *Recorder
