@@ -35,10 +35,18 @@ type assembly struct {
 	cids          map[*skill.Skill][]byte // per-skill content digests of the last generation
 }
 
+// cataloged is what the catalog step of a pass made: the catalog, its
+// winning entries (Catalog.Winners), and the digest of its input.
+type cataloged struct {
+	cat     *catalog.Catalog
+	winners []*skill.Skill
+	digest  string
+}
+
 // catalog returns the catalog of f's files, their records and the tools of
-// MCP servers, and the digest of its input: prev's catalog when the digest
-// is prev's. built says a new catalog was made.
-func (a *assembly) catalog(prev *Generation, f *found, recs map[string]*store.FileRecord) (cat *catalog.Catalog, digest string, built bool) {
+// MCP servers: prev's when the digest of its input is prev's. built says a
+// new catalog was made.
+func (a *assembly) catalog(prev *Generation, f *found, recs map[string]*store.FileRecord) (c cataloged, built bool) {
 	in, digest := a.catalogInput(f, recs)
 	if a.tools != nil {
 		in.Tools, _ = a.tools.Tools()
@@ -47,39 +55,31 @@ func (a *assembly) catalog(prev *Generation, f *found, recs map[string]*store.Fi
 		}
 	}
 	if prev != nil && digest == prev.digest {
-		return prev.Catalog, digest, false
+		c.cat = prev.Catalog
+	} else {
+		c.cat, built = catalog.New(in), true
 	}
-	return catalog.New(in), digest, true
+	c.digest, c.winners = digest, c.cat.Winners()
+	return c, built
 }
 
-// assembled is what assemble made, besides the generation.
-type assembled struct {
-	// prune asks for the vector cache of model to be pruned to the texts
-	// of the catalog's entries: skills were embedded, and every MCP
-	// server's tools are listed.
-	prune bool
-	model embed.Identity
-}
-
-// assemble returns the generation of cat (whose input digest is digest)
-// under matchCfg: prev when neither the catalog nor the vectors changed.
+// assemble returns the generation of c's catalog under matchCfg: prev when neither the catalog nor the vectors changed.
 // base is the index the new one is updated from (prev's, or at a start the
 // index snapshot's, made in baseSpace; nil builds it from scratch). It
 // records its steps and counts in pass.
-func (a *assembly) assemble(ctx context.Context, prev *Generation, base *match.Index, baseSpace vectorSpace, cat *catalog.Catalog, digest string, matchCfg match.Config, pass *Pass) (*Generation, assembled, error) {
-	var out assembled
+func (a *assembly) assemble(ctx context.Context, prev *Generation, base *match.Index, baseSpace vectorSpace, c cataloged, matchCfg match.Config, pass *Pass) (_ *Generation, prune bool, _ error) {
 	t := time.Now()
-	a.progress.set("embed", 0, len(cat.Winners()))
-	vectors, space, prune, err := a.vectors(ctx, prev, base, baseSpace, cat, pass)
+	cat, winners, digest := c.cat, c.winners, c.digest
+	a.progress.set("embed", 0, len(winners))
+	vectors, space, prune, err := a.vectors(ctx, prev, base, baseSpace, cat, winners, pass)
 	if err != nil {
-		return nil, out, err
+		return nil, false, err
 	}
-	out.prune, out.model = prune, space.model
 	pass.phase("embed", &t)
 	if prev != nil && cat == prev.Catalog && sameVectors(prev, vectors, space) {
-		return prev, out, nil
+		return prev, prune, nil
 	}
-	a.progress.set("index", 0, len(cat.Winners()))
+	a.progress.set("index", 0, len(winners))
 	g := &Generation{Catalog: cat, Model: space.model, space: space, vectors: vectors, digest: digest, db: a.db}
 	cfg := a.modelConfig(matchCfg, g)
 	if a.cids == nil || !pass.Partial {
@@ -88,13 +88,13 @@ func (a *assembly) assemble(ctx context.Context, prev *Generation, base *match.I
 	g.ContentID, g.ID = contentID(cat, g.Model, vectors != nil, cfg, a.workspace, a.cids)
 	pass.phase("identity", &t)
 	var us match.UpdateStats
-	if g.Index, us, err = a.buildIndex(ctx, base, g, cfg); err != nil {
-		return nil, out, err
+	if g.Index, us, err = a.buildIndex(ctx, base, g, winners, cfg); err != nil {
+		return nil, false, err
 	}
 	g.vectors = heldVectors(g.vectors, g.Index)
 	pass.phase("index", &t)
 	pass.Analyzed, pass.Reused = us.Changed+us.Added, us.Kept
-	return g, out, nil
+	return g, prune, nil
 }
 
 // withMatchConfig returns a generation serving g's catalog and vectors
@@ -109,7 +109,7 @@ func (a *assembly) withMatchConfig(ctx context.Context, g *Generation, cfg match
 	next.ContentID, next.ID = contentID(g.Catalog, g.Model, g.vectors != nil, cfg, a.workspace, a.cids)
 	var err error
 	if next.Index, err = g.Index.WithConfig(cfg); err != nil {
-		if next.Index, _, err = a.buildIndex(ctx, g.Index, &next, cfg); err != nil {
+		if next.Index, _, err = a.buildIndex(ctx, g.Index, &next, g.Catalog.Winners(), cfg); err != nil {
 			return nil, err
 		}
 	}
@@ -117,9 +117,12 @@ func (a *assembly) withMatchConfig(ctx context.Context, g *Generation, cfg match
 	return &next, nil
 }
 
-// pruneVectors prunes the store's vectors of the model id to the texts of
-// winners.
-func (a *assembly) pruneVectors(id embed.Identity, winners []*skill.Skill) {
+// pruneVectors prunes the store's vectors of g's model to the texts of g's
+// entries. While an MCP server is not settled its tools are missing from
+// the catalog: a generation of such a catalog does not ask for it, so that
+// their vectors stay in the cache for when it is back.
+func (a *assembly) pruneVectors(g *Generation) {
+	id, winners := g.Model, g.Catalog.Winners()
 	bodyChars := a.embedder.Config().BodyChars
 	bodies, err := a.bodyStarts(winners, bodyChars)
 	if err != nil {

@@ -68,6 +68,9 @@ type Pass struct {
 	// Restored is set when the skill files came from the scan behind the
 	// index snapshot, not from the roots (Config.ServeLastScan).
 	Restored bool
+	// Skills and Tools count the skills (winners of their names) and the
+	// tools of MCP servers the generation published serves.
+	Skills, Tools int
 }
 
 // Phase is one step of a pass and its duration.

@@ -20,38 +20,59 @@ func (a *assembly) modelConfig(cfg match.Config, g *Generation) match.Config {
 	return cfg
 }
 
-// buildIndex builds the match index of g under cfg: as an update of base
+// buildIndex builds the match index of g, over winners (its catalog's),
+// under cfg: as an update of base
 // when there is one that indexes the same fields (reading only the bodies
-// of skills that changed), else from scratch.
-func (a *assembly) buildIndex(ctx context.Context, base *match.Index, g *Generation, cfg match.Config) (*match.Index, match.UpdateStats, error) {
-	winners := g.Catalog.Winners()
+// of skills that changed), else from scratch (reading every body it
+// indexes in one read transaction).
+func (a *assembly) buildIndex(ctx context.Context, base *match.Index, g *Generation, winners []*skill.Skill, cfg match.Config) (*match.Index, match.UpdateStats, error) {
 	in := a.indexInput(g, winners, cfg)
-	if base != nil && base.CanUpdate(cfg) {
-		in.Body = func(s *skill.Skill) (string, error) {
-			if s.IsTool() {
-				return "", nil // a tool has no body; its parameters are a field of their own
-			}
-			body, ok, err := a.db.Body(s.ContentHash)
-			if err != nil {
-				return "", err
-			}
-			if !ok {
-				return "", errors.New("body not in the cache")
-			}
-			return body, nil
-		}
-		ix, us, err := base.Update(ctx, in)
+	what := "update"
+	if base == nil || !base.CanUpdate(cfg) {
+		base, what = nil, "build" // nothing to update: Update builds from scratch
+		bodies, err := a.bodyStarts(in.Skills, in.Config.Fields.BodyChars)
 		if err != nil {
-			return nil, us, fmt.Errorf("update match index: %w", err)
+			return nil, match.UpdateStats{}, fmt.Errorf("build match index: read skill bodies: %w", err)
 		}
-		return ix, us, nil
+		in.Body = bodyIn(bodies)
+	} else {
+		in.Body = a.storedBody
 	}
-	us := match.UpdateStats{Rebuilt: true, Added: len(winners)}
-	ix, err := a.buildFresh(ctx, in)
+	ix, us, err := base.Update(ctx, in)
 	if err != nil {
-		return nil, us, fmt.Errorf("build match index: %w", err)
+		return nil, us, fmt.Errorf("%s match index: %w", what, err)
 	}
 	return ix, us, nil
+}
+
+// storedBody reads the body of s from the store; a tool has none (its
+// parameters are a field of their own).
+func (a *assembly) storedBody(s *skill.Skill) (string, error) {
+	if s.IsTool() {
+		return "", nil
+	}
+	body, ok, err := a.db.Body(s.ContentHash)
+	if err != nil {
+		return "", err
+	}
+	if !ok {
+		return "", errors.New("body not in the cache")
+	}
+	return body, nil
+}
+
+// bodyIn reads a skill's body from bodies, by content hash; a tool has none.
+func bodyIn(bodies map[string]string) func(*skill.Skill) (string, error) {
+	return func(s *skill.Skill) (string, error) {
+		if s.IsTool() {
+			return "", nil // a tool has no body; its parameters are a field of their own
+		}
+		body, ok := bodies[s.ContentHash]
+		if !ok {
+			return "", errors.New("body not in the cache")
+		}
+		return body, nil
+	}
 }
 
 // subsetIndex builds a match index over the winning skills of g that keep
@@ -119,15 +140,6 @@ func (a *assembly) buildFresh(ctx context.Context, in match.BuildInput) (*match.
 	if err != nil {
 		return nil, fmt.Errorf("read skill bodies: %w", err)
 	}
-	in.Body = func(s *skill.Skill) (string, error) {
-		if s.IsTool() {
-			return "", nil // a tool has no body; its parameters are a field of their own
-		}
-		body, ok := bodies[s.ContentHash]
-		if !ok {
-			return "", errors.New("body not in the cache")
-		}
-		return body, nil
-	}
+	in.Body = bodyIn(bodies)
 	return match.Build(ctx, in)
 }

@@ -170,7 +170,8 @@ func New(cfg Config, db *store.DB) (*Loader, error) {
 		lastScans: lastScanFile{path: filepath.Join(state, statedir.ScanFile), log: cfg.Logger}}
 	l.assembly = &assembly{workspace: workspace, precedence: cfg.Precedence, embedder: cfg.Embedder, tools: cfg.Tools,
 		db: db, log: cfg.Logger, progress: &l.progress}
-	l.snapshots = snapshotWriter{path: filepath.Join(state, statedir.SnapshotFile), log: cfg.Logger, lastScans: &l.tracker.lastScans}
+	l.snapshots = snapshotWriter{path: filepath.Join(state, statedir.SnapshotFile), log: cfg.Logger, lastScans: &l.tracker.lastScans,
+		pruneVectors: l.assembly.pruneVectors}
 	if cfg.ServeLastScan {
 		l.tracker.lastScans.startLoad(cfg.Workspace, cfg.Roots)
 	}
@@ -208,7 +209,7 @@ func (l *Loader) WithMatchConfig(ctx context.Context, g *Generation, cfg match.C
 	if err != nil {
 		return nil, err
 	}
-	l.snapshots.save(next)
+	l.snapshots.save(next, false)
 	return next, nil
 }
 
@@ -232,7 +233,7 @@ func (l *Loader) SetMatchConfig(ctx context.Context, cfg match.Config) error {
 	if err != nil {
 		return err
 	}
-	l.snapshots.save(next)
+	l.snapshots.save(next, false)
 	l.last = next
 	if l.publish != nil {
 		l.publish(next)

@@ -179,11 +179,10 @@ func (l *Loader) refreshLocked(ctx context.Context, full bool, changed []string)
 	}
 	if pass.Restored {
 		l.log.Info("serving the skill files the last scan found, kept in the state folder; scanning the roots now for changes made while the router was stopped",
-			"skills", len(g.Catalog.Winners())-len(g.Catalog.Tools()))
+			"skills", pass.Skills)
 	}
 	if st.Published {
-		l.log.Info("index generation published", "generation", st.Generation, "skills", len(g.Catalog.Winners())-len(g.Catalog.Tools()),
-			"tools", len(g.Catalog.Tools()),
+		l.log.Info("index generation published", "generation", st.Generation, "skills", pass.Skills, "tools", pass.Tools,
 			"scanned", st.Scanned, "folders_reused", pass.FoldersReused, "added", st.Added, "changed", st.Changed, "removed", st.Removed,
 			"invalid", st.Invalid, "parsed", st.Parsed, "embedded", st.Embedded, "duration", st.Duration.String(),
 			"phases", phaseList(pass.Phases))

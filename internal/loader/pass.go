@@ -5,7 +5,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/mcpsag/router/internal/catalog"
 	"github.com/mcpsag/router/internal/match"
 	"github.com/mcpsag/router/internal/skill"
 	"github.com/mcpsag/router/internal/store"
@@ -48,7 +47,7 @@ func (l *Loader) pass(ctx context.Context, prev *Generation, full bool, changed 
 	start := time.Now()
 	defer l.progress.clear()
 
-	cat, digest, pass, err := l.catalog(ctx, prev, full, changed)
+	c, pass, err := l.catalog(ctx, prev, full, changed)
 	if err != nil {
 		return nil, pass, err
 	}
@@ -70,7 +69,7 @@ func (l *Loader) pass(ctx context.Context, prev *Generation, full bool, changed 
 			l.records.reparse[r.Path] = true
 		}
 		first := pass
-		cat, digest, pass, err = l.catalog(ctx, prev, full, changed)
+		c, pass, err = l.catalog(ctx, prev, full, changed)
 		l.records.reparse = nil
 		if err != nil {
 			return nil, pass, err
@@ -80,17 +79,14 @@ func (l *Loader) pass(ctx context.Context, prev *Generation, full bool, changed 
 	}
 	// The snapshot is read while the pass scans: wait for it only now.
 	base, baseSpace := l.base(prev, &pass)
-	g, done, err := l.assembly.assemble(ctx, prev, base, baseSpace, cat, digest, l.matchCfg, &pass)
+	g, prune, err := l.assembly.assemble(ctx, prev, base, baseSpace, c, l.matchCfg, &pass)
 	if err != nil {
 		return nil, pass, err
 	}
-	// While a server is not settled its tools are missing from the
-	// catalog: their vectors stay in the cache for when it is back.
-	if done.prune {
-		winners, id := cat.Winners(), done.model
-		l.snapshots.prune(func() { l.assembly.pruneVectors(id, winners) })
-	}
 	if g == prev {
+		if prune {
+			l.snapshots.save(g, true)
+		}
 		pass.Stats.Generation = prev.ID
 		pass.Stats.Duration = time.Since(start)
 		return prev, pass, nil
@@ -99,8 +95,10 @@ func (l *Loader) pass(ctx context.Context, prev *Generation, full bool, changed 
 	if pass.Restored {
 		l.snapshots.scanWritten(g.ContentID)
 	}
-	l.snapshots.save(g)
+	l.snapshots.save(g, prune)
 	l.last = g
+	pass.Tools = len(c.cat.Tools())
+	pass.Skills = len(c.winners) - pass.Tools
 	pass.Stats.Generation = g.ID
 	pass.Stats.Published = true
 	pass.Stats.Duration = time.Since(start)
@@ -127,22 +125,22 @@ func (l *Loader) base(prev *Generation, pass *Pass) (*match.Index, vectorSpace) 
 // catalog finds the skill files (tracker), brings the store's records in
 // step with them (record sync) and returns the catalog they make with the
 // tools of MCP servers (assembly): prev's when its input did not change.
-func (l *Loader) catalog(ctx context.Context, prev *Generation, full bool, changed []string) (*catalog.Catalog, string, Pass, error) {
+func (l *Loader) catalog(ctx context.Context, prev *Generation, full bool, changed []string) (cataloged, Pass, error) {
 	var pass Pass
 	t := time.Now()
 	l.progress.set("scan", 0, 0)
 	restore := prev == nil && !full && changed == nil && l.records.reparse == nil
 	f, err := l.tracker.find(restore, prev != nil && !full, changed)
 	if err != nil {
-		return nil, "", pass, err
+		return cataloged{}, pass, err
 	}
 	pass.phase("scan", &t)
 	if err := l.records.wait(); err != nil {
-		return nil, "", pass, err
+		return cataloged{}, pass, err
 	}
 	pass.phase("records", &t)
 	if err := ctx.Err(); err != nil {
-		return nil, "", pass, err
+		return cataloged{}, pass, err
 	}
 	todo := l.records.toParse(f.scan.Files, full)
 	if f.restored && !l.records.holdsExactly(f.scan.Files, todo) {
@@ -160,12 +158,12 @@ func (l *Loader) catalog(ctx context.Context, prev *Generation, full bool, chang
 	pass.Dirs, pass.Restored, pass.Partial, pass.FoldersReused = f.scan.Dirs, f.restored, f.partial, f.reused
 	recs, err := l.records.sync(ctx, &f, todo, &pass, &t)
 	if err != nil {
-		return nil, "", pass, err
+		return cataloged{}, pass, err
 	}
-	cat, digest, built := l.assembly.catalog(prev, &f, recs)
+	c, built := l.assembly.catalog(prev, &f, recs)
 	pass.Stats.FinishedAt = time.Now()
 	if built {
 		pass.phase("catalog", &t)
 	}
-	return cat, digest, pass, nil
+	return c, pass, nil
 }

@@ -52,12 +52,16 @@ const snapshotDelay = 2 * time.Second
 // snapshotWriter saves the latest generation's index in the background, one
 // write at a time, once the generations have stayed unchanged for
 // snapshotDelay: a generation published meanwhile replaces the one waiting.
-// It also prunes the vector cache there.
+// After the write it prunes the vector cache to the texts of the latest
+// generation that asked for it.
 type snapshotWriter struct {
 	path string
 	log  *slog.Logger
 	// lastScans writes the scan behind each snapshot written.
 	lastScans *lastScanFile
+	// pruneVectors prunes the vector cache to the texts of a generation's
+	// entries (assembly.pruneVectors).
+	pruneVectors func(*Generation)
 
 	loaded    chan struct{} // closed once startLoad's read is done
 	base      *match.Index
@@ -67,45 +71,37 @@ type snapshotWriter struct {
 	// lastScans' file.
 	scanOnDisk string
 
-	mu      sync.Mutex
-	pending *Generation
-	since   time.Time // when pending was queued
-	running bool
-	now     bool // flush asked: write without waiting
-	done    *sync.Cond
-	prunes  func()
+	mu       sync.Mutex
+	pending  *Generation // to write
+	pruneFor *Generation // to prune the vector cache to
+	since    time.Time   // when pending was queued
+	running  bool
+	now      bool // flush asked: write without waiting
+	done     *sync.Cond
 }
 
-// save queues g's index for writing (unless the file holds it already).
-func (w *snapshotWriter) save(g *Generation) {
+// save queues g's index for writing (unless the file holds it already) and,
+// with prune, a pruning of the vector cache to g's texts, done after the
+// write.
+func (w *snapshotWriter) save(g *Generation, prune bool) {
 	if w.path == "" || g.Index == nil {
 		return
 	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
+	if prune {
+		w.pruneFor = g
+	}
 	if g.ContentID == w.onDisk && (w.lastScans == nil || g.ContentID == w.scanOnDisk) {
 		w.pending = nil
-		return
+	} else {
+		w.pending, w.since = g, time.Now()
 	}
-	w.pending, w.since = g, time.Now()
-	if w.running {
+	if w.running || w.pending == nil && w.pruneFor == nil {
 		return
 	}
 	w.running = true
 	go w.run()
-}
-
-// prune queues a pruning of the vector cache, done by the writer after the
-// snapshot write it has pending, if any; a later prune replaces one not
-// yet done.
-func (w *snapshotWriter) prune(f func()) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	w.prunes = f
-	if !w.running {
-		w.running = true
-		go w.run()
-	}
 }
 
 func (w *snapshotWriter) run() {
@@ -118,8 +114,8 @@ func (w *snapshotWriter) run() {
 				continue
 			}
 		}
-		g, prune := w.pending, w.prunes
-		w.pending, w.prunes = nil, nil
+		g, prune := w.pending, w.pruneFor
+		w.pending, w.pruneFor = nil, nil
 		if g == nil && prune == nil {
 			w.running = false
 			if w.done != nil {
@@ -133,7 +129,7 @@ func (w *snapshotWriter) run() {
 			w.writeAll(g)
 		}
 		if prune != nil {
-			prune()
+			w.pruneVectors(prune)
 		}
 	}
 }

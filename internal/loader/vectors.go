@@ -12,7 +12,7 @@ import (
 	"github.com/mcpsag/router/internal/skill"
 )
 
-// vectors returns the vectors of cat's winning skills and the model that made
+// vectors returns the vectors of winners, cat's winning skills, and the model that made
 // them. It reuses prev's when neither the catalog nor the model changed.
 // Otherwise a skill keeps the vector it had in prev (or in base, the index
 // restored from the last run's snapshot, made in baseSpace) when its key,
@@ -23,7 +23,7 @@ import (
 // available, and an error only when ctx ended. prune says the vector cache
 // may be pruned to the texts of cat's entries: skills were embedded, and
 // every MCP server has its tools listed.
-func (a *assembly) vectors(ctx context.Context, prev *Generation, base *match.Index, baseSpace vectorSpace, cat *catalog.Catalog, pass *Pass) (_ map[*skill.Skill][]float32, _ vectorSpace, prune bool, _ error) {
+func (a *assembly) vectors(ctx context.Context, prev *Generation, base *match.Index, baseSpace vectorSpace, cat *catalog.Catalog, winners []*skill.Skill, pass *Pass) (_ map[*skill.Skill][]float32, _ vectorSpace, prune bool, _ error) {
 	m := a.embedder
 	if m == nil {
 		return nil, vectorSpace{}, false, nil
@@ -47,7 +47,6 @@ func (a *assembly) vectors(ctx context.Context, prev *Generation, base *match.In
 		a.log.Warn("cannot record the embedding model in the cache; matching uses keywords only", "err", err)
 		return nil, vectorSpace{}, false, nil
 	}
-	winners := cat.Winners()
 	out := make(map[*skill.Skill][]float32, len(winners))
 	var misses []*skill.Skill
 	switch {

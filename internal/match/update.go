@@ -35,8 +35,14 @@ type UpdateStats struct {
 // unchanged when its content hash, name, description, tags and triggers are
 // (the body is read through in.Body only for skills whose text changed, and
 // is taken to follow the content hash). When in.Config indexes other fields,
-// analyzers or body lengths than ix, Update builds from scratch.
+// analyzers or body lengths than ix, Update builds from scratch. A nil ix
+// has nothing to reuse: Update builds from scratch, and counts every skill
+// added.
 func (ix *Index) Update(ctx context.Context, in BuildInput) (*Index, UpdateStats, error) {
+	if ix == nil {
+		nx, err := Build(ctx, in)
+		return nx, UpdateStats{Rebuilt: true, Added: len(in.Skills)}, err
+	}
 	var us UpdateStats
 	start := time.Now()
 	cfg := in.Config.withDefaults()
