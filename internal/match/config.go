@@ -296,102 +296,125 @@ func (c Config) withDefaults() Config {
 // defaults.
 func (c Config) Validate() error {
 	c = c.withDefaults()
-	var errs []error
-	bad := func(field, format string, args ...any) {
-		errs = append(errs, fmt.Errorf("%s: %s", field, fmt.Sprintf(format, args...)))
-	}
-	finite := func(field string, v float64) bool {
-		if math.IsNaN(v) || math.IsInf(v, 0) {
-			bad(field, "must be a finite number")
-			return false
-		}
-		return true
-	}
-	unit := func(field string, v float64) {
-		if finite(field, v) && (v < 0 || v > 1) {
-			bad(field, "%g is outside [0, 1]", v)
-		}
-	}
-	nonNeg := func(field string, v float64) {
-		if finite(field, v) && v < 0 {
-			bad(field, "%g is negative", v)
-		}
-	}
+	var v checker
 	if !validMode(c.Mode) {
-		bad("mode", "%q is not hybrid, dense or bm25", c.Mode)
+		v.bad("mode", "%q is not hybrid, dense or bm25", c.Mode)
 	}
 	if n := c.Fusion.Normalize; n != "" && n != NormalizeMinMax && n != NormalizeZScore {
-		bad("fusion.normalize", "%q is not minmax or zscore", n)
+		v.bad("fusion.normalize", "%q is not minmax or zscore", n)
 	}
 	if !validFusion(c.Fusion.Rule) {
-		bad("fusion.rule", "%q is not tiebreak, rrf, convex or adaptive", c.Fusion.Rule)
+		v.bad("fusion.rule", "%q is not tiebreak, rrf, convex or adaptive", c.Fusion.Rule)
 	}
+	c.Fields.check(&v)
+	v.nonNeg("bm25.k1", c.BM25.K1)
+	v.unit("bm25.b", c.BM25.B)
+	if sc := c.BM25.Scoring; sc != "" && sc != ScoringBM25F && sc != ScoringSum {
+		v.bad("bm25.scoring", "%q is not bm25f or sum", sc)
+	}
+	c.Fusion.check(&v)
+	c.Abstain.check(&v)
+	c.Triggers.check(&v)
+	if c.TopK < 1 || c.TopK > c.MaxTopK {
+		v.bad("top_k", "%d is outside [1, max_top_k=%d]", c.TopK, c.MaxTopK)
+	}
+	if c.MaxTopK < 1 || c.MaxTopK > 1000 {
+		v.bad("max_top_k", "%d is outside [1, 1000]", c.MaxTopK)
+	}
+	if c.MaxTaskBytes < 1 || c.MaxTaskBytes > 1<<20 {
+		v.bad("max_task_bytes", "%d is outside [1, 1048576]", c.MaxTaskBytes)
+	}
+	return errors.Join(v.errs...)
+}
+
+// checker gathers the settings Validate finds out of range, in order.
+type checker struct{ errs []error }
+
+func (v *checker) bad(field, format string, args ...any) {
+	v.errs = append(v.errs, fmt.Errorf("%s: %s", field, fmt.Sprintf(format, args...)))
+}
+
+func (v *checker) finite(field string, x float64) bool {
+	if math.IsNaN(x) || math.IsInf(x, 0) {
+		v.bad(field, "must be a finite number")
+		return false
+	}
+	return true
+}
+
+func (v *checker) unit(field string, x float64) {
+	if v.finite(field, x) && (x < 0 || x > 1) {
+		v.bad(field, "%g is outside [0, 1]", x)
+	}
+}
+
+func (v *checker) nonNeg(field string, x float64) {
+	if v.finite(field, x) && x < 0 {
+		v.bad(field, "%g is negative", x)
+	}
+}
+
+func (f Fields) check(v *checker) {
 	fields := []struct {
 		name string
 		f    Field
 	}{
-		{"fields.name", c.Fields.Name}, {"fields.description", c.Fields.Description},
-		{"fields.tags", c.Fields.Tags}, {"fields.triggers", c.Fields.Triggers}, {"fields.body", c.Fields.Body},
-		{"fields.params", c.Fields.Params},
+		{"fields.name", f.Name}, {"fields.description", f.Description},
+		{"fields.tags", f.Tags}, {"fields.triggers", f.Triggers}, {"fields.body", f.Body},
+		{"fields.params", f.Params},
 	}
-	for _, f := range fields {
-		nonNeg(f.name+".weight", f.f.Weight)
-		if f.f.B != nil {
-			unit(f.name+".b", *f.f.B)
+	for _, fd := range fields {
+		v.nonNeg(fd.name+".weight", fd.f.Weight)
+		if fd.f.B != nil {
+			v.unit(fd.name+".b", *fd.f.B)
 		}
-		if !f.f.Analyzer.valid() {
-			bad(f.name+".analyzer", "%q is not stem, light or plain", f.f.Analyzer)
+		if !fd.f.Analyzer.valid() {
+			v.bad(fd.name+".analyzer", "%q is not stem, light or plain", fd.f.Analyzer)
 		}
 	}
-	if c.Fields.BodyChars < 0 {
-		bad("fields.body_chars", "%d is negative", c.Fields.BodyChars)
+	if f.BodyChars < 0 {
+		v.bad("fields.body_chars", "%d is negative", f.BodyChars)
 	}
-	nonNeg("bm25.k1", c.BM25.K1)
-	unit("bm25.b", c.BM25.B)
-	if sc := c.BM25.Scoring; sc != "" && sc != ScoringBM25F && sc != ScoringSum {
-		bad("bm25.scoring", "%q is not bm25f or sum", sc)
+}
+
+func (f FusionConfig) check(v *checker) {
+	v.unit("fusion.convex_weight", f.ConvexWeight)
+	v.unit("fusion.adaptive_weight", f.AdaptiveWeight)
+	v.unit("fusion.rrf_dense_weight", f.RRFDenseWeight)
+	v.nonNeg("fusion.rrf_k", f.RRFK)
+	v.nonNeg("fusion.tiebreak_epsilon", f.TiebreakEpsilon)
+	if f.Pool < 1 || f.Pool > 10000 {
+		v.bad("fusion.pool", "%d is outside [1, 10000]", f.Pool)
 	}
-	unit("fusion.convex_weight", c.Fusion.ConvexWeight)
-	unit("fusion.adaptive_weight", c.Fusion.AdaptiveWeight)
-	unit("fusion.rrf_dense_weight", c.Fusion.RRFDenseWeight)
-	nonNeg("fusion.rrf_k", c.Fusion.RRFK)
-	nonNeg("fusion.tiebreak_epsilon", c.Fusion.TiebreakEpsilon)
-	if c.Fusion.Pool < 1 || c.Fusion.Pool > 10000 {
-		bad("fusion.pool", "%d is outside [1, 10000]", c.Fusion.Pool)
+}
+
+func (a AbstainConfig) check(v *checker) {
+	if v.finite("abstain.threshold", a.Threshold) && (a.Threshold < -1 || a.Threshold > 1) {
+		v.bad("abstain.threshold", "%g is outside [-1, 1]", a.Threshold)
 	}
-	if finite("abstain.threshold", c.Abstain.Threshold) && (c.Abstain.Threshold < -1 || c.Abstain.Threshold > 1) {
-		bad("abstain.threshold", "%g is outside [-1, 1]", c.Abstain.Threshold)
-	}
-	nonNeg("abstain.keyword_threshold", c.Abstain.KeywordThreshold)
-	unit("abstain.relative", c.Abstain.Relative)
-	unit("abstain.margin", c.Abstain.Margin)
+	v.nonNeg("abstain.keyword_threshold", a.KeywordThreshold)
+	v.unit("abstain.relative", a.Relative)
+	v.unit("abstain.margin", a.Margin)
 	seen := map[skill.MatchMode]bool{}
-	for i, cl := range c.Abstain.Classifiers {
+	for i, cl := range a.Classifiers {
 		if err := cl.validate(); err != nil {
-			bad(fmt.Sprintf("abstain.classifiers[%d]", i), "%v", err)
+			v.bad(fmt.Sprintf("abstain.classifiers[%d]", i), "%v", err)
 		}
 		if seen[cl.Mode] {
-			bad(fmt.Sprintf("abstain.classifiers[%d]", i), "a second classifier for mode %q", cl.Mode)
+			v.bad(fmt.Sprintf("abstain.classifiers[%d]", i), "a second classifier for mode %q", cl.Mode)
 		}
 		seen[cl.Mode] = true
 	}
-	unit("triggers.phrase_boost", c.Triggers.PhraseBoost)
-	unit("triggers.word_boost", c.Triggers.WordBoost)
-	unit("triggers.name_boost", c.Triggers.NameBoost)
-	unit("triggers.max_boost", c.Triggers.MaxBoost)
-	if finite("triggers.phrase_info", c.Triggers.PhraseInfo) && c.Triggers.PhraseInfo <= 0 {
-		bad("triggers.phrase_info", "%g must be positive", c.Triggers.PhraseInfo)
+}
+
+func (t TriggerConfig) check(v *checker) {
+	v.unit("triggers.phrase_boost", t.PhraseBoost)
+	v.unit("triggers.word_boost", t.WordBoost)
+	v.unit("triggers.name_boost", t.NameBoost)
+	v.unit("triggers.max_boost", t.MaxBoost)
+	if v.finite("triggers.phrase_info", t.PhraseInfo) && t.PhraseInfo <= 0 {
+		v.bad("triggers.phrase_info", "%g must be positive", t.PhraseInfo)
 	}
-	if c.TopK < 1 || c.TopK > c.MaxTopK {
-		bad("top_k", "%d is outside [1, max_top_k=%d]", c.TopK, c.MaxTopK)
-	}
-	if c.MaxTopK < 1 || c.MaxTopK > 1000 {
-		bad("max_top_k", "%d is outside [1, 1000]", c.MaxTopK)
-	}
-	if c.MaxTaskBytes < 1 || c.MaxTaskBytes > 1<<20 {
-		bad("max_task_bytes", "%d is outside [1, 1048576]", c.MaxTaskBytes)
-	}
-	return errors.Join(errs...)
 }
 
 // Normalisations of the convex and adaptive rules.

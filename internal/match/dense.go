@@ -313,17 +313,40 @@ func (d *dense) top(q []float32, k, n int, visible func(int32) bool, ord []int32
 	// lo is a lower bound of each cosine; the k-th best visible lower bound
 	// L bounds the k-th best visible cosine from below, so every slot of
 	// the exact top k has an upper bound of at least L.
-	//
-	// A histogram of the lower bounds first finds the bin that holds the
-	// want-th best: rows in lower bins cannot be among the want best (the
-	// bin of a value never decreases as the value grows), so only the rows
-	// from that bin up reach the heap, the same entries it would keep
-	// from every row.
 	if cap(sc.bins) < n {
 		sc.bins = make([]uint16, n)
 	}
 	bins := sc.bins[:n]
 	var hist [boundBins]int32
+	d.binBounds(approx, qerr, bins, &hist)
+	floor := d.floor(approx, qerr, bins, &hist, k, visible, ord, sc)
+	rescore := sc.rescore[:0]
+	for bi, b := range d.below(n) {
+		base := bi * blockRows
+		rows := min(blockRows, n-base)
+		for r := range rows {
+			if !b.has[r] || approx[base+r]+b.bound[r]+qerr < floor {
+				continue
+			}
+			if i := int32(base + r); visible(i) {
+				rescore = append(rescore, i)
+			}
+		}
+	}
+	sc.rescore = rescore
+	h := newHeap(sc.heap2[:0], k)
+	d.exact(q, rescore, sc, func(i int32, s float32) { h.offer(entry{doc: i, ord: ord[i], score: s}) })
+	sc.heap2 = h.s
+	return h.sorted()
+}
+
+// binBounds puts in bins the bin of each slot's lower bound (approx less
+// its row's bound and qerr; noBin for a slot without a vector), and counts
+// the bins in hist. The histogram lets floor find the bin that holds the
+// want-th best: rows in lower bins cannot be among the want best (the bin
+// of a value never decreases as the value grows).
+func (d *dense) binBounds(approx []float32, qerr float32, bins []uint16, hist *[boundBins]int32) {
+	n := len(approx)
 	for bi, b := range d.below(n) {
 		base := bi * blockRows
 		rows := min(blockRows, n-base)
@@ -337,10 +360,17 @@ func (d *dense) top(q []float32, k, n int, visible func(int32) bool, ord []int32
 			hist[bin]++
 		}
 	}
-	floor := float32(math.Inf(-1))
+}
+
+// floor returns the k-th best visible lower bound (-Inf when fewer than k
+// slots are visible): only the rows from the bin that holds the want-th
+// best up reach the heap, the same entries it would keep from every row,
+// and want grows until k of them are visible.
+func (d *dense) floor(approx []float32, qerr float32, bins []uint16, hist *[boundBins]int32, k int, visible func(int32) bool, ord []int32, sc *scratch) float32 {
+	n := len(approx)
 	want := k
 	for {
-		cut := cutBin(&hist, want)
+		cut := cutBin(hist, want)
 		h := newHeap(sc.heap[:0], want)
 		for bi, b := range d.below(n) {
 			base := bi * blockRows
@@ -363,34 +393,15 @@ func (d *dense) top(q []float32, k, n int, visible func(int32) bool, ord []int32
 			if visible(e.doc) {
 				seen++
 				if seen == k {
-					floor = e.score
-					break
+					return e.score
 				}
 			}
 		}
-		if seen == k || len(es) < want {
-			break
+		if len(es) < want {
+			return float32(math.Inf(-1))
 		}
 		want *= 4
 	}
-	rescore := sc.rescore[:0]
-	for bi, b := range d.below(n) {
-		base := bi * blockRows
-		rows := min(blockRows, n-base)
-		for r := range rows {
-			if !b.has[r] || approx[base+r]+b.bound[r]+qerr < floor {
-				continue
-			}
-			if i := int32(base + r); visible(i) {
-				rescore = append(rescore, i)
-			}
-		}
-	}
-	sc.rescore = rescore
-	h := newHeap(sc.heap2[:0], k)
-	d.exact(q, rescore, sc, func(i int32, s float32) { h.offer(entry{doc: i, ord: ord[i], score: s}) })
-	sc.heap2 = h.s
-	return h.sorted()
 }
 
 // below returns the blocks that hold slots below n; block bi holds slots

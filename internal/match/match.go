@@ -157,47 +157,13 @@ func (ix *Index) rank(ctx context.Context, req skill.MatchRequest, visible Visib
 		sc.reset()
 		ix.scratch.Put(sc)
 	}()
-
-	// Visibility is asked lazily, only for skills that could rank.
-	isVisible := func(d int32) bool {
-		switch sc.vis[d] {
-		case 1:
-			return true
-		case 2:
-			return false
-		}
-		s := ix.docs[d]
-		v := s != nil && (r.hidden || !ix.hidden[d])
-		switch {
-		case v && view != nil:
-			v = view.allows(d, s)
-		case v:
-			v = r.visible(s)
-		}
-		sc.vis[d] = 2
-		if v {
-			sc.vis[d] = 1
-		}
-		sc.visAsked = append(sc.visAsked, d)
-		return v
-	}
+	isVisible := ix.visibility(sc, r.hidden, r.visible, view)
 	pool := max(ix.cfg.Fusion.Pool, r.topK, RankDepth)
 
 	res := skill.MatchResult{Generation: ix.generation, GenerationID: ix.generationID, Mode: r.mode}
-	var uq []float32
-	if r.mode != skill.ModeKeyword {
-		if !ix.DenseAvailable() {
-			res.Degraded = true
-		} else if q, err := ix.embedder.EmbedQuery(ctx, r.raw); err != nil {
-			if cerr := ctx.Err(); cerr != nil {
-				return nil, cerr
-			}
-			res.Degraded = true
-		} else if u, ok := ix.dense.query(q); !ok {
-			res.Degraded = true
-		} else {
-			uq = u
-		}
+	uq, err := ix.queryVector(ctx, r, &res)
+	if err != nil {
+		return nil, err
 	}
 	useDense := uq != nil
 	mode := r.mode
@@ -228,32 +194,103 @@ func (ix *Index) rank(ctx context.Context, req skill.MatchRequest, visible Visib
 	qs := sres.stats
 	bm25List = visibleTop(pool, isVisible, func(k int) []entry { return topSparse(sc, ix.ord, k) })
 
-	// Candidates: both lists and every visible skill a phrase fired for.
-	get := func(d int32) *candidate {
-		if i := sc.cand[d]; i > 0 {
-			return &sc.candidates[i-1]
-		}
-		c := candidate{doc: d, bm25: float64(sc.acc[d])}
-		sc.candidates = append(sc.candidates, c)
-		sc.cand[d] = int32(len(sc.candidates))
-		return &sc.candidates[len(sc.candidates)-1]
+	cands := ix.candidates(sc, uq, denseList, bm25List, fired, isVisible)
+	scale := ix.fuse(mode, r.fusion, pool, cands, denseList, bm25List, qs.coverage())
+	ix.sortCandidates(mode, r.fusion, cands)
+	rk := ix.ranking(sc, cands, denseList, bm25List, qs, mode, max(r.topK, RankDepth))
+	ix.decide(rk, &res, r, mode, cands, denseList, bm25List, isVisible)
+	if !res.Abstained {
+		res.Candidates = cutOff(rk.Ranked, r.topK, scale, ix.cfg.Abstain)
 	}
+	rk.Result = res
+	return rk, nil
+}
+
+// visibility returns whether the caller sees the skill in slot d, asked
+// lazily (only for skills that could rank) and remembered in sc: hidden
+// skills only with hidden, then view's answer (when view is not nil) or
+// visible's.
+func (ix *Index) visibility(sc *scratch, hidden bool, visible Visibility, view *View) func(int32) bool {
+	return func(d int32) bool {
+		switch sc.vis[d] {
+		case 1:
+			return true
+		case 2:
+			return false
+		}
+		s := ix.docs[d]
+		v := s != nil && (hidden || !ix.hidden[d])
+		switch {
+		case v && view != nil:
+			v = view.allows(d, s)
+		case v:
+			v = visible(s)
+		}
+		sc.vis[d] = 2
+		if v {
+			sc.vis[d] = 1
+		}
+		sc.visAsked = append(sc.visAsked, d)
+		return v
+	}
+}
+
+// queryVector returns the task's unit vector, or nil when the request
+// does not use embeddings or they are unavailable (res is then Degraded).
+// It fails only when ctx ended.
+func (ix *Index) queryVector(ctx context.Context, r resolved, res *skill.MatchResult) ([]float32, error) {
+	if r.mode == skill.ModeKeyword {
+		return nil, nil
+	}
+	if !ix.DenseAvailable() {
+		res.Degraded = true
+		return nil, nil
+	}
+	q, err := ix.embedder.EmbedQuery(ctx, r.raw)
+	if err != nil {
+		if cerr := ctx.Err(); cerr != nil {
+			return nil, cerr
+		}
+		res.Degraded = true
+		return nil, nil
+	}
+	u, ok := ix.dense.query(q)
+	if !ok {
+		res.Degraded = true
+		return nil, nil
+	}
+	return u, nil
+}
+
+// candidate returns the candidate of slot d, added the first time.
+func (sc *scratch) candidate(d int32) *candidate {
+	if i := sc.cand[d]; i > 0 {
+		return &sc.candidates[i-1]
+	}
+	c := candidate{doc: d, bm25: float64(sc.acc[d])}
+	sc.candidates = append(sc.candidates, c)
+	sc.cand[d] = int32(len(sc.candidates))
+	return &sc.candidates[len(sc.candidates)-1]
+}
+
+// candidates gathers the skills of both lists and every visible skill a
+// phrase fired for, with their ranks, cosines (those outside the dense
+// list scored exactly, eight rows at a time, when uq is set) and boosts.
+func (ix *Index) candidates(sc *scratch, uq []float32, denseList, bm25List []entry, fired map[int32]*firing, isVisible func(int32) bool) []*candidate {
 	for i, e := range denseList {
-		c := get(e.doc)
+		c := sc.candidate(e.doc)
 		c.drank = i + 1
 		c.cos, c.hasCos = float64(e.score), true
 	}
 	for i, e := range bm25List {
-		get(e.doc).brank = i + 1
+		sc.candidate(e.doc).brank = i + 1
 	}
 	for d, f := range fired {
 		if isVisible(d) {
-			get(d).fire = f
+			sc.candidate(d).fire = f
 		}
 	}
-	if useDense {
-		// The cosines of candidates outside the dense list, eight rows at a
-		// time.
+	if uq != nil {
 		need := sc.rescore[:0]
 		for i := range sc.candidates {
 			if c := &sc.candidates[i]; !c.hasCos && ix.dense.has(c.doc) {
@@ -274,29 +311,25 @@ func (ix *Index) rank(ctx context.Context, req skill.MatchRequest, visible Visib
 		}
 		cands[i] = c
 	}
-	scale := ix.fuse(mode, r.fusion, pool, cands, denseList, bm25List, qs.coverage())
-	ix.sortCandidates(mode, r.fusion, cands)
+	return cands
+}
 
+// ranking is the evidence of a match: the abstention features and the
+// first depth candidates, explained.
+func (ix *Index) ranking(sc *scratch, cands []*candidate, denseList, bm25List []entry, qs queryStats, mode skill.MatchMode, depth int) *Ranking {
 	rk := &Ranking{Probability: -1}
 	rk.Features = features(denseList, bm25List, qs)
 	ix.catalogFeatures(&rk.Features, sc, bm25List, qs)
 	for _, c := range cands {
 		rk.Features.Boost = max(rk.Features.Boost, c.boost)
 	}
-	depth := max(r.topK, RankDepth)
 	for i, c := range cands {
 		if i == depth {
 			break
 		}
 		rk.Ranked = append(rk.Ranked, ix.explain(c, mode))
 	}
-
-	ix.decide(rk, &res, r, mode, cands, denseList, bm25List, isVisible)
-	if !res.Abstained {
-		res.Candidates = cutOff(rk.Ranked, r.topK, scale, ix.cfg.Abstain)
-	}
-	rk.Result = res
-	return rk, nil
+	return rk
 }
 
 // visibleTop returns the best k visible entries. pick(k') returns the best

@@ -256,23 +256,9 @@ var crcTable = crc32.MakeTable(crc32.Castagnoli)
 // data must stay unchanged as long as the index, or any index updated from
 // it, is in use. Update copies what it changes; nothing writes to data.
 func ReadSnapshot(data []byte) (*Index, error) {
-	if len(data) < len(snapshotMagic)+4 {
-		return nil, errors.New("match snapshot: too short (damaged or cut)")
-	}
-	body := data[:len(data)-4]
-	if crc32.Checksum(body, crcTable) != binary.LittleEndian.Uint32(data[len(body):]) {
-		return nil, errors.New("match snapshot: checksum mismatch (damaged or cut)")
-	}
-	d := &dec{b: body}
-	if m := d.take(len(snapshotMagic)); d.err != nil || string(m) != snapshotMagic {
-		return nil, fmt.Errorf("match snapshot: bad magic: %w", errors.Join(d.err, errors.New("not a snapshot")))
-	}
-	var h snapshotHeader
-	if err := json.Unmarshal([]byte(d.str()), &h); err != nil || d.err != nil {
-		return nil, fmt.Errorf("match snapshot header: %w", errors.Join(d.err, err))
-	}
-	if h.Version != statedir.IndexVersion {
-		return nil, fmt.Errorf("%w: %d, this router reads %d", ErrSnapshotVersion, h.Version, statedir.IndexVersion)
+	d, h, err := readSnapshotHeader(data)
+	if err != nil {
+		return nil, err
 	}
 	cfg := h.Config.withDefaults()
 	if err := cfg.Validate(); err != nil {
@@ -282,7 +268,56 @@ func ReadSnapshot(data []byte) (*Index, error) {
 		return nil, fmt.Errorf("match snapshot: %d slots, %d live", h.Slots, h.Live)
 	}
 	ix := &Index{cfg: cfg, model: h.Model}
-	n := h.Slots
+	if err := d.docs(ix, h.Slots); err != nil {
+		return nil, err
+	}
+	if err := d.order(ix, h.Live); err != nil {
+		return nil, err
+	}
+	if ix.sparse, err = d.sparse(cfg, h); err != nil {
+		return nil, err
+	}
+	if ix.phrases, err = d.phrases(h.Slots, h.Live); err != nil {
+		return nil, err
+	}
+	if h.Dim > 0 {
+		ix.dense = d.dense(h.Dim, ix.docs)
+	}
+	if d.err == nil && d.off != len(d.b) {
+		d.err = fmt.Errorf("%d bytes after the last section", len(d.b)-d.off)
+	}
+	if d.err != nil {
+		return nil, fmt.Errorf("match snapshot: %w", d.err)
+	}
+	return ix, nil
+}
+
+// readSnapshotHeader checks data's checksum and magic and reads its header
+// and version; the decoder it returns reads what follows.
+func readSnapshotHeader(data []byte) (*dec, snapshotHeader, error) {
+	var h snapshotHeader
+	if len(data) < len(snapshotMagic)+4 {
+		return nil, h, errors.New("match snapshot: too short (damaged or cut)")
+	}
+	body := data[:len(data)-4]
+	if crc32.Checksum(body, crcTable) != binary.LittleEndian.Uint32(data[len(body):]) {
+		return nil, h, errors.New("match snapshot: checksum mismatch (damaged or cut)")
+	}
+	d := &dec{b: body}
+	if m := d.take(len(snapshotMagic)); d.err != nil || string(m) != snapshotMagic {
+		return nil, h, fmt.Errorf("match snapshot: bad magic: %w", errors.Join(d.err, errors.New("not a snapshot")))
+	}
+	if err := json.Unmarshal([]byte(d.str()), &h); err != nil || d.err != nil {
+		return nil, h, fmt.Errorf("match snapshot header: %w", errors.Join(d.err, err))
+	}
+	if h.Version != statedir.IndexVersion {
+		return nil, h, fmt.Errorf("%w: %d, this router reads %d", ErrSnapshotVersion, h.Version, statedir.IndexVersion)
+	}
+	return d, h, nil
+}
+
+// docs reads the n slots' stand-ins into ix.
+func (d *dec) docs(ix *Index, n int) error {
 	ix.docs = make([]*skill.Skill, n)
 	ix.hidden = make([]bool, n)
 	ix.bodyErr = make([]bool, n)
@@ -293,24 +328,35 @@ func ReadSnapshot(data []byte) (*Index, error) {
 		}
 		st := d.stub()
 		if d.err != nil {
-			return nil, fmt.Errorf("match snapshot slot %d: %w", s, d.err)
+			return fmt.Errorf("match snapshot slot %d: %w", s, d.err)
 		}
 		ix.docs[s] = st.skill()
 		ix.hidden[s] = st.Hidden
 		ix.bodyErr[s] = d.bool()
 		if d.err != nil {
-			return nil, fmt.Errorf("match snapshot slot %d: %w", s, d.err)
+			return fmt.Errorf("match snapshot slot %d: %w", s, d.err)
 		}
 	}
-	ix.byOrd = d.i32s(h.Live)
+	return nil
+}
+
+// order reads the catalog order of ix's live slots.
+func (d *dec) order(ix *Index, live int) error {
+	ix.byOrd = d.i32s(live)
 	ix.slotOf = make(map[string]int32, len(ix.byOrd))
 	for i, s := range ix.byOrd {
-		if s < 0 || int(s) >= n || ix.docs[s] == nil {
-			return nil, fmt.Errorf("match snapshot: order names slot %d", s)
+		if s < 0 || int(s) >= len(ix.docs) || ix.docs[s] == nil {
+			return fmt.Errorf("match snapshot: order names slot %d", s)
 		}
 		ix.ord[s] = int32(i)
 		ix.slotOf[ix.docs[s].Key()] = s
 	}
+	return nil
+}
+
+// sparse reads the fields' lengths and the vocabularies' postings.
+func (d *dec) sparse(cfg Config, h snapshotHeader) (*sparse, error) {
+	n := h.Slots
 	fields := sparseFields(cfg.Fields, cfg.BM25, h.Params)
 	sp, err := newSparseShell(fields, cfg.BM25)
 	if err != nil {
@@ -325,40 +371,52 @@ func ReadSnapshot(data []byte) (*Index, error) {
 		f.prepare()
 	}
 	for _, v := range sp.vocabs {
-		terms := int(d.u32())
-		if d.err != nil || terms > 1<<24 {
-			return nil, fmt.Errorf("match snapshot: %d terms: %w", terms, errors.Join(d.err, errors.New("damaged")))
+		if err := d.vocab(v, n); err != nil {
+			return nil, err
 		}
-		nf := v.nf()
-		v.lists = make([]*plist, terms)
-		for id := range terms {
-			v.ids[d.str()] = uint32(id)
-			if d.u8() == 0 {
-				continue
-			}
-			wide := d.bool()
-			l := int(d.u32())
-			if d.err != nil || l > n {
-				return nil, fmt.Errorf("match snapshot: a list of %d documents: %w", l, errors.Join(d.err, errors.New("damaged")))
-			}
-			p := &plist{docs: d.u32s(l)}
-			if wide {
-				p.freqs32 = d.u32s(l * nf)
-			} else {
-				p.freqs16 = d.u16s(l * nf)
-			}
-			p.df = d.u32s(nf)
-			for _, doc := range p.docs {
-				if int(doc) >= n {
-					return nil, fmt.Errorf("match snapshot: a list names slot %d", doc)
-				}
-			}
-			v.lists[id] = p
-		}
-		v.countTerms()
 	}
-	ix.sparse = sp
-	ph := &phrases{perDoc: make([][]phrase, n), byFirst: map[string][]phraseRef{}, df: map[string]int32{}, n: h.Live}
+	return sp, nil
+}
+
+// vocab reads one vocabulary's terms and postings lists, of n slots.
+func (d *dec) vocab(v *vocab, n int) error {
+	terms := int(d.u32())
+	if d.err != nil || terms > 1<<24 {
+		return fmt.Errorf("match snapshot: %d terms: %w", terms, errors.Join(d.err, errors.New("damaged")))
+	}
+	nf := v.nf()
+	v.lists = make([]*plist, terms)
+	for id := range terms {
+		v.ids[d.str()] = uint32(id)
+		if d.u8() == 0 {
+			continue
+		}
+		wide := d.bool()
+		l := int(d.u32())
+		if d.err != nil || l > n {
+			return fmt.Errorf("match snapshot: a list of %d documents: %w", l, errors.Join(d.err, errors.New("damaged")))
+		}
+		p := &plist{docs: d.u32s(l)}
+		if wide {
+			p.freqs32 = d.u32s(l * nf)
+		} else {
+			p.freqs16 = d.u16s(l * nf)
+		}
+		p.df = d.u32s(nf)
+		for _, doc := range p.docs {
+			if int(doc) >= n {
+				return fmt.Errorf("match snapshot: a list names slot %d", doc)
+			}
+		}
+		v.lists[id] = p
+	}
+	v.countTerms()
+	return nil
+}
+
+// phrases reads the trigger phrases of n slots, live of them in use.
+func (d *dec) phrases(n, live int) (*phrases, error) {
+	ph := &phrases{perDoc: make([][]phrase, n), byFirst: map[string][]phraseRef{}, df: map[string]int32{}, n: live}
 	for range int(d.u32()) {
 		t := d.str()
 		ph.df[t] = int32(d.u32())
@@ -398,17 +456,7 @@ func ReadSnapshot(data []byte) (*Index, error) {
 		}
 		ph.byFirst[t] = refs
 	}
-	if h.Dim > 0 {
-		ix.dense = d.dense(h.Dim, ix.docs)
-	}
-	if d.err == nil && d.off != len(d.b) {
-		d.err = fmt.Errorf("%d bytes after the last section", len(d.b)-d.off)
-	}
-	if d.err != nil {
-		return nil, fmt.Errorf("match snapshot: %w", d.err)
-	}
-	ix.phrases = ph
-	return ix, nil
+	return ph, nil
 }
 
 // dense reads the vector blocks of the slots docs (nil: a free slot),

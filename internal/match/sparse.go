@@ -266,64 +266,75 @@ func (s *sparse) update(ctx context.Context, fields []*sparseField, bm BM25, slo
 		if err := ctx.Err(); err != nil {
 			return nil, 0, err
 		}
-		nv := &vocab{analyzer: v.analyzer, a: v.a, fields: v.fields, ids: v.ids, lists: slices.Clone(v.lists), terms: v.terms}
+		nv, n := v.update(vi, drop, fill, dropped, analyzed)
 		ns.vocabs = append(ns.vocabs, nv)
-		adds := map[uint32][]posting{}
-		cloned := false
-		for k, d := range fill {
-			for _, tf := range analyzed[k].terms[vi] {
-				id, ok := nv.ids[tf.term]
-				if !ok {
-					if !cloned {
-						nv.ids, cloned = maps.Clone(v.ids), true
-					}
-					id = uint32(len(nv.lists))
-					nv.ids[tf.term] = id
-					nv.lists = append(nv.lists, nil)
-				}
-				adds[id] = append(adds[id], posting{doc: uint32(d), freqs: tf.freqs})
-			}
-		}
-		affected := map[uint32]bool{}
-		for id := range adds {
-			affected[id] = true
-		}
-		if len(drop) > 0 {
-			for id, pl := range v.lists {
-				if pl == nil || affected[uint32(id)] {
-					continue
-				}
-				hit := false
-				if len(drop) <= 16 {
-					hit = pl.holdsAny(drop)
-				} else {
-					for _, d := range pl.docs {
-						if dropped[d] {
-							hit = true
-							break
-						}
-					}
-				}
-				if hit {
-					affected[uint32(id)] = true
-				}
-			}
-		}
-		for id := range affected {
-			add := adds[id]
-			slices.SortFunc(add, func(a, b posting) int { return int(int64(a.doc) - int64(b.doc)) })
-			was := nv.lists[id] != nil
-			nv.lists[id] = nv.lists[id].edit(dropped, add, nv.nf())
-			switch is := nv.lists[id] != nil; {
-			case was && !is:
-				nv.terms--
-			case !was && is:
-				nv.terms++
-			}
-			copied++
-		}
+		copied += n
 	}
 	return ns, copied, nil
+}
+
+// update returns the vocabulary of the next generation, v being the vi-th
+// of the current one: the postings lists that hold a document of the slots
+// drop (dropped, by slot) or that gain one of analyzed, in the slots fill,
+// are copied and edited; the others are shared. It also returns how many
+// lists it copied.
+func (v *vocab) update(vi int, drop, fill []int32, dropped []bool, analyzed []analyzedDoc) (*vocab, int) {
+	nv := &vocab{analyzer: v.analyzer, a: v.a, fields: v.fields, ids: v.ids, lists: slices.Clone(v.lists), terms: v.terms}
+	adds := map[uint32][]posting{}
+	cloned := false
+	for k, d := range fill {
+		for _, tf := range analyzed[k].terms[vi] {
+			id, ok := nv.ids[tf.term]
+			if !ok {
+				if !cloned {
+					nv.ids, cloned = maps.Clone(v.ids), true
+				}
+				id = uint32(len(nv.lists))
+				nv.ids[tf.term] = id
+				nv.lists = append(nv.lists, nil)
+			}
+			adds[id] = append(adds[id], posting{doc: uint32(d), freqs: tf.freqs})
+		}
+	}
+	affected := map[uint32]bool{}
+	for id := range adds {
+		affected[id] = true
+	}
+	if len(drop) > 0 {
+		for id, pl := range v.lists {
+			if pl != nil && !affected[uint32(id)] && pl.holdsDropped(drop, dropped) {
+				affected[uint32(id)] = true
+			}
+		}
+	}
+	for id := range affected {
+		add := adds[id]
+		slices.SortFunc(add, func(a, b posting) int { return int(int64(a.doc) - int64(b.doc)) })
+		was := nv.lists[id] != nil
+		nv.lists[id] = nv.lists[id].edit(dropped, add, nv.nf())
+		switch is := nv.lists[id] != nil; {
+		case was && !is:
+			nv.terms--
+		case !was && is:
+			nv.terms++
+		}
+	}
+	return nv, len(affected)
+}
+
+// holdsDropped reports whether the list holds a document of the slots drop
+// (dropped, by slot): looked up in the list when they are few, else by a
+// walk of the list.
+func (pl *plist) holdsDropped(drop []int32, dropped []bool) bool {
+	if len(drop) <= 16 {
+		return pl.holdsAny(drop)
+	}
+	for _, d := range pl.docs {
+		if dropped[d] {
+			return true
+		}
+	}
+	return false
 }
 
 // analyzeAll analyzes docs into out, on up to GOMAXPROCS goroutines.

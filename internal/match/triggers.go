@@ -183,29 +183,10 @@ func (p *phrases) update(an analysis.Analyzer, oldDocs, newDocs []*skill.Skill, 
 			firsts[ph.terms[0]] = true
 		}
 	}
-	byOrd := func(list []phraseRef) {
-		slices.SortFunc(list, func(a, b phraseRef) int {
-			if a.doc != b.doc {
-				return int(ord[a.doc] - ord[b.doc])
-			}
-			return int(a.i - b.i)
-		})
-	}
 	// The lists hold phrases in catalog order. Skills that stayed keep
 	// their relative order unless the roots were reordered; then every
 	// list is sorted again.
-	monotone := true
-	last := int32(-1)
-	for _, d := range oldOrder {
-		if dropped[d] || int(d) >= len(newDocs) || newDocs[d] == nil {
-			continue
-		}
-		if ord[d] < last {
-			monotone = false
-			break
-		}
-		last = ord[d]
-	}
+	monotone := keepsOrder(oldOrder, ord, newDocs, dropped)
 	if len(firsts) == 0 && monotone {
 		return np
 	}
@@ -213,32 +194,65 @@ func (p *phrases) update(an analysis.Analyzer, oldDocs, newDocs []*skill.Skill, 
 	if !monotone {
 		for t, list := range np.byFirst {
 			list = slices.Clone(list)
-			byOrd(list)
+			sortRefs(list, ord)
 			np.byFirst[t] = list
 		}
 	}
 	for t := range firsts {
-		var list []phraseRef
-		for _, ref := range np.byFirst[t] {
-			if !dropped[ref.doc] {
-				list = append(list, ref)
-			}
-		}
-		for _, d := range fill {
-			for i, ph := range np.perDoc[d] {
-				if ph.terms[0] == t {
-					list = append(list, phraseRef{doc: d, i: int32(i)})
-				}
-			}
-		}
-		if len(list) == 0 {
+		if list := np.refs(t, dropped, fill); len(list) > 0 {
+			sortRefs(list, ord)
+			np.byFirst[t] = list
+		} else {
 			delete(np.byFirst, t)
-			continue
 		}
-		byOrd(list)
-		np.byFirst[t] = list
 	}
 	return np
+}
+
+// keepsOrder reports whether the slots of oldOrder that stay (not dropped,
+// still holding a document of newDocs) keep their relative order in ord.
+func keepsOrder(oldOrder, ord []int32, newDocs []*skill.Skill, dropped map[int32]bool) bool {
+	last := int32(-1)
+	for _, d := range oldOrder {
+		if dropped[d] || int(d) >= len(newDocs) || newDocs[d] == nil {
+			continue
+		}
+		if ord[d] < last {
+			return false
+		}
+		last = ord[d]
+	}
+	return true
+}
+
+// refs returns the phrases that start with t: those of the current list
+// whose document was not dropped, then those of the slots fill.
+func (p *phrases) refs(t string, dropped map[int32]bool, fill []int32) []phraseRef {
+	var list []phraseRef
+	for _, ref := range p.byFirst[t] {
+		if !dropped[ref.doc] {
+			list = append(list, ref)
+		}
+	}
+	for _, d := range fill {
+		for i, ph := range p.perDoc[d] {
+			if ph.terms[0] == t {
+				list = append(list, phraseRef{doc: d, i: int32(i)})
+			}
+		}
+	}
+	return list
+}
+
+// sortRefs sorts phrase references in catalog order (ord, by slot), a
+// document's phrases in their own order.
+func sortRefs(list []phraseRef, ord []int32) {
+	slices.SortFunc(list, func(a, b phraseRef) int {
+		if a.doc != b.doc {
+			return int(ord[a.doc] - ord[b.doc])
+		}
+		return int(a.i - b.i)
+	})
 }
 
 // firing is what the phrases found in a task add to one skill.

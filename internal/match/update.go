@@ -56,49 +56,101 @@ func (ix *Index) Update(ctx context.Context, in BuildInput) (*Index, UpdateStats
 		return nx, us, err
 	}
 	nx := &Index{cfg: cfg, generation: in.Generation, generationID: in.GenerationID, model: in.Model, embedder: in.Embedder}
-
-	// Match the new skills with the old slots.
-	slotOf := ix.slotOf
-	type item struct {
-		s    *skill.Skill
-		v    []float32
-		slot int32
-		kept bool
+	items, used := ix.matchSlots(in, &nx.stats)
+	p := ix.plan(items, used, &us)
+	nx.slotOf = ix.slotOf
+	if us.Added > 0 || us.Removed > 0 {
+		nx.slotOf = maps.Clone(ix.slotOf) // ix's stays valid
+		for _, key := range p.gone {
+			delete(nx.slotOf, key)
+		}
+		for _, it := range items {
+			nx.slotOf[it.s.Key()] = it.slot
+		}
 	}
-	items := make([]item, 0, len(in.Skills))
-	used := make([]bool, len(ix.docs))
+	nx.fillSlots(ix, items, p)
+
+	// Analyze what changed.
+	fields := sparseFields(cfg.Fields, cfg.BM25, params)
+	added, err := nx.analyzeChanged(ctx, items, fields, in.Body, len(p.fill))
+	if err != nil {
+		return nil, us, err
+	}
+	if nx.sparse, us.Terms, err = ix.sparse.update(ctx, fields, cfg.BM25, p.slots, p.drop, p.fill, added, len(items)); err != nil {
+		return nil, us, err
+	}
+	for d, e := range nx.bodyErr {
+		if e && nx.docs[d] != nil {
+			nx.stats.BodyErrors++
+		}
+	}
+	us.Vectors = nx.updateVectors(ix, items, p, in.UnitVectors)
+	nx.phrases = ix.phrases.update(nx.sparse.analyzers[AnalyzerStem], ix.docs, nx.docs, nx.ord, ix.byOrd, p.drop, p.fill, len(items))
+	nx.stats.Skills = len(items)
+	nx.stats.Duration = time.Since(start)
+	return nx, us, nil
+}
+
+// updItem is one skill of an update: its vector, its slot (-1: none yet)
+// and whether the slot keeps its analysis.
+type updItem struct {
+	s    *skill.Skill
+	v    []float32
+	slot int32
+	kept bool
+}
+
+// matchSlots matches the skills of in with ix's slots, by key: a skill
+// keeps its slot's analysis when its indexed text is the same and its body
+// was read. used marks the slots taken; st counts the skills excluded.
+func (ix *Index) matchSlots(in BuildInput, st *BuildStats) (items []updItem, used []bool) {
+	items = make([]updItem, 0, len(in.Skills))
+	used = make([]bool, len(ix.docs))
 	for i, s := range in.Skills {
 		if !indexable(s) {
-			nx.stats.Excluded++
+			st.Excluded++
 			continue
 		}
 		var v []float32
 		if i < len(in.Vectors) {
 			v = in.Vectors[i]
 		}
-		it := item{s: s, v: v, slot: -1}
-		if d, ok := slotOf[s.Key()]; ok && !used[d] {
+		it := updItem{s: s, v: v, slot: -1}
+		if d, ok := ix.slotOf[s.Key()]; ok && !used[d] {
 			used[d] = true
 			it.slot = d
 			it.kept = (ix.docs[d] == s || sameIndexedText(ix.docs[d], s)) && !ix.bodyErr[d]
 		}
 		items = append(items, it)
 	}
-	// Slots to drop (changed or removed) and to fill (changed or added).
-	var drop, fill []int32
+	return items, used
+}
+
+// updPlan says which slots an update drops (changed or removed) and fills
+// (changed or added), the keys of the skills removed, and how many slots
+// the new index has.
+type updPlan struct {
+	drop, fill []int32
+	gone       []string
+	slots      int
+}
+
+// plan gives every item a slot (a free one, or a new one, for a skill
+// added) and makes the update's plan, counting in us.
+func (ix *Index) plan(items []updItem, used []bool, us *UpdateStats) updPlan {
+	var p updPlan
 	var free []int32
-	var gone []string // keys of removed skills
 	for d, s := range ix.docs {
 		if s != nil && !used[d] {
-			drop = append(drop, int32(d))
+			p.drop = append(p.drop, int32(d))
 			free = append(free, int32(d))
-			gone = append(gone, s.Key())
+			p.gone = append(p.gone, s.Key())
 			us.Removed++
 		} else if s == nil {
 			free = append(free, int32(d))
 		}
 	}
-	slots := len(ix.docs)
+	p.slots = len(ix.docs)
 	for i := range items {
 		it := &items[i]
 		switch {
@@ -106,36 +158,29 @@ func (ix *Index) Update(ctx context.Context, in BuildInput) (*Index, UpdateStats
 			us.Kept++
 			continue
 		case it.slot >= 0:
-			drop = append(drop, it.slot)
+			p.drop = append(p.drop, it.slot)
 			us.Changed++
 		default:
 			if len(free) > 0 {
 				it.slot, free = free[0], free[1:]
 			} else {
-				it.slot = int32(slots)
-				slots++
+				it.slot = int32(p.slots)
+				p.slots++
 			}
 			us.Added++
 		}
-		fill = append(fill, it.slot)
+		p.fill = append(p.fill, it.slot)
 	}
+	return p
+}
 
-	nx.slotOf = slotOf
-	if us.Added > 0 || us.Removed > 0 {
-		nx.slotOf = maps.Clone(slotOf) // ix's stays valid
-		for _, key := range gone {
-			delete(nx.slotOf, key)
-		}
-		for _, it := range items {
-			nx.slotOf[it.s.Key()] = it.slot
-		}
-	}
-
-	// Per-slot arrays, in the new generation's own copies.
-	nx.docs = make([]*skill.Skill, slots)
-	nx.hidden = make([]bool, slots)
-	nx.bodyErr = make([]bool, slots)
-	nx.ord = make([]int32, slots)
+// fillSlots makes nx's per-slot arrays, its own copies, for items in
+// catalog order.
+func (nx *Index) fillSlots(ix *Index, items []updItem, p updPlan) {
+	nx.docs = make([]*skill.Skill, p.slots)
+	nx.hidden = make([]bool, p.slots)
+	nx.bodyErr = make([]bool, p.slots)
+	nx.ord = make([]int32, p.slots)
 	nx.byOrd = make([]int32, len(items))
 	copy(nx.bodyErr, ix.bodyErr)
 	for i, it := range items {
@@ -147,50 +192,48 @@ func (ix *Index) Update(ctx context.Context, in BuildInput) (*Index, UpdateStats
 			nx.stats.Hidden++
 		}
 	}
-	for _, d := range drop {
+	for _, d := range p.drop {
 		nx.bodyErr[d] = false
 	}
+}
 
-	// Analyze what changed.
-	fields := sparseFields(cfg.Fields, cfg.BM25, params)
-	withBody := nx.bodyIndexed() && in.Body != nil
-	added := make([]sparseDoc, len(fill))
+// analyzeChanged returns the field texts of the items that do not keep
+// their analysis (n of them), reading their bodies through body.
+func (nx *Index) analyzeChanged(ctx context.Context, items []updItem, fields []*sparseField, body func(*skill.Skill) (string, error), n int) ([]sparseDoc, error) {
+	withBody := nx.bodyIndexed() && body != nil
+	added := make([]sparseDoc, n)
 	k := 0
 	for _, it := range items {
 		if it.kept {
 			continue
 		}
 		if k%256 == 0 && ctx.Err() != nil {
-			return nil, us, ctx.Err()
+			return nil, ctx.Err()
 		}
-		body := ""
+		text := ""
 		if withBody {
-			b, err := in.Body(it.s)
+			b, err := body(it.s)
 			if err != nil {
 				nx.bodyErr[it.slot] = true
 			} else {
-				body = skill.BodyStart(b, cfg.Fields.BodyChars)
+				text = skill.BodyStart(b, nx.cfg.Fields.BodyChars)
 			}
 		}
-		added[k] = docText(it.s, fields, body)
+		added[k] = docText(it.s, fields, text)
 		k++
 	}
-	var err error
-	if nx.sparse, us.Terms, err = ix.sparse.update(ctx, fields, cfg.BM25, slots, drop, fill, added, len(items)); err != nil {
-		return nil, us, err
-	}
-	for d, e := range nx.bodyErr {
-		if e && nx.docs[d] != nil {
-			nx.stats.BodyErrors++
-		}
-	}
+	return added, nil
+}
 
-	// Vectors.
+// updateVectors makes nx's vectors from ix's and the items' and returns how
+// many it set or cleared.
+func (nx *Index) updateVectors(ix *Index, items []updItem, p updPlan, unit bool) int {
 	svs := make([]slotVec, len(items))
 	for i, it := range items {
 		svs[i] = slotVec{slot: it.slot, v: it.v, kept: it.kept}
 	}
-	nx.dense, us.Vectors = ix.updateDense(svs, drop, slots, in.UnitVectors)
+	var changed int
+	nx.dense, changed = ix.updateDense(svs, p.drop, p.slots, unit)
 	if nx.dense != nil {
 		nx.stats.Vectors, nx.stats.Dimension = nx.dense.count, nx.dense.dim
 	}
@@ -201,11 +244,7 @@ func (ix *Index) Update(ctx context.Context, in BuildInput) (*Index, UpdateStats
 		}
 	}
 	nx.stats.BadVectors -= nx.stats.Vectors
-
-	nx.phrases = ix.phrases.update(nx.sparse.analyzers[AnalyzerStem], ix.docs, nx.docs, nx.ord, ix.byOrd, drop, fill, len(items))
-	nx.stats.Skills = len(items)
-	nx.stats.Duration = time.Since(start)
-	return nx, us, nil
+	return changed
 }
 
 // slotVec is one skill's slot and vector, and whether its slot kept its
