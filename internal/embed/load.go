@@ -348,56 +348,85 @@ func destroy(hm *backends.Model) {
 
 // pickOutput chooses the output and pooling; see PoolingAuto.
 func pickOutput(outs []backends.InputOutputInfo, name string, pooling Pooling) (backends.InputOutputInfo, Pooling, error) {
-	find := func(name string, rank int) (backends.InputOutputInfo, bool) {
-		for _, o := range outs {
-			if o.Name == name && (rank == 0 || len(o.Dimensions) == rank) {
-				return o, true
-			}
-		}
-		return backends.InputOutputInfo{}, false
-	}
-	firstOfRank := func(rank int) (backends.InputOutputInfo, bool) {
-		for _, o := range outs {
-			if len(o.Dimensions) == rank {
-				return o, true
-			}
-		}
-		return backends.InputOutputInfo{}, false
-	}
-	var out backends.InputOutputInfo
-	var ok bool
-	switch {
-	case name != "":
-		if out, ok = find(name, 0); !ok {
+	if name != "" {
+		out, ok := outputs(outs).find(name, 0)
+		if !ok {
 			return out, "", fmt.Errorf("model has no output %q (outputs: %v)", name, backends.GetNames(outs))
 		}
-	case pooling == PoolingMean || pooling == PoolingCLS:
-		if out, ok = find("last_hidden_state", 3); !ok {
-			out, ok = firstOfRank(3)
-		}
-	case pooling == PoolingOutput:
-		if out, ok = find("sentence_embedding", 2); !ok {
-			if out, ok = find("pooler_output", 2); !ok {
-				out, ok = firstOfRank(2)
-			}
-		}
-	default:
-		if out, ok = find("sentence_embedding", 2); ok {
-			break
-		}
-		if out, ok = find("last_hidden_state", 3); ok {
-			break
-		}
-		if out, ok = find("pooler_output", 2); ok {
-			break
-		}
-		if len(outs) > 0 {
-			out, ok = outs[0], true
-		}
+		return checkPooling(out, pooling)
 	}
+	out, ok := outputs(outs).forPooling(pooling)
 	if !ok {
 		return out, "", fmt.Errorf("model has no output usable with pooling %q (outputs: %v)", pooling, backends.GetNames(outs))
 	}
+	return checkPooling(out, pooling)
+}
+
+// outputs are a model's outputs.
+type outputs []backends.InputOutputInfo
+
+// find returns the output called name, of rank dimensions (any when 0).
+func (outs outputs) find(name string, rank int) (backends.InputOutputInfo, bool) {
+	for _, o := range outs {
+		if o.Name == name && (rank == 0 || len(o.Dimensions) == rank) {
+			return o, true
+		}
+	}
+	return backends.InputOutputInfo{}, false
+}
+
+// firstOfRank returns the first output of rank dimensions.
+func (outs outputs) firstOfRank(rank int) (backends.InputOutputInfo, bool) {
+	for _, o := range outs {
+		if len(o.Dimensions) == rank {
+			return o, true
+		}
+	}
+	return backends.InputOutputInfo{}, false
+}
+
+// outputName is an output looked for by name, of a rank.
+type outputName struct {
+	name string
+	rank int
+}
+
+// The outputs each pooling looks for, in order: the token states for mean
+// and CLS pooling, a pooled output for output pooling, and for auto either.
+var (
+	tokenOutputs  = []outputName{{"last_hidden_state", 3}}
+	pooledOutputs = []outputName{{"sentence_embedding", 2}, {"pooler_output", 2}}
+	autoOutputs   = []outputName{{"sentence_embedding", 2}, {"last_hidden_state", 3}, {"pooler_output", 2}}
+)
+
+// forPooling returns the output to pool as pooling says: the first of the
+// outputs it looks for, else the first output of the rank it needs (for
+// auto, the first output).
+func (outs outputs) forPooling(pooling Pooling) (backends.InputOutputInfo, bool) {
+	names, rank := autoOutputs, 0
+	switch pooling {
+	case PoolingMean, PoolingCLS:
+		names, rank = tokenOutputs, 3
+	case PoolingOutput:
+		names, rank = pooledOutputs, 2
+	}
+	for _, n := range names {
+		if o, ok := outs.find(n.name, n.rank); ok {
+			return o, true
+		}
+	}
+	if rank > 0 {
+		return outs.firstOfRank(rank)
+	}
+	if len(outs) > 0 {
+		return outs[0], true
+	}
+	return backends.InputOutputInfo{}, false
+}
+
+// checkPooling resolves auto pooling for out (output pooling for a rank-2
+// output, else mean) and checks that out's shape suits the pooling.
+func checkPooling(out backends.InputOutputInfo, pooling Pooling) (backends.InputOutputInfo, Pooling, error) {
 	rank := len(out.Dimensions)
 	if pooling == PoolingAuto {
 		pooling = PoolingMean

@@ -76,57 +76,13 @@ type tokenizerJSON struct {
 // the tokenizer is of another kind.
 func newWordPiece(data []byte) *wordPiece {
 	var t tokenizerJSON
-	if json.Unmarshal(data, &t) != nil {
+	if json.Unmarshal(data, &t) != nil || !t.native() {
 		return nil
 	}
-	n, pre, post, m := t.Normalizer, t.PreTokenizer, t.PostProcessor, t.Model
-	if n == nil || n.Type != "BertNormalizer" || !n.Lowercase || (n.StripAccents != nil && *n.StripAccents) ||
-		pre == nil || pre.Type != "BertPreTokenizer" || post == nil ||
-		m.Type != "WordPiece" || m.ContinuingSubwordPrefix == "" || m.MaxInputCharsPerWord <= 0 ||
-		(len(t.Truncation) > 0 && string(t.Truncation) != "null") || (len(t.Padding) > 0 && string(t.Padding) != "null") {
-		return nil
-	}
-	special := func(v []any) (int, bool) {
-		if len(v) != 2 {
-			return 0, false
-		}
-		tok, ok1 := v[0].(string)
-		id, ok2 := v[1].(float64)
-		if !ok1 || !ok2 || m.Vocab[tok] != int(id) {
-			return 0, false
-		}
-		return int(id), true
-	}
+	m := t.Model
 	wp := &wordPiece{vocab: m.Vocab, cont: map[string]int{}, maxChars: m.MaxInputCharsPerWord}
 	var ok bool
-	switch post.Type {
-	case "BertProcessing":
-		if wp.cls, ok = special(post.CLS); !ok {
-			return nil
-		}
-		if wp.sep, ok = special(post.SEP); !ok {
-			return nil
-		}
-	case "TemplateProcessing":
-		tmpl := post.Single
-		if len(tmpl) != 3 || tmpl[0].SpecialToken == nil || tmpl[1].Sequence == nil || tmpl[1].Sequence.ID != "A" ||
-			tmpl[1].Sequence.TypeID != 0 || tmpl[2].SpecialToken == nil || tmpl[0].SpecialToken.TypeID != 0 || tmpl[2].SpecialToken.TypeID != 0 {
-			return nil
-		}
-		one := func(tok string) (int, bool) {
-			st, ok := post.SpecialTokens[tok]
-			if !ok || len(st.IDs) != 1 {
-				return 0, false
-			}
-			return st.IDs[0], true
-		}
-		if wp.cls, ok = one(tmpl[0].SpecialToken.ID); !ok {
-			return nil
-		}
-		if wp.sep, ok = one(tmpl[2].SpecialToken.ID); !ok {
-			return nil
-		}
-	default:
+	if wp.cls, wp.sep, ok = t.specials(); !ok {
 		return nil
 	}
 	if wp.unk, ok = m.Vocab[m.UnkToken]; !ok {
@@ -146,6 +102,59 @@ func newWordPiece(data []byte) *wordPiece {
 		}
 	}
 	return wp
+}
+
+// native reports whether wordPiece encodes as t does: a lowercasing BERT
+// normalizer that keeps accents, the BERT pre-tokenizer, a WordPiece model,
+// a post-processor, and no truncation or padding of its own.
+func (t *tokenizerJSON) native() bool {
+	n, pre, post, m := t.Normalizer, t.PreTokenizer, t.PostProcessor, t.Model
+	return n != nil && n.Type == "BertNormalizer" && n.Lowercase && (n.StripAccents == nil || !*n.StripAccents) &&
+		pre != nil && pre.Type == "BertPreTokenizer" && post != nil &&
+		m.Type == "WordPiece" && m.ContinuingSubwordPrefix != "" && m.MaxInputCharsPerWord > 0 &&
+		(len(t.Truncation) == 0 || string(t.Truncation) == "null") && (len(t.Padding) == 0 || string(t.Padding) == "null")
+}
+
+// specials returns the ids of [CLS] and [SEP] as t's post-processor names
+// them: a BertProcessing pair, or a TemplateProcessing "[CLS] $A [SEP]";
+// ok is false for another post-processor or ids the vocabulary does not
+// hold.
+func (t *tokenizerJSON) specials() (cls, sep int, ok bool) {
+	post, vocab := t.PostProcessor, t.Model.Vocab
+	switch post.Type {
+	case "BertProcessing":
+		special := func(v []any) (int, bool) {
+			if len(v) != 2 {
+				return 0, false
+			}
+			tok, ok1 := v[0].(string)
+			id, ok2 := v[1].(float64)
+			if !ok1 || !ok2 || vocab[tok] != int(id) {
+				return 0, false
+			}
+			return int(id), true
+		}
+		cls, ok1 := special(post.CLS)
+		sep, ok2 := special(post.SEP)
+		return cls, sep, ok1 && ok2
+	case "TemplateProcessing":
+		tmpl := post.Single
+		if len(tmpl) != 3 || tmpl[0].SpecialToken == nil || tmpl[1].Sequence == nil || tmpl[1].Sequence.ID != "A" ||
+			tmpl[1].Sequence.TypeID != 0 || tmpl[2].SpecialToken == nil || tmpl[0].SpecialToken.TypeID != 0 || tmpl[2].SpecialToken.TypeID != 0 {
+			return 0, 0, false
+		}
+		one := func(tok string) (int, bool) {
+			st, ok := post.SpecialTokens[tok]
+			if !ok || len(st.IDs) != 1 {
+				return 0, false
+			}
+			return st.IDs[0], true
+		}
+		cls, ok1 := one(tmpl[0].SpecialToken.ID)
+		sep, ok2 := one(tmpl[2].SpecialToken.ID)
+		return cls, sep, ok1 && ok2
+	}
+	return 0, 0, false
 }
 
 // nonASCIIWord returns the end of the space-separated word of s that holds
@@ -189,62 +198,13 @@ func (wp *wordPiece) encode(text string, maxTokens int, other func(word string) 
 	if maxTokens < 2 {
 		return nil, false
 	}
-	lower := make([]byte, len(text))
-	for i := 0; i < len(text); i++ {
-		c := text[i]
-		switch {
-		case c == ' ':
-		case c < 32 || c == 127:
-			return nil, false
-		case c > 127:
-			if other == nil || wp.addedNonASCII {
-				return nil, false
-			}
-		case c >= 'A' && c <= 'Z':
-			c += 'a' - 'A'
-		}
-		lower[i] = c
-	}
-	low := string(lower)
-	for _, a := range wp.added {
-		if strings.Contains(low, a) {
-			return nil, false
-		}
+	low, ok := wp.lower(text, other != nil)
+	if !ok {
+		return nil, false
 	}
 	limit := maxTokens - 2
 	ids = make([]int, 1, min(len(text)/2+2, maxTokens))
 	ids[0] = wp.cls
-	add := func(word string) bool {
-		if len(ids)-1 >= limit {
-			return false
-		}
-		if len(word) > wp.maxChars {
-			ids = append(ids, wp.unk)
-			return true
-		}
-		start := len(ids)
-		for pos := 0; pos < len(word); {
-			end := len(word)
-			id, found := 0, false
-			for ; end > pos; end-- {
-				if pos == 0 {
-					id, found = wp.vocab[word[:end]]
-				} else {
-					id, found = wp.cont[word[pos:end]]
-				}
-				if found {
-					break
-				}
-			}
-			if !found {
-				ids = append(ids[:start], wp.unk)
-				return true
-			}
-			ids = append(ids, id)
-			pos = end
-		}
-		return true
-	}
 	for i := 0; i < len(low); {
 		c := low[i]
 		if c == ' ' {
@@ -269,13 +229,73 @@ func (wp *wordPiece) encode(text string, maxTokens int, other func(word string) 
 				j++
 			}
 		}
-		if !add(low[i:j]) {
+		if len(ids)-1 >= limit {
 			break
 		}
+		ids = wp.appendWord(ids, low[i:j])
 		i = j
 	}
 	if len(ids)-1 > limit {
 		ids = ids[:limit+1]
 	}
 	return append(ids, wp.sep), true
+}
+
+// lower returns text with ASCII letters lowercased; ok is false when text
+// holds a control character or an added token, or, unless withOther (a
+// tokenizer for other words), a byte outside ASCII.
+func (wp *wordPiece) lower(text string, withOther bool) (string, bool) {
+	lower := make([]byte, len(text))
+	for i := 0; i < len(text); i++ {
+		c := text[i]
+		switch {
+		case c == ' ':
+		case c < 32 || c == 127:
+			return "", false
+		case c > 127:
+			if !withOther || wp.addedNonASCII {
+				return "", false
+			}
+		case c >= 'A' && c <= 'Z':
+			c += 'a' - 'A'
+		}
+		lower[i] = c
+	}
+	low := string(lower)
+	for _, a := range wp.added {
+		if strings.Contains(low, a) {
+			return "", false
+		}
+	}
+	return low, true
+}
+
+// appendWord appends the word pieces of word (lowercased ASCII without
+// spaces or, but for a lone one, punctuation) to ids: greedy longest match
+// first, [UNK] for a word too long or one that does not split.
+func (wp *wordPiece) appendWord(ids []int, word string) []int {
+	if len(word) > wp.maxChars {
+		return append(ids, wp.unk)
+	}
+	start := len(ids)
+	for pos := 0; pos < len(word); {
+		end := len(word)
+		id, found := 0, false
+		for ; end > pos; end-- {
+			if pos == 0 {
+				id, found = wp.vocab[word[:end]]
+			} else {
+				id, found = wp.cont[word[pos:end]]
+			}
+			if found {
+				break
+			}
+		}
+		if !found {
+			return append(ids[:start], wp.unk)
+		}
+		ids = append(ids, id)
+		pos = end
+	}
+	return ids
 }
