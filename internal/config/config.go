@@ -357,12 +357,40 @@ func decodeFile(data []byte, path string, cfg *Config) error {
 // finish makes paths absolute and validates. Each problem it returns starts
 // with the key at fault (blame names where that key's value came from).
 func (c *Config) finish() []error {
+	if err := c.absPaths(); err != nil {
+		return []error{err}
+	}
+	errs := c.validateCore()
+	errs = append(errs, c.validateListeners()...)
+	for _, name := range sortedNames(c.MCPServers) {
+		s := c.MCPServers[name]
+		s.Name = name
+		s.ResolvePaths(c.Workspace)
+		if err := s.Validate(); err != nil {
+			errs = append(errs, err)
+		}
+		c.MCPServers[name] = s
+	}
+	if c.MCP.SessionTimeout <= 0 || c.MCP.MaxBodyBytes <= 0 {
+		errs = append(errs, errors.New("mcp: session_timeout and max_body_bytes must be positive"))
+	}
+	switch c.LogLevel {
+	case "debug", "info", "warn", "error":
+	default:
+		errs = append(errs, fmt.Errorf("log_level %q: want debug, info, warn or error", c.LogLevel))
+	}
+	return errs
+}
+
+// absPaths fills the default workspace, state folder and allowlist, and
+// makes every path absolute.
+func (c *Config) absPaths() error {
 	if c.Workspace == "" {
 		c.Workspace = "."
 	}
 	ws, err := filepath.Abs(c.Workspace)
 	if err != nil {
-		return []error{fmt.Errorf("workspace: %w", err)}
+		return fmt.Errorf("workspace: %w", err)
 	}
 	c.Workspace = ws
 	if c.StateDir == "" {
@@ -381,7 +409,12 @@ func (c *Config) finish() []error {
 			*p = c.abs(*p)
 		}
 	}
+	return nil
+}
 
+// validateCore checks the roots, precedence, limits, budgets, model, match
+// and watch settings.
+func (c *Config) validateCore() []error {
 	var errs []error
 	if _, err := c.RootSpecsKinds(); err != nil {
 		errs = append(errs, err)
@@ -410,6 +443,13 @@ func (c *Config) finish() []error {
 	if c.Watch.Debounce < 0 || c.Watch.RescanInterval < 0 {
 		errs = append(errs, errors.New("watch: durations must not be negative"))
 	}
+	return errs
+}
+
+// validateListeners checks auth, TLS and the MCP listener: tokens never
+// cross the network in clear text.
+func (c *Config) validateListeners() []error {
+	var errs []error
 	if c.Auth.Enabled && c.Auth.TokensFile == "" {
 		errs = append(errs, errors.New("auth: enabled but tokens_file is empty"))
 	}
@@ -429,23 +469,6 @@ func (c *Config) finish() []error {
 		if c.Auth.Enabled && !c.TLS.Enabled() && !isLoopback(c.MCP.Addr) {
 			errs = append(errs, fmt.Errorf("mcp.addr: tokens would cross the network in clear text on %s; configure tls or listen on a loopback address", c.MCP.Addr))
 		}
-	}
-	for _, name := range sortedNames(c.MCPServers) {
-		s := c.MCPServers[name]
-		s.Name = name
-		s.ResolvePaths(c.Workspace)
-		if err := s.Validate(); err != nil {
-			errs = append(errs, err)
-		}
-		c.MCPServers[name] = s
-	}
-	if c.MCP.SessionTimeout <= 0 || c.MCP.MaxBodyBytes <= 0 {
-		errs = append(errs, errors.New("mcp: session_timeout and max_body_bytes must be positive"))
-	}
-	switch c.LogLevel {
-	case "debug", "info", "warn", "error":
-	default:
-		errs = append(errs, fmt.Errorf("log_level %q: want debug, info, warn or error", c.LogLevel))
 	}
 	return errs
 }

@@ -87,17 +87,9 @@ func Open(ctx context.Context, opt Options) (*Corpus, error) {
 		log = slog.New(slog.DiscardHandler)
 	}
 	c := &Corpus{}
-	abs := ""
-	var err error
-	if opt.Skills != "" || len(opt.Servers) == 0 {
-		if abs, err = filepath.Abs(opt.Skills); err != nil {
-			return nil, err
-		}
-		if fi, err := os.Stat(abs); err != nil {
-			return nil, err
-		} else if !fi.IsDir() {
-			return nil, fmt.Errorf("%s is not a folder", abs)
-		}
+	abs, err := skillsFolder(opt)
+	if err != nil {
+		return nil, err
 	}
 	state := opt.StateDir
 	if state == "" {
@@ -116,20 +108,9 @@ func Open(ctx context.Context, opt Options) (*Corpus, error) {
 		return nil, err
 	}
 	c.manager, c.DenseErr = openModel(ctx, opt, log)
-	workspace, roots := abs, []skillfs.RootSpec{{Path: abs, Kind: skill.KindProject}}
-	for _, sub := range []string{"skills", "agents"} {
-		if fi, err := os.Stat(filepath.Join(abs, sub)); abs != "" && err == nil && fi.IsDir() {
-			roots = skillfs.DefaultRoots()
-			break
-		}
-	}
-	if abs == "" {
-		// Tools only: an empty folder as the skill root.
-		workspace = filepath.Join(state, "no-skills")
-		if err := os.MkdirAll(workspace, 0o755); err != nil {
-			return nil, err
-		}
-		roots = []skillfs.RootSpec{{Path: workspace, Kind: skill.KindProject}}
+	workspace, roots, err := skillRoots(abs, state)
+	if err != nil {
+		return nil, err
 	}
 	cfg := match.DefaultConfig()
 	if opt.Config != nil {
@@ -142,29 +123,79 @@ func Open(ctx context.Context, opt Options) (*Corpus, error) {
 		}
 		lc.Tools = c.upstream
 	}
-	if c.loader, err = loader.New(lc, c.db); err != nil {
+	if err := c.build(ctx, lc, opt.Progress, abs); err != nil {
 		return nil, err
 	}
+	ok = true
+	return c, nil
+}
+
+// skillsFolder returns the absolute path of opt.Skills, which must be a
+// folder; "" when it is left out to evaluate the tools of MCP servers
+// alone.
+func skillsFolder(opt Options) (string, error) {
+	if opt.Skills == "" && len(opt.Servers) > 0 {
+		return "", nil
+	}
+	abs, err := filepath.Abs(opt.Skills)
+	if err != nil {
+		return "", err
+	}
+	if fi, err := os.Stat(abs); err != nil {
+		return "", err
+	} else if !fi.IsDir() {
+		return "", fmt.Errorf("%s is not a folder", abs)
+	}
+	return abs, nil
+}
+
+// skillRoots returns the workspace and roots to index for the folder abs:
+// a workspace's roots when it holds skills/ or agents/, else abs as one
+// root; with no folder, an empty root in the state folder.
+func skillRoots(abs, state string) (string, []skillfs.RootSpec, error) {
+	if abs == "" {
+		// Tools only: an empty folder as the skill root.
+		workspace := filepath.Join(state, "no-skills")
+		if err := os.MkdirAll(workspace, 0o755); err != nil {
+			return "", nil, err
+		}
+		return workspace, []skillfs.RootSpec{{Path: workspace, Kind: skill.KindProject}}, nil
+	}
+	for _, sub := range []string{"skills", "agents"} {
+		if fi, err := os.Stat(filepath.Join(abs, sub)); err == nil && fi.IsDir() {
+			return abs, skillfs.DefaultRoots(), nil
+		}
+	}
+	return abs, []skillfs.RootSpec{{Path: abs, Kind: skill.KindProject}}, nil
+}
+
+// build builds the corpus's generation through a loader of lc, telling
+// progress how far it has come, and fails when it holds nothing to match
+// (abs is the skills folder, "" for tools alone).
+func (c *Corpus) build(ctx context.Context, lc loader.Config, progress Progress, abs string) error {
+	var err error
+	if c.loader, err = loader.New(lc, c.db); err != nil {
+		return err
+	}
 	start := time.Now()
-	stop := c.watchBuild(opt.Progress)
+	stop := c.watchBuild(progress)
 	g, _, err := c.loader.Build(ctx)
 	stop()
 	if err != nil {
-		return nil, fmt.Errorf("index %s: %w", abs, err)
+		return fmt.Errorf("index %s: %w", abs, err)
 	}
 	c.BuildTime = time.Since(start)
 	if len(g.Catalog.Winners()) == 0 {
 		if abs == "" {
-			return nil, errors.New("the MCP servers listed no tools")
+			return errors.New("the MCP servers listed no tools")
 		}
-		return nil, fmt.Errorf("no valid skill under %s", abs)
+		return fmt.Errorf("no valid skill under %s", abs)
 	}
 	if c.DenseErr == nil && g.Model.Fingerprint == "" {
 		c.DenseErr = errors.New("embedding the skills failed")
 	}
 	c.use(g)
-	ok = true
-	return c, nil
+	return nil
 }
 
 // startServers connects the MCP servers and waits until each has listed its

@@ -57,28 +57,7 @@ func (s *Static) Row(id int) []float32 {
 // initializers' types and shapes), so evaluating Static gives what any ONNX
 // runtime computes for the file; anything else is ErrNotStatic.
 func ReadStatic(data []byte) (*Static, error) {
-	var graphBytes []byte
-	meta := map[string]string{}
-	err := fields(data, func(num protowire.Number, typ protowire.Type, v []byte, _ uint64) error {
-		switch {
-		case num == 7 && typ == protowire.BytesType:
-			graphBytes = v
-		case num == 14 && typ == protowire.BytesType:
-			var k, val string
-			if err := fields(v, func(n protowire.Number, t protowire.Type, b []byte, _ uint64) error {
-				if t == protowire.BytesType && n == 1 {
-					k = string(b)
-				} else if t == protowire.BytesType && n == 2 {
-					val = string(b)
-				}
-				return nil
-			}); err != nil {
-				return err
-			}
-			meta[k] = val
-		}
-		return nil
-	})
+	graphBytes, meta, err := readModel(data)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrNotStatic, err)
 	}
@@ -103,7 +82,47 @@ func ReadStatic(data []byte) (*Static, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrNotStatic, err)
 	}
-	want := (&StaticEmbedding{VocabSize: 1, Dim: dim, Encoding: s.Encoding}).graphNodes()
+	init, err := g.staticInitializers(dim, s.Encoding)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.readTables(init); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// readModel returns the graph and the metadata of a ModelProto.
+func readModel(data []byte) (graph []byte, meta map[string]string, err error) {
+	meta = map[string]string{}
+	err = fields(data, func(num protowire.Number, typ protowire.Type, v []byte, _ uint64) error {
+		switch {
+		case num == 7 && typ == protowire.BytesType:
+			graph = v
+		case num == 14 && typ == protowire.BytesType:
+			var k, val string
+			if err := fields(v, func(n protowire.Number, t protowire.Type, b []byte, _ uint64) error {
+				if t == protowire.BytesType && n == 1 {
+					k = string(b)
+				} else if t == protowire.BytesType && n == 2 {
+					val = string(b)
+				}
+				return nil
+			}); err != nil {
+				return err
+			}
+			meta[k] = val
+		}
+		return nil
+	})
+	return graph, meta, err
+}
+
+// staticInitializers checks that g is the graph StaticEmbedding.Marshal
+// writes for dim and enc (nodes, inputs, outputs) and returns its
+// initializers by name.
+func (g *readGraphProto) staticInitializers(dim int, enc Encoding) (map[string]tensor, error) {
+	want := (&StaticEmbedding{VocabSize: 1, Dim: dim, Encoding: enc}).graphNodes()
 	if len(g.nodes) != len(want) {
 		return nil, fmt.Errorf("%w: %d nodes, want %d", ErrNotStatic, len(g.nodes), len(want))
 	}
@@ -122,6 +141,14 @@ func ReadStatic(data []byte) (*Static, error) {
 	if len(init) != len(g.initializers) {
 		return nil, fmt.Errorf("%w: repeated initializer", ErrNotStatic)
 	}
+	return init, nil
+}
+
+// readTables reads s's table (float32) or quantised table and scales
+// (int8) from the initializers, which must be those of s's size and
+// nothing else.
+func (s *Static) readTables(init map[string]tensor) error {
+	vocab, dim := s.VocabSize, s.Dim
 	check := func(name string, dataType int, dims []int64, size int) ([]byte, error) {
 		t, ok := init[name]
 		if !ok || t.dataType != dataType || !slices.Equal(t.dims, dims) || len(t.raw) != size {
@@ -132,11 +159,11 @@ func ReadStatic(data []byte) (*Static, error) {
 	switch s.Encoding {
 	case Float32:
 		if len(init) != 1 {
-			return nil, fmt.Errorf("%w: %d initializers", ErrNotStatic, len(init))
+			return fmt.Errorf("%w: %d initializers", ErrNotStatic, len(init))
 		}
 		raw, err := check("embeddings", dataFloat, []int64{int64(vocab), int64(dim)}, 4*vocab*dim)
 		if err != nil {
-			return nil, err
+			return err
 		}
 		s.Table = make([]float32, vocab*dim)
 		for i := range s.Table {
@@ -144,15 +171,15 @@ func ReadStatic(data []byte) (*Static, error) {
 		}
 	case Int8:
 		if len(init) != 2 {
-			return nil, fmt.Errorf("%w: %d initializers", ErrNotStatic, len(init))
+			return fmt.Errorf("%w: %d initializers", ErrNotStatic, len(init))
 		}
 		q, err := check("embeddings_int8", dataInt8, []int64{int64(vocab), int64(dim)}, vocab*dim)
 		if err != nil {
-			return nil, err
+			return err
 		}
 		sc, err := check("embeddings_scale", dataFloat, []int64{int64(vocab), 1}, 4*vocab)
 		if err != nil {
-			return nil, err
+			return err
 		}
 		s.Q = make([]int8, len(q))
 		for i, b := range q {
@@ -163,7 +190,7 @@ func ReadStatic(data []byte) (*Static, error) {
 			s.Scales[i] = math.Float32frombits(binary.LittleEndian.Uint32(sc[4*i:]))
 		}
 	}
-	return s, nil
+	return nil
 }
 
 // sameNode compares a node read from a file with one this package writes.

@@ -113,44 +113,90 @@ func ReadScanResult(data []byte, roots []skill.Root) (ScanResult, error) {
 	if err != nil {
 		return res, err
 	}
-	r := listingReader{b: body}
-	n := r.count(5)
-	if r.err == nil && n != len(roots) {
+	r := &listingReader{b: body}
+	if !r.sameRoots(roots) {
 		return res, ErrScanRoots
-	}
-	for i := range n {
-		got := skill.Root{Path: string(r.bytes()), Display: string(r.bytes()), Kind: skill.SourceKind(r.bytes()),
-			Agent: string(r.bytes()), Order: int(r.varint())}
-		if r.err == nil && got != roots[i] {
-			return res, ErrScanRoots
-		}
 	}
 	// Every string is decoded into text, and sliced out of it once it is
 	// whole; ends are the ends of the strings in text. Paths share
 	// prefixes, so their total can exceed the input's size: a few times
 	// over in what a scan writes; more is checked before it is believed.
-	textBytes, textStrings := r.uvarint(), r.count(1)
-	var text strings.Builder // its String is the bytes written, not a copy
-	text.Grow(int(min(textBytes, 16*uint64(len(data)))))
-	ends := make([]int, 0, textStrings)
-	add := func(b []byte) {
-		if uint64(text.Len()+len(b)) > textBytes {
-			r.fail()
-			return
+	t := &scanText{r: r, total: r.uvarint()}
+	t.count = r.count(1)
+	t.ends = make([]int, 0, t.count)
+	t.text.Grow(int(min(t.total, 16*uint64(len(data)))))
+	r.files(&res, roots, t)
+	nDirs := r.count(2)
+	var prevDir []byte
+	for range nDirs {
+		if prevDir = t.addShared(prevDir); r.err != nil {
+			break
 		}
-		text.Write(b)
-		ends = append(ends, text.Len())
 	}
-	addShared := func(prev []byte) []byte {
-		shared, rest := r.uvarint(), r.bytes()
-		if shared > uint64(len(prev)) || int(shared)+len(rest) > maxPathBytes {
-			r.fail()
-			return nil
+	r.problems(&res)
+	if r.err != nil || len(r.b) != 0 {
+		return ScanResult{}, errors.New("scan result: truncated or with bytes after its end")
+	}
+	if uint64(t.text.Len()) != t.total || len(t.ends) != t.count {
+		return ScanResult{}, errors.New("scan result: the totals do not match the strings")
+	}
+	return res, t.strings(&res, nDirs)
+}
+
+// sameRoots reads the roots a scan result was made of and reports whether
+// they are roots.
+func (r *listingReader) sameRoots(roots []skill.Root) bool {
+	n := r.count(5)
+	if r.err == nil && n != len(roots) {
+		return false
+	}
+	for i := range n {
+		got := skill.Root{Path: string(r.bytes()), Display: string(r.bytes()), Kind: skill.SourceKind(r.bytes()),
+			Agent: string(r.bytes()), Order: int(r.varint())}
+		if r.err == nil && got != roots[i] {
+			return false
 		}
-		cur := append(prev[:shared], rest...) // prev is in text already
-		add(cur)
-		return cur
 	}
+	return true
+}
+
+// scanText gathers the strings of a scan result, decoded by r, in one
+// buffer: count strings of total bytes, as the result says; ends are their
+// ends in it.
+type scanText struct {
+	r     *listingReader
+	text  strings.Builder // its String is the bytes written, not a copy
+	total uint64
+	count int
+	ends  []int
+	next  int // the next string strings takes
+}
+
+// add adds b as the next string.
+func (t *scanText) add(b []byte) {
+	if uint64(t.text.Len()+len(b)) > t.total {
+		t.r.fail()
+		return
+	}
+	t.text.Write(b)
+	t.ends = append(t.ends, t.text.Len())
+}
+
+// addShared reads the next string as the length it shares with prev and
+// the rest, adds it, and returns it.
+func (t *scanText) addShared(prev []byte) []byte {
+	shared, rest := t.r.uvarint(), t.r.bytes()
+	if shared > uint64(len(prev)) || int(shared)+len(rest) > maxPathBytes {
+		t.r.fail()
+		return nil
+	}
+	cur := append(prev[:shared], rest...) // prev is in text already
+	t.add(cur)
+	return cur
+}
+
+// files reads res's files, their strings into t.
+func (r *listingReader) files(res *ScanResult, roots []skill.Root, t *scanText) {
 	if nFiles := r.count(7); nFiles > 0 {
 		res.Files = make([]Found, nFiles)
 	}
@@ -161,11 +207,11 @@ func ReadScanResult(data []byte, roots []skill.Root) (ScanResult, error) {
 		ri := r.uvarint()
 		if ri >= uint64(len(roots)) {
 			r.fail()
-			break
+			return
 		}
 		f.Root = roots[ri]
-		prevPath = addShared(prevPath)
-		prevRel = addShared(prevRel)
+		prevPath = t.addShared(prevPath)
+		prevRel = t.addShared(prevRel)
 		f.Size = r.varint()
 		f.ModTime = time.Unix(0, r.varint())
 		if k := r.count(2); k > 0 {
@@ -175,22 +221,19 @@ func ReadScanResult(data []byte, roots []skill.Root) (ScanResult, error) {
 			f.Resources = resources[len(resources) : len(resources)+k : len(resources)+k]
 			resources = resources[:len(resources)+k]
 			for j := range f.Resources {
-				add(r.bytes())
+				t.add(r.bytes())
 				f.Resources[j].Size = r.varint()
 			}
 		}
 		f.ResourcesTruncated = r.bool()
 		if r.err != nil {
-			break
+			return
 		}
 	}
-	nDirs := r.count(2)
-	var prevDir []byte
-	for range nDirs {
-		if prevDir = addShared(prevDir); r.err != nil {
-			break
-		}
-	}
+}
+
+// problems reads res's problems.
+func (r *listingReader) problems(res *ScanResult) {
 	if nProblems := r.count(6); nProblems > 0 {
 		res.Problems = make([]skill.Problem, nProblems)
 	}
@@ -201,18 +244,17 @@ func ReadScanResult(data []byte, roots []skill.Root) (ScanResult, error) {
 		p.Line = int(r.varint())
 		p.Message = string(r.bytes())
 	}
-	if r.err != nil || len(r.b) != 0 {
-		return ScanResult{}, errors.New("scan result: truncated or with bytes after its end")
-	}
-	if uint64(text.Len()) != textBytes || len(ends) != textStrings {
-		return ScanResult{}, errors.New("scan result: the totals do not match the strings")
-	}
-	all := text.String()
-	next, start := 0, 0
+}
+
+// strings slices the whole text into the strings of res's files and its
+// nDirs folders, in the order they were added.
+func (t *scanText) strings(res *ScanResult, nDirs int) error {
+	all := t.text.String()
+	start := 0
 	take := func() string {
-		s := all[start:ends[next]]
-		start = ends[next]
-		next++
+		s := all[start:t.ends[t.next]]
+		start = t.ends[t.next]
+		t.next++
 		return s
 	}
 	for i := range res.Files {
@@ -223,7 +265,7 @@ func ReadScanResult(data []byte, roots []skill.Root) (ScanResult, error) {
 			f.Resources[j].Path = take()
 		}
 		if !filepath.IsAbs(f.Path) || filepath.Base(f.Path) != SkillFile {
-			return ScanResult{}, fmt.Errorf("scan result: %q is not the path of a %s", f.Path, SkillFile)
+			return fmt.Errorf("scan result: %q is not the path of a %s", f.Path, SkillFile)
 		}
 	}
 	if nDirs > 0 {
@@ -232,7 +274,7 @@ func ReadScanResult(data []byte, roots []skill.Root) (ScanResult, error) {
 	for i := range res.Dirs {
 		res.Dirs[i] = take()
 	}
-	return res, nil
+	return nil
 }
 
 // appendShared appends s as the length of the prefix it shares with prev

@@ -420,54 +420,9 @@ func (c *client) list(ctx context.Context, sess *mcpsdk.ClientSession, pages *ra
 	truncated := 0
 	var diag []string
 	if caps == nil || caps.Tools != nil {
-		cursor := ""
-		seen := map[string]bool{}
-	pages:
-		for page := 0; ; page++ {
-			if page == maxListPages {
-				diag = append(diag, fmt.Sprintf("the tool list has more than %d pages; listing stopped there", maxListPages))
-				break
-			}
-			res, err := sess.ListTools(lctx, &mcpsdk.ListToolsParams{Cursor: cursor})
-			got, next, ok := pages.take()
-			switch {
-			case err != nil && ok:
-				// The answer is a tools array, but some tool in it does
-				// not decode as the protocol says: read it tool by tool.
-				diag = append(diag, fmt.Sprintf("a tools/list page does not decode as the protocol says (%s); its tools were read one by one", skill.Clip(c.redact(err), 200)))
-			case err != nil:
-				if ctx.Err() != nil {
-					return ctx.Err()
-				}
-				if lctx.Err() != nil {
-					return fmt.Errorf("tools/list: no answer within startup_timeout %s", c.cfg.StartupTimeout)
-				}
-				return fmt.Errorf("tools/list: %s", c.redact(err))
-			case !ok: // answered from the SDK's cache: re-encode its tools
-				got, next = got[:0], res.NextCursor
-				for _, t := range res.Tools {
-					b, _ := json.Marshal(t)
-					got = append(got, b)
-				}
-			}
-			for _, t := range got {
-				if len(raw) < c.cfg.MaxTools {
-					raw = append(raw, t)
-				} else {
-					truncated++
-				}
-			}
-			switch {
-			case next == "":
-				break pages
-			case truncated > 0:
-				break pages
-			case seen[next]:
-				diag = append(diag, "the server repeated a page cursor; listing stopped there")
-				break pages
-			}
-			seen[next] = true
-			cursor = next
+		var err error
+		if raw, truncated, diag, err = c.listTools(ctx, lctx, sess, pages); err != nil {
+			return err
 		}
 	}
 	set := normalize(&c.cfg, raw, truncated)
@@ -500,6 +455,58 @@ func (c *client) list(ctx context.Context, sess *mcpsdk.ClientSession, pages *ra
 		c.m.notify()
 	}
 	return nil
+}
+
+// listTools reads the pages of tools/list within lctx (up to maxListPages,
+// and MaxTools tools: truncated counts the others), each tool as the server
+// wrote it; diag says what went wrong on the way without failing it.
+func (c *client) listTools(ctx, lctx context.Context, sess *mcpsdk.ClientSession, pages *rawPages) (raw []json.RawMessage, truncated int, diag []string, err error) {
+	cursor := ""
+	seen := map[string]bool{}
+	for page := 0; ; page++ {
+		if page == maxListPages {
+			diag = append(diag, fmt.Sprintf("the tool list has more than %d pages; listing stopped there", maxListPages))
+			return raw, truncated, diag, nil
+		}
+		res, err := sess.ListTools(lctx, &mcpsdk.ListToolsParams{Cursor: cursor})
+		got, next, ok := pages.take()
+		switch {
+		case err != nil && ok:
+			// The answer is a tools array, but some tool in it does
+			// not decode as the protocol says: read it tool by tool.
+			diag = append(diag, fmt.Sprintf("a tools/list page does not decode as the protocol says (%s); its tools were read one by one", skill.Clip(c.redact(err), 200)))
+		case err != nil:
+			if ctx.Err() != nil {
+				return nil, 0, nil, ctx.Err()
+			}
+			if lctx.Err() != nil {
+				return nil, 0, nil, fmt.Errorf("tools/list: no answer within startup_timeout %s", c.cfg.StartupTimeout)
+			}
+			return nil, 0, nil, fmt.Errorf("tools/list: %s", c.redact(err))
+		case !ok: // answered from the SDK's cache: re-encode its tools
+			got, next = got[:0], res.NextCursor
+			for _, t := range res.Tools {
+				b, _ := json.Marshal(t)
+				got = append(got, b)
+			}
+		}
+		for _, t := range got {
+			if len(raw) < c.cfg.MaxTools {
+				raw = append(raw, t)
+			} else {
+				truncated++
+			}
+		}
+		switch {
+		case next == "", truncated > 0:
+			return raw, truncated, diag, nil
+		case seen[next]:
+			diag = append(diag, "the server repeated a page cursor; listing stopped there")
+			return raw, truncated, diag, nil
+		}
+		seen[next] = true
+		cursor = next
+	}
 }
 
 // count counts the items of a listing, up to maxCountable; -1 when the

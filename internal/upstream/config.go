@@ -222,7 +222,31 @@ func (c *ServerConfig) Validate() error {
 		errs = append(errs, fmt.Errorf("mcp_servers: server name %q must be 1-32 letters, digits, '_' or '-' (it prefixes the server's tool names)", skill.Clip(c.Name, 40)))
 		return errors.Join(errs...)
 	}
-	switch d.Transport {
+	c.validateTransport(bad, d.Transport)
+	c.validateSecrets(bad)
+	if c.Cwd != "" && !filepath.IsAbs(c.Cwd) {
+		bad(".cwd", "%q is not absolute", c.Cwd)
+	}
+	c.validateTools(bad)
+	if d.StartupTimeout < 0 || d.CallTimeout < 0 {
+		bad("", "startup_timeout and call_timeout must be positive")
+	}
+	if d.MaxTools < 1 || d.MaxTools > MaxMaxTools {
+		bad(".max_tools", "%d is outside [1, %d]", d.MaxTools, MaxMaxTools)
+	}
+	if d.MaxResultBytes < 1024 || d.MaxResultBytes > MaxMaxResultBytes {
+		bad(".max_result_bytes", "%d is outside [1024, %d]", d.MaxResultBytes, MaxMaxResultBytes)
+	}
+	if c.Rate < 0 || c.Burst < 0 {
+		bad("", "rate and burst must not be negative")
+	}
+	return errors.Join(errs...)
+}
+
+// validateTransport checks that the settings given are those of the
+// transport (stdio: a command; http: a URL).
+func (c *ServerConfig) validateTransport(bad func(string, string, ...any), transport string) {
+	switch transport {
 	case TransportStdio:
 		if c.Command == "" {
 			bad(".command", "empty; a stdio server needs the command that starts it")
@@ -238,8 +262,13 @@ func (c *ServerConfig) Validate() error {
 	case "":
 		bad("", "set command (a stdio server) or url (a Streamable HTTP server)")
 	default:
-		bad(".transport", "%q; want stdio or http", d.Transport)
+		bad(".transport", "%q; want stdio or http", transport)
 	}
+}
+
+// validateSecrets checks the names and value specs of the environment, the
+// headers and the bearer token.
+func (c *ServerConfig) validateSecrets(bad func(string, string, ...any)) {
 	for _, name := range sortedKeys(c.Env) {
 		if !envNameRE.MatchString(name) {
 			bad(".env", "%q is not an environment variable name", skill.Clip(name, 40))
@@ -255,9 +284,10 @@ func (c *ServerConfig) Validate() error {
 	if c.BearerToken != nil {
 		validateValue(bad, ".bearer_token", "token", *c.BearerToken)
 	}
-	if c.Cwd != "" && !filepath.IsAbs(c.Cwd) {
-		bad(".cwd", "%q is not absolute", c.Cwd)
-	}
+}
+
+// validateTools checks the tool name patterns, the trust and the agents.
+func (c *ServerConfig) validateTools(bad func(string, string, ...any)) {
 	for _, list := range []struct {
 		key      string
 		patterns []string
@@ -278,19 +308,6 @@ func (c *ServerConfig) Validate() error {
 			bad(".agents", "%q is not an agent name", skill.Clip(a, 40))
 		}
 	}
-	if d.StartupTimeout < 0 || d.CallTimeout < 0 {
-		bad("", "startup_timeout and call_timeout must be positive")
-	}
-	if d.MaxTools < 1 || d.MaxTools > MaxMaxTools {
-		bad(".max_tools", "%d is outside [1, %d]", d.MaxTools, MaxMaxTools)
-	}
-	if d.MaxResultBytes < 1024 || d.MaxResultBytes > MaxMaxResultBytes {
-		bad(".max_result_bytes", "%d is outside [1024, %d]", d.MaxResultBytes, MaxMaxResultBytes)
-	}
-	if c.Rate < 0 || c.Burst < 0 {
-		bad("", "rate and burst must not be negative")
-	}
-	return errors.Join(errs...)
 }
 
 // validateValue refuses an empty value spec, a spec with two sources, and a
