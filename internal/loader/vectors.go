@@ -47,10 +47,36 @@ func (a *assembly) vectors(ctx context.Context, prev *Generation, base *match.In
 		a.log.Warn("cannot record the embedding model in the cache; matching uses keywords only", "err", err)
 		return nil, vectorSpace{}, false, nil
 	}
+	out, todo := reusedVectors(prev, base, baseSpace, space, winners)
+	pass.DocumentsCached = len(winners) - len(todo)
+	if len(todo) == 0 {
+		return out, space, false, nil
+	}
+	computed, err := a.embed(ctx, todo, bodyChars, out, pass)
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil, vectorSpace{}, false, err
+		}
+		if !errors.Is(err, embed.ErrUnavailable) && !errors.Is(err, embed.ErrModelChanged) {
+			a.log.Warn("embedding skills failed; matching uses keywords only until the next reindex", "err", err)
+		}
+		return nil, vectorSpace{}, false, nil
+	}
+	// While a server is not settled its tools are missing from winners:
+	// their vectors stay in the cache for when it is back.
+	prune = computed > 0 && (a.tools == nil || a.tools.Settled())
+	return out, space, prune, nil
+}
+
+// reusedVectors returns the vectors, made in space, that winners keep from
+// prev (the same *skill.Skill, or the same key, content and name) or from
+// base (made in baseSpace; at a start, prev is nil), and the winners that
+// keep none, in order.
+func reusedVectors(prev *Generation, base *match.Index, baseSpace, space vectorSpace, winners []*skill.Skill) (map[*skill.Skill][]float32, []*skill.Skill) {
 	out := make(map[*skill.Skill][]float32, len(winners))
 	var misses []*skill.Skill
 	switch {
-	case fromPrev:
+	case prev != nil && prev.vectors != nil && space.reuses(prev.space):
 		for _, s := range winners {
 			// A skill unchanged since prev is the same *skill.Skill.
 			if v, ok := prev.vectors[s]; ok {
@@ -64,25 +90,29 @@ func (a *assembly) vectors(ctx context.Context, prev *Generation, base *match.In
 	default:
 		misses = winners
 	}
+	if len(misses) == 0 {
+		return out, nil
+	}
+	want := make(map[string]bool, len(misses))
+	for _, s := range misses {
+		want[s.Key()] = true
+	}
+	known := knownVectors(prev, base, baseSpace, space, want)
 	var todo []*skill.Skill
-	if len(misses) > 0 {
-		want := make(map[string]bool, len(misses))
-		for _, s := range misses {
-			want[s.Key()] = true
+	for _, s := range misses {
+		if k, ok := known[s.Key()]; ok && k.hash == s.ContentHash && k.name == s.Name {
+			out[s] = k.vec
+			continue
 		}
-		known := knownVectors(prev, base, baseSpace, space, want)
-		for _, s := range misses {
-			if k, ok := known[s.Key()]; ok && k.hash == s.ContentHash && k.name == s.Name {
-				out[s] = k.vec
-				continue
-			}
-			todo = append(todo, s)
-		}
+		todo = append(todo, s)
 	}
-	pass.DocumentsCached = len(winners) - len(todo)
-	if len(todo) == 0 {
-		return out, space, false, nil
-	}
+	return out, todo
+}
+
+// embed puts in out the vectors of todo, their texts holding bodyChars
+// characters of each body, embedded through the store's vector cache, and
+// returns how many it computed; it counts them in pass.
+func (a *assembly) embed(ctx context.Context, todo []*skill.Skill, bodyChars int, out map[*skill.Skill][]float32, pass *Pass) (int, error) {
 	bodies, err := a.bodyStarts(todo, bodyChars)
 	if err != nil {
 		a.log.Warn("reading skill bodies for embedding failed; embedding without them", "err", err)
@@ -91,26 +121,18 @@ func (a *assembly) vectors(ctx context.Context, prev *Generation, base *match.In
 	for i, s := range todo {
 		texts[i] = s.DocumentText(bodies[s.ContentHash], bodyChars)
 	}
+	m := a.embedder
 	vecs, computed, err := embed.EmbedDocuments(ctx, m, a.db, texts, m.Config().BatchSize)
 	pass.Stats.Embedded = computed
 	pass.DocumentsEmbedded = computed
 	pass.DocumentsCached += len(texts) - computed
 	if err != nil {
-		if ctx.Err() != nil {
-			return nil, vectorSpace{}, false, err
-		}
-		if !errors.Is(err, embed.ErrUnavailable) && !errors.Is(err, embed.ErrModelChanged) {
-			a.log.Warn("embedding skills failed; matching uses keywords only until the next reindex", "err", err)
-		}
-		return nil, vectorSpace{}, false, nil
+		return computed, err
 	}
 	for i, s := range todo {
 		out[s] = match.UnitVector(vecs[i]) // as the index holds it: see heldVectors
 	}
-	// While a server is not settled its tools are missing from winners:
-	// their vectors stay in the cache for when it is back.
-	prune = computed > 0 && (a.tools == nil || a.tools.Settled())
-	return out, space, prune, nil
+	return computed, nil
 }
 
 // vectorSpace is what a generation's vectors are made by: the model, and
