@@ -101,7 +101,7 @@ func BenchmarkEditToServed(b *testing.B) {
 // with the default model; it logs each step's duration. "scan" scans the
 // roots first; "last-scan" serves the last scan (Config.ServeLastScan), as
 // a router does by default. It reports the heap live after a collection
-// while the generation and the builder are held (live-MiB): what a router
+// while the generation and the loader are held (live-MiB): what a router
 // holds at that size, model included, garbage excluded.
 func BenchmarkWarmRestart(b *testing.B) {
 	ws, state := os.Getenv("MCPSAG_BENCH_WORKSPACE"), os.Getenv("MCPSAG_BENCH_STATE")
