@@ -118,8 +118,8 @@ type Loader struct {
 	snapshots snapshotWriter
 	progress  progress
 
-	mu       sync.Mutex // one pass at a time; guards the fields below
-	last     *Generation
+	mu       sync.Mutex  // one pass at a time; guards the fields below
+	last     *Generation // the last generation a pass built: the next one's base
 	matchCfg match.Config
 	publish  func(*Generation) // nil until Start
 	based    bool              // the first pass has taken the index snapshot as its base
@@ -195,7 +195,9 @@ func New(cfg Config, db *store.DB) (*Loader, error) {
 // publishing its generation and without the loop: evaluations build what
 // the router serves this way.
 func (l *Loader) Build(ctx context.Context) (*Generation, Pass, error) {
-	return l.build(ctx, false, nil)
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.pass(ctx, l.last, false, nil)
 }
 
 // WithMatchConfig returns a generation serving g's catalog and vectors

@@ -23,14 +23,6 @@ func (p *progress) clear() { p.p.Store(&skill.Progress{}) }
 
 func (p *progress) get() skill.Progress { return *p.p.Load() }
 
-// build runs a pass from the last generation under mu, and publishes
-// nothing.
-func (l *Loader) build(ctx context.Context, full bool, changed []string) (*Generation, Pass, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.pass(ctx, l.last, full, changed)
-}
-
 // pass brings the store in step with the disk and returns the generation
 // that reflects it, made from prev (nil for the first pass): prev itself
 // when nothing changed (Pass.Stats.Published is then false). With full,
