@@ -55,7 +55,7 @@ type Options struct {
 type Progress func(phase string, done, total int)
 
 // Corpus is an indexed skill folder ready for evaluation: one generation,
-// built by the same loader.Builder the router uses.
+// built by the same loader.Loader the router uses.
 type Corpus struct {
 	Index   *match.Index
 	Catalog *catalog.Catalog

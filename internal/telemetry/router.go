@@ -130,8 +130,9 @@ func denyReason(err error) string {
 	return skill.ErrorCode(err).String()
 }
 
-// Reindex records a span only: the router reports every build, requested or
-// not, through its OnPass hook (see Recorder.Reindexed).
+// Reindex records a span only: the loader reports every pass, requested or
+// not, through its OnPass hook (loader.Config.OnPass, see
+// Recorder.Reindexed).
 func (t *Router) Reindex(ctx context.Context, req skill.ReindexRequest) (*skill.ReindexStats, error) {
 	ctx, span := t.span(ctx, "skill.reindex", attribute.Bool(keyFull, req.Full))
 	st, err := t.Next.Reindex(ctx, req)

@@ -25,7 +25,7 @@
 // schemas that are not objects, duplicate names and oversized definitions
 // left out with a diagnostic. Its input schema is kept verbatim.
 //
-// The router's generation builder reads Tools at each build; Changes tells
-// the router to build, so a changed list takes effect at a generation
-// boundary and never inside a request.
+// The loader reads Tools at each pass; Changes tells it to run one, so a
+// changed list takes effect at a generation boundary and never inside a
+// request.
 package upstream
