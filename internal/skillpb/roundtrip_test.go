@@ -220,7 +220,7 @@ func requests(t *testing.T, g *gen) {
 	if pb, err := ExecReportPB(rep); err != nil || !same(ExecReport(pb), rep) {
 		t.Errorf("exec report %+v: came back %+v (%v)", rep, ExecReport(pb), err)
 	}
-	gr := skill.GetRequest{Name: g.str(), Agent: g.str()}
+	gr := skill.GetRequest{Name: g.str(), Agent: g.str(), Manifest: g.bool()}
 	ri := skill.ReindexRequest{Full: g.bool()}
 	er := skill.ExecRequest{Skill: g.str(), Script: g.str(), Caller: g.str(), Agent: g.str()}
 	tc := skill.ToolCall{Name: g.str(), Arguments: json.RawMessage(g.str()), Agent: g.str(), Caller: g.str()}
@@ -246,6 +246,7 @@ func requests(t *testing.T, g *gen) {
 // messages must be equal.
 func results(t *testing.T, g *gen) {
 	mr := &skill.MatchResult{Abstained: g.bool(), AbstainDetail: g.str(), Generation: uint64(g.byte()), GenerationID: g.str(),
+		Verdict: pick(g, "", skill.VerdictConfident, skill.VerdictLowConfidence, skill.VerdictNoSkill), VerdictDetail: g.str(),
 		Degraded: g.bool(), Mode: pick(g, "", skill.ModeHybrid, skill.ModeDense, skill.ModeKeyword),
 		Fusion:        pick(g, "", skill.FusionTiebreak, skill.FusionRRF, skill.FusionConvex, skill.FusionAdaptive),
 		AbstainReason: pick(g, "", skill.AbstainBelowThreshold, skill.AbstainCalibrated, skill.AbstainDisabled, skill.AbstainNoSkills, skill.AbstainNoMatch)}
@@ -272,7 +273,14 @@ func results(t *testing.T, g *gen) {
 	for range g.intn(2) {
 		ent.Shadows = append(ent.Shadows, &skill.Entry{Skill: g.skill()})
 	}
-	twice(t, "get", GetResultPB(&skill.GetResult{Entry: ent, Generation: uint64(g.byte())}), func(m proto.Message) proto.Message {
+	gres := &skill.GetResult{Entry: ent, Generation: uint64(g.byte())}
+	if g.bool() {
+		gres.Manifest = &skill.Manifest{Frontmatter: []byte(g.str())}
+		for range g.intn(3) {
+			gres.Manifest.Files = append(gres.Manifest.Files, skill.FileDigest{Path: g.str(), Size: int64(g.num()), SHA256: g.str()})
+		}
+	}
+	twice(t, "get", GetResultPB(gres), func(m proto.Message) proto.Message {
 		r, err := GetResult(m.(*routerv1.GetSkillResponse))
 		if err != nil {
 			t.Fatal(err)
