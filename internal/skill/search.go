@@ -36,9 +36,10 @@ func (s *Skill) SpokenName() string {
 	}, s.Tool.Name)
 }
 
-// SearchDescription is the description keyword matching indexes: the
-// frontmatter's, and Claude Code's when_to_use field, which says the same
-// kind of thing, after it.
+// SearchDescription is the description an entry is searched by, by
+// keywords and in the embedded text alike: the frontmatter's, and Claude
+// Code's when_to_use field, which says the same kind of thing (when the
+// skill applies), after it.
 func (s *Skill) SearchDescription() string {
 	d := s.Frontmatter.Description
 	if raw, ok := s.Frontmatter.Extra["when_to_use"]; ok {
@@ -77,14 +78,9 @@ func (s *Skill) ParamText() string {
 	return b.String()
 }
 
-// embeddedDescription is the description the embedded text holds: the
-// frontmatter's alone, without the when_to_use field SearchDescription
-// adds for keyword matching.
-func (s *Skill) embeddedDescription() string { return s.Description() }
-
 // DocumentText returns the text embedded for the entry. For a skill: its
 // name with hyphens and underscores read as spaces, a colon, and its
-// description; then, when bodyChars > 0, a blank line and the first
+// description (SearchDescription, with when_to_use); then, when bodyChars > 0, a blank line and the first
 // bodyChars characters of body (its body, or a start of it at least
 // bodyChars+1 characters long), cut back to a word boundary. The name and
 // description carry the skill's intent; the body start adds vocabulary but
@@ -94,9 +90,9 @@ func (s *Skill) embeddedDescription() string { return s.Description() }
 // namespace, matched by keywords.
 func (s *Skill) DocumentText(body string, bodyChars int) string {
 	if !s.IsTool() {
-		return documentText(s.Name, s.embeddedDescription(), body, bodyChars)
+		return documentText(s.Name, s.SearchDescription(), body, bodyChars)
 	}
-	desc := s.embeddedDescription()
+	desc := s.SearchDescription()
 	if t := s.Tool.Title; t != "" && !strings.EqualFold(t, s.Tool.Name) {
 		desc = t + ". " + desc
 	}

@@ -44,15 +44,15 @@ func TestToolDocumentText(t *testing.T) {
 	}
 }
 
-// Keyword matching indexes when_to_use with the description; the embedded
-// text holds the description alone.
+// Keyword matching and the embedded text both hold when_to_use after the
+// description.
 func TestWhenToUse(t *testing.T) {
 	w, _ := json.Marshal("when a form needs filling")
 	s := &skill.Skill{Name: "pdf", Frontmatter: skill.Frontmatter{Description: "Fill PDF forms.", Extra: map[string]string{"when_to_use": string(w)}}}
 	if got, want := s.SearchDescription(), "Fill PDF forms. when a form needs filling"; got != want {
 		t.Errorf("SearchDescription = %q, want %q", got, want)
 	}
-	if got, want := s.DocumentText("", 0), "pdf: Fill PDF forms."; got != want {
+	if got, want := s.DocumentText("", 0), "pdf: Fill PDF forms. when a form needs filling"; got != want {
 		t.Errorf("DocumentText = %q, want %q", got, want)
 	}
 }

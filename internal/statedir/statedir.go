@@ -76,7 +76,8 @@ const (
 	// IndexMagic marks the match index's snapshot.
 	IndexMagic = "MCPSAGIX"
 	// IndexVersion changes with the index snapshot's layout or with
-	// anything that changes analysis (analyzers, normalisation).
+	// anything that changes analysis (analyzers, normalisation) or the
+	// text a vector embeds.
 	//   1: postings, lengths, phrases and vectors as given, a CRC-32C.
 	//   2, 4: not released.
 	//   3: the int8 rows of the pre-scan.
@@ -84,7 +85,8 @@ const (
 	//   6: the vectors as the index's unit rows.
 	//   7: arrays aligned to their value's size, used in place from a mapping.
 	//   8: vector rows on 64-byte boundaries.
-	IndexVersion = 8
+	//   9: a skill's vector embeds its when_to_use after the description.
+	IndexVersion = 9
 )
 
 // scan.last and scan.listings: skillfs's encodings, each a magic, the
