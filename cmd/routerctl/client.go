@@ -2,13 +2,18 @@ package main
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
 	"math/rand/v2"
+	"sync"
 	"time"
 
 	"github.com/spf13/cobra"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/backoff"
 	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/peer"
 	"google.golang.org/grpc/status"
 
 	routerv1 "github.com/mcpsag/router/api/proto/mcpsag/router/v1"
@@ -41,7 +46,7 @@ func (e *env) dial() error {
 	if e.conn != nil {
 		return nil
 	}
-	conn, err := remote.Dial(e.addr, remote.DialOptions{Token: e.token, TLS: e.tls, Extra: []grpc.DialOption{
+	conn, err := remote.Dial(e.addr, remote.DialOptions{Token: e.token, TLS: e.tls, OnHandshake: e.handshake.set, Extra: []grpc.DialOption{
 		grpc.WithConnectParams(grpc.ConnectParams{
 			Backoff:           backoff.Config{BaseDelay: retryFirst, Multiplier: 1.6, Jitter: 0.2, MaxDelay: retryMax},
 			MinConnectTimeout: 5 * time.Second,
@@ -53,6 +58,50 @@ func (e *env) dial() error {
 	}
 	e.conn = conn
 	return nil
+}
+
+// handshakeResult keeps how the last connection's handshake ended.
+type handshakeResult struct {
+	mu  sync.Mutex
+	err error
+}
+
+func (h *handshakeResult) set(err error) {
+	h.mu.Lock()
+	h.err = err
+	h.mu.Unlock()
+}
+
+func (h *handshakeResult) get() error {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.err
+}
+
+// notReached is a call that found no router to talk to: nothing listens at
+// the address, or the connection closed before the router spoke gRPC.
+type notReached struct{ err error }
+
+func (n notReached) Error() string              { return n.err.Error() }
+func (n notReached) Unwrap() error              { return n.err }
+func (n notReached) GRPCStatus() *status.Status { return status.Convert(n.err) }
+
+// certificateError is a router whose TLS certificate did not verify.
+type certificateError struct{ err error }
+
+func (c certificateError) Error() string {
+	return "the router's certificate did not verify: " + c.err.Error()
+}
+func (c certificateError) Unwrap() error { return c.err }
+
+// unverified tells whether a handshake error is a certificate that did not
+// verify (unknown authority, another host name, expired, ...).
+func unverified(err error) bool {
+	var ve *tls.CertificateVerificationError
+	var ua x509.UnknownAuthorityError
+	var he x509.HostnameError
+	var ci x509.CertificateInvalidError
+	return errors.As(err, &ve) || errors.As(err, &ua) || errors.As(err, &he) || errors.As(err, &ci)
 }
 
 // noRetryKey marks a context whose calls must not be retried.
@@ -74,23 +123,39 @@ func (g gaveUp) Error() string              { return g.err.Error() }
 func (g gaveUp) Unwrap() error              { return g.err }
 func (g gaveUp) GRPCStatus() *status.Status { return status.Convert(g.err) }
 
-// retryUnavailable retries a call the router answered Unavailable (it is
-// not listening yet, or still builds its first index) with capped
-// exponential backoff until --timeout has passed since the first attempt,
-// and then returns the last answer. Any other outcome returns at once.
+// retryUnavailable retries a call the router answered Unavailable (it
+// still builds its first index) with capped exponential backoff until
+// --timeout has passed since the first attempt, and then returns the last
+// answer. A call that reached no router (nothing listens, or the connection
+// closed before the router answered) fails at once, as notReached, unless
+// --timeout was given: then it is retried the same way, for a router that
+// is starting. A certificate that did not verify fails at once. Any other
+// outcome returns at once.
 func (e *env) retryUnavailable(ctx context.Context, method string, req, reply any, cc *grpc.ClientConn, invoker grpc.UnaryInvoker, opts ...grpc.CallOption) error {
 	start := time.Now()
 	delay := retryFirst
 	var last error // the last Unavailable answer
 	for {
-		err := invoker(ctx, method, req, reply, cc, opts...)
+		var p peer.Peer // set only when the call reached a router
+		err := invoker(ctx, method, req, reply, cc, append(opts, grpc.Peer(&p))...)
 		if last != nil && (ctx.Err() != nil || status.Code(err) == codes.DeadlineExceeded) {
 			// The deadline ended an attempt (still connecting, or on the
 			// router's side): the last answer says more than "deadline
 			// exceeded".
 			return gaveUp{last, time.Since(start)}
 		}
-		if status.Code(err) != codes.Unavailable || ctx.Value(noRetryKey{}) != nil {
+		if status.Code(err) != codes.Unavailable {
+			return err
+		}
+		if p.Addr == nil {
+			if herr := e.handshake.get(); herr != nil && unverified(herr) {
+				return certificateError{herr}
+			}
+			if !e.timeoutSet || ctx.Value(noRetryKey{}) != nil {
+				return notReached{err}
+			}
+		}
+		if ctx.Value(noRetryKey{}) != nil {
 			return err
 		}
 		last = err

@@ -91,10 +91,29 @@ holds the collisions and "catalog" the rendered catalog.`,
 			fmt.Fprintf(tw, "%s\t%s\t%s\n", s.Name, sourceText(s.Source), oneLine(s.Description, 80))
 		}
 		tw.Flush()
-		fmt.Fprintf(e.stdout, "%d skills (index generation %d)\n", all.TotalSize, all.IndexGeneration)
+		fmt.Fprintf(e.stdout, "%s (index generation %d)\n", countKinds(all.Skills, kf), all.IndexGeneration)
 		return nil
 	})
 	return cmd
+}
+
+// countKinds says how many skills and tools a listing holds: "7 skills",
+// "13 tools", "7 skills and 13 tools".
+func countKinds(entries []*routerv1.SkillSummary, kf routerv1.KindFilter) string {
+	tools := 0
+	for _, s := range entries {
+		if s.GetSource().GetKind() == routerv1.SourceKind_SOURCE_KIND_MCP_SERVER {
+			tools++
+		}
+	}
+	skills := len(entries) - tools
+	switch {
+	case kf == routerv1.KindFilter_KIND_FILTER_TOOLS:
+		return fmt.Sprintf("%d tool%s", tools, plural(tools))
+	case tools == 0:
+		return fmt.Sprintf("%d skill%s", skills, plural(skills))
+	}
+	return fmt.Sprintf("%d skill%s and %d tool%s", skills, plural(skills), tools, plural(tools))
 }
 
 func printShadowed(e *env, shadows []*routerv1.ShadowedSkill) error {

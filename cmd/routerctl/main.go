@@ -60,7 +60,10 @@ type env struct {
 	addr    string
 	json    bool
 	timeout time.Duration
-	token   string
+	// timeoutSet is whether --timeout was given: only then is a router
+	// that does not listen waited for.
+	timeoutSet bool
+	token      string
 	// tokenFrom names where the token came from ("--token" or
 	// "MCPSAG_TOKEN"), for messages.
 	tokenFrom string
@@ -70,6 +73,7 @@ type env struct {
 	getenv    func(string) string
 	progress  *progress
 	conn      *grpc.ClientConn
+	handshake handshakeResult
 }
 
 // usageError is a mistake in the command line; it exits with code 2.
@@ -105,15 +109,35 @@ func (e *env) report(cmd *cobra.Command, err error) int {
 		fmt.Fprintf(e.stderr, "routerctl: %s\nsee %s --help\n", ue.msg, path)
 		return exitUsage
 	}
+	var ce certificateError
+	if errors.As(err, &ce) {
+		fmt.Fprintf(e.stderr, "routerctl: %v\n", ce)
+		fmt.Fprintf(e.stderr, "pass the CA that signed the certificate of %s with --tls-ca FILE (and --tls-server-name NAME when it names another host)\n", e.addr)
+		return exitError
+	}
 	if st, ok := status.FromError(err); ok {
 		fmt.Fprintf(e.stderr, "routerctl: %s: %s\n", st.Code(), st.Message())
 		switch st.Code() {
+		case codes.InvalidArgument:
+			// Every field of a request comes from the command line: the
+			// router refused a value given there.
+			path := "routerctl"
+			if cmd != nil {
+				path = cmd.CommandPath()
+			}
+			fmt.Fprintf(e.stderr, "see %s --help\n", path)
+			return exitUsage
 		case codes.Unavailable:
 			var gu gaveUp
-			if errors.As(err, &gu) {
-				fmt.Fprintf(e.stderr, "gave up after %s (--timeout); ", gu.after.Round(100*time.Millisecond))
+			var nr notReached
+			switch {
+			case errors.As(err, &gu):
+				fmt.Fprintf(e.stderr, "gave up after %s (--timeout); is the router running at %s? start it with: router --workspace DIR\n", gu.after.Round(100*time.Millisecond), e.addr)
+			case errors.As(err, &nr):
+				fmt.Fprintf(e.stderr, "no router answered at %s: is it running? start it with: router --workspace DIR (or give --timeout to wait for one that is starting)\n", e.addr)
+			default:
+				fmt.Fprintf(e.stderr, "is the router running at %s? start it with: router --workspace DIR\n", e.addr)
 			}
-			fmt.Fprintf(e.stderr, "is the router running at %s? start it with: router --workspace DIR\n", e.addr)
 		case codes.Unauthenticated:
 			if e.token == "" {
 				fmt.Fprintln(e.stderr, "the router requires a token: set MCPSAG_TOKEN or pass --token")

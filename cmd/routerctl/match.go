@@ -36,7 +36,7 @@ tool's input schema.`,
 	}
 	f := cmd.Flags()
 	f.StringVar(&agent, "agent", "", "match as this `agent`")
-	f.IntVar(&topK, "top-k", 0, "number of candidates, 1 to 50 (0: the router's default)")
+	f.IntVar(&topK, "top-k", 0, "number of candidates, from 1 to the router's match.max_top_k (50 by default); 0: the router's default")
 	f.StringVar(&mode, "mode", "", "`mode`: hybrid, dense or bm25 (default: the router's)")
 	f.StringVar(&fusion, "fusion", "", "fusion `rule`: adaptive, convex, rrf or tiebreak (default: the router's)")
 	f.Float64Var(&threshold, "threshold", 0, "cosine threshold to abstain below (0: the model's)")
@@ -46,6 +46,9 @@ tool's input schema.`,
 		kf, err := kindsFilter(kinds)
 		if err != nil {
 			return err
+		}
+		if topK < 0 {
+			return usageErrorf("--top-k %d: want 1 or more (0: the router's default)", topK)
 		}
 		req := &routerv1.MatchRequest{Task: args[0], TopK: int32(topK), Agent: agent, Options: &routerv1.MatchOptions{IncludeHidden: hidden, Kinds: kf}}
 		if err := oneOf(cmd.Flags(), "mode", "", "hybrid", "dense", "bm25"); err != nil {
@@ -72,11 +75,14 @@ tool's input schema.`,
 		}
 		if res.Abstained {
 			reason := strings.ToLower(strings.TrimPrefix(res.AbstainReason.String(), "ABSTAIN_REASON_"))
-			what := "skill"
+			what, detail := "skill", res.AbstainDetail
 			if kf == routerv1.KindFilter_KIND_FILTER_TOOLS {
 				what = "tool"
+				if res.AbstainReason == routerv1.AbstainReason_ABSTAIN_REASON_NO_SKILLS {
+					detail = "no tool of an MCP server is visible to this caller (routerctl servers shows the servers configured and their state)"
+				}
 			}
-			fmt.Fprintf(e.stdout, "no %s fits (%s): %s\n", what, reason, res.AbstainDetail)
+			fmt.Fprintf(e.stdout, "no %s fits (%s): %s\n", what, reason, detail)
 			return nil
 		}
 		if res.Verdict == routerv1.MatchVerdict_MATCH_VERDICT_LOW_CONFIDENCE {

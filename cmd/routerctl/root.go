@@ -10,6 +10,7 @@ import (
 
 	routerv1 "github.com/mcpsag/router/api/proto/mcpsag/router/v1"
 	"github.com/mcpsag/router/internal/buildinfo"
+	"github.com/mcpsag/router/internal/remote"
 )
 
 const defaultAddr = "127.0.0.1:7443"
@@ -20,8 +21,10 @@ on skill folders and labelled queries (validate, eval, calibrate, model verify,
 token).
 
 Global flags work anywhere on the line, before or after the command.
-Calls that the router answers Unavailable (it is starting, or still building
-its first index) are retried with backoff until --timeout.
+Calls that the router answers Unavailable (it is still building its first
+index) are retried with backoff until --timeout. A router that does not
+listen is reported at once, unless --timeout is given: then it is waited for
+too (a router that is starting).
 
 Environment:
   MCPSAG_ADDR    router address (--addr wins)
@@ -63,7 +66,7 @@ func newRoot(e *env) *cobra.Command {
 	pf := root.PersistentFlags()
 	pf.StringVar(&e.addr, "addr", defaultAddr, "router `address` (env MCPSAG_ADDR)")
 	pf.BoolVar(&e.json, "json", false, "print one JSON document on stdout (stable keys; see the README)")
-	pf.DurationVar(&e.timeout, "timeout", 30*time.Second, "give up on the router after this `duration` (retrying while it is unavailable)")
+	pf.DurationVar(&e.timeout, "timeout", 30*time.Second, "give up on the router after this `duration`, retrying while it is unavailable (given, also wait for a router that is not listening yet)")
 	pf.StringVar(&e.token, "token", "", "bearer `token` when the router requires one (env MCPSAG_TOKEN, preferred: flags show up in ps)")
 	pf.StringVar(&e.tls.CA, "tls-ca", "", "connect with TLS, trusting the CA certificates in `file`")
 	pf.StringVar(&e.tls.Cert, "tls-cert", "", "client certificate `file` for mutual TLS (with --tls-key)")
@@ -107,6 +110,14 @@ func (e *env) setup(cmd *cobra.Command, _ []string) error {
 	if v := e.getenv("MCPSAG_TOKEN"); v != "" && !flags.Changed("token") {
 		e.token, e.tokenFrom = v, "MCPSAG_TOKEN"
 	}
+	if err := remote.CheckAddr(e.addr); err != nil {
+		from := "--addr"
+		if !flags.Changed("addr") && e.getenv("MCPSAG_ADDR") != "" {
+			from = "MCPSAG_ADDR"
+		}
+		return usageErrorf("%s %s", from, err)
+	}
+	e.timeoutSet = flags.Changed("timeout")
 	if e.timeout <= 0 {
 		return usageErrorf("--timeout %s: want a positive duration such as 30s", e.timeout)
 	}

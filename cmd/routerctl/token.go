@@ -3,12 +3,14 @@ package main
 import (
 	"crypto/rand"
 	"encoding/base64"
+	"errors"
 	"fmt"
 	"strings"
 
 	"github.com/spf13/cobra"
 
 	"github.com/mcpsag/router/internal/auth"
+	"github.com/mcpsag/router/internal/skill"
 )
 
 // tokenOutput is token's JSON output.
@@ -18,15 +20,18 @@ type tokenOutput struct {
 	SHA256 string   `json:"sha256"`
 	Groups []string `json:"groups"`
 	Agents []string `json:"agents"`
-	Rate   float64  `json:"rate"`
+	// Servers are the MCP servers whose tools the token sees; empty for
+	// all.
+	Servers []string `json:"servers"`
+	Rate    float64  `json:"rate"`
 	// Entry is the line to add under "tokens:" in the tokens file.
 	Entry string `json:"entry"`
 }
 
 func newTokenCmd(e *env) *cobra.Command {
 	var (
-		id, groups, agents string
-		rate               float64
+		id, groups, agents, servers string
+		rate                        float64
 	)
 	cmd := &cobra.Command{
 		Use:   "token --id ID",
@@ -35,7 +40,7 @@ func newTokenCmd(e *env) *cobra.Command {
 router's tokens file (auth.tokens_file). The file stores only the token's
 sha256; keep the token itself in a secret store and pass it to clients
 through MCPSAG_TOKEN. Groups: read, match, load, exec, admin, or * for all.
-Works offline.`,
+Works offline; the entry is checked as the router checks its tokens file.`,
 		Example: `  routerctl token --id ci --groups read,match,load
   routerctl token --id ops --groups '*' --agents reviewer --rate 5 --json`,
 		Args: noArgs,
@@ -44,6 +49,7 @@ Works offline.`,
 	f.StringVar(&id, "id", "", "`name` of the token in audit records (required)")
 	f.StringVar(&groups, "groups", "read,match,load", "comma-separated method `groups`")
 	f.StringVar(&agents, "agents", "", "comma-separated `agents` the token may act for; empty for any")
+	f.StringVar(&servers, "servers", "", "comma-separated MCP `servers` whose tools the token sees and calls; empty for all")
 	f.Float64Var(&rate, "rate", 0, "requests per `second`; 0 for unlimited")
 	cmd.RunE = func(*cobra.Command, []string) error {
 		if id == "" {
@@ -57,15 +63,32 @@ Works offline.`,
 			return err
 		}
 		tok := "mcpsag_" + base64.RawURLEncoding.EncodeToString(b[:])
-		out := tokenOutput{ID: id, Token: tok, SHA256: auth.HashToken(tok), Groups: splitList(groups), Agents: splitList(agents), Rate: rate}
+		out := tokenOutput{ID: id, Token: tok, SHA256: auth.HashToken(tok), Groups: splitList(groups), Agents: splitList(agents),
+			Servers: splitList(servers), Rate: rate}
 		out.Entry = fmt.Sprintf("  - {id: %s, sha256: %s, groups: %s", id, out.SHA256, yamlList(out.Groups))
 		if len(out.Agents) > 0 {
 			out.Entry += ", agents: " + yamlList(out.Agents)
+		}
+		if len(out.Servers) > 0 {
+			out.Entry += ", servers: " + yamlList(out.Servers)
 		}
 		if rate > 0 {
 			out.Entry += fmt.Sprintf(", rate: %g", rate)
 		}
 		out.Entry += "}"
+		// The entry must be one the router accepts at start.
+		for _, a := range out.Agents {
+			if a == "*" {
+				continue
+			}
+			var se *skill.Error
+			if err := skill.ValidateAgent(a); errors.As(err, &se) {
+				return usageErrorf("--agents: %s", se.Message)
+			}
+		}
+		if err := auth.CheckTokensFile([]byte("tokens:\n" + out.Entry + "\n")); err != nil {
+			return usageErrorf("the router would refuse this token: %s", entryProblem(err))
+		}
 		if e.json {
 			return e.printJSON(out)
 		}
@@ -74,6 +97,21 @@ Works offline.`,
 	}
 	return cmd
 }
+
+// entryProblem strips the position the tokens file parser puts first
+// ("tokens[0] (id): ") from its complaint about the one entry made here.
+func entryProblem(err error) string {
+	msg := strings.TrimPrefix(err.Error(), "tokens[0]")
+	if rest, ok := strings.CutPrefix(msg, " ("); ok {
+		if _, after, found := strings.Cut(rest, "): "); found {
+			return after
+		}
+	}
+	return strings.TrimPrefix(msg, ": ")
+}
+
+// tokenGroups are the method groups a token may name.
+var tokenGroups = []string{"read", "match", "load", "exec", "admin", "*"}
 
 func splitList(s string) []string {
 	out := []string{}

@@ -134,6 +134,13 @@ type token struct {
 
 var idRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._@-]{0,127}$`)
 
+// CheckTokensFile reports what the router would refuse in a tokens file's
+// content, as LoadTokens reads it; nil when it would accept it.
+func CheckTokensFile(data []byte) error {
+	_, err := parseTokens(data)
+	return err
+}
+
 // parseTokens validates a tokens file.
 func parseTokens(data []byte) ([]*token, error) {
 	var f tokenFile

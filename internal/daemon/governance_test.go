@@ -2,16 +2,8 @@ package daemon_test
 
 import (
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/tls"
-	"crypto/x509"
-	"crypto/x509/pkix"
-	"encoding/pem"
 	"fmt"
-	"math/big"
-	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -374,50 +366,6 @@ func lastLines(s string, n int) string {
 	return strings.Join(lines[max(0, len(lines)-n):], "\n")
 }
 
-// testPKI is a CA with a server and a client certificate.
-type testPKI struct {
-	caFile, serverCert, serverKey string
-	caPool                        *x509.CertPool
-	client                        tls.Certificate
-}
-
-func newPKI(t *testing.T) *testPKI {
-	t.Helper()
-	dir := t.TempDir()
-	caKey, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	caTmpl := &x509.Certificate{
-		SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "test CA"},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
-		IsCA: true, BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign,
-	}
-	caDER, err := x509.CreateCertificate(rand.Reader, caTmpl, caTmpl, &caKey.PublicKey, caKey)
-	must(t, err)
-	ca, _ := x509.ParseCertificate(caDER)
-	issue := func(cn string, serial int64, usage x509.ExtKeyUsage) ([]byte, []byte) {
-		key, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-		tmpl := &x509.Certificate{
-			SerialNumber: big.NewInt(serial), Subject: pkix.Name{CommonName: cn},
-			NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
-			ExtKeyUsage: []x509.ExtKeyUsage{usage}, DNSNames: []string{"localhost"}, IPAddresses: []net.IP{net.ParseIP("127.0.0.1")},
-		}
-		der, err := x509.CreateCertificate(rand.Reader, tmpl, ca, &key.PublicKey, caKey)
-		must(t, err)
-		kb, _ := x509.MarshalECPrivateKey(key)
-		return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: kb})
-	}
-	p := &testPKI{caFile: filepath.Join(dir, "ca.pem"), serverCert: filepath.Join(dir, "server.pem"), serverKey: filepath.Join(dir, "server-key.pem")}
-	writeFileT(t, p.caFile, string(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: caDER})))
-	sc, sk := issue("router", 2, x509.ExtKeyUsageServerAuth)
-	writeFileT(t, p.serverCert, string(sc))
-	writeFileT(t, p.serverKey, string(sk))
-	cc, ck := issue("agent-7", 3, x509.ExtKeyUsageClientAuth)
-	p.client, err = tls.X509KeyPair(cc, ck)
-	must(t, err)
-	p.caPool = x509.NewCertPool()
-	p.caPool.AddCert(ca)
-	return p
-}
-
 func dialTLS(t *testing.T, addr string, cfg *tls.Config) routerv1.SkillRouterClient {
 	t.Helper()
 	var creds grpc.DialOption
@@ -433,12 +381,12 @@ func dialTLS(t *testing.T, addr string, cfg *tls.Config) routerv1.SkillRouterCli
 }
 
 func TestTLS(t *testing.T) {
-	pki := newPKI(t)
+	pki := daemontest.NewPKI(t)
 	t.Run("server TLS", func(t *testing.T) {
 		r := daemontest.Start(t, daemontest.CopyExamples(t), daemontest.Options{Configure: func(c *config.Config) {
-			c.TLS = config.TLS{CertFile: pki.serverCert, KeyFile: pki.serverKey}
+			c.TLS = config.TLS{CertFile: pki.ServerCert, KeyFile: pki.ServerKey}
 		}})
-		ok := dialTLS(t, r.Addr, &tls.Config{RootCAs: pki.caPool, ServerName: "localhost"})
+		ok := dialTLS(t, r.Addr, &tls.Config{RootCAs: pki.CAPool, ServerName: "localhost"})
 		if _, err := ok.Status(ctx(t), &routerv1.StatusRequest{}); err != nil {
 			t.Errorf("TLS client: %v", err)
 		}
@@ -453,13 +401,13 @@ func TestTLS(t *testing.T) {
 	})
 	t.Run("mutual TLS", func(t *testing.T) {
 		r := daemontest.Start(t, daemontest.CopyExamples(t), daemontest.Options{Configure: func(c *config.Config) {
-			c.TLS = config.TLS{CertFile: pki.serverCert, KeyFile: pki.serverKey, ClientCAFile: pki.caFile}
+			c.TLS = config.TLS{CertFile: pki.ServerCert, KeyFile: pki.ServerKey, ClientCAFile: pki.CAFile}
 		}})
-		withCert := dialTLS(t, r.Addr, &tls.Config{RootCAs: pki.caPool, ServerName: "localhost", Certificates: []tls.Certificate{pki.client}})
+		withCert := dialTLS(t, r.Addr, &tls.Config{RootCAs: pki.CAPool, ServerName: "localhost", Certificates: []tls.Certificate{pki.Client}})
 		if _, err := withCert.Status(ctx(t), &routerv1.StatusRequest{}); err != nil {
 			t.Errorf("client with certificate: %v", err)
 		}
-		noCert := dialTLS(t, r.Addr, &tls.Config{RootCAs: pki.caPool, ServerName: "localhost"})
+		noCert := dialTLS(t, r.Addr, &tls.Config{RootCAs: pki.CAPool, ServerName: "localhost"})
 		if _, err := noCert.Status(ctx(t), &routerv1.StatusRequest{}); err == nil {
 			t.Error("a client without a certificate connected under mTLS")
 		}

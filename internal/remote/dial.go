@@ -3,6 +3,8 @@ package remote
 import (
 	"context"
 	"fmt"
+	"net"
+	"strings"
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials"
@@ -21,6 +23,11 @@ type DialOptions struct {
 	TLS tlsconfig.Client
 	// Extra are more options, appended last (backoff, interceptors).
 	Extra []grpc.DialOption
+	// OnHandshake, when set, is told how each connection's handshake
+	// ended (TLS, or the no-op of a plain connection) once a TCP
+	// connection is up: nil, or the error, such as a certificate that
+	// did not verify.
+	OnHandshake func(error)
 }
 
 // Dial returns a client connection to the router at addr. It does not wait
@@ -34,6 +41,9 @@ func Dial(addr string, o DialOptions) (*grpc.ClientConn, error) {
 		}
 		creds = credentials.NewTLS(tc)
 	}
+	if o.OnHandshake != nil {
+		creds = observedCreds{creds, o.OnHandshake}
+	}
 	opts := []grpc.DialOption{grpc.WithTransportCredentials(creds)}
 	if o.Token != "" {
 		opts = append(opts, grpc.WithPerRPCCredentials(bearerToken(o.Token)))
@@ -46,6 +56,23 @@ func Dial(addr string, o DialOptions) (*grpc.ClientConn, error) {
 	return conn, nil
 }
 
+// CheckAddr accepts a router address for Dial: host:port, or a gRPC target
+// with a scheme (dns:///host:port, unix:///path). It refuses a host without
+// a port, which gRPC would dial on port 443.
+func CheckAddr(addr string) error {
+	if scheme, _, ok := strings.Cut(addr, ":"); ok && strings.Contains(addr, ":/") && scheme != "" && !strings.ContainsAny(scheme, "[].") {
+		return nil
+	}
+	_, port, err := net.SplitHostPort(addr)
+	switch {
+	case err != nil && strings.Contains(err.Error(), "missing port"), err == nil && port == "":
+		return fmt.Errorf("%q has no port; want host:port such as 127.0.0.1:7443", addr)
+	case err != nil:
+		return fmt.Errorf("%q: want host:port such as 127.0.0.1:7443", addr)
+	}
+	return nil
+}
+
 // bearerToken sends a token with every call. It does not require TLS, so it
 // works against a router on loopback; the router itself refuses to accept
 // tokens in clear text on other addresses.
@@ -56,3 +83,19 @@ func (t bearerToken) GetRequestMetadata(context.Context, ...string) (map[string]
 }
 
 func (bearerToken) RequireTransportSecurity() bool { return false }
+
+// observedCreds reports the outcome of every client handshake.
+type observedCreds struct {
+	credentials.TransportCredentials
+	report func(error)
+}
+
+func (c observedCreds) ClientHandshake(ctx context.Context, authority string, raw net.Conn) (net.Conn, credentials.AuthInfo, error) {
+	conn, info, err := c.TransportCredentials.ClientHandshake(ctx, authority, raw)
+	c.report(err)
+	return conn, info, err
+}
+
+func (c observedCreds) Clone() credentials.TransportCredentials {
+	return observedCreds{c.TransportCredentials.Clone(), c.report}
+}
