@@ -86,6 +86,7 @@ func newRoot(e *env) *cobra.Command {
 	add("offline", newValidateCmd(e), newEvalCmd(e), newCalibrateCmd(e), newTokenCmd(e), newVersionCmd(e))
 	root.InitDefaultHelpCmd()
 	root.InitDefaultCompletionCmd()
+	e.registerCompletions(root)
 	for _, c := range root.Commands() {
 		switch c.Name() {
 		case "help":
