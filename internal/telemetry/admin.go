@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/http/pprof"
 	"regexp"
 	"time"
 
@@ -28,8 +29,9 @@ var TranslationStrategy = otlptranslator.UnderscoreEscapingWithSuffixes
 
 // newPrometheus returns a metric reader that serves the router's metrics,
 // plus Go runtime and process metrics, from its own registry (not the
-// global one).
-func newPrometheus() (sdkmetric.Reader, http.Handler, error) {
+// global one), and the zero series of the instruments declared to the
+// zeroFill it returns.
+func newPrometheus() (sdkmetric.Reader, http.Handler, *zeroFill, error) {
 	reg := prometheus.NewRegistry()
 	// Beside the default Go metrics: the heap live after the last GC
 	// (go_gc_heap_live_bytes), what the router really holds, and the
@@ -37,34 +39,35 @@ func newPrometheus() (sdkmetric.Reader, http.Handler, error) {
 	// Resident memory sits between the two.
 	heap := collectors.GoRuntimeMetricsRule{Matcher: regexp.MustCompile(`^/gc/heap/(live|goal):bytes$`)}
 	if err := reg.Register(collectors.NewGoCollector(collectors.WithGoCollectorRuntimeMetrics(heap))); err != nil {
-		return nil, nil, fmt.Errorf("telemetry: register go collector: %w", err)
+		return nil, nil, nil, fmt.Errorf("telemetry: register go collector: %w", err)
 	}
 	if err := reg.Register(collectors.NewProcessCollector(collectors.ProcessCollectorOpts{})); err != nil {
-		return nil, nil, fmt.Errorf("telemetry: register process collector: %w", err)
+		return nil, nil, nil, fmt.Errorf("telemetry: register process collector: %w", err)
 	}
 	reader, err := promexporter.New(
 		promexporter.WithRegisterer(reg),
 		promexporter.WithTranslationStrategy(TranslationStrategy),
 	)
 	if err != nil {
-		return nil, nil, fmt.Errorf("telemetry: prometheus exporter: %w", err)
+		return nil, nil, nil, fmt.Errorf("telemetry: prometheus exporter: %w", err)
 	}
-	handler := promhttp.HandlerFor(reg, promhttp.HandlerOpts{
+	zero := &zeroFill{next: reg}
+	handler := promhttp.HandlerFor(zero, promhttp.HandlerOpts{
 		ErrorHandling:       promhttp.ContinueOnError,
 		MaxRequestsInFlight: 4,
 		Timeout:             10 * time.Second,
 	})
-	return reader, handler, nil
+	return reader, handler, zero, nil
 }
 
-// adminServer serves /metrics, /healthz and /readyz on its own listener,
-// never on the gRPC port.
+// adminServer serves /metrics, /healthz and /readyz (and, when asked,
+// /debug/pprof/) on its own listener, never on the gRPC port.
 type adminServer struct {
 	ln  net.Listener
 	srv *http.Server
 }
 
-func startAdmin(addr string, metrics http.Handler, ready func() (bool, string), log *slog.Logger) (*adminServer, error) {
+func startAdmin(addr string, metrics http.Handler, ready func() (bool, string), profiles bool, log *slog.Logger) (*adminServer, error) {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return nil, fmt.Errorf("telemetry: admin listener %s: %w", addr, err)
@@ -88,13 +91,26 @@ func startAdmin(addr string, metrics http.Handler, ready func() (bool, string), 
 		}
 		fmt.Fprintln(w, why)
 	})
+	if profiles {
+		mux.HandleFunc("GET /debug/pprof/", pprof.Index)
+		mux.HandleFunc("GET /debug/pprof/cmdline", pprof.Cmdline)
+		mux.HandleFunc("GET /debug/pprof/profile", pprof.Profile)
+		mux.HandleFunc("GET /debug/pprof/symbol", pprof.Symbol)
+		mux.HandleFunc("GET /debug/pprof/trace", pprof.Trace)
+	}
+	writeTimeout := 30 * time.Second
+	if profiles {
+		// A CPU profile or trace runs for ?seconds= (30 by default)
+		// before it writes anything.
+		writeTimeout = 5 * time.Minute
+	}
 	a := &adminServer{
 		ln: ln,
 		srv: &http.Server{
 			Handler:           mux,
 			ReadHeaderTimeout: 5 * time.Second,
 			ReadTimeout:       10 * time.Second,
-			WriteTimeout:      30 * time.Second,
+			WriteTimeout:      writeTimeout,
 			IdleTimeout:       60 * time.Second,
 			MaxHeaderBytes:    16 << 10,
 			ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),

@@ -51,6 +51,10 @@ func (t *Telemetry) GRPCServerHandler() *GRPCHandler {
 				return !strings.HasPrefix(info.FullMethodName, "/grpc.health.v1.Health/")
 			}),
 		)}
+		if t.zero != nil {
+			t.zero.declare(instrument{name: MetricRPCServerDuration, unit: "s", scope: otelgrpc.ScopeName, histogram: true,
+				help: "Measures the duration of inbound remote procedure calls."})
+		}
 	})
 	return t.grpcHandler
 }

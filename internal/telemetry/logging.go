@@ -67,6 +67,65 @@ func (h *levelHandler) WithGroup(name string) slog.Handler {
 	return &levelHandler{level: h.level, next: h.next.WithGroup(name)}
 }
 
+// componentKey is the attribute that names the part of the router a log
+// line comes from.
+const componentKey = "component"
+
+// componentHandler keeps one "component" attribute per line: a logger made
+// with With("component", ...) from one that already has a component names
+// the innermost part only, where a plain handler would write the key twice
+// (which JSON readers reject or read as either value).
+type componentHandler struct {
+	next      slog.Handler
+	component slog.Value // zero until a component is set
+	set       bool
+}
+
+func newComponentHandler(next slog.Handler) slog.Handler { return &componentHandler{next: next} }
+
+func (h *componentHandler) Enabled(ctx context.Context, l slog.Level) bool {
+	return h.next.Enabled(ctx, l)
+}
+
+func (h *componentHandler) Handle(ctx context.Context, r slog.Record) error {
+	if h.set {
+		out := slog.NewRecord(r.Time, r.Level, r.Message, r.PC)
+		out.AddAttrs(slog.Attr{Key: componentKey, Value: h.component})
+		r.Attrs(func(a slog.Attr) bool {
+			out.AddAttrs(a)
+			return true
+		})
+		r = out
+	}
+	return h.next.Handle(ctx, r)
+}
+
+func (h *componentHandler) WithAttrs(as []slog.Attr) slog.Handler {
+	out := *h
+	rest := make([]slog.Attr, 0, len(as))
+	for _, a := range as {
+		if a.Key == componentKey {
+			out.component, out.set = a.Value, true
+			continue
+		}
+		rest = append(rest, a)
+	}
+	if len(rest) > 0 {
+		out.next = h.next.WithAttrs(rest)
+	}
+	return &out
+}
+
+// WithGroup ends the handling of "component": attributes inside a group
+// are the group's. A component set before stays at the top of the line.
+func (h *componentHandler) WithGroup(name string) slog.Handler {
+	next := h.next
+	if h.set {
+		next = next.WithAttrs([]slog.Attr{{Key: componentKey, Value: h.component}})
+	}
+	return next.WithGroup(name)
+}
+
 // secretKey matches attribute keys whose string values must not be logged.
 var secretKey = regexp.MustCompile(`(?i)(authorization|bearer|token|secret|password|passwd|cookie|api[_-]?key|credential)`)
 

@@ -184,3 +184,37 @@ func TestAdminShutdownClosesListener(t *testing.T) {
 		t.Error("GET /metrics after Shutdown: got a response, want a connection error")
 	}
 }
+
+// TestMetricsServedBeforeTheyRecord: a fresh router's /metrics already
+// serves every counter and histogram (at zero, labelled with their scope
+// only), so a dashboard shows 0 instead of "No data"; once an instrument
+// records, its real series replace the zero one.
+func TestMetricsServedBeforeTheyRecord(t *testing.T) {
+	m := setupMem(t, telemetry.Config{AdminAddr: "127.0.0.1:0"})
+	m.GRPCServerHandler()
+	fams := scrape(t, m.Telemetry)
+	for otelName, prom := range promFamilies {
+		if otelName == telemetry.MetricIndexSkills {
+			continue // a gauge: the daemon's function reports it
+		}
+		f, ok := fams[prom]
+		if !ok {
+			t.Errorf("%s: family %s not served before it records", otelName, prom)
+			continue
+		}
+		for _, s := range f.GetMetric() {
+			if v := s.GetCounter().GetValue() + float64(s.GetHistogram().GetSampleCount()); v != 0 {
+				t.Errorf("%s: %v before anything happened", prom, s)
+			}
+			if len(s.GetLabel()) != 1 || s.GetLabel()[0].GetName() != "otel_scope_name" || s.GetLabel()[0].GetValue() == "" {
+				t.Errorf("%s: zero series labelled %v, want its scope only", prom, s.GetLabel())
+			}
+		}
+	}
+
+	m.Recorder().ExecReported(context.Background(), telemetry.ExecResult{Skill: "s", Script: "x.sh", ExitCode: 3})
+	f := scrape(t, m.Telemetry)["skillrouter_exec_results_total"]
+	if len(f.GetMetric()) != 1 || f.GetMetric()[0].GetCounter().GetValue() != 1 || len(f.GetMetric()[0].GetLabel()) < 3 {
+		t.Errorf("after one result: %v, want its one labelled series only", f.GetMetric())
+	}
+}

@@ -59,6 +59,10 @@ type Recorder struct {
 
 	indexFn atomic.Pointer[func() IndexSize]
 
+	// instruments are the counters and histograms made above, for the
+	// zero series /metrics serves until they record.
+	instruments []instrument
+
 	cacheMu     sync.Mutex
 	cachePushed map[string]*[2]int64                   // cache -> hits, misses from EmbeddingCache
 	cacheFns    map[string]func() (hits, misses int64) // from RegisterEmbeddingCache
@@ -91,15 +95,20 @@ func newRecorder(mp metric.MeterProvider, lp otellog.LoggerProvider, log *slog.L
 
 	m := mp.Meter(ScopeName)
 	var errs []error
+	declare := func(name, unit, desc string, histogram bool) {
+		r.instruments = append(r.instruments, instrument{name: name, unit: unit, help: desc, scope: ScopeName, histogram: histogram})
+	}
 	f64h := func(name, unit, desc string, buckets []float64) metric.Float64Histogram {
 		h, err := m.Float64Histogram(name, metric.WithUnit(unit), metric.WithDescription(desc),
 			metric.WithExplicitBucketBoundaries(buckets...))
 		errs = append(errs, err)
+		declare(name, unit, desc, true)
 		return h
 	}
 	i64c := func(name, unit, desc string) metric.Int64Counter {
 		c, err := m.Int64Counter(name, metric.WithUnit(unit), metric.WithDescription(desc))
 		errs = append(errs, err)
+		declare(name, unit, desc, false)
 		return c
 	}
 
@@ -109,6 +118,7 @@ func newRecorder(mp metric.MeterProvider, lp otellog.LoggerProvider, log *slog.L
 		metric.WithDescription("Candidates returned per Match."),
 		metric.WithExplicitBucketBoundaries(candidateBuckets...))
 	errs = append(errs, err)
+	declare(MetricMatchCandidates, "{candidate}", "Candidates returned per Match.", true)
 	r.abstentions = i64c(MetricMatchAbstentions, "{abstention}", "Matches that returned no skill, by reason.")
 	r.selections = i64c(MetricMatchSelections, "{selection}", "Matches whose top candidate was the skill.")
 	r.loads = i64c(MetricLoads, "{load}", "Skill loads, by level.")
@@ -127,6 +137,8 @@ func newRecorder(mp metric.MeterProvider, lp otellog.LoggerProvider, log *slog.L
 	r.cacheMisses, err = m.Int64ObservableCounter(MetricEmbedCacheMisses, metric.WithUnit("{lookup}"),
 		metric.WithDescription("Embedding cache misses, by cache (query, document)."))
 	errs = append(errs, err)
+	declare(MetricEmbedCacheHits, "{lookup}", "Embedding cache hits, by cache (query, document).", false)
+	declare(MetricEmbedCacheMisses, "{lookup}", "Embedding cache misses, by cache (query, document).", false)
 	if err == nil {
 		_, err = m.RegisterCallback(r.observeCaches, r.cacheHits, r.cacheMisses)
 		errs = append(errs, err)

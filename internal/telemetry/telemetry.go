@@ -46,6 +46,9 @@ type Config struct {
 	// Ready answers /readyz: whether the process serves, and a word on
 	// why not. Nil means always ready.
 	Ready func() (ok bool, why string)
+	// Pprof serves Go's runtime profiles (net/http/pprof) under
+	// /debug/pprof/ on the admin address.
+	Pprof bool
 
 	// RecordTaskText puts task text into skill_selected events. Off by
 	// default: events carry a keyed hash of the task only.
@@ -81,6 +84,7 @@ type Telemetry struct {
 	rec    *Recorder
 
 	metrics http.Handler
+	zero    *zeroFill // nil when /metrics is off
 	admin   *adminServer
 
 	grpcOnce    sync.Once
@@ -110,7 +114,7 @@ func Setup(ctx context.Context, cfg Config) (*Telemetry, error) {
 	} else {
 		raw = slog.NewJSONHandler(os.Stderr, &slog.HandlerOptions{Level: level})
 	}
-	stderr := newRedactHandler(raw)
+	stderr := newComponentHandler(newRedactHandler(raw))
 	t.base = slog.New(stderr).With("component", "telemetry")
 
 	ok := false
@@ -137,12 +141,12 @@ func Setup(ctx context.Context, cfg Config) (*Telemetry, error) {
 		readers = append(readers, exp.metrics)
 	}
 	if cfg.AdminAddr != "" {
-		reader, handler, err := newPrometheus()
+		reader, handler, zero, err := newPrometheus()
 		if err != nil {
 			return nil, err
 		}
 		readers = append(readers, reader)
-		t.metrics = handler
+		t.metrics, t.zero = handler, zero
 	}
 	if len(readers) > 0 {
 		opts := []sdkmetric.Option{sdkmetric.WithResource(res), sdkmetric.WithCardinalityLimit(cardinalityLimit)}
@@ -198,15 +202,18 @@ func Setup(ctx context.Context, cfg Config) (*Telemetry, error) {
 	if len(logProcs) > 0 {
 		bridge = t.lp
 	}
-	t.logger = slog.New(newRedactHandler(fanout(raw, bridge, level)))
+	t.logger = slog.New(newComponentHandler(newRedactHandler(fanout(raw, bridge, level))))
 
 	t.rec, err = newRecorder(t.mp, t.lp, slog.New(stderr), cfg)
 	if err != nil {
 		return nil, err
 	}
+	if t.zero != nil {
+		t.zero.declare(t.rec.instruments...)
+	}
 
 	if cfg.AdminAddr != "" {
-		t.admin, err = startAdmin(cfg.AdminAddr, t.metrics, cfg.Ready, t.base)
+		t.admin, err = startAdmin(cfg.AdminAddr, t.metrics, cfg.Ready, cfg.Pprof, t.base)
 		if err != nil {
 			return nil, err
 		}

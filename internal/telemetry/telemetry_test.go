@@ -234,3 +234,34 @@ func waitSpan(t *testing.T, m *memTelemetry, name string) {
 type emptyServices struct{}
 
 func (emptyServices) GetServiceInfo() map[string]grpc.ServiceInfo { return nil }
+
+// TestLoggerNamesOneComponent: a component's logger made from another's
+// names the innermost component once; JSON readers reject or misread a
+// key written twice.
+func TestLoggerNamesOneComponent(t *testing.T) {
+	m := setupMem(t, telemetry.Config{LogLevel: slog.LevelInfo})
+	m.Logger().With("component", "router").With("component", "watch", "root", "skills").Info("watching")
+	m.Logger().With("component", "mcp").WithGroup("req").With("id", 7).Info("grouped")
+	for _, l := range strings.Split(strings.TrimSpace(m.stderr.String()), "\n") {
+		if !strings.Contains(l, `"watching"`) && !strings.Contains(l, `"grouped"`) {
+			continue
+		}
+		if n := strings.Count(l, `"component"`); n != 1 {
+			t.Errorf("%d component keys in %s", n, l)
+		}
+		var line map[string]any
+		if err := json.Unmarshal([]byte(l), &line); err != nil {
+			t.Fatal(err)
+		}
+		switch line["msg"] {
+		case "watching":
+			if line["component"] != "watch" || line["root"] != "skills" {
+				t.Errorf("watching: %v", line)
+			}
+		case "grouped":
+			if line["component"] != "mcp" || line["req"].(map[string]any)["id"] != 7.0 {
+				t.Errorf("grouped: %v", line)
+			}
+		}
+	}
+}
