@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"os/signal"
 	"syscall"
@@ -16,6 +17,7 @@ import (
 
 	"github.com/mcpsag/router/internal/config"
 	"github.com/mcpsag/router/internal/daemon"
+	"github.com/mcpsag/router/internal/telemetry"
 )
 
 // Exit codes.
@@ -26,7 +28,7 @@ const (
 )
 
 func main() {
-	os.Exit(run(os.Args[1:], os.Stdin, os.Stdout, os.Stderr, os.Getenv))
+	os.Exit(run(os.Args[1:], os.Stdin, os.Stdout, os.Stderr, os.LookupEnv))
 }
 
 // cli is what every command gets: the streams, the environment and the
@@ -34,16 +36,25 @@ func main() {
 type cli struct {
 	stdin          io.Reader
 	stdout, stderr io.Writer
+	lookupEnv      config.LookupEnv
 	getenv         func(string) string
 	flags          config.Overrides
+	// serving is set once a command that serves (router, router mcp)
+	// starts: its errors are then logged as JSON, like the rest of stderr.
+	serving bool
 }
 
 // usageError is a mistake on the command line; it exits with code 2.
 type usageError struct{ error }
 
 // run executes the command line and returns the exit code.
-func run(args []string, stdin io.Reader, stdout, stderr io.Writer, getenv func(string) string) int {
-	c := &cli{stdin: stdin, stdout: stdout, stderr: stderr, getenv: getenv}
+func run(args []string, stdin io.Reader, stdout, stderr io.Writer, lookupEnv config.LookupEnv) int {
+	getenv := func(key string) string {
+		v, _ := lookupEnv(key)
+		return v
+	}
+	c := &cli{stdin: stdin, stdout: stdout, stderr: stderr, lookupEnv: lookupEnv, getenv: getenv}
+	telemetry.RouteProcessLogs(stderr)
 	root := c.rootCommand()
 	root.SetArgs(args)
 	root.SetIn(stdin)
@@ -57,6 +68,11 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer, getenv func(s
 	if errors.As(err, &ue) {
 		fmt.Fprintf(stderr, "router: %v\nsee router --help\n", err)
 		return exitUsage
+	}
+	if c.serving {
+		// A serving router's stderr is all JSON lines, its last one too.
+		slog.New(slog.NewJSONHandler(stderr, nil)).Error("router failed", "err", err.Error())
+		return exitError
 	}
 	fmt.Fprintln(stderr, "router:", err)
 	return exitError
@@ -91,7 +107,8 @@ func (c *cli) rootCommand() *cobra.Command {
 		SilenceErrors: true,
 		Version:       version(),
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			m, err := c.main()
+			c.serving = !printConfig
+			m, err := c.main(cmd)
 			if err != nil {
 				return err
 			}
@@ -116,20 +133,26 @@ func (c *cli) rootCommand() *cobra.Command {
 	pf.StringVar(&c.flags.LogLevel, "log-level", "", "debug, info, warn or error (MCPSAG_LOG_LEVEL; default info)")
 	f := root.Flags()
 	f.StringVar(&c.flags.Addr, "addr", "", "gRPC listen `address` (MCPSAG_ADDR; default 127.0.0.1:7443)")
-	f.StringVar(&c.flags.AdminAddr, "admin-addr", "", "`address` for /metrics, /healthz and /readyz; empty disables it (MCPSAG_ADMIN_ADDR)")
-	f.StringVar(&c.flags.MCPAddr, "mcp-addr", "", "serve MCP over Streamable HTTP at this `address`, path /mcp; empty disables it (MCPSAG_MCP_ADDR)")
+	f.StringVar(&c.flags.AdminAddr, "admin-addr", "", "`address` for /metrics, /healthz and /readyz (MCPSAG_ADMIN_ADDR); \"\" turns it off, also when the config file sets it")
+	f.StringVar(&c.flags.MCPAddr, "mcp-addr", "", "serve MCP over Streamable HTTP at this `address`, path /mcp (MCPSAG_MCP_ADDR); \"\" turns it off, also when the config file sets it")
 	f.BoolVar(&printConfig, "print-config", false, "print the effective configuration, each setting with its source, and exit")
 	root.AddCommand(c.mcpCommand(), c.versionCommand())
 	return root
 }
 
-// main resolves the configuration and returns the process to run.
-func (c *cli) main() (*daemon.Main, error) {
-	cfg, err := config.Resolve(c.flags, c.getenv)
+// main resolves the configuration and returns the process to run. A
+// listener flag given an empty address turns that listener off.
+func (c *cli) main(cmd *cobra.Command) (*daemon.Main, error) {
+	for flag, key := range map[string]string{"admin-addr": config.OffAdmin, "mcp-addr": config.OffMCP} {
+		if f := cmd.Flags().Lookup(flag); f != nil && f.Changed && f.Value.String() == "" {
+			c.flags.Off = append(c.flags.Off, key)
+		}
+	}
+	cfg, err := config.ResolveEnv(c.flags, c.lookupEnv)
 	if err != nil {
 		return nil, err
 	}
-	return &daemon.Main{Config: cfg, Overrides: c.flags, Getenv: c.getenv, Stderr: c.stderr}, nil
+	return &daemon.Main{Config: cfg, Overrides: c.flags, Getenv: c.getenv, LookupEnv: c.lookupEnv, Stderr: c.stderr}, nil
 }
 
 // serve runs the daemon until SIGINT or SIGTERM, then stops it gracefully; a

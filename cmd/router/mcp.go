@@ -62,12 +62,13 @@ func (c *cli) mcpCommand() *cobra.Command {
 			if err := skill.ValidateAgent(f.agent); err != nil {
 				return usageError{fmt.Errorf("--agent: %w", err)}
 			}
+			c.serving = true
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
 			if f.connect != "" {
 				return c.serveAttached(ctx, f)
 			}
-			m, err := c.main()
+			m, err := c.main(cmd)
 			if err != nil {
 				return err
 			}
@@ -90,13 +91,16 @@ func (c *cli) serveAttached(ctx context.Context, f mcpFlags) error {
 	if (f.tls.Cert == "") != (f.tls.Key == "") {
 		return usageError{fmt.Errorf("--tls-cert and --tls-key go together")}
 	}
+	if err := remote.CheckAddr(f.connect); err != nil {
+		return usageError{fmt.Errorf("--connect %w", err)}
+	}
 	conn, err := remote.Dial(f.connect, remote.DialOptions{Token: cmp.Or(f.token, c.getenv("MCPSAG_TOKEN")), TLS: f.tls})
 	if err != nil {
 		return err
 	}
 	defer conn.Close()
-	log := slog.New(slog.NewJSONHandler(c.stderr, nil)).With("component", "mcp")
-	log.Info("serving MCP on stdio over a running router", "connect", f.connect, "agent", f.agent, "version", buildinfo.Read().String())
+	log := slog.New(slog.NewJSONHandler(c.stderr, nil)) // the front names its component itself
+	log.Info("serving MCP on stdio over a running router", "component", "mcp", "connect", f.connect, "agent", f.agent, "version", buildinfo.Read().String())
 	r := remote.New(routerv1.NewSkillRouterClient(conn), remote.Options{PollInterval: 2 * time.Second})
 	feat, err := mcp.ProbeFeatures(ctx, r, f.agent)
 	if err != nil {

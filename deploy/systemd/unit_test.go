@@ -145,7 +145,9 @@ func TestUnitDirectives(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := map[string]string{
-		"Type":                    "exec",
+		"Type":                    "notify",
+		"NotifyAccess":            "main",
+		"WatchdogSec":             "30s",
 		"DynamicUser":             "yes",
 		"ProtectSystem":           "strict",
 		"ProtectHome":             "yes",

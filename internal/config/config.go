@@ -15,9 +15,11 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	"go.yaml.in/yaml/v3"
@@ -208,6 +210,10 @@ type Telemetry struct {
 	// RecordTaskText puts task text into skill_selected events; by default
 	// only a keyed hash of it is recorded.
 	RecordTaskText bool `yaml:"record_task_text"`
+	// Pprof serves Go's profiles under /debug/pprof/ on the admin
+	// listener. Off by default: anyone who reaches the admin address
+	// could read them, and a profile can hold fragments of memory.
+	Pprof bool `yaml:"pprof"`
 }
 
 // Shutdown configures the two-stage stop.
@@ -247,23 +253,58 @@ func builtin() Config {
 	}
 }
 
-// Overrides are settings given on the command line. Empty fields are unset.
+// Overrides are settings given on the command line. Empty fields are unset,
+// except for the listeners named in Off.
 type Overrides struct {
 	Addr, Workspace, StateDir, ConfigFile, AdminAddr, ModelDir, LogLevel, MCPAddr string
+	// Off names the listeners given an empty address (--admin-addr "",
+	// --mcp-addr ""): OffAdmin, OffMCP. They stay off whatever the config
+	// file says.
+	Off []string
 }
 
-// envOverrides reads MCPSAG_* variables through getenv.
-func envOverrides(getenv func(string) string) Overrides {
-	return Overrides{
-		Addr:       getenv("MCPSAG_ADDR"),
-		Workspace:  getenv("MCPSAG_WORKSPACE"),
-		StateDir:   getenv("MCPSAG_STATE_DIR"),
-		ConfigFile: getenv("MCPSAG_CONFIG"),
-		AdminAddr:  getenv("MCPSAG_ADMIN_ADDR"),
-		ModelDir:   getenv("MCPSAG_MODEL_DIR"),
-		LogLevel:   getenv("MCPSAG_LOG_LEVEL"),
-		MCPAddr:    getenv("MCPSAG_MCP_ADDR"),
+// The listeners Overrides.Off may name: the keys of their addresses.
+const (
+	OffAdmin = "admin_addr"
+	OffMCP   = "mcp.addr"
+)
+
+// LookupEnv reads one environment variable: its value, and whether it is
+// set at all (os.LookupEnv).
+type LookupEnv func(key string) (string, bool)
+
+// Getenv adapts a getenv function, which cannot tell a variable set to ""
+// from an unset one, to a LookupEnv that reports only non-empty variables.
+func Getenv(getenv func(string) string) LookupEnv {
+	return func(key string) (string, bool) {
+		v := getenv(key)
+		return v, v != ""
 	}
+}
+
+// envOverrides reads MCPSAG_* variables through lookup. MCPSAG_ADMIN_ADDR
+// and MCPSAG_MCP_ADDR set to "" turn their listeners off.
+func envOverrides(lookup LookupEnv) Overrides {
+	get := func(key string) string {
+		v, _ := lookup(key)
+		return v
+	}
+	o := Overrides{
+		Addr:       get("MCPSAG_ADDR"),
+		Workspace:  get("MCPSAG_WORKSPACE"),
+		StateDir:   get("MCPSAG_STATE_DIR"),
+		ConfigFile: get("MCPSAG_CONFIG"),
+		AdminAddr:  get("MCPSAG_ADMIN_ADDR"),
+		ModelDir:   get("MCPSAG_MODEL_DIR"),
+		LogLevel:   get("MCPSAG_LOG_LEVEL"),
+		MCPAddr:    get("MCPSAG_MCP_ADDR"),
+	}
+	for key, env := range map[string]string{OffAdmin: "MCPSAG_ADMIN_ADDR", OffMCP: "MCPSAG_MCP_ADDR"} {
+		if v, set := lookup(env); set && v == "" {
+			o.Off = append(o.Off, key)
+		}
+	}
+	return o
 }
 
 // EnvNames lists the environment variables Resolve reads, for help texts.
@@ -273,8 +314,16 @@ var EnvNames = []string{"MCPSAG_ADDR", "MCPSAG_WORKSPACE", "MCPSAG_STATE_DIR", "
 // environment, then flags. The config file is flags.ConfigFile, else
 // MCPSAG_CONFIG, else DefaultFile under the workspace when it exists. A named
 // file that does not exist is an error; the default file may be absent.
+// getenv cannot tell an empty variable from an unset one: use ResolveEnv for
+// MCPSAG_ADMIN_ADDR= and MCPSAG_MCP_ADDR= to turn listeners off.
 func Resolve(flags Overrides, getenv func(string) string) (Config, error) {
-	env := envOverrides(getenv)
+	return ResolveEnv(flags, Getenv(getenv))
+}
+
+// ResolveEnv is Resolve reading the environment through lookup, so that a
+// listener's variable set to "" turns it off.
+func ResolveEnv(flags Overrides, lookup LookupEnv) (Config, error) {
+	env := envOverrides(lookup)
 	cfg := Default()
 
 	workspace := cmp.Or(flags.Workspace, env.Workspace)
@@ -290,7 +339,9 @@ func Resolve(flags Overrides, getenv func(string) string) (Config, error) {
 	cfg.Sources = map[string]Source{}
 	keys, err := readFile(file, &cfg)
 	if err != nil {
-		if named || !errors.Is(err, os.ErrNotExist) {
+		// The default file is absent when the workspace does not exist
+		// or is not a folder: the daemon says so, better than this would.
+		if named || !(errors.Is(err, os.ErrNotExist) || errors.Is(err, syscall.ENOTDIR)) {
 			return Config{}, err
 		}
 	} else {
@@ -307,16 +358,25 @@ func Resolve(flags Overrides, getenv func(string) string) (Config, error) {
 		cfg.Addr = cmp.Or(o.set.Addr, cfg.Addr)
 		cfg.Workspace = cmp.Or(o.set.Workspace, cfg.Workspace)
 		cfg.StateDir = cmp.Or(fromWorkingDir(o.set.StateDir), cfg.StateDir)
-		cfg.AdminAddr = cmp.Or(o.set.AdminAddr, cfg.AdminAddr)
+		cfg.AdminAddr = orOff(o.set, OffAdmin, o.set.AdminAddr, cfg.AdminAddr)
 		cfg.Model.Dir = cmp.Or(fromWorkingDir(o.set.ModelDir), cfg.Model.Dir)
 		cfg.LogLevel = cmp.Or(o.set.LogLevel, cfg.LogLevel)
-		cfg.MCP.Addr = cmp.Or(o.set.MCPAddr, cfg.MCP.Addr)
+		cfg.MCP.Addr = orOff(o.set, OffMCP, o.set.MCPAddr, cfg.MCP.Addr)
 		cfg.noteOverrides(o.set, o.kind)
 	}
 	if problems := cfg.finish(); len(problems) > 0 {
 		return Config{}, cfg.blame(problems)
 	}
 	return cfg, nil
+}
+
+// orOff returns "" when o turns the listener key off, else set when it is
+// not empty, else was.
+func orOff(o Overrides, key, set, was string) string {
+	if slices.Contains(o.Off, key) {
+		return ""
+	}
+	return cmp.Or(set, was)
 }
 
 // readFile decodes a YAML config file into cfg, rejecting unknown keys so a

@@ -22,6 +22,9 @@ import (
 type Reloader struct {
 	Flags  Overrides
 	Getenv func(string) string
+	// LookupEnv, when set, reads the environment instead of Getenv, so
+	// that a listener's variable set to "" keeps it off, as at start.
+	LookupEnv LookupEnv
 	// Path is the config file to watch: the one in force, or the default
 	// location when none was found at start.
 	Path         string
@@ -91,7 +94,11 @@ func (r *Reloader) Run(ctx context.Context, current Config) {
 
 func (r *Reloader) reload() {
 	r.file.Mark()
-	cfg, err := Resolve(r.Flags, r.Getenv)
+	lookup := r.LookupEnv
+	if lookup == nil {
+		lookup = Getenv(r.Getenv)
+	}
+	cfg, err := ResolveEnv(r.Flags, lookup)
 	if err != nil {
 		r.OnError(err)
 		return

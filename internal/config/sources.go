@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 
@@ -51,11 +52,11 @@ var overrides = []override{
 	{"mcp.addr", "MCPSAG_MCP_ADDR", "--mcp-addr", func(o Overrides) string { return o.MCPAddr }},
 }
 
-// noteOverrides records the settings set (non-empty) in o as coming from
-// kind.
+// noteOverrides records the settings set in o (non-empty, or a listener
+// turned off) as coming from kind.
 func (c *Config) noteOverrides(o Overrides, kind SourceKind) {
 	for _, ov := range overrides {
-		if ov.get(o) == "" {
+		if ov.get(o) == "" && !slices.Contains(o.Off, ov.key) {
 			continue
 		}
 		name := ov.env

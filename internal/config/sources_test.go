@@ -65,3 +65,52 @@ func TestExplainNamesEverySource(t *testing.T) {
 		}
 	}
 }
+
+// TestEmptyListenerAddressTurnsItOff: an empty --admin-addr or --mcp-addr,
+// or MCPSAG_ADMIN_ADDR / MCPSAG_MCP_ADDR set to "", turns off a listener
+// the config file sets; an unset variable leaves the file's value.
+func TestEmptyListenerAddressTurnsItOff(t *testing.T) {
+	ws := t.TempDir()
+	writeConfig(t, ws, "admin_addr: 127.0.0.1:9464\nmcp:\n  addr: 127.0.0.1:7444\n")
+	lookup := func(env map[string]string) LookupEnv {
+		return func(k string) (string, bool) {
+			v, ok := env[k]
+			return v, ok
+		}
+	}
+	for _, tc := range []struct {
+		name             string
+		flags            Overrides
+		env              map[string]string
+		admin, mcp       string
+		adminSrc, mcpSrc string
+	}{
+		{"file", Overrides{}, nil, "127.0.0.1:9464", "127.0.0.1:7444", "file", "file"},
+		{"flags", Overrides{Off: []string{OffAdmin, OffMCP}}, nil, "", "", "flag --admin-addr", "flag --mcp-addr"},
+		{"variables", Overrides{}, map[string]string{"MCPSAG_ADMIN_ADDR": "", "MCPSAG_MCP_ADDR": ""}, "", "", "env MCPSAG_ADMIN_ADDR", "env MCPSAG_MCP_ADDR"},
+		{"flag over variable", Overrides{AdminAddr: "127.0.0.1:1"}, map[string]string{"MCPSAG_ADMIN_ADDR": ""}, "127.0.0.1:1", "127.0.0.1:7444", "flag --admin-addr", "file"},
+		{"off flag over variable", Overrides{Off: []string{OffMCP}}, map[string]string{"MCPSAG_MCP_ADDR": "127.0.0.1:2"}, "127.0.0.1:9464", "", "file", "flag --mcp-addr"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tc.flags.Workspace = ws
+			cfg, err := ResolveEnv(tc.flags, lookup(tc.env))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if cfg.AdminAddr != tc.admin || cfg.MCP.Addr != tc.mcp {
+				t.Errorf("admin %q, mcp %q; want %q, %q", cfg.AdminAddr, cfg.MCP.Addr, tc.admin, tc.mcp)
+			}
+			if got := cfg.SourceOf("admin_addr").String(); !strings.HasPrefix(got, tc.adminSrc) {
+				t.Errorf("admin_addr from %q, want %q", got, tc.adminSrc)
+			}
+			if got := cfg.SourceOf("mcp.addr").String(); !strings.HasPrefix(got, tc.mcpSrc) {
+				t.Errorf("mcp.addr from %q, want %q", got, tc.mcpSrc)
+			}
+		})
+	}
+	// Resolve's getenv cannot tell "" from unset: the file's value stays.
+	cfg, err := Resolve(Overrides{Workspace: ws}, func(string) string { return "" })
+	if err != nil || cfg.AdminAddr != "127.0.0.1:9464" {
+		t.Errorf("Resolve with empty getenv: admin %q, %v", cfg.AdminAddr, err)
+	}
+}

@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"log/slog"
 	"net"
 	"os"
@@ -29,6 +30,7 @@ import (
 	"github.com/mcpsag/router/internal/embed"
 	"github.com/mcpsag/router/internal/loader"
 	"github.com/mcpsag/router/internal/router"
+	"github.com/mcpsag/router/internal/sdnotify"
 	"github.com/mcpsag/router/internal/server"
 	"github.com/mcpsag/router/internal/skill"
 	"github.com/mcpsag/router/internal/skillmd"
@@ -43,9 +45,11 @@ import (
 type Main struct {
 	Config config.Config
 	// Overrides and Getenv are the flags and environment the config was
-	// resolved with; config reloads resolve again with them.
+	// resolved with; config reloads resolve again with them, and with
+	// LookupEnv when set (it tells a variable set to "" from an unset one).
 	Overrides config.Overrides
 	Getenv    func(string) string
+	LookupEnv config.LookupEnv
 	// Stderr receives the JSON log; default os.Stderr.
 	Stderr io.Writer
 
@@ -69,7 +73,9 @@ type Main struct {
 	// standalone MCP sessions of the workspace.
 	sock *server.Server
 	done chan error // the gRPC server's Serve result
-	mcp  *mcpServer
+	// serveEnded is closed once the gRPC server's Serve returned.
+	serveEnded chan struct{}
+	mcp        *mcpServer
 	// serving is set once the first index is served, and cleared when a
 	// shutdown begins; /readyz reports it.
 	serving atomic.Bool
@@ -78,6 +84,11 @@ type Main struct {
 	// stopReload ends the config watcher.
 	stopReload context.CancelFunc
 	reloaded   chan struct{}
+	// notifier tells a service manager about readiness and stopping;
+	// nil outside one. stopWatchdog ends its watchdog pings.
+	notifier     *sdnotify.Notifier
+	stopWatchdog context.CancelFunc
+	watchdogDone chan struct{}
 }
 
 // Run starts the daemon: it opens the state directory, starts the gRPC
@@ -125,8 +136,11 @@ func (m *Main) Run(ctx context.Context) (err error) {
 	undo = append(undo, func() { m.closeCore() })
 
 	m.srv = m.newServer(serverOpts...)
-	m.done = make(chan error, 1)
-	go func() { m.done <- m.srv.GRPC.Serve(lis) }()
+	m.done, m.serveEnded = make(chan error, 1), make(chan struct{})
+	go func() {
+		m.done <- m.srv.GRPC.Serve(lis)
+		close(m.serveEnded)
+	}()
 	undo = append(undo, func() { m.srv.GRPC.Stop(); m.srv = nil })
 	// Standalone MCP sessions on the workspace attach here.
 	m.serveSocket()
@@ -141,6 +155,7 @@ func (m *Main) Run(ctx context.Context) (err error) {
 	m.log.Info("router listening", "addr", lis.Addr().String(), "mcp_addr", m.MCPAddr(), "admin_addr", m.tel.AdminAddr(),
 		"tls", cfg.TLS.Enabled(), "mtls", cfg.TLS.ClientCAFile != "", "auth", cfg.Auth.Enabled,
 		"workspace", cfg.Workspace, "state_dir", cfg.StateDir, "version", buildinfo.Read().String())
+	m.warnOpenListeners()
 
 	if err := m.router.Start(ctx); err != nil {
 		return fmt.Errorf("first index: %w", err)
@@ -148,6 +163,7 @@ func (m *Main) Run(ctx context.Context) (err error) {
 	m.srv.SetServing(true)
 	m.serving.Store(true)
 	m.watchConfig(m.router)
+	m.notifyReady()
 	return nil
 }
 
@@ -178,6 +194,49 @@ func (m *Main) newServer(opts ...grpc.ServerOption) *server.Server {
 	return srv
 }
 
+// warnOpenListeners warns about an admin or MCP listener bound to every
+// network interface (0.0.0.0, [::] or no host): what it serves is then open
+// to whoever reaches the machine, unless a firewall or the network in front
+// restricts it.
+func (m *Main) warnOpenListeners() {
+	if m.Config.Telemetry.Pprof && m.Config.AdminAddr == "" {
+		m.log.Warn("telemetry.pprof is on but the admin listener is off (admin_addr): no profile is served")
+	}
+	if everyInterface(m.Config.AdminAddr) {
+		paths := "/metrics, /healthz and /readyz"
+		if m.Config.Telemetry.Pprof {
+			paths = "/metrics, /healthz, /readyz and /debug/pprof/"
+		}
+		m.log.Warn("the admin listener accepts connections on every network interface, and its "+paths+" need no token; bind it to 127.0.0.1 or a private address unless the network in front restricts it",
+			"admin_addr", m.Config.AdminAddr)
+	}
+	if everyInterface(m.Config.MCP.Addr) {
+		auth := "it needs a token (auth is on)"
+		if !m.Config.Auth.Enabled {
+			auth = "anyone who reaches it may use it (auth is off)"
+		}
+		m.log.Warn("MCP over HTTP accepts connections on every network interface; "+auth+"; bind it to 127.0.0.1 unless remote hosts must reach it",
+			"mcp_addr", m.Config.MCP.Addr)
+	}
+}
+
+// everyInterface reports whether a listen address binds every interface:
+// an unspecified IP (0.0.0.0, [::]) or no host at all (":9464").
+func everyInterface(addr string) bool {
+	if addr == "" {
+		return false
+	}
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return false
+	}
+	if host == "" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsUnspecified()
+}
+
 // startTelemetry sets up telemetry and the logger.
 func (m *Main) startTelemetry(ctx context.Context) error {
 	if m.Stderr == nil {
@@ -189,6 +248,7 @@ func (m *Main) startTelemetry(ctx context.Context) error {
 		ServiceVersion: buildinfo.Read().String(),
 		AdminAddr:      m.Config.AdminAddr,
 		RecordTaskText: m.Config.Telemetry.RecordTaskText,
+		Pprof:          m.Config.Telemetry.Pprof,
 		Ready: func() (bool, string) {
 			if m.serving.Load() {
 				return true, "ready"
@@ -210,6 +270,9 @@ func (m *Main) startTelemetry(ctx context.Context) error {
 // lock; lockWait is how long to wait for another holder to let go.
 func (m *Main) openCore(ctx context.Context, holder, stateDir string, lockWait time.Duration) error {
 	cfg := m.Config
+	if err := checkWorkspace(cfg.Workspace); err != nil {
+		return err
+	}
 	opts := store.Options{
 		LockTimeout:   lockWait,
 		Holder:        holder,
@@ -266,8 +329,11 @@ func (m *Main) openCore(ctx context.Context, holder, stateDir string, lockWait t
 				m.log.Warn("embedding model not loaded; matching uses keywords only until it is fixed", "dir", cfg.Dir, "err", err)
 			}
 		}(m.embedConfig(cfg))
+		// This embedder, not the field, which closeEmbedder clears before
+		// telemetry's last collection (see the index gauge below).
+		emb := m.embedder
 		rec.RegisterEmbeddingCache(telemetry.CacheQuery, func() (int64, int64) {
-			st := m.embedder.Status()
+			st := emb.Status()
 			return st.QueryCacheHits, st.QueryCacheMisses
 		})
 	}
@@ -282,12 +348,30 @@ func (m *Main) openCore(ctx context.Context, holder, stateDir string, lockWait t
 		Upstream:         m.upstream,
 		Logger:           m.log.With("component", "router"),
 	})
+	// The gauge reads this router, not the field: closeCore clears the
+	// field while a last collection may still run (OTLP's final export).
+	rt := m.router
 	rec.RegisterIndexGauge(func() telemetry.IndexSize {
-		st, _ := m.router.Status(context.Background())
+		st, _ := rt.Status(context.Background())
 		return telemetry.IndexSize{Served: int64(st.Skills), Disabled: int64(st.Disabled), Shadowed: int64(st.Shadowed),
 			AgentScoped: int64(st.AgentScoped), Invalid: int64(st.FilesInvalid)}
 	})
 	m.served = &telemetry.Router{Next: m.router, Rec: rec, Tracer: m.tel.Tracer()}
+	return nil
+}
+
+// checkWorkspace refuses a workspace that is not an existing folder: serving
+// it would create it (with the state directory inside) and serve no skill.
+func checkWorkspace(dir string) error {
+	fi, err := os.Stat(dir)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return fmt.Errorf("workspace %s does not exist; point --workspace (or MCPSAG_WORKSPACE) at the folder that holds skills/<name>/SKILL.md, or create it with mkdir -p %s/skills", dir, dir)
+	case err != nil:
+		return fmt.Errorf("workspace: %w", err)
+	case !fi.IsDir():
+		return fmt.Errorf("workspace %s is not a folder; point --workspace (or MCPSAG_WORKSPACE) at the folder that holds skills/<name>/SKILL.md", dir)
+	}
 	return nil
 }
 
@@ -301,6 +385,7 @@ func (m *Main) closeCore() error {
 		m.stopReload = nil
 	}
 	if m.router != nil {
+		m.tel.Recorder().RegisterIndexGauge(nil)
 		errs = append(errs, m.router.Close())
 		m.router = nil
 	}
@@ -325,6 +410,7 @@ func (m *Main) Router() *router.Router { return m.router }
 // close in reverse order of opening. Cancelling ctx skips the waiting.
 func (m *Main) Close(ctx context.Context) error {
 	m.serving.Store(false)
+	m.notifyStopping()
 	if m.srv != nil {
 		m.srv.Health.Shutdown()
 		if d := m.Config.Shutdown.Drain; d > 0 {
@@ -359,25 +445,29 @@ func (m *Main) Close(ctx context.Context) error {
 	}
 	m.stopSocket()
 	err := m.closeCore()
+	m.closeTelemetry()
 	if m.log != nil {
 		m.log.Info("router stopped")
 	}
-	return errors.Join(err, m.closeTelemetry())
+	return err
 }
 
 // AdminAddr returns the address /metrics is served on, "" when off.
 func (m *Main) AdminAddr() string { return m.tel.AdminAddr() }
 
-// closeTelemetry flushes and stops telemetry, within a bounded time.
-func (m *Main) closeTelemetry() error {
+// closeTelemetry flushes and stops telemetry, within a bounded time. A
+// flush that fails (an OTLP collector that is down) is logged: it does not
+// make the stop fail.
+func (m *Main) closeTelemetry() {
 	if m.tel == nil {
-		return nil
+		return
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	err := m.tel.Shutdown(ctx)
+	if err := m.tel.Shutdown(ctx); err != nil {
+		m.log.Warn("telemetry not flushed at stop", "err", err)
+	}
 	m.tel = nil
-	return err
 }
 
 // closeUpstream stops the MCP servers the router started.

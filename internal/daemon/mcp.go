@@ -28,7 +28,7 @@ type mcpServer struct {
 func (m *Main) mcpOptions(agent string) mcp.Options {
 	return mcp.Options{
 		Name: "mcpsag-router", Version: buildinfo.Read().String(), Agent: agent,
-		Logger:         m.log.With("component", "mcp"),
+		Logger:         m.log, // the front names its component itself
 		TracerProvider: m.tel.TracerProvider(),
 		Auditor:        mcpAuditor{m.tel.Recorder()},
 	}
@@ -100,7 +100,7 @@ func (m *Main) ServeMCP(ctx context.Context, agent string, in io.Reader, out io.
 	if err := m.startTelemetry(ctx); err != nil {
 		return err
 	}
-	defer func() { err = errors.Join(err, m.closeTelemetry()) }()
+	defer m.closeTelemetry()
 	if err := m.setupGuard(); err != nil {
 		return err
 	}

@@ -34,7 +34,7 @@ func (m *Main) watchConfig(rt *router.Router) {
 	log := m.log.With("component", "config")
 	inForce := m.Config
 	r := &config.Reloader{
-		Flags: m.Overrides, Getenv: getenv, Path: path,
+		Flags: m.Overrides, Getenv: getenv, LookupEnv: m.LookupEnv, Path: path,
 		OnChange: func(c config.Config) {
 			rt.SetSettings(settingsOf(c))
 			if err := m.loader.SetMatchConfig(context.Background(), c.Match); err != nil {

@@ -29,9 +29,9 @@ func (a *assembly) vectors(ctx context.Context, prev *Generation, base *match.In
 		return nil, vectorSpace{}, false, nil
 	}
 	if m.Status().Degraded {
-		if err := m.Reload(ctx, m.Config()); err == nil {
-			a.log.Info("embedding model available again", "model", m.Identity().Name)
-		}
+		// The Manager logs the outcome: loaded, or recovered after a
+		// failure.
+		_ = m.Reload(ctx, m.Config())
 	}
 	id := m.Identity()
 	if id.Fingerprint == "" {
