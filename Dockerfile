@@ -1,3 +1,4 @@
+# syntax=docker/dockerfile:1
 # Container image for the MCPSAG skill router: the daemon (router) and the CLI
 # (routerctl), static binaries on an empty base. See docs/deployment.md.
 #
@@ -16,15 +17,18 @@ ARG GO_IMAGE=golang:1.26.8-bookworm
 
 FROM ${GO_IMAGE} AS build
 ARG VERSION=dev
+ARG REVISION=unknown
 WORKDIR /src
 # Modules first, so source edits reuse the download layer.
 COPY go.mod go.sum ./
 RUN --mount=type=cache,target=/go/pkg/mod go mod download
 COPY . .
 # CGO_ENABLED=0 gives fully static binaries (the embedding model runs in pure
-# Go); -trimpath keeps build paths out of them.
+# Go); -trimpath keeps build paths out of them. VERSION and REVISION are
+# stamped into both (their version commands, Status, service.version): the
+# build context has no .git to read a revision from.
 RUN --mount=type=cache,target=/go/pkg/mod --mount=type=cache,target=/root/.cache/go-build \
-    CGO_ENABLED=0 go build -trimpath -ldflags="-s -w -X github.com/mcpsag/router/internal/buildinfo.version=${VERSION}" \
+    CGO_ENABLED=0 go build -trimpath -ldflags="-s -w -X github.com/mcpsag/router/internal/buildinfo.version=${VERSION} -X github.com/mcpsag/router/internal/buildinfo.revision=${REVISION}" \
     -o /out/bin/ ./cmd/router ./cmd/routerctl
 # The runtime file tree: an unprivileged user (uid/gid 65532), an empty
 # workspace for the skills mount, and the state directory owned by that user.

@@ -83,6 +83,24 @@ func parseDockerfile(t *testing.T) dockerfile {
 	return d
 }
 
+// goBuild returns the command line of the RUN step that builds the
+// binaries.
+func (d dockerfile) goBuild(t *testing.T) string {
+	t.Helper()
+	var build string
+	for _, s := range d.stages {
+		for _, r := range commands[*instructions.RunCommand](s) {
+			if line := strings.Join(r.CmdLine, " "); strings.Contains(line, "go build") {
+				build = line
+			}
+		}
+	}
+	if build == "" {
+		t.Fatal("no RUN step runs go build")
+	}
+	return build
+}
+
 // final returns the last stage, the image that is shipped.
 func (d dockerfile) final() instructions.Stage { return d.stages[len(d.stages)-1] }
 
@@ -196,15 +214,20 @@ func TestDockerfile(t *testing.T) {
 		}
 	})
 
-	t.Run("static build", func(t *testing.T) {
-		var build string
-		for _, s := range d.stages {
-			for _, r := range commands[*instructions.RunCommand](s) {
-				if line := strings.Join(r.CmdLine, " "); strings.Contains(line, "go build") {
-					build = line
-				}
-			}
+	t.Run("syntax directive", func(t *testing.T) {
+		// RUN --mount needs BuildKit's Dockerfile frontend 1.2 or later;
+		// the directive asks for it instead of relying on the builder's.
+		src, err := os.ReadFile(filepath.Join(repoRoot, "Dockerfile"))
+		if err != nil {
+			t.Fatal(err)
 		}
+		if first, _, _ := strings.Cut(string(src), "\n"); !regexp.MustCompile(`^# syntax=docker/dockerfile:1(\.\d+)?$`).MatchString(first) {
+			t.Errorf("first line %q, want # syntax=docker/dockerfile:1", first)
+		}
+	})
+
+	t.Run("static build", func(t *testing.T) {
+		build := d.goBuild(t)
 		for _, want := range []string{"CGO_ENABLED=0", "-trimpath", "./cmd/router", "./cmd/routerctl"} {
 			if !strings.Contains(build, want) {
 				t.Errorf("the go build step %q lacks %s", build, want)
@@ -454,12 +477,24 @@ func TestDockerignore(t *testing.T) {
 // TestImageBinariesStatic builds the image's two binaries as its Dockerfile
 // does and checks that they need no dynamic loader or shared library, the
 // precondition for running them on an empty base image.
+// TestImageBinariesStatic builds the binaries with the Dockerfile's link
+// flags, VERSION and REVISION set as docker build --build-arg sets them,
+// and checks that they are static and report both.
 func TestImageBinariesStatic(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds the router and routerctl; skipped with -short")
 	}
+	const version, revision = "v9.8.7-test", "0123456789abcdef0123456789abcdef01234567"
+	m := regexp.MustCompile(`-ldflags="([^"]*)"`).FindStringSubmatch(parseDockerfile(t).goBuild(t))
+	if m == nil {
+		t.Fatal(`the go build step has no -ldflags="..."`)
+	}
+	ldflags, err := shell.NewLex('\\').ProcessWordWithMatches(m[1], shell.EnvsFromSlice([]string{"VERSION=" + version, "REVISION=" + revision}))
+	if err != nil || len(ldflags.Unmatched) > 0 {
+		t.Fatalf("-ldflags %q: %v, unmatched %v", m[1], err, ldflags.Unmatched)
+	}
 	out := t.TempDir()
-	cmd := exec.Command(goTool(t), "build", "-trimpath", "-ldflags=-s -w", "-o", out+string(filepath.Separator), "./cmd/router", "./cmd/routerctl")
+	cmd := exec.Command(goTool(t), "build", "-trimpath", "-ldflags="+ldflags.Result, "-o", out+string(filepath.Separator), "./cmd/router", "./cmd/routerctl")
 	cmd.Dir = repoRoot
 	cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS=linux")
 	if b, err := cmd.CombinedOutput(); err != nil {
@@ -480,5 +515,10 @@ func TestImageBinariesStatic(t *testing.T) {
 			t.Errorf("%s needs shared libraries %v (%v)", b, libs, err)
 		}
 		f.Close()
+		res, err := exec.Command(path, "version", "--json").Output()
+		var v struct{ Version, Revision string }
+		if err != nil || json.Unmarshal(res, &v) != nil || !strings.HasPrefix(v.Version, version) || v.Revision != revision {
+			t.Errorf("%s version --json: %s (%v); want version %s and revision %s", b, res, err, version, revision)
+		}
 	}
 }

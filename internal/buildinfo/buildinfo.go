@@ -14,9 +14,11 @@ import (
 	"strings"
 )
 
-// version is set at link time (-ldflags -X); empty means "read the build
-// information".
-var version string
+// version and revision are set at link time (-ldflags -X); empty means
+// "read the build information". A stamped revision is for builds without
+// VCS information (a container build context has no .git); "unknown" is
+// the same as none.
+var version, revision string
 
 // Info describes one build.
 type Info struct {
@@ -38,6 +40,7 @@ func Read() Info {
 		if info.Version == "" {
 			info.Version = "unknown"
 		}
+		info.Revision = stampedRevision()
 		return info
 	}
 	info.GoVersion = bi.GoVersion
@@ -52,7 +55,18 @@ func Read() Info {
 			info.Modified = s.Value == "true"
 		}
 	}
+	if info.Revision == "" {
+		info.Revision = stampedRevision()
+	}
 	return info
+}
+
+// stampedRevision is the revision stamped at link time, "" for none.
+func stampedRevision() string {
+	if revision == "unknown" {
+		return ""
+	}
+	return revision
 }
 
 // String is the version with its revision, for one-line reports and

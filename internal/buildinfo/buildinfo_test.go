@@ -33,3 +33,18 @@ func TestStampedVersionWins(t *testing.T) {
 		t.Errorf("unstamped build reads %+v", got)
 	}
 }
+
+func TestStampedRevisionFillsAMissingOne(t *testing.T) {
+	old := revision
+	t.Cleanup(func() { revision = old })
+	revision = "3f2a9c1d0b4e5f60718293a4b5c6d7e8f9012345"
+	got := Read()
+	// A test binary has no VCS information of its own.
+	if got.Revision != revision || !strings.Contains(got.String(), "+3f2a9c1d0b4e") {
+		t.Errorf("stamped revision reads %+v (%s)", got, got)
+	}
+	revision = "unknown" // the Dockerfile's default
+	if got := Read(); got.Revision != "" {
+		t.Errorf("revision %q read as %q, want none", "unknown", got.Revision)
+	}
+}
