@@ -28,6 +28,8 @@ import (
 	"github.com/moby/buildkit/frontend/dockerfile/shell"
 	"github.com/moby/patternmatcher"
 	"github.com/moby/patternmatcher/ignorefile"
+
+	"github.com/mcpsag/router/internal/slowtest"
 )
 
 // repoRoot is the checkout's top folder, seen from this package.
@@ -484,6 +486,7 @@ func TestImageBinariesStatic(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds the router and routerctl; skipped with -short")
 	}
+	slowtest.Skip(t, "builds both binaries again, with other flags than the tests' builds")
 	const version, revision = "v9.8.7-test", "0123456789abcdef0123456789abcdef01234567"
 	m := regexp.MustCompile(`-ldflags="([^"]*)"`).FindStringSubmatch(parseDockerfile(t).goBuild(t))
 	if m == nil {

@@ -14,6 +14,7 @@ import (
 	"testing"
 
 	"github.com/mcpsag/router/internal/embed/embedtest"
+	"github.com/mcpsag/router/internal/slowtest"
 )
 
 // nativeTexts returns texts to compare the native paths on: the dev sets'
@@ -82,6 +83,7 @@ func nativeTexts(t *testing.T) []string {
 // native evaluation of the static graph gives the ONNX runtime's vectors,
 // bit for bit, for queries and documents.
 func TestNativeIsTheRuntime(t *testing.T) {
+	slowtest.Skip(t, "runs the ONNX runtime beside the native path; minutes under -race")
 	texts := nativeTexts(t)
 	dirs := map[string]string{"tiny": filepath.Join(t.TempDir(), "tiny")}
 	if _, err := embedtest.WriteTinyModel(dirs["tiny"]); err != nil {
