@@ -1,9 +1,15 @@
 package main
 
 import (
+	"context"
+	"net"
 	"strings"
 	"testing"
 	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/health"
+	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 
 	"github.com/mcpsag/router/internal/config"
 	"github.com/mcpsag/router/internal/daemon/daemontest"
@@ -95,5 +101,39 @@ func TestRefusedFlagValuesAreUsageErrors(t *testing.T) {
 	}
 	if res := ctlEnv(t, env, "list", "--kinds", "tools"); res.code != 0 || !strings.Contains(res.stdout, "0 tools (index generation") {
 		t.Errorf("list --kinds tools: exit %d: %q", res.code, res.stdout)
+	}
+}
+
+// TestHealthStates: health exits 1 and says so for a router that drains
+// before a stop (NOT_SERVING) and for a gRPC server that does not serve the
+// router's API (SERVICE_UNKNOWN).
+func TestHealthStates(t *testing.T) {
+	r := daemontest.Start(t, daemontest.CopyExamples(t), daemontest.Options{Configure: func(c *config.Config) {
+		c.Shutdown.Drain = 3 * time.Second
+	}})
+	addr, m := r.Addr, r.Main
+	stopped := make(chan struct{})
+	go func() {
+		defer close(stopped)
+		_ = m.Close(context.Background())
+	}()
+	t.Cleanup(func() { <-stopped })
+	r.Main = nil // stopped above
+	res := ctl(t, "health", "--addr", addr, "--json")
+	if doc := jsonDoc(t, res); res.code != 1 || field(t, doc, "status") != "NOT_SERVING" || field(t, doc, "error") != "" {
+		t.Errorf("draining router: exit %d, %v; want 1 and NOT_SERVING", res.code, doc)
+	}
+
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := grpc.NewServer()
+	healthpb.RegisterHealthServer(srv, health.NewServer())
+	go srv.Serve(lis)
+	t.Cleanup(srv.Stop)
+	res = ctl(t, "health", "--addr", lis.Addr().String())
+	if res.code != 1 || !strings.Contains(res.stdout, "service_unknown") {
+		t.Errorf("a server without the router's API: exit %d: %q", res.code, res.stdout)
 	}
 }
