@@ -21,6 +21,7 @@ import (
 	"github.com/mcpsag/router/internal/skill"
 	"github.com/mcpsag/router/internal/skillfs"
 	"github.com/mcpsag/router/internal/skillmd"
+	"github.com/mcpsag/router/internal/slowtest"
 )
 
 // result is one routerbench invocation.
@@ -491,6 +492,7 @@ func TestLifecycle(t *testing.T) {
 	if testing.Short() {
 		t.Skip("skipping in -short: builds and starts the router three times")
 	}
+	slowtest.Skip(t, "builds the router with its own flags and starts it three times")
 	bin := filepath.Join(t.TempDir(), "router")
 	build := exec.Command("go", "build", "-o", bin, "../router")
 	if out, err := build.CombinedOutput(); err != nil {

@@ -212,6 +212,7 @@ func names(ss []*skill.Skill) string {
 // answers against fresh builds; a damaged snapshot is an error, never a
 // panic.
 func TestSnapshotRestoresForUpdate(t *testing.T) {
+	slowtest.Skip(t, "25 s under -race")
 	ctx := context.Background()
 	skills, vecs, bodies := exactCorpus(t, 800, 16, 5)
 	r := rand.New(rand.NewPCG(1, 1))
@@ -309,6 +310,7 @@ func TestSnapshotRestoresForUpdate(t *testing.T) {
 // parameters field. After every step the answers are those of a fresh
 // Build.
 func TestUpdateWithTools(t *testing.T) {
+	slowtest.Skip(t, "39 s under -race")
 	ctx := context.Background()
 	skills, _, bodies := exactCorpus(t, 300, 16, 7)
 	r := rand.New(rand.NewPCG(3, 4))
@@ -431,6 +433,7 @@ func TestUpdateWithTools(t *testing.T) {
 // they are normalised again, which moves the last bit of a few rows (about
 // 1 in 700 at 16 dimensions, none seen at 256).
 func TestUnitVectorsKeepTheirBits(t *testing.T) {
+	slowtest.Skip(t, "over 100 s under -race")
 	ctx := context.Background()
 	skills, vecs, bodies := exactCorpus(t, 3000, 16, 9)
 	body := func(s *skill.Skill) (string, error) { return bodies[s.ContentHash], nil }

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/mcpsag/router/internal/skill"
+	"github.com/mcpsag/router/internal/slowtest"
 )
 
 // TestViewRemembersVisibility checks that matches through a View rank
@@ -17,6 +18,7 @@ import (
 // at most once per skill however many matches (and goroutines) use it, and
 // that a View of another index is used as its visible function alone.
 func TestViewRemembersVisibility(t *testing.T) {
+	slowtest.Skip(t, "26 s under -race")
 	skills, vecs, bodies := exactCorpus(t, 1500, 48, 3)
 	r := rand.New(rand.NewPCG(5, 5))
 	z := rand.NewZipf(r, 1.1, 2, 20000)
