@@ -85,10 +85,10 @@ var elsewhere = map[string]string{
 	"claude mcp add --transport http skills http://127.0.0.1:7444/mcp --header \"Authorization: Bearer $MCPSAG_TOKEN\"": "needs Claude Code",
 	"go build -o /tmp/catalog-server ./internal/upstream/upstreamtest/catalog-server":                                   "dev-set setup; the upstream tests build it",
 	"printf 'mcp_servers:\\n seal: {command: /tmp/catalog-server, args: [-dir, %s], max_tools: 10000}\\n' \"$PWD/../shared/eval/seal-tools\" > /tmp/seal.yaml": "reads ../shared",
-	"routerctl eval --config /tmp/seal.yaml --queries ../shared/eval/seal-tools/queries.jsonl --tool-labels ../shared/eval/seal-tools/mapping.json":             "reads ../shared; TestEvalTools (cmd/routerctl)",
-	"routerctl eval --skills ../shared/eval/seal-tools --queries ../shared/eval/seal-tools/queries.jsonl":                                                       "reads ../shared; TestDevSetsAsTools (internal/eval)",
+	"routerctl eval --config /tmp/seal.yaml --queries ../shared/eval/seal-tools/queries.jsonl --tool-labels ../shared/eval/seal-tools/mapping.json":            "reads ../shared; TestEvalTools (cmd/routerctl)",
+	"routerctl eval --skills ../shared/eval/seal-tools --queries ../shared/eval/seal-tools/queries.jsonl":                                                      "reads ../shared; TestDevSetsAsTools (internal/eval)",
 	// docs/reliability.md
-	"go test ./reliability": "part of the quick and the full run",
+	"MCPSAG_TESTS=full go test ./reliability":                                                          "part of the full run (the quick run leaves out its soak and tree swap)",
 	"MCPSAG_SOAK=1h MCPSAG_RELIABILITY=full go test ./reliability -run TestLoadAndSoak -timeout 2h -v": "an hour",
 	"go test ./internal/store -run '^$' -fuzz '^FuzzOpen$' -fuzztime 10m":                              "ten minutes; .ci/run fuzzes every target for 8 s",
 	"go run golang.org/x/vuln/cmd/govulncheck@v1.9.0 ./...":                                            "needs the vulnerability database on the network",
@@ -246,7 +246,7 @@ func TestDocumentedCommands(t *testing.T) {
 	}
 
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	t.Cleanup(cancel) // after the router's stop below
+	t.Cleanup(cancel)                   // after the router's stop below
 	router := shell(ctx, "exec "+start) // the router itself gets the signal below
 	var logs bytes.Buffer
 	router.Stderr = &logs

@@ -5,9 +5,11 @@
 // tree swapped under load, a load and soak run, hostile resource paths, YAML
 // bombs and token guessing.
 //
-// `go test ./reliability` runs a bounded form of every test (a few minutes in
-// all; CI runs it). MCPSAG_RELIABILITY=full runs the full figures, which
-// docs/reliability.md reports:
+// `MCPSAG_TESTS=full go test ./reliability` runs a bounded form of every
+// test (a few minutes in all; CI runs it); without MCPSAG_TESTS=full, as in
+// the quick run of the README's test command, the load and soak run and the
+// tree swap under load are left out. MCPSAG_RELIABILITY=full runs the full
+// figures, which docs/reliability.md reports:
 //
 //	MCPSAG_RELIABILITY=full go test ./reliability -timeout 2h -v
 //

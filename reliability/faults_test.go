@@ -19,6 +19,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	pb "github.com/mcpsag/router/api/proto/mcpsag/router/v1"
+	"github.com/mcpsag/router/internal/slowtest"
 )
 
 // limitedDisk is a state directory whose writes can be made to fail: a small
@@ -459,6 +460,9 @@ func runClients(ctx context.Context, t *testing.T, rpc []pb.SkillRouterClient, t
 // that disappeared between listing and asking), and once the tree is still
 // the router must serve exactly what a fresh router serves.
 func TestTreeSwapUnderLoad(t *testing.T) {
+	if !full {
+		slowtest.Skip(t, "swaps a 600-skill tree under load")
+	}
 	if _, err := exec.LookPath("git"); err != nil {
 		t.Skip("git not installed")
 	}

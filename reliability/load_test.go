@@ -15,6 +15,7 @@ import (
 	"time"
 
 	pb "github.com/mcpsag/router/api/proto/mcpsag/router/v1"
+	"github.com/mcpsag/router/internal/slowtest"
 )
 
 // soakDuration is how long TestLoadAndSoak calls the router: 10 minutes in
@@ -101,6 +102,9 @@ func medianOf(xs []int) int {
 func TestLoadAndSoak(t *testing.T) {
 	if testing.Short() {
 		t.Skip("load and soak run skipped in -short mode")
+	}
+	if !full {
+		slowtest.Skip(t, "a 20 s soak under 16 clients and reindexes")
 	}
 	dur := soakDuration(t)
 	ws := newWorkspace(t, 10000, 23)
