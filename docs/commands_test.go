@@ -8,9 +8,6 @@ package docs_test
 import (
 	"bytes"
 	"context"
-	"fmt"
-	"io/fs"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -19,6 +16,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/mcpsag/router/internal/daemon/daemontest"
 )
 
 // repoRoot is the checkout's top folder, seen from this package.
@@ -231,9 +230,9 @@ func TestDocumentedCommands(t *testing.T) {
 			t.Fatalf("build %s: %v\n%s", cmd, err, out)
 		}
 	}
-	copyTree(t, filepath.Join(repoRoot, "examples"), filepath.Join(dir, "examples"))
-	copyTree(t, filepath.Join(repoRoot, "testdata", "eval-sample"), filepath.Join(dir, "testdata", "eval-sample"))
-	addr := freeAddr(t)
+	daemontest.CopyTree(t, filepath.Join(repoRoot, "examples"), filepath.Join(dir, "examples"))
+	daemontest.CopyTree(t, filepath.Join(repoRoot, "testdata", "eval-sample"), filepath.Join(dir, "testdata", "eval-sample"))
+	addr := daemontest.FreeAddr(t)
 	tmp := t.TempDir()
 	env := append(cleanEnv(), "MCPSAG_ADDR="+addr)
 	shell := func(ctx context.Context, cmd string) *exec.Cmd {
@@ -291,45 +290,4 @@ func cleanEnv() []string {
 	return slices.DeleteFunc(os.Environ(), func(kv string) bool {
 		return strings.HasPrefix(kv, "MCPSAG_") || strings.HasPrefix(kv, "OTEL_")
 	})
-}
-
-// freeAddr returns a loopback address nothing listens on (yet).
-func freeAddr(t *testing.T) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().String()
-}
-
-// copyTree copies a folder (without the examples' state directory).
-func copyTree(t *testing.T, src, dst string) {
-	t.Helper()
-	err := filepath.WalkDir(src, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		rel, _ := filepath.Rel(src, p)
-		if d.IsDir() && rel == filepath.Join(".mcp", "state") {
-			return filepath.SkipDir
-		}
-		target := filepath.Join(dst, rel)
-		if d.IsDir() {
-			return os.MkdirAll(target, 0o755)
-		}
-		data, err := os.ReadFile(p)
-		if err != nil {
-			return err
-		}
-		info, err := d.Info()
-		if err != nil {
-			return err
-		}
-		return os.WriteFile(target, data, info.Mode().Perm())
-	})
-	if err != nil {
-		t.Fatal(fmt.Errorf("copy %s: %w", src, err))
-	}
 }

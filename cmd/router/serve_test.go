@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -189,18 +188,6 @@ func jsonObjectKeys(line string) ([]string, error) {
 	return keys, nil
 }
 
-// closedAddr returns a loopback address nothing listens on.
-func closedAddr(t *testing.T) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := l.Addr().String()
-	l.Close()
-	return addr
-}
-
 // TestStderrIsJSONLines reads a router's whole stderr through a start, a
 // failing OTLP export, a config reload, a rejected config edit and a
 // shutdown: every line must be one JSON object, with no key twice.
@@ -208,7 +195,7 @@ func TestStderrIsJSONLines(t *testing.T) {
 	ws := daemontest.CopyExamples(t)
 	cfgFile := filepath.Join(t.TempDir(), "router.yaml")
 	writeFile(t, cfgFile, "flags: {skills_v1: true}\n")
-	otlp := "http://" + closedAddr(t)
+	otlp := "http://" + daemontest.FreeAddr(t)
 	p := startRouter(t, []string{
 		"OTEL_EXPORTER_OTLP_ENDPOINT=" + otlp, "OTEL_EXPORTER_OTLP_PROTOCOL=http/protobuf",
 		"OTEL_EXPORTER_OTLP_TIMEOUT=300", "OTEL_METRIC_EXPORT_INTERVAL=300", "OTEL_BSP_SCHEDULE_DELAY=100", "OTEL_BLRP_SCHEDULE_DELAY=100",

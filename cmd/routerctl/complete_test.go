@@ -44,7 +44,7 @@ func TestCompletionAsksTheRouter(t *testing.T) {
 			t.Errorf("complete %q: directive in %q offers file names", tc.args, res.stdout)
 		}
 	}
-	res := ctl(t, "__complete", "--addr", reserveAddr(t), "show", "")
+	res := ctl(t, "__complete", "--addr", daemontest.FreeAddr(t), "show", "")
 	if got := words(res); res.code != 0 || len(got) != 0 || res.took > 3*time.Second {
 		t.Errorf("without a router: %q after %s, want nothing at once", got, res.took)
 	}

@@ -19,7 +19,7 @@ import (
 // well under 2 s by default and says how to wait for a router that is
 // starting; with --timeout it waits that long.
 func TestNoRouterIsReportedAtOnce(t *testing.T) {
-	addr := reserveAddr(t)
+	addr := daemontest.FreeAddr(t)
 	for _, args := range [][]string{{"list"}, {"status", "--json"}, {"match", "a task"}} {
 		res := ctl(t, append(args, "--addr", addr)...)
 		if res.code != 1 || res.took > 2*time.Second {

@@ -239,7 +239,7 @@ func TestCommandsAgainstRouter(t *testing.T) {
 	})
 
 	t.Run("router down", func(t *testing.T) {
-		res := ctl(t, "--addr", reserveAddr(t), "--timeout", "1s", "status")
+		res := ctl(t, "--addr", daemontest.FreeAddr(t), "--timeout", "1s", "status")
 		if res.code != 1 || !strings.Contains(res.stderr, "is the router running") || !strings.Contains(res.stderr, "gave up after") {
 			t.Errorf("exit %d stderr %q", res.code, res.stderr)
 		}
@@ -499,22 +499,10 @@ func TestTokens(t *testing.T) {
 	}
 }
 
-// reserveAddr returns a loopback address that nothing listens on (yet).
-func reserveAddr(t *testing.T) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := l.Addr().String()
-	l.Close()
-	return addr
-}
-
 // TestRetriesWhileTheRouterStarts starts a command first and the router a
 // moment later on the address the command dials.
 func TestRetriesWhileTheRouterStarts(t *testing.T) {
-	addr := reserveAddr(t)
+	addr := daemontest.FreeAddr(t)
 	ws := daemontest.CopyExamples(t)
 	cmd, out, errb := command(nil, "list", "--json", "--addr", addr, "--timeout", "60s")
 	if err := cmd.Start(); err != nil {

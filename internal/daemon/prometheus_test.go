@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"net"
 	"net/http"
 	"net/url"
 	"os"
@@ -399,7 +398,7 @@ func startPrometheus(t *testing.T, bin, target string) *promServer {
 	// Prometheus binds, so a few tries.
 	var lastErr error
 	for try := range 3 {
-		addr := freePort(t)
+		addr := daemontest.FreeAddr(t)
 		p := &promServer{url: "http://" + addr, logs: &testlog.Buffer{}, done: make(chan struct{})}
 		p.cmd = exec.Command(bin,
 			"--config.file="+cfg,
@@ -437,15 +436,6 @@ func (p *promServer) stop(t *testing.T) {
 		_ = p.cmd.Process.Kill()
 		<-p.done
 	}
-}
-
-func freePort(t *testing.T) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	must(t, err)
-	addr := ln.Addr().String()
-	must(t, ln.Close())
-	return addr
 }
 
 // waitReady polls /-/ready until Prometheus answers 200 or its process ends.

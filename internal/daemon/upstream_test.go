@@ -47,7 +47,7 @@ func npmServers(t *testing.T) (node, everything, filesystem string) {
 // returns its URL once it accepts connections.
 func startEverythingHTTP(t *testing.T, node, everything string) string {
 	t.Helper()
-	addr := freePort(t)
+	addr := daemontest.FreeAddr(t)
 	_, port, _ := net.SplitHostPort(addr)
 	cmd := exec.Command(node, everything, "streamableHttp")
 	cmd.Env = append(os.Environ(), "PORT="+port)

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"io"
 	"io/fs"
+	"net"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -102,7 +103,14 @@ func Examples(t testing.TB) string {
 func CopyExamples(t testing.TB) string {
 	t.Helper()
 	dst := t.TempDir()
-	src := Examples(t)
+	CopyTree(t, Examples(t), dst)
+	return dst
+}
+
+// CopyTree copies the folder src to dst, leaving out a workspace's state
+// directory (.mcp/state).
+func CopyTree(t testing.TB, src, dst string) {
+	t.Helper()
 	err := filepath.WalkDir(src, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
@@ -126,9 +134,20 @@ func CopyExamples(t testing.TB) string {
 		return os.WriteFile(target, data, info.Mode().Perm())
 	})
 	if err != nil {
-		t.Fatalf("copy examples: %v", err)
+		t.Fatalf("copy %s: %v", src, err)
 	}
-	return dst
+}
+
+// FreeAddr returns a loopback address nothing listens on yet: a process
+// started a moment later can bind it (unless another took it meanwhile).
+func FreeAddr(t testing.TB) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().String()
 }
 
 // Eventually polls cond until it returns true, and returns how long that
