@@ -5,7 +5,7 @@
 // of MCP servers) calls Skip, and runs only in the full run, which .ci/run
 // makes by setting MCPSAG_TESTS=full:
 //
-//	MCPSAG_TESTS=full go test -race ./...
+//	MCPSAG_TESTS=full go test -race -timeout 30m ./...
 package slowtest
 
 import (
