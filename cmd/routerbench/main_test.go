@@ -259,6 +259,7 @@ func TestGenWithoutSharedData(t *testing.T) {
 }
 
 func TestGenFromDevSets(t *testing.T) {
+	slowtest.Skip(t, "generates a workspace from the dev data of ../shared")
 	eval := sharedDir(t, "MCPSAG_EVAL_DIR", "eval")
 	corpora := sharedDir(t, "MCPSAG_CORPORA_DIR", "corpora")
 	ws := filepath.Join(t.TempDir(), "ws")

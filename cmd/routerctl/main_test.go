@@ -23,6 +23,7 @@ import (
 	routerv1 "github.com/mcpsag/router/api/proto/mcpsag/router/v1"
 	"github.com/mcpsag/router/internal/config"
 	"github.com/mcpsag/router/internal/daemon/daemontest"
+	"github.com/mcpsag/router/internal/slowtest"
 )
 
 // binary is the routerctl built by TestMain; the tests run it as a user
@@ -628,6 +629,7 @@ func TestValidate(t *testing.T) {
 // TestValidateCorpora runs validate over every real-world tree: it must report
 // their problems without crashing, and only known warts.
 func TestValidateCorpora(t *testing.T) {
+	slowtest.Skip(t, "validates the corpora of ../shared")
 	shared, _ := filepath.Abs(filepath.Join("..", "..", "..", "shared", "corpora"))
 	entries, err := os.ReadDir(shared)
 	if err != nil {

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/mcpsag/router/internal/daemon/daemontest"
+	"github.com/mcpsag/router/internal/slowtest"
 )
 
 // catalogServer builds the dev-set catalog MCP server into dir.
@@ -111,6 +112,7 @@ func TestServersAndKinds(t *testing.T) {
 // TestEvalTools runs routerctl eval over MetaTool twice, as skills and as the
 // tools of an MCP server (the catalog server), and compares NDCG@10.
 func TestEvalTools(t *testing.T) {
+	slowtest.Skip(t, "evaluates a dev set of ../shared as tools")
 	set, _ := filepath.Abs(filepath.Join("..", "..", "..", "shared", "eval", "metatool"))
 	if v := os.Getenv("MCPSAG_EVAL_DIR"); v != "" {
 		set = filepath.Join(v, "metatool")

@@ -10,6 +10,7 @@ import (
 
 	"github.com/mcpsag/router/internal/config"
 	"github.com/mcpsag/router/internal/daemon"
+	"github.com/mcpsag/router/internal/slowtest"
 )
 
 // sharedRoots are the real-world trees under ../shared: every corpus root
@@ -68,6 +69,7 @@ func TestCorporaServed(t *testing.T) {
 	if testing.Short() {
 		t.Skip("indexes 4,000+ skills")
 	}
+	slowtest.Skip(t, "indexes the 4,000+ skills of ../shared")
 	m, _ := startCorpora(t, t.TempDir())
 	defer m.Close(context.Background())
 	st, _ := m.Router().Status(context.Background())

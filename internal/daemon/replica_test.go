@@ -14,6 +14,7 @@ import (
 	"github.com/mcpsag/router/internal/config"
 	"github.com/mcpsag/router/internal/daemon/daemontest"
 	"github.com/mcpsag/router/internal/eval"
+	"github.com/mcpsag/router/internal/slowtest"
 )
 
 // TestReplicasAgree starts two routers, each on its own copy of one
@@ -23,10 +24,10 @@ import (
 // generation; and that a restart (from the index snapshot) serves the same
 // generation again. Two replicas behind a round-robin balancer are then
 // interchangeable. The routing tree always; the dev sets too when ../shared
-// is there.
+// is there, in the full run.
 func TestReplicasAgree(t *testing.T) {
 	sets := map[string]string{"routing": filepath.Join("..", "..", "testdata", "routing")}
-	if !testing.Short() {
+	if !testing.Short() && slowtest.Full() {
 		if qs, _ := filepath.Glob(filepath.Join("..", "..", "..", "shared", "eval", "*", "queries.jsonl")); len(qs) > 0 {
 			for _, q := range qs {
 				sets[filepath.Base(filepath.Dir(q))] = filepath.Dir(q)

@@ -14,6 +14,7 @@ import (
 	"github.com/mcpsag/router/internal/config"
 	"github.com/mcpsag/router/internal/eval"
 	"github.com/mcpsag/router/internal/skill"
+	"github.com/mcpsag/router/internal/slowtest"
 )
 
 // Dev sets, real skill trees and the default model, beside the checkout;
@@ -61,6 +62,7 @@ func devSets(t *testing.T) []devSet {
 	if testing.Short() {
 		t.Skip("slow: evaluates the dev sets")
 	}
+	slowtest.Skip(t, "evaluates the dev sets of ../shared")
 	if _, err := os.Stat(filepath.Join(devModelDir, "model.onnx")); err != nil {
 		t.Skipf("default model not built at %s", devModelDir)
 	}

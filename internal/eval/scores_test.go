@@ -17,6 +17,7 @@ import (
 	"github.com/mcpsag/router/internal/eval"
 	"github.com/mcpsag/router/internal/match"
 	"github.com/mcpsag/router/internal/skill"
+	"github.com/mcpsag/router/internal/slowtest"
 )
 
 var updateScores = flag.Bool("update-scores", false, "rewrite the score fingerprints under testdata/scores")
@@ -65,6 +66,7 @@ func TestScoresUnchanged(t *testing.T) {
 	if testing.Short() {
 		t.Skip("slow: the dev sets and skill trees")
 	}
+	slowtest.Skip(t, "the dev sets and skill trees of ../shared")
 	if _, err := os.Stat(filepath.Join(devModelDir, "model.onnx")); err != nil {
 		t.Skipf("default model not built at %s", devModelDir)
 	}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/mcpsag/router/internal/eval"
 	"github.com/mcpsag/router/internal/skill"
+	"github.com/mcpsag/router/internal/slowtest"
 	"github.com/mcpsag/router/internal/upstream"
 	"github.com/mcpsag/router/internal/upstream/upstreamtest"
 )
@@ -30,6 +31,7 @@ func TestDevSetsAsTools(t *testing.T) {
 	if testing.Short() {
 		t.Skip("slow: evaluates the dev sets twice")
 	}
+	slowtest.Skip(t, "evaluates the dev sets of ../shared twice")
 	if _, err := os.Stat(filepath.Join(devModelDir, "model.onnx")); err != nil {
 		t.Skipf("default model not built at %s", devModelDir)
 	}
