@@ -3,10 +3,19 @@ package telemetry
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
+	"io"
+	"log"
 	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"os"
 	"strings"
 	"testing"
 	"time"
+
+	"go.opentelemetry.io/otel"
+	"google.golang.org/grpc/grpclog"
 
 	"github.com/mcpsag/router/internal/testlog"
 )
@@ -75,5 +84,50 @@ func TestRepeatLimiterLogsARepeatOncePerInterval(t *testing.T) {
 	}
 	if lines[2]["err"] != down.Error() || lines[2]["repeated"] != 4.0 {
 		t.Errorf("after the interval: %v, want repeated 4", lines[2])
+	}
+}
+
+// TestRouteProcessLogs: what the standard log package (net/http's report
+// of a handler that panicked, stack included), OpenTelemetry's error
+// handler and gRPC's logger write comes out as one JSON line each, naming
+// its component; gRPC's info is dropped.
+func TestRouteProcessLogs(t *testing.T) {
+	prevSlog, prevFlags := slog.Default(), log.Flags()
+	t.Cleanup(func() {
+		slog.SetDefault(prevSlog)
+		log.SetOutput(os.Stderr)
+		log.SetFlags(prevFlags)
+		grpclog.SetLoggerV2(grpclog.NewLoggerV2(io.Discard, io.Discard, os.Stderr))
+	})
+	var buf testlog.Buffer
+	RouteProcessLogs(&buf)
+
+	srv := httptest.NewServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) { panic("handler bug") }))
+	if resp, err := http.Get(srv.URL); err == nil {
+		resp.Body.Close()
+		t.Errorf("a panicking handler answered %s", resp.Status)
+	}
+	srv.Close()
+	otel.Handle(errors.New("failed to upload metrics: connection refused"))
+	grpclog.Error("transport: bad frame")
+	grpclog.Info("transport: connected")
+
+	lines := jsonLines(t, buf.String())
+	byComponent := map[string][]map[string]any{}
+	for _, m := range lines {
+		c, _ := m["component"].(string)
+		byComponent[c] = append(byComponent[c], m)
+	}
+	if len(lines) != 3 || len(byComponent["log"]) != 1 || len(byComponent["otel"]) != 1 || len(byComponent["grpc"]) != 1 {
+		t.Fatalf("want one line each from log, otel and grpc, got:\n%s", buf.String())
+	}
+	if msg := byComponent["log"][0]["msg"].(string); !strings.Contains(msg, "panic serving") || !strings.Contains(msg, "handler bug") || !strings.Contains(msg, "goroutine") {
+		t.Errorf("the panic's line %q lacks the panic or its stack", msg)
+	}
+	if m := byComponent["otel"][0]; !strings.Contains(fmt.Sprint(m["err"]), "upload metrics") {
+		t.Errorf("otel line %v", m)
+	}
+	if m := byComponent["grpc"][0]; m["level"] != "ERROR" || !strings.Contains(fmt.Sprint(m["msg"]), "bad frame") {
+		t.Errorf("grpc line %v", m)
 	}
 }
