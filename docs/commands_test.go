@@ -73,6 +73,9 @@ var elsewhere = map[string]string{
 	"install -D -m 0644 deploy/systemd/mcpsag-router.env.example /etc/mcpsag/router.env": "installs into the system; deploy/systemd/unit_test.go reads the file",
 	"install -m 0644 deploy/systemd/mcpsag-router.service /etc/systemd/system/":          "installs into the system; deploy/systemd/unit_test.go verifies the unit",
 	"systemctl daemon-reload && systemctl enable --now mcpsag-router":                    "needs systemd as init; TestSystemdNotify (cmd/router) runs the router as the unit does",
+	"docker tag mcpsag/router:dev registry.example.com/mcpsag/router:v1.2.3":             "no container engine or registry",
+	"docker push registry.example.com/mcpsag/router:v1.2.3":                              "no container engine or registry",
+	"kind load docker-image mcpsag/router:dev":                                           "needs a kind cluster",
 	"kubectl apply -k deploy/kubernetes/base":                                            "needs a cluster; deploy/kubernetes/manifests_test.go builds the same kustomization",
 	// docs/mcp.md: an agent host on the other end
 	"router mcp --workspace ~/project":                                                                                  "an agent host talks on stdin; TestMCPOverStdio (internal/daemon)",
