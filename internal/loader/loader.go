@@ -127,6 +127,13 @@ type Loader struct {
 	// catchingUp is set while the served generation came from the last
 	// scan (Pass.Restored) and no scan of the roots has been served since.
 	catchingUp atomic.Bool
+	// rebuilding is set while the cache file, found damaged, was replaced
+	// by an empty one (store.ErrDamaged) and no pass has filled the new
+	// one since: bodies load Unavailable.
+	rebuilding atomic.Bool
+	// replacements is the store's count of replaced files the last pass
+	// saw (store.DB.Replacements). Guarded by mu.
+	replacements uint64
 
 	stateMu     sync.Mutex // guards the fields below
 	lastStats   skill.ReindexStats

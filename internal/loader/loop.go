@@ -2,12 +2,14 @@ package loader
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
 
 	"github.com/mcpsag/router/internal/skill"
 	"github.com/mcpsag/router/internal/skillfs"
+	"github.com/mcpsag/router/internal/store"
 )
 
 // Start builds the first generation and publishes it, then keeps
@@ -87,6 +89,7 @@ func (l *Loader) run(ctx context.Context, catchUp bool) {
 	if l.cfg.Tools != nil {
 		tools = l.cfg.Tools.Changes()
 	}
+	replaced := l.db.Replaced()
 	var tick <-chan time.Time
 	if l.cfg.RescanInterval > 0 {
 		t := time.NewTicker(l.cfg.RescanInterval)
@@ -106,6 +109,8 @@ func (l *Loader) run(ctx context.Context, catchUp bool) {
 				changed = paths
 			}
 		case <-tick:
+		case <-replaced:
+			l.rebuilding.Store(true)
 		case <-tools:
 			t := time.NewTimer(toolsDebounce)
 			select {
@@ -150,6 +155,16 @@ func (l *Loader) refresh(ctx context.Context, full bool, changed []string) (Pass
 func (l *Loader) refreshLocked(ctx context.Context, full bool, changed []string) (Pass, error) {
 	prev := l.last
 	g, pass, err := l.pass(ctx, prev, full, changed)
+	if errors.Is(err, store.ErrDamaged) && ctx.Err() == nil {
+		// The store has replaced the file by an empty one: the pass
+		// again parses every file into it.
+		l.rebuilding.Store(true)
+		l.log.Warn("the cache file was damaged; building again from the skill folders", "err", err)
+		g, pass, err = l.pass(ctx, prev, true, nil)
+	}
+	if err == nil && !pass.Restored {
+		l.rebuilding.Store(false)
+	}
 	// The pass's stats are in place before its generation is served, so
 	// a Status that says serving describes the pass behind it.
 	st := pass.Stats
@@ -221,10 +236,22 @@ func (l *Loader) Describe(st *skill.Status) {
 	l.stateMu.Unlock()
 	st.CatchingUp = l.catchingUp.Load()
 	l.modelStatus(st)
-	if why := l.db.Degraded; why != "" {
+	for _, why := range l.cacheProblems() {
 		st.Degraded = true
 		st.DegradedReason = strings.TrimPrefix(st.DegradedReason+"; ", "; ") + why
 	}
+}
+
+// cacheProblems says what is wrong with the cache, if anything.
+func (l *Loader) cacheProblems() []string {
+	var out []string
+	if why := l.db.Degraded(); why != "" {
+		out = append(out, why)
+	}
+	if l.rebuilding.Load() {
+		out = append(out, "the cache file was found damaged and replaced by an empty one; rebuilding it from the skill folders (skill bodies load Unavailable until then)")
+	}
+	return out
 }
 
 // modelStatus fills the embedding fields of a Status.

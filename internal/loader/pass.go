@@ -38,6 +38,13 @@ func (p *progress) get() skill.Progress { return *p.p.Load() }
 func (l *Loader) pass(ctx context.Context, prev *Generation, full bool, changed []string) (*Generation, Pass, error) {
 	start := time.Now()
 	defer l.progress.clear()
+	if n := l.db.Replacements(); n != l.replacements {
+		// The cache file was found damaged and replaced by an empty one:
+		// what the records say it holds, it no longer does. Every file is
+		// parsed again, which stores its record and body again.
+		l.replacements, full, changed = n, true, nil
+		l.log.Warn("the cache file was replaced after damage; parsing every skill again")
+	}
 
 	c, pass, err := l.catalog(ctx, prev, full, changed)
 	if err != nil {

@@ -1062,3 +1062,39 @@ func flipByte(t *testing.T, path string) {
 		t.Fatal(err)
 	}
 }
+
+// TestCacheReplacedUnderTheBuilder: the cache file is cut short while the
+// builder serves from it; the call that finds it fails with
+// store.ErrDamaged and the store replaces it with an empty cache. The next
+// build, even one that would scan nothing, parses every file again, so
+// that every body is in the new cache and is served.
+func TestCacheReplacedUnderTheBuilder(t *testing.T) {
+	ws := t.TempDir()
+	for i := range 30 {
+		writeSkill(t, filepath.Join(ws, "skills"), fmt.Sprintf("s%02d", i), fmt.Sprintf("s%02d", i), "does things")
+	}
+	ti := newTestIndex(t, ws, Config{})
+	cat, _ := ti.reindex(false)
+	if err := os.Truncate(ti.db.Path(), 0); err != nil {
+		t.Fatal(err)
+	}
+	s := cat.Visible("")[0]
+	if _, _, err := ti.prev.Body(s); !errors.Is(err, store.ErrDamaged) {
+		t.Fatalf("Body from a cache cut short: %v, want store.ErrDamaged", err)
+	}
+	if ti.db.Replacements() != 1 {
+		t.Fatalf("Replacements = %d, want 1", ti.db.Replacements())
+	}
+	cat, st := ti.reindex(false)
+	if st.Parsed != 30 {
+		t.Errorf("the build after the replacement parsed %d files, want all 30", st.Parsed)
+	}
+	for _, s := range cat.Visible("") {
+		if body, ok, err := ti.prev.Body(s); err != nil || !ok || !strings.Contains(body, s.Name) {
+			t.Errorf("%s: body %q, ok %v, err %v after the rebuild", s.Name, body, ok, err)
+		}
+	}
+	if _, st := ti.reindex(false); st.Parsed != 0 {
+		t.Errorf("the build after that parsed %d files, want none", st.Parsed)
+	}
+}

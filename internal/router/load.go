@@ -3,6 +3,7 @@ package router
 import (
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"path/filepath"
 	"strings"
@@ -10,6 +11,7 @@ import (
 
 	"github.com/mcpsag/router/internal/skill"
 	"github.com/mcpsag/router/internal/skillfs"
+	"github.com/mcpsag/router/internal/store"
 )
 
 // Load serves a skill at level 1 (summary), 2 (body under a token budget) or
@@ -36,6 +38,9 @@ func (r *Router) Load(ctx context.Context, req skill.LoadRequest) (*skill.LoadRe
 	switch req.Level {
 	case skill.LevelBody:
 		body, ok, err := g.Body(s)
+		if errors.Is(err, store.ErrDamaged) {
+			return nil, skill.Errorf(skill.CodeUnavailable, "the cache was found damaged and is being rebuilt from the skill folders; retry")
+		}
 		if err != nil {
 			return nil, fmt.Errorf("read body of %q from the cache: %w", s.Name, err)
 		}

@@ -20,8 +20,8 @@ func openFallbackT(t *testing.T, dir, wantInReason string) {
 	if err != nil {
 		t.Fatalf("OpenOrFallback: %v", err)
 	}
-	if db.Degraded == "" || !strings.Contains(db.Degraded, wantInReason) {
-		t.Errorf("Degraded = %q, want a reason mentioning %q", db.Degraded, wantInReason)
+	if db.Degraded() == "" || !strings.Contains(db.Degraded(), wantInReason) {
+		t.Errorf("Degraded = %q, want a reason mentioning %q", db.Degraded(), wantInReason)
 	}
 	if strings.HasPrefix(db.Dir(), dir) {
 		t.Errorf("temporary cache %s is inside the unusable state dir %s", db.Dir(), dir)
@@ -78,8 +78,8 @@ func TestHealthyCacheIsNotDegraded(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer db.Close()
-	if db.Degraded != "" {
-		t.Errorf("Degraded = %q on a healthy state dir", db.Degraded)
+	if db.Degraded() != "" {
+		t.Errorf("Degraded = %q on a healthy state dir", db.Degraded())
 	}
 }
 

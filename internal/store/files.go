@@ -1,6 +1,7 @@
 package store
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"runtime"
@@ -18,8 +19,16 @@ import (
 // by another record format or parser version than want, and records want. It
 // returns why it dropped them, or "".
 func (d *DB) checkRecordsVersion(parserVersion int) (reason string, err error) {
+	err = guard(func() error {
+		reason, err = checkRecordsVersion(d.h.Load().bolt, parserVersion)
+		return err
+	})
+	return reason, err
+}
+
+func checkRecordsVersion(db *bolt.DB, parserVersion int) (reason string, err error) {
 	want := fmt.Sprintf("%d.%d", statedir.RecordFormat, parserVersion)
-	err = d.bolt.Update(func(tx *bolt.Tx) error {
+	err = db.Update(func(tx *bolt.Tx) error {
 		meta := tx.Bucket(bucketMeta)
 		got := string(meta.Get(keyRecordsVersion))
 		if got == want {
@@ -78,7 +87,7 @@ type Version struct {
 func (d *DB) Files() (map[string]*FileRecord, error) {
 	var recs []*FileRecord // the map is made at their number, not grown
 	dropped := 0
-	err := d.bolt.View(func(tx *bolt.Tx) (err error) {
+	err := d.view(func(tx *bolt.Tx) (err error) {
 		recs, dropped, err = decodeRecords(tx.Bucket(bucketFiles).ForEach)
 		return err
 	})
@@ -110,44 +119,59 @@ func decodeRecords(walk func(each func(k, v []byte) error) error) (recs []*FileR
 	batches := make(chan []keyValue, runtime.GOMAXPROCS(0))
 	var mu sync.Mutex
 	var wg sync.WaitGroup
+	var damage error // a fault reading the mapped values (guard)
 	for range runtime.GOMAXPROCS(0) {
 		wg.Go(func() {
 			var mine []*FileRecord
 			bad := 0
-			for batch := range batches {
-				for _, kv := range batch {
-					payload, ok := unseal(kv.k, kv.v)
-					if !ok {
-						bad++
-						continue
+			gerr := guard(func() error {
+				for batch := range batches {
+					for _, kv := range batch {
+						payload, ok := unseal(kv.k, kv.v)
+						if !ok {
+							bad++
+							continue
+						}
+						r, err := decodeRecord(payload)
+						if err != nil || r.check() != nil {
+							bad++
+							continue
+						}
+						r.Path = string(kv.k)
+						mine = append(mine, r)
 					}
-					r, err := decodeRecord(payload)
-					if err != nil || r.check() != nil {
-						bad++
-						continue
-					}
-					r.Path = string(kv.k)
-					mine = append(mine, r)
 				}
+				return nil
+			})
+			for range batches {
+				// After a fault: drain, so that walk is not blocked.
 			}
 			mu.Lock()
 			recs, dropped = append(recs, mine...), dropped+bad
+			damage = cmp.Or(damage, gerr)
 			mu.Unlock()
 		})
 	}
-	batch := make([]keyValue, 0, recordBatch)
-	err = walk(func(k, v []byte) error {
-		if batch = append(batch, keyValue{k, v}); len(batch) == recordBatch {
+	err = func() error {
+		defer close(batches) // also when walk faults: the decoders end
+		batch := make([]keyValue, 0, recordBatch)
+		err := walk(func(k, v []byte) error {
+			if batch = append(batch, keyValue{k, v}); len(batch) == recordBatch {
+				batches <- batch
+				batch = make([]keyValue, 0, recordBatch)
+			}
+			return nil
+		})
+		if len(batch) > 0 {
 			batches <- batch
-			batch = make([]keyValue, 0, recordBatch)
 		}
-		return nil
-	})
-	if len(batch) > 0 {
-		batches <- batch
-	}
-	close(batches)
+		return err
+	}()
 	wg.Wait()
+	if damage != nil {
+		// Panicking again makes the guard of the transaction see it.
+		panic(damage)
+	}
 	return recs, dropped, err
 }
 
@@ -164,7 +188,7 @@ func (d *DB) MissingBodies(recs map[string]*FileRecord) ([]*FileRecord, error) {
 	}
 	slices.SortFunc(want, func(a, b *FileRecord) int { return strings.Compare(a.Good.ContentHash, b.Good.ContentHash) })
 	var missing []*FileRecord
-	err := d.bolt.View(func(tx *bolt.Tx) error {
+	err := d.view(func(tx *bolt.Tx) error {
 		c := tx.Bucket(bucketBodies).Cursor()
 		k, v := c.First()
 		for i := 0; i < len(want); {
@@ -252,11 +276,12 @@ func (d *DB) ApplyFiles(c FileChanges) error {
 	for i, r := range c.Put {
 		encoded[i] = seal([]byte(r.Path), encodeRecord(r))
 	}
+	h := d.h.Load()
 	d.mu.Lock()
-	retiring := d.retiring
+	retiring := h.retiring
 	d.mu.Unlock()
 	var retired map[string]bool // bodies left unreferenced by this batch
-	err := d.bolt.Update(func(tx *bolt.Tx) error {
+	err := d.update(func(tx *bolt.Tx) error {
 		files, bodies := tx.Bucket(bucketFiles), tx.Bucket(bucketBodies)
 		for i, r := range c.Put {
 			if err := files.Put([]byte(r.Path), encoded[i]); err != nil {
@@ -300,7 +325,7 @@ func (d *DB) ApplyFiles(c FileChanges) error {
 	})
 	if err == nil && retired != nil {
 		d.mu.Lock()
-		d.retiring = retired
+		h.retiring = retired
 		d.mu.Unlock()
 	}
 	return err
@@ -309,7 +334,7 @@ func (d *DB) ApplyFiles(c FileChanges) error {
 // Body returns the body stored under a content hash; ok is false when none
 // is, or when the stored one fails its checksum.
 func (d *DB) Body(contentHash string) (body string, ok bool, err error) {
-	err = d.bolt.View(func(tx *bolt.Tx) error {
+	err = d.view(func(tx *bolt.Tx) error {
 		key := []byte(contentHash)
 		if payload, sealed := unseal(key, tx.Bucket(bucketBodies).Get(key)); sealed {
 			body, ok = string(payload), true // string() copies out of the mmap
@@ -323,7 +348,7 @@ func (d *DB) Body(contentHash string) (body string, ok bool, err error) {
 // transaction. body is only valid during the call: copy what is kept. Hashes
 // without a body, or whose body fails its checksum, are skipped.
 func (d *DB) Bodies(contentHashes []string, fn func(hash string, body []byte)) error {
-	return d.bolt.View(func(tx *bolt.Tx) error {
+	return d.view(func(tx *bolt.Tx) error {
 		b := tx.Bucket(bucketBodies)
 		for _, h := range contentHashes {
 			if payload, sealed := unseal([]byte(h), b.Get([]byte(h))); sealed {

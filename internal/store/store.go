@@ -42,6 +42,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/mcpsag/router/internal/statedir"
@@ -83,36 +84,28 @@ type Options struct {
 	ParserVersion int
 }
 
-// DB is an open cache file.
+// DB is an open cache file. It is safe for concurrent use.
 type DB struct {
-	bolt   *bolt.DB
-	file   *os.File // the locked file bbolt uses
-	walked bool     // Open checked the file's structure (it was not closed cleanly as it is)
-	path   string
-	dir    string
+	h      atomic.Pointer[handle] // the file in use; replaced when found damaged (guard.go)
+	walked bool                   // Open checked the file's structure (it was not closed cleanly as it is)
+	opts   Options
 	// Recovered says why the previous file was moved aside at open, or "".
 	Recovered string
 	// Reparse says why the file records were dropped at open (another
 	// parser or record format), or "".
 	Reparse string
-	// Degraded says why the cache lives in a temporary directory instead of
-	// the state directory (see OpenOrFallback), or "".
-	Degraded string
-	temp     bool // dir is a temporary directory, removed at Close
-	log      *slog.Logger
+	log     *slog.Logger
 
-	mu sync.Mutex
-	// retiring are bodies the last ApplyFiles found unreferenced; the next
-	// one deletes those still unreferenced.
-	retiring map[string]bool
+	writeMu      sync.Mutex // serialises write transactions (update)
+	replaceMu    sync.Mutex // serialises replacements of a damaged file
+	replaced     chan struct{}
+	replacements atomic.Uint64
+	stuck        atomic.Value // string: why a damaged file could not be replaced
 
+	mu sync.Mutex // guards the current handle's retiring
 	// vectorsMu orders the writes to the vectors bucket with the count of
-	// a model's vectors. vectorCount holds the count of each model counted
-	// so far (VectorCount), kept up to date by every write, so that Status
-	// does not walk the bucket (tens of milliseconds at 100,000 vectors,
-	// seconds when its pages are not in memory).
-	vectorsMu   sync.Mutex
-	vectorCount map[string]int
+	// a model's vectors (handle.vectorCount).
+	vectorsMu sync.Mutex
 }
 
 // Open opens (or creates) the cache in dir. A file that fails its integrity
@@ -160,7 +153,8 @@ func Open(dir string, opts Options) (*DB, error) {
 	if vectors == nil {
 		vectors = map[string]int{}
 	}
-	d := &DB{bolt: db, file: f, walked: walked, path: path, dir: dir, Recovered: recovered, log: log, vectorCount: vectors}
+	d := &DB{walked: walked, opts: opts, Recovered: recovered, log: log, replaced: make(chan struct{}, 1)}
+	d.h.Store(newHandle(db, f, path, dir, vectors))
 	if d.Reparse, err = d.checkRecordsVersion(opts.ParserVersion); err != nil {
 		closeQuietly(db)
 		return nil, fmt.Errorf("open cache %s: %w", path, err)
@@ -267,21 +261,40 @@ func lockedError(dir string) error {
 }
 
 // Path returns the cache file's path.
-func (d *DB) Path() string { return d.path }
+func (d *DB) Path() string { return d.h.Load().path }
 
-// Close closes the file, notes that it closed it cleanly (clean.go) and
-// removes the holder note (and a temporary directory).
+// Close closes the file and, when its structure still passes the check
+// Open makes, notes that it closed it cleanly (clean.go); it removes the
+// holder note (and a temporary directory).
 func (d *DB) Close() error {
-	_ = os.Remove(filepath.Join(d.dir, statedir.HolderFile))
-	d.vectorsMu.Lock()
-	noted := !d.temp && noteClean(d.dir, d.file, d.vectorCount) == nil
-	d.vectorsMu.Unlock()
-	err := d.bolt.Close()
-	if err != nil && noted {
-		_ = os.Remove(filepath.Join(d.dir, statedir.CleanNote))
+	d.writeMu.Lock()
+	defer d.writeMu.Unlock()
+	d.replaceMu.Lock()
+	defer d.replaceMu.Unlock()
+	h := d.h.Load()
+	if !h.temp {
+		_ = os.Remove(filepath.Join(h.dir, statedir.HolderFile))
 	}
-	if d.temp {
-		_ = os.RemoveAll(d.dir)
+	if h.broken.Load() {
+		// Only when no new file could be opened: leave it to the next
+		// start, which checks it.
+		return fmt.Errorf("close cache %s: %w", h.path, ErrDamaged)
+	}
+	noted := false
+	if !h.temp {
+		d.vectorsMu.Lock()
+		err := noteClean(h.dir, h.file, h.vectorCount)
+		d.vectorsMu.Unlock()
+		if noted = err == nil; !noted {
+			d.logger().Warn("cache file not noted as closed cleanly; the next start checks it", "path", h.path, "err", err)
+		}
+	}
+	err := guard(h.bolt.Close)
+	if err != nil && noted {
+		_ = os.Remove(filepath.Join(h.dir, statedir.CleanNote))
+	}
+	if h.temp {
+		_ = os.RemoveAll(h.dir)
 	}
 	return err
 }
@@ -289,7 +302,7 @@ func (d *DB) Close() error {
 // Generation returns the last stored index generation (0 for a new cache).
 func (d *DB) Generation() (uint64, error) {
 	var g uint64
-	err := d.bolt.View(func(tx *bolt.Tx) error {
+	err := d.view(func(tx *bolt.Tx) error {
 		if v := tx.Bucket(bucketMeta).Get(keyGeneration); len(v) == 8 {
 			g = binary.BigEndian.Uint64(v)
 		}
@@ -300,14 +313,14 @@ func (d *DB) Generation() (uint64, error) {
 
 // SetGeneration stores the index generation.
 func (d *DB) SetGeneration(g uint64) error {
-	return d.bolt.Update(func(tx *bolt.Tx) error {
+	return d.update(func(tx *bolt.Tx) error {
 		return tx.Bucket(bucketMeta).Put(keyGeneration, binary.BigEndian.AppendUint64(nil, g))
 	})
 }
 
 // Model returns the fingerprint and name of the model recorded in the cache.
 func (d *DB) Model() (fingerprint, name string, err error) {
-	err = d.bolt.View(func(tx *bolt.Tx) error {
+	err = d.view(func(tx *bolt.Tx) error {
 		m := tx.Bucket(bucketMeta)
 		fingerprint = string(m.Get(keyModelFingerprint))
 		name = string(m.Get(keyModelName))
@@ -322,7 +335,8 @@ func (d *DB) Model() (fingerprint, name string, err error) {
 func (d *DB) SetModel(fingerprint, name string) error {
 	d.vectorsMu.Lock()
 	defer d.vectorsMu.Unlock()
-	err := d.bolt.Update(func(tx *bolt.Tx) error {
+	h := d.h.Load()
+	err := d.update(func(tx *bolt.Tx) error {
 		m := tx.Bucket(bucketMeta)
 		if err := m.Put(keyModelFingerprint, []byte(fingerprint)); err != nil {
 			return err
@@ -334,7 +348,7 @@ func (d *DB) SetModel(fingerprint, name string) error {
 		return err
 	})
 	if err == nil {
-		maps.DeleteFunc(d.vectorCount, func(fp string, _ int) bool { return fp != fingerprint })
+		maps.DeleteFunc(h.vectorCount, func(fp string, _ int) bool { return fp != fingerprint })
 	}
 	return err
 }

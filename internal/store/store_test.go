@@ -182,7 +182,7 @@ func TestVectorCountIsKept(t *testing.T) {
 	walk := func(db *DB, fp string) int {
 		t.Helper()
 		n := 0
-		must(t, db.bolt.View(func(tx *bolt.Tx) error {
+		must(t, db.raw().View(func(tx *bolt.Tx) error {
 			if b := tx.Bucket(bucketVectors).Bucket([]byte(fp)); b != nil {
 				n = b.Stats().KeyN
 			}
@@ -222,17 +222,17 @@ func TestVectorCountIsKept(t *testing.T) {
 
 	// Carried over a clean close: the count is there before any walk.
 	db = openT(t, dir)
-	if db.walked || db.vectorCount["fp-a"] != 2 || db.vectorCount["fp-b"] != 1 {
-		t.Errorf("after a clean close: walked %v, counts %v; want fp-a 2 and fp-b 1 from the note", db.walked, db.vectorCount)
+	if db.walked || db.h.Load().vectorCount["fp-a"] != 2 || db.h.Load().vectorCount["fp-b"] != 1 {
+		t.Errorf("after a clean close: walked %v, counts %v; want fp-a 2 and fp-b 1 from the note", db.walked, db.h.Load().vectorCount)
 	}
 	must(t, db.PutVectors("fp-a", vecs("h5")))
 	check(db, "a write after a clean close", "fp-a", "fp-b")
 
 	// A crash leaves no note: counted again.
-	db.bolt.Close()
+	db.raw().Close()
 	db = openT(t, dir)
-	if len(db.vectorCount) != 0 {
-		t.Errorf("after a crash: counts %v, want none until counted", db.vectorCount)
+	if len(db.h.Load().vectorCount) != 0 {
+		t.Errorf("after a crash: counts %v, want none until counted", db.h.Load().vectorCount)
 	}
 	check(db, "after a crash", "fp-a", "fp-b")
 	must(t, db.SetModel("fp-b", "b"))
@@ -244,7 +244,9 @@ func TestVectorCountIsKept(t *testing.T) {
 	// is not trusted at all.
 	note, err := os.ReadFile(filepath.Join(dir, statedir.CleanNote))
 	must(t, err)
-	stamp, _, _ := strings.Cut(string(note), "\n")
+	stamp, rest, _ := strings.Cut(string(note), "\n")
+	sum, _, _ := strings.Cut(rest, "\n")
+	stamp += "\n" + sum
 	for _, tc := range []struct {
 		note   string
 		walked bool
@@ -254,11 +256,14 @@ func TestVectorCountIsKept(t *testing.T) {
 		{stamp + "\nvectors fp-b 1", true},
 		{stamp + "\nvectors fp-b -1\n", true},
 		{stamp + "\nvector fp-b 1\n", true},
+		{strings.Replace(stamp, "crc32c ", "crc32c 1", 1) + "\n", true},
+		{strings.Replace(stamp, "\ncrc32c ", "\ncrc32 ", 1) + "\n", true},
+		{strings.Split(stamp, "\n")[0] + "\n", true},
 	} {
 		must(t, os.WriteFile(filepath.Join(dir, statedir.CleanNote), []byte(tc.note), 0o640))
 		db = openT(t, dir)
-		if db.walked != tc.walked || len(db.vectorCount) != 0 {
-			t.Errorf("note %q: walked %v, counts %v; want walked %v and no count", tc.note, db.walked, db.vectorCount, tc.walked)
+		if db.walked != tc.walked || len(db.h.Load().vectorCount) != 0 {
+			t.Errorf("note %q: walked %v, counts %v; want walked %v and no count", tc.note, db.walked, db.h.Load().vectorCount, tc.walked)
 		}
 		check(db, fmt.Sprintf("note %q", tc.note), "fp-a", "fp-b")
 		must(t, db.Close())
@@ -268,7 +273,7 @@ func TestVectorCountIsKept(t *testing.T) {
 func TestIncompatibleSchemaIsMovedAside(t *testing.T) {
 	dir := t.TempDir()
 	db := openT(t, dir)
-	if err := db.bolt.Update(func(tx *bolt.Tx) error {
+	if err := db.raw().Update(func(tx *bolt.Tx) error {
 		return tx.Bucket(bucketMeta).Put(keySchemaVersion, []byte("999"))
 	}); err != nil {
 		t.Fatal(err)
@@ -403,7 +408,7 @@ func TestMissingBodies(t *testing.T) {
 	if missing, err := db.MissingBodies(files); err != nil || len(missing) != 0 {
 		t.Fatalf("intact cache: missing %v, err %v", missing, err)
 	}
-	if err := db.bolt.Update(func(tx *bolt.Tx) error {
+	if err := db.raw().Update(func(tx *bolt.Tx) error {
 		b := tx.Bucket(bucketBodies)
 		var errs []error
 		for i := range 40 { // bodies no record uses lie between those checked
@@ -477,7 +482,7 @@ func TestCleanCloseSkipsTheCheck(t *testing.T) {
 		t.Error("a cache written to after Close was not checked")
 	}
 	// Left without Close (a crash): no note.
-	db.bolt.Close()
+	db.raw().Close()
 	db = openT(t, dir)
 	if !db.walked {
 		t.Error("a cache left without Close was not checked")

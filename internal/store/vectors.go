@@ -12,7 +12,7 @@ import (
 // fingerprint. Hashes without a vector are absent from the map.
 func (d *DB) Vectors(fingerprint string, textHashes []string) (map[string][]float32, error) {
 	out := make(map[string][]float32, len(textHashes))
-	err := d.bolt.View(func(tx *bolt.Tx) error {
+	err := d.view(func(tx *bolt.Tx) error {
 		b := tx.Bucket(bucketVectors).Bucket([]byte(fingerprint))
 		if b == nil {
 			return nil
@@ -43,9 +43,10 @@ func (d *DB) PutVectors(fingerprint string, vecs map[string][]float32) error {
 	}
 	d.vectorsMu.Lock()
 	defer d.vectorsMu.Unlock()
-	_, counted := d.vectorCount[fingerprint]
+	h := d.h.Load()
+	_, counted := h.vectorCount[fingerprint]
 	added := 0
-	err := d.bolt.Update(func(tx *bolt.Tx) error {
+	err := d.update(func(tx *bolt.Tx) error {
 		b, err := tx.Bucket(bucketVectors).CreateBucketIfNotExists([]byte(fingerprint))
 		if err != nil {
 			return fmt.Errorf("vectors bucket for %s: %w", fingerprint, err)
@@ -61,7 +62,7 @@ func (d *DB) PutVectors(fingerprint string, vecs map[string][]float32) error {
 		return nil
 	})
 	if err == nil && counted {
-		d.vectorCount[fingerprint] += added
+		h.vectorCount[fingerprint] += added
 	}
 	return err
 }
@@ -72,11 +73,12 @@ func (d *DB) PutVectors(fingerprint string, vecs map[string][]float32) error {
 func (d *DB) VectorCount(fingerprint string) (int, error) {
 	d.vectorsMu.Lock()
 	defer d.vectorsMu.Unlock()
-	if n, ok := d.vectorCount[fingerprint]; ok {
+	h := d.h.Load()
+	if n, ok := h.vectorCount[fingerprint]; ok {
 		return n, nil
 	}
 	n := 0
-	err := d.bolt.View(func(tx *bolt.Tx) error {
+	err := d.view(func(tx *bolt.Tx) error {
 		if b := tx.Bucket(bucketVectors).Bucket([]byte(fingerprint)); b != nil {
 			n = b.Stats().KeyN
 		}
@@ -85,7 +87,7 @@ func (d *DB) VectorCount(fingerprint string) (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	d.vectorCount[fingerprint] = n
+	h.vectorCount[fingerprint] = n
 	return n, nil
 }
 
@@ -93,8 +95,9 @@ func (d *DB) VectorCount(fingerprint string) (int, error) {
 func (d *DB) PruneVectors(fingerprint string, keep map[string]bool) (int, error) {
 	d.vectorsMu.Lock()
 	defer d.vectorsMu.Unlock()
+	h := d.h.Load()
 	removed := 0
-	err := d.bolt.Update(func(tx *bolt.Tx) error {
+	err := d.update(func(tx *bolt.Tx) error {
 		b := tx.Bucket(bucketVectors).Bucket([]byte(fingerprint))
 		if b == nil {
 			return nil
@@ -103,8 +106,8 @@ func (d *DB) PruneVectors(fingerprint string, keep map[string]bool) (int, error)
 		removed, err = deleteUnless(b, func(k []byte) bool { return keep[string(k)] })
 		return err
 	})
-	if _, counted := d.vectorCount[fingerprint]; err == nil && counted {
-		d.vectorCount[fingerprint] -= removed
+	if _, counted := h.vectorCount[fingerprint]; err == nil && counted {
+		h.vectorCount[fingerprint] -= removed
 	}
 	return removed, err
 }

@@ -136,7 +136,7 @@ func checkAnswers(t *testing.T, dir string, tr truth) string {
 		}
 	}
 	// bbolt's own check must agree with the verifier on a file it accepted.
-	if err := db.bolt.View(func(tx *bolt.Tx) error {
+	if err := db.raw().View(func(tx *bolt.Tx) error {
 		for err := range tx.Check() {
 			return err
 		}
