@@ -8,7 +8,7 @@
 //	<state dir>/
 //	    cache.db                        CacheFile: the bbolt cache of records, bodies and vectors (its buckets: internal/store)
 //	    cache.db.clean                  CleanNote: the file as the last clean Close left it (stamp, CRC-32C), and each model's vector count
-//	    cache.db.<reason>-<unix time>   a cache moved aside, unusable ("corrupt") or of another schema ("incompatible")
+//	    cache.db.<reason>-<unix time>   a cache moved aside, unusable ("corrupt") or of another schema ("incompatible"); only the newest is kept
 //	    router.holder                   HolderFile: who holds the folder's lock, to name it in errors
 //	    index.snapshot                  SnapshotFile: the last generation's match index
 //	    scan.last                       ScanFile: the scan behind index.snapshot

@@ -5,7 +5,13 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"syscall"
 	"time"
+
+	"github.com/mcpsag/router/internal/statedir"
 )
 
 // OpenOrFallback opens the cache in dir like Open. When dir cannot hold a
@@ -40,11 +46,13 @@ func OpenOrFallback(dir string, opts Options) (*DB, error) {
 const tempPrefix = "mcpsag-cache-"
 
 // openTemp opens a new cache in a temporary directory, for dir, which
-// cannot hold one because of cause.
+// cannot hold one because of cause. Temporary caches that routers killed
+// before their Close left behind are removed first.
 func (d *DB) openTemp(dir string, cause error) (*handle, error) {
 	log := d.logger()
 	var errs []error
 	for _, parent := range tempParents() {
+		removeStaleTemps(parent, log)
 		tmp, err := os.MkdirTemp(parent, tempPrefix)
 		if err != nil {
 			errs = append(errs, err)
@@ -63,6 +71,90 @@ func (d *DB) openTemp(dir string, cause error) (*handle, error) {
 		return h, nil
 	}
 	return nil, fmt.Errorf("%w; no temporary cache either: %w", cause, errors.Join(errs...))
+}
+
+// staleAfter is how old a temporary cache directory must be before it may
+// be taken for one a killed router left: a router that just made one has
+// not locked its file yet.
+const staleAfter = time.Minute
+
+// removeStaleTemps removes the temporary cache directories in parent that
+// no process uses: those whose cache file nobody holds locked (a router
+// that uses one holds its lock until it removes the directory at Close).
+func removeStaleTemps(parent string, log *slog.Logger) {
+	dirs, _ := filepath.Glob(filepath.Join(parent, tempPrefix+"*"))
+	for _, dir := range dirs {
+		fi, err := os.Lstat(dir)
+		if err != nil || !fi.IsDir() || time.Since(fi.ModTime()) < staleAfter || !ownedByUs(fi) {
+			continue
+		}
+		f, err := os.OpenFile(filepath.Join(dir, statedir.CacheFile), os.O_RDWR, 0)
+		if err == nil {
+			err = syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
+			f.Close() // releases the lock just taken
+			if err != nil {
+				continue // in use
+			}
+		} else if !errors.Is(err, os.ErrNotExist) {
+			continue
+		}
+		if os.RemoveAll(dir) == nil {
+			log.Info("removed a temporary cache a stopped router left", "dir", dir)
+		}
+	}
+}
+
+// ownedByUs reports whether this process's user owns fi.
+func ownedByUs(fi os.FileInfo) bool {
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	return ok && int(st.Uid) == os.Geteuid()
+}
+
+// keepAside is how many moved-aside cache files a state directory keeps:
+// the newest, for a look at what went wrong; older ones only take space.
+const keepAside = 1
+
+// removeOldAside removes the moved-aside cache files in dir (cache.db.<reason>-<time>)
+// but the newest keepAside, keep among them.
+func removeOldAside(dir, keep string, log *slog.Logger) {
+	names, _ := filepath.Glob(filepath.Join(dir, statedir.CacheFile+".*-*"))
+	type aside struct {
+		path string
+		mod  time.Time
+	}
+	var all []aside
+	for _, p := range names {
+		base := filepath.Base(p)
+		if base == keep || !isAsideName(base) {
+			continue
+		}
+		if fi, err := os.Lstat(p); err == nil && fi.Mode().IsRegular() {
+			all = append(all, aside{p, fi.ModTime()})
+		}
+	}
+	slices.SortFunc(all, func(a, b aside) int { return b.mod.Compare(a.mod) })
+	for i, a := range all {
+		if i < keepAside-1 {
+			continue
+		}
+		if os.Remove(a.path) == nil {
+			log.Info("removed an older moved-aside cache file", "path", a.path)
+		}
+	}
+}
+
+// isAsideName reports whether name is a moved-aside cache file's:
+// cache.db.<reason>-<unix time>.
+func isAsideName(name string) bool {
+	rest, ok := strings.CutPrefix(name, statedir.CacheFile+".")
+	if !ok {
+		return false
+	}
+	reason, stamp, ok := strings.Cut(rest, "-")
+	if !ok || reason == "" || stamp == "" || strings.ContainsFunc(reason, func(r rune) bool { return r < 'a' || r > 'z' }) {
+		return false
+	}
+	return !strings.ContainsFunc(stamp, func(r rune) bool { return r < '0' || r > '9' })
 }
 
 // tempParents lists where a temporary cache may go: the system temporary

@@ -6,6 +6,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -123,4 +124,90 @@ func TestFallbackOnAFullFileSystem(t *testing.T) {
 	}
 	filler.Close()
 	openFallbackT(t, mnt, "no space left")
+}
+
+// TestStaleTemporaryCachesAreRemoved: a router killed while it served from
+// a temporary cache leaves its folder behind; the next fallback removes the
+// folders no process holds locked, and only those that are not brand new.
+func TestStaleTemporaryCachesAreRemoved(t *testing.T) {
+	tmp := t.TempDir()
+	t.Setenv("TMPDIR", tmp)
+	old := time.Now().Add(-2 * staleAfter)
+	mk := func(name string, withFile bool, mod time.Time) string {
+		t.Helper()
+		d := filepath.Join(tmp, tempPrefix+name)
+		must(t, os.Mkdir(d, 0o700))
+		if withFile {
+			write(t, filepath.Join(d, statedir.CacheFile), []byte("left behind"))
+		}
+		must(t, os.Chtimes(d, mod, mod))
+		return d
+	}
+	abandoned, empty := mk("abandoned", true, old), mk("empty", false, old)
+	fresh := mk("fresh", true, time.Now())
+	inUse := mk("in-use", true, old)
+	f, err := os.OpenFile(filepath.Join(inUse, statedir.CacheFile), os.O_RDWR, 0)
+	must(t, err)
+	defer f.Close()
+	must(t, syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB))
+	must(t, os.Chtimes(inUse, old, old))
+	other := filepath.Join(tmp, "mcpsag-mcp-unrelated")
+	must(t, os.Mkdir(other, 0o700))
+	must(t, os.Chtimes(other, old, old))
+
+	state := filepath.Join(tmp, "state")
+	write(t, state, []byte("a file where the state directory belongs"))
+	db, err := OpenOrFallback(state, Options{LockTimeout: 200 * time.Millisecond})
+	must(t, err)
+	defer db.Close()
+	for _, d := range []string{abandoned, empty} {
+		if _, err := os.Stat(d); !errors.Is(err, os.ErrNotExist) {
+			t.Errorf("stale %s was kept (stat: %v)", filepath.Base(d), err)
+		}
+	}
+	for _, d := range []string{fresh, inUse, other, db.Dir()} {
+		if _, err := os.Stat(d); err != nil {
+			t.Errorf("%s was removed: %v", filepath.Base(d), err)
+		}
+	}
+}
+
+// TestOnlyTheNewestMovedAsideFileIsKept: each start that finds the cache
+// unusable moves it aside; older moved-aside files are removed, so that
+// repeated damage does not fill the disk. Other files are left alone.
+func TestOnlyTheNewestMovedAsideFileIsKept(t *testing.T) {
+	dir := t.TempDir()
+	for i, name := range []string{"corrupt-100", "incompatible-200", "corrupt-300"} {
+		p := filepath.Join(dir, statedir.CacheFile+"."+name)
+		write(t, p, []byte("an older damaged cache"))
+		mod := time.Now().Add(time.Duration(i-10) * time.Minute)
+		must(t, os.Chtimes(p, mod, mod))
+	}
+	keep := []string{statedir.CacheFile + ".clean-notes", statedir.CacheFile + ".corrupt-x1", statedir.CacheFile + ".Corrupt-1", "other.corrupt-1"}
+	for _, name := range keep {
+		write(t, filepath.Join(dir, name), []byte("not a moved-aside cache"))
+	}
+	write(t, filepath.Join(dir, statedir.CacheFile), []byte("not a bbolt file"))
+	db, err := Open(dir, Options{LockTimeout: time.Second})
+	must(t, err)
+	defer db.Close()
+	if db.Recovered == "" {
+		t.Fatal("the damaged cache was not moved aside")
+	}
+	var aside []string
+	entries, err := os.ReadDir(dir)
+	must(t, err)
+	for _, e := range entries {
+		if isAsideName(e.Name()) {
+			aside = append(aside, e.Name())
+		}
+	}
+	if len(aside) != 1 || !strings.Contains(db.Recovered, aside[0]) {
+		t.Errorf("moved-aside files %v; want only the one just moved (%s)", aside, db.Recovered)
+	}
+	for _, name := range keep {
+		if _, err := os.Stat(filepath.Join(dir, name)); err != nil {
+			t.Errorf("%s was removed: %v", name, err)
+		}
+	}
 }

@@ -195,6 +195,9 @@ func (d *DB) replace(h *handle, cause error) {
 	}
 	log.Error("cache file damaged while in use; moved aside and replaced by an empty cache, rebuilt from the skill folders",
 		"path", h.path, "moved_to", aside, "damage", cause, "cache_dir", next.dir)
+	if aside != "" {
+		removeOldAside(h.dir, filepath.Base(aside), log)
+	}
 	d.h.Store(next)
 	d.replacements.Add(1)
 	select {

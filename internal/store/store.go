@@ -138,6 +138,7 @@ func Open(dir string, opts Options) (*DB, error) {
 		if rerr := os.Rename(path, aside); rerr != nil {
 			return nil, fmt.Errorf("move unusable cache %s aside: %w (after: %v)", path, rerr, err)
 		}
+		removeOldAside(dir, filepath.Base(aside), log)
 		recovered = fmt.Sprintf("%s: %v (moved to %s)", reason, err, filepath.Base(aside))
 		db, f, vectors, walked, _, err = openChecked(path, opts.LockTimeout)
 	}
