@@ -34,9 +34,10 @@ type AuthFailure struct {
 	Method string
 	// Reason is one of the Reason constants above.
 	Reason string
-	// Audit asks for an audit record. Checked failures are always audited;
-	// refusals are sampled (the first, then about one a minute per client)
-	// so a flood cannot flood the audit stream.
+	// Audit asks for an audit record. A client's first failure with what it
+	// presented is always audited; its repeats and refusals are sampled
+	// (the first, then about one a minute per client) so a flood cannot
+	// flood the audit stream.
 	Audit bool
 	// Unaudited is how many earlier refusals of the same client this
 	// record stands for.
@@ -66,7 +67,11 @@ const auditEvery = time.Minute
 
 // FailureLimiter limits failed authentication, per client address and in
 // total, against token guessing. Each missing or wrong token spends one unit
-// of the client's budget and of the global one. A client whose budget is spent
+// of the client's budget and of the global one, the first time that client
+// presents it: a client that repeats a token that failed (a misconfigured
+// one, polling) guesses nothing, so its repeats are checked again and
+// answered as failures without spending, and other clients on the same
+// address (every local client shares 127.0.0.1) keep their budget. A client whose budget is spent
 // is refused, without its token being checked, until the budget refills. When
 // the global budget is spent (guessing from many addresses), clients that
 // have not authenticated successfully within GoodFor are refused likewise,
@@ -97,8 +102,36 @@ type FailureLimiter struct {
 type failureClient struct {
 	lim       *rate.Limiter
 	good      time.Time // last successful authentication
-	audited   time.Time // last audited refusal
-	unaudited int       // refusals since then
+	audited   time.Time // last audited refusal or repeat
+	unaudited int       // refusals and repeats since then
+	// failed are the last few things the client presented that failed
+	// (Attempt's presented), and when.
+	failed [rememberFailed]failedToken
+	next   int
+}
+
+// rememberFailed is how many failed tokens a client's repeats are
+// recognised for: a host may run a few misconfigured clients.
+const rememberFailed = 4
+
+type failedToken struct {
+	presented string
+	at        time.Time
+}
+
+// repeats reports whether presented failed for c within d before now.
+func (c *failureClient) repeats(presented string, now time.Time, d time.Duration) bool {
+	for _, f := range c.failed {
+		if !f.at.IsZero() && f.presented == presented && now.Sub(f.at) <= d {
+			return true
+		}
+	}
+	return false
+}
+
+func (c *failureClient) remember(presented string, now time.Time) {
+	c.failed[c.next] = failedToken{presented, now}
+	c.next = (c.next + 1) % rememberFailed
 }
 
 // NewFailureLimiter returns a limiter with the default limits.
@@ -138,22 +171,28 @@ func (l *FailureLimiter) init() {
 	})
 }
 
-// Attempt runs one authentication for the caller at ctx's peer. When the
-// caller (or every client together) failed too often, it returns the refusal
+// Attempt runs one authentication for the caller at ctx's peer, which
+// presented presented: a digest of its token, "" for none. When the caller
+// (or every client together) failed too often, it returns the refusal
 // (ResourceExhausted with RetryInfo) without running check. Otherwise it runs
 // check, which returns "" when the caller authenticated or the failure's
 // reason (ReasonNoToken, ReasonBadToken), and returns that reason.
-// A failure spends one unit of the caller's and of the global budget; a
-// success exempts the caller's address from the global limit for GoodFor
-// (it refunds nothing). The limiter's lock is held across check, so
+// A failure spends one unit of the caller's and of the global budget, unless
+// the caller presented the same within GoodFor and it failed then: such a
+// repeat is checked (a reloaded tokens file may accept it now) whatever the
+// budgets, spends nothing, and is audited sampled. A success exempts the
+// caller's address from the global limit for GoodFor (it refunds nothing). The limiter's lock is held across check, so
 // concurrent attempts cannot all pass before the first failure counts; check
 // must be quick (a token comparison is microseconds). Failures and refusals
 // are recorded on rec (nil records nothing).
-func (l *FailureLimiter) Attempt(ctx context.Context, method string, rec Auditor, check func() string) (string, error) {
+func (l *FailureLimiter) Attempt(ctx context.Context, method string, rec Auditor, presented string, check func() string) (string, error) {
 	l.init()
 	key := clientKey(ctx)
 	l.mu.Lock()
 	now := l.Now()
+	if c := l.clients[key]; c != nil && c.repeats(presented, now, l.GoodFor) {
+		return l.repeat(ctx, c, key, method, rec, now, check)
+	}
 	if f, limited := l.refusal(key, method, now); limited {
 		l.mu.Unlock()
 		if rec != nil {
@@ -178,6 +217,7 @@ func (l *FailureLimiter) Attempt(ctx context.Context, method string, rec Auditor
 	}
 	if c != nil {
 		c.lim.AllowN(now, 1)
+		c.remember(presented, now)
 	}
 	l.global.AllowN(now, 1)
 	l.mu.Unlock()
@@ -185,6 +225,36 @@ func (l *FailureLimiter) Attempt(ctx context.Context, method string, rec Auditor
 		rec.AuthFailed(ctx, AuthFailure{Peer: key, Method: method, Reason: reason, Audit: true})
 	}
 	return reason, nil
+}
+
+// repeat checks again what client c presented before and failed with. It
+// spends no budget. The caller holds l.mu; repeat releases it.
+func (l *FailureLimiter) repeat(ctx context.Context, c *failureClient, key, method string, rec Auditor, now time.Time, check func() string) (string, error) {
+	reason := check()
+	if reason == "" {
+		c.good = now
+		l.mu.Unlock()
+		return "", nil
+	}
+	f := AuthFailure{Peer: key, Method: method, Reason: reason}
+	f.Audit, f.Unaudited = sample(&c.audited, &c.unaudited, now)
+	l.mu.Unlock()
+	if rec != nil {
+		rec.AuthFailed(ctx, f)
+	}
+	return reason, nil
+}
+
+// sample says whether an event at now is audited, one a minute, and how
+// many were not since the last that was. Callers hold l.mu.
+func sample(audited *time.Time, unaudited *int, now time.Time) (bool, int) {
+	if now.Sub(*audited) >= auditEvery {
+		n := *unaudited
+		*audited, *unaudited = now, 0
+		return true, n
+	}
+	*unaudited++
+	return false, 0
 }
 
 // refusal decides whether key is limited now and, if so, describes the
@@ -204,12 +274,7 @@ func (l *FailureLimiter) refusal(key, method string, now time.Time) (AuthFailure
 	if c != nil {
 		audited, unaudited = &c.audited, &c.unaudited
 	}
-	if now.Sub(*audited) >= auditEvery {
-		f.Audit, f.Unaudited = true, *unaudited
-		*audited, *unaudited = now, 0
-	} else {
-		*unaudited++
-	}
+	f.Audit, f.Unaudited = sample(audited, unaudited, now)
 	return f, true
 }
 

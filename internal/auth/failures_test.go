@@ -67,16 +67,21 @@ func newTestLimiter(clock *fakeClock) *FailureLimiter {
 	return l
 }
 
-// guess is one failed attempt: nil when it was checked (and counted), the
-// refusal when it was not.
+// guesses numbers the tokens guess presents: each guess is a new one.
+var guesses atomic.Int64
+
+func newGuess() string { return fmt.Sprint("guess-", guesses.Add(1)) }
+
+// guess is one failed attempt with a token not tried before: nil when it
+// was checked (and counted), the refusal when it was not.
 func guess(l *FailureLimiter, ctx context.Context) error {
-	_, err := l.Attempt(ctx, "/m", nil, func() string { return ReasonBadToken })
+	_, err := l.Attempt(ctx, "/m", nil, newGuess(), func() string { return ReasonBadToken })
 	return err
 }
 
 // login is one successful attempt: nil, or the refusal.
 func login(l *FailureLimiter, ctx context.Context) error {
-	_, err := l.Attempt(ctx, "/m", nil, func() string { return "" })
+	_, err := l.Attempt(ctx, "/m", nil, "the right token", func() string { return "" })
 	return err
 }
 
@@ -118,7 +123,7 @@ func TestFailureLimiterConcurrentGuesses(t *testing.T) {
 	var wg sync.WaitGroup
 	for range 200 {
 		wg.Go(func() {
-			_, _ = l.Attempt(ctx, "/m", nil, func() string {
+			_, _ = l.Attempt(ctx, "/m", nil, newGuess(), func() string {
 				checked.Add(1)
 				time.Sleep(time.Millisecond) // a slow check widens any race
 				return ReasonBadToken
@@ -296,4 +301,55 @@ func (a *auditLog) audited() []AuthFailure {
 		}
 	}
 	return out
+}
+
+// TestRepeatedWrongTokenSpendsOnce: a misconfigured client on a shared
+// address (every local client is 127.0.0.1) polls with the same wrong
+// token, or with none. Its repeats are answered as failures, never
+// refused, spend nothing and are audited once a minute; a client with a
+// valid token on the same address keeps working, and a guesser there is
+// still limited after the budget.
+func TestRepeatedWrongTokenSpendsOnce(t *testing.T) {
+	clock := &fakeClock{t: time.Unix(1e9, 0)}
+	l := newTestLimiter(clock)
+	var audit auditLog
+	local := from("127.0.0.1:5000")
+	attempt := func(presented, reason string) (string, error) {
+		return l.Attempt(local, "/m", &audit, presented, func() string { return reason })
+	}
+	for i := range 200 {
+		for _, c := range []struct{ presented, reason string }{{"wrong", ReasonBadToken}, {"", ReasonNoToken}} {
+			got, err := attempt(c.presented, c.reason)
+			if err != nil || got != c.reason {
+				t.Fatalf("repeat %d of %q: %q, %v; want %s and no refusal", i, c.presented, got, err, c.reason)
+			}
+		}
+		clock.Add(time.Second)
+		if err := login(l, local); err != nil {
+			t.Fatalf("after %d repeats, a valid token on the same address was refused: %v", i+1, err)
+		}
+	}
+	if n := len(audit.audited()); n < 2*3 || n > 2*5 {
+		t.Errorf("%d audit records for 2 x 200 repeats over 200 s, want the first of each and about one a minute", n)
+	}
+	// The wrong token becomes valid (the tokens file was reloaded).
+	if got, err := attempt("wrong", ""); err != nil || got != "" {
+		t.Errorf("a repeated token accepted now: %q, %v", got, err)
+	}
+	// Guessing still spends (the two tokens above spent 2, refilled since).
+	for i := range DefaultClientFailureBurst - 1 {
+		if err := guess(l, local); err != nil {
+			t.Fatalf("guess %d refused: %v", i+1, err)
+		}
+	}
+	if _, err := attempt("last guess", ReasonBadToken); err != nil {
+		t.Fatalf("the last guess of the budget refused: %v", err)
+	}
+	if err := guess(l, local); status.Code(err) != codes.ResourceExhausted {
+		t.Errorf("a guess past the budget: %v, want refused", err)
+	}
+	// A client repeating a token that failed is still told it is wrong.
+	if got, err := attempt("last guess", ReasonBadToken); err != nil || got != ReasonBadToken {
+		t.Errorf("a repeat while the address is limited: %q, %v; want %s", got, err, ReasonBadToken)
+	}
 }

@@ -2,6 +2,7 @@ package auth
 
 import (
 	"context"
+	"crypto/sha256"
 	"strings"
 	"sync"
 	"time"
@@ -98,8 +99,13 @@ func (g *Guard) check(ctx context.Context, method string, req any) (*Principal, 
 		return certPrincipal(ctx), skill.DecisionAllow, "", nil
 	}
 	var p *Principal
-	failure, err := g.failures().Attempt(ctx, method, g.Auditor, func() string {
-		tok, ok := bearer(ctx)
+	tok, ok := bearer(ctx)
+	presented := ""
+	if ok {
+		sum := sha256.Sum256([]byte(tok))
+		presented = string(sum[:])
+	}
+	failure, err := g.failures().Attempt(ctx, method, g.Auditor, presented, func() string {
 		if !ok {
 			return ReasonNoToken
 		}
