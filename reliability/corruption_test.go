@@ -36,6 +36,12 @@ type corruption struct {
 	// bundledModel runs the router on its bundled model, which it unpacks
 	// into the state directory.
 	bundledModel bool
+	// belowFS is damage the file system does not see (bit rot, a bad
+	// block): the whole state directory of a cleanly stopped router is
+	// copied, the cache damaged, and the note its Close left beside the
+	// cache made to name the damaged file as it is now, as if its bytes
+	// had changed under an unchanged inode, size and times.
+	belowFS bool
 }
 
 func corruptions() []corruption {
@@ -154,6 +160,46 @@ func corruptions() []corruption {
 			}
 			writeBytes(t, onnx[0], b)
 		}},
+		{name: "bit flips below the file system", belowFS: true, damage: func(t *testing.T, dir string, r *rand.Rand) {
+			editBytes(t, dir, func(b []byte) []byte {
+				for range 1 + r.IntN(32) {
+					i := 2*page + r.IntN(len(b)-2*page)
+					b[i] ^= 1 << r.IntN(8)
+				}
+				return b
+			})
+		}},
+		{name: "zeroed page below the file system", belowFS: true, damage: func(t *testing.T, dir string, r *rand.Rand) {
+			editBytes(t, dir, func(b []byte) []byte {
+				p := 2 + r.IntN(len(b)/page-2)
+				clear(b[p*page : (p+1)*page])
+				return b
+			})
+		}},
+		{name: "garbage page below the file system", belowFS: true, damage: func(t *testing.T, dir string, r *rand.Rand) {
+			editBytes(t, dir, func(b []byte) []byte {
+				p := 2 + r.IntN(len(b)/page-2)
+				fillRandom(r, b[p*page:(p+1)*page])
+				return b
+			})
+		}},
+		{name: "swapped pages below the file system", belowFS: true, damage: func(t *testing.T, dir string, r *rand.Rand) {
+			// A misdirected write: two pages change places.
+			editBytes(t, dir, func(b []byte) []byte {
+				n := len(b) / page
+				p, q := 2+r.IntN(n-2), 2+r.IntN(n-2)
+				tmp := bytes.Clone(b[p*page : (p+1)*page])
+				copy(b[p*page:(p+1)*page], b[q*page:(q+1)*page])
+				copy(b[q*page:(q+1)*page], tmp)
+				return b
+			})
+		}},
+		{name: "truncated below the file system", belowFS: true, damage: func(t *testing.T, dir string, r *rand.Rand) {
+			p := filepath.Join(dir, cacheFile)
+			if err := os.Truncate(p, r.Int64N(sizeOf(t, p))); err != nil {
+				t.Fatal(err)
+			}
+		}},
 		{name: "folder in place of the file", environment: true, damage: func(t *testing.T, dir string, r *rand.Rand) {
 			p := filepath.Join(dir, cacheFile)
 			if err := os.Remove(p); err != nil {
@@ -208,13 +254,20 @@ func TestCorruptCacheIsRecovered(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			for seed := range seeds {
 				state := t.TempDir()
-				writeBytes(t, filepath.Join(state, cacheFile), pristine)
+				if c.belowFS {
+					copyTree(t, good, state)
+				} else {
+					writeBytes(t, filepath.Join(state, cacheFile), pristine)
+				}
 				o := routerOpts{Workspace: ws.Dir, StateDir: state}
 				if c.bundledModel {
 					copyTree(t, filepath.Join(good, "models"), filepath.Join(state, "models"))
 					o.ModelDir = "-"
 				}
 				c.damage(t, state, rand.New(rand.NewPCG(uint64(seed), 31)))
+				if c.belowFS {
+					forgeCleanNote(t, state)
+				}
 				if c.asUser != nil && os.Geteuid() == 0 {
 					o.Credential = c.asUser
 				}
@@ -269,6 +322,11 @@ func TestCorruptCacheIsRecovered(t *testing.T) {
 				if err := r.Stop(); err != nil {
 					t.Errorf("seed %d: stop: %v", seed, err)
 				}
+				if c.belowFS {
+					// What the stop vouched for (its clean-close note) must
+					// hold at the next start.
+					restartServesTheSame(t, seed, o, tasks, want)
+				}
 				results = append(results, result{c.name, outcome})
 			}
 		})
@@ -295,6 +353,54 @@ func TestCorruptCacheIsRecovered(t *testing.T) {
 		sort.Strings(parts)
 		t.Logf("  %s: %s", c, strings.Join(parts, "; "))
 	}
+}
+
+// restartServesTheSame starts a router again on o after a stop and checks
+// it serves what a fresh router serves, with no damage left to find.
+func restartServesTheSame(t *testing.T, seed int, o routerOpts, tasks []string, want *snapshot) {
+	t.Helper()
+	r := start(t, o)
+	if err := r.WaitCaughtUp(2 * time.Minute); err != nil {
+		t.Fatalf("seed %d: restart: %v", seed, err)
+	}
+	got, err := takeSnapshot(ctxT(t, 5*time.Minute), r.RPC, tasks)
+	if err != nil {
+		t.Fatalf("seed %d: snapshot after a restart: %v", seed, err)
+	}
+	if d := compare(got, want); !d.empty() {
+		t.Errorf("seed %d: after a restart, answers differ from a fresh router's:\n%s", seed, d)
+	}
+	if r.logs.contains("cache file unusable") || r.logs.contains("cache file damaged") {
+		t.Errorf("seed %d: the restart found damage the stop had vouched for:\n%s", seed, r.logs.tail(20))
+	}
+	if err := r.Stop(); err != nil || r.Crashed() {
+		t.Errorf("seed %d: stop after the restart: %v", seed, err)
+	}
+}
+
+// forgeCleanNote makes the clean-close note in dir name the cache file as it
+// is now (device, inode, size, modification and change times: the first
+// five fields of its first line), keeping the rest of the note as the
+// router wrote it.
+func forgeCleanNote(t *testing.T, dir string) {
+	p := filepath.Join(dir, cacheFile+".clean")
+	note, err := os.ReadFile(p)
+	if err != nil {
+		t.Fatalf("no clean-close note to forge: %v", err)
+	}
+	var st syscall.Stat_t
+	if err := syscall.Stat(filepath.Join(dir, cacheFile), &st); err != nil {
+		t.Fatal(err)
+	}
+	first, rest, _ := strings.Cut(string(note), "\n")
+	fields := strings.Fields(first)
+	if len(fields) < 5 {
+		t.Fatalf("clean-close note %q: want at least 5 fields on its first line", first)
+	}
+	stamp := []string{fmt.Sprint(st.Dev), fmt.Sprint(st.Ino), fmt.Sprint(st.Size),
+		fmt.Sprint(st.Mtim.Nano()), fmt.Sprint(st.Ctim.Nano())}
+	fields = append(stamp, fields[5:]...)
+	writeBytes(t, p, []byte(strings.Join(fields, " ")+"\n"+rest))
 }
 
 // prepareForOtherUsers opens the workspace (and the temporary folders above
