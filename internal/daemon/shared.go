@@ -321,7 +321,8 @@ func (m *Main) openSession(ctx context.Context, agent string) (*stdioSession, er
 	}
 	m.log.Warn("the state directory is held by a process that does not share its index; indexing into a private temporary directory, removed at exit",
 		"state_dir", m.Config.StateDir, "err", cmp.Or(aerr, err))
-	tmp, err := os.MkdirTemp("", "mcpsag-mcp-")
+	store.RemoveAbandoned(os.TempDir(), privateStatePrefix, m.log)
+	tmp, err := os.MkdirTemp("", privateStatePrefix)
 	if err != nil {
 		return nil, err
 	}
@@ -333,6 +334,11 @@ func (m *Main) openSession(ctx context.Context, agent string) (*stdioSession, er
 		return errors.Join(m.closeSession(), os.RemoveAll(tmp))
 	}}, nil
 }
+
+// privateStatePrefix starts the names of the temporary state directories
+// of sessions that index on their own; those that killed sessions left are
+// removed when the next one starts.
+const privateStatePrefix = "mcpsag-mcp-"
 
 // closeSession stops serving the socket, then the core.
 func (m *Main) closeSession() error {

@@ -52,7 +52,7 @@ func (d *DB) openTemp(dir string, cause error) (*handle, error) {
 	log := d.logger()
 	var errs []error
 	for _, parent := range tempParents() {
-		removeStaleTemps(parent, log)
+		RemoveAbandoned(parent, tempPrefix, log)
 		tmp, err := os.MkdirTemp(parent, tempPrefix)
 		if err != nil {
 			errs = append(errs, err)
@@ -78,11 +78,16 @@ func (d *DB) openTemp(dir string, cause error) (*handle, error) {
 // not locked its file yet.
 const staleAfter = time.Minute
 
-// removeStaleTemps removes the temporary cache directories in parent that
-// no process uses: those whose cache file nobody holds locked (a router
-// that uses one holds its lock until it removes the directory at Close).
-func removeStaleTemps(parent string, log *slog.Logger) {
-	dirs, _ := filepath.Glob(filepath.Join(parent, tempPrefix+"*"))
+// RemoveAbandoned removes the temporary state directories in parent whose
+// names start with prefix and that no process uses: those of this user,
+// older than a minute, whose cache file nobody holds locked (a router that
+// uses one holds its lock until it removes the directory). A router killed
+// before its Close leaves its directory behind.
+func RemoveAbandoned(parent, prefix string, log *slog.Logger) {
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	dirs, _ := filepath.Glob(filepath.Join(parent, prefix+"*"))
 	for _, dir := range dirs {
 		fi, err := os.Lstat(dir)
 		if err != nil || !fi.IsDir() || time.Since(fi.ModTime()) < staleAfter || !ownedByUs(fi) {
@@ -99,7 +104,7 @@ func removeStaleTemps(parent string, log *slog.Logger) {
 			continue
 		}
 		if os.RemoveAll(dir) == nil {
-			log.Info("removed a temporary cache a stopped router left", "dir", dir)
+			log.Info("removed a temporary state directory a stopped router left", "dir", dir)
 		}
 	}
 }

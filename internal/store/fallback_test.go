@@ -170,6 +170,11 @@ func TestStaleTemporaryCachesAreRemoved(t *testing.T) {
 			t.Errorf("%s was removed: %v", filepath.Base(d), err)
 		}
 	}
+	// The standalone MCP sessions' state directories, by their prefix.
+	RemoveAbandoned(tmp, "mcpsag-mcp-", nil)
+	if _, err := os.Stat(other); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("an abandoned mcpsag-mcp- directory was kept (stat: %v)", err)
+	}
 }
 
 // TestOnlyTheNewestMovedAsideFileIsKept: each start that finds the cache
