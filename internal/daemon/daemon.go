@@ -70,8 +70,9 @@ type Main struct {
 	lis    net.Listener
 	// sock serves the gRPC API on the state directory's socket, for the
 	// standalone MCP sessions of the workspace.
-	sock *server.Server
-	done chan error // the gRPC server's Serve result
+	sock     *server.Server
+	sockPath string
+	done     chan error // the gRPC server's Serve result
 	// serveEnded is closed once the gRPC server's Serve returned.
 	serveEnded chan struct{}
 	mcp        *mcpServer

@@ -50,27 +50,56 @@ func socketPath(stateDir string) (string, error) {
 // it logs why when it cannot. The caller holds the directory, so a socket
 // left there is stale.
 func (m *Main) serveSocket() {
-	path, err := socketPath(m.Config.StateDir)
-	if err == nil {
-		_ = os.Remove(path)
-		var lis net.Listener
-		if lis, err = net.Listen("unix", path); err == nil {
-			if err = os.Chmod(path, 0o600); err == nil {
-				m.sock = m.newServer()
-				go func() { _ = m.sock.GRPC.Serve(lis) }()
-				return
-			}
-			lis.Close()
-		}
+	path, lis, err := listenSocket(m.Config.StateDir)
+	if err != nil {
+		m.log.Warn("other MCP sessions on this workspace cannot share this process's index; each will build its own", "err", err)
+		return
 	}
-	m.log.Warn("other MCP sessions on this workspace cannot share this process's index; each will build its own", "err", err)
+	m.sock, m.sockPath = m.newServer(), path
+	go func() { _ = m.sock.GRPC.Serve(lis) }()
 }
 
-// stopSocket stops serving the socket.
+// listenSocket listens on the socket of stateDir, which only this user may
+// connect to from the moment it exists: the socket is made in a new
+// directory only this user may enter, given mode 0600 there, then renamed
+// into place (over a stale one). Made in place, it would have the umask's
+// permissions until a chmod.
+func listenSocket(stateDir string) (string, net.Listener, error) {
+	path, err := socketPath(stateDir)
+	if err != nil {
+		return "", nil, err
+	}
+	dir, err := os.MkdirTemp(stateDir, ".s") // mode 0700
+	if err != nil {
+		return "", nil, err
+	}
+	defer os.RemoveAll(dir)
+	tmp, err := socketPath(dir)
+	if err != nil {
+		return "", nil, err
+	}
+	lis, err := net.Listen("unix", tmp)
+	if err != nil {
+		return "", nil, err
+	}
+	// Its name changes: stopSocket removes the socket.
+	lis.(*net.UnixListener).SetUnlinkOnClose(false)
+	if err = os.Chmod(tmp, 0o600); err == nil {
+		err = os.Rename(tmp, path)
+	}
+	if err != nil {
+		lis.Close()
+		return "", nil, err
+	}
+	return path, lis, nil
+}
+
+// stopSocket stops serving the socket and removes it.
 func (m *Main) stopSocket() {
 	if m.sock != nil {
 		m.sock.GRPC.Stop()
-		m.sock = nil
+		_ = os.Remove(m.sockPath)
+		m.sock, m.sockPath = nil, ""
 	}
 }
 
