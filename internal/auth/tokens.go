@@ -151,6 +151,7 @@ func parseTokens(data []byte) ([]*token, error) {
 	}
 	var out []*token
 	seen := map[string]bool{}
+	hashes := map[string]string{} // sha256 -> the id it was first seen with
 	for i, s := range f.Tokens {
 		where := fmt.Sprintf("tokens[%d]", i)
 		if !idRE.MatchString(s.ID) {
@@ -164,6 +165,11 @@ func parseTokens(data []byte) ([]*token, error) {
 		if err != nil || len(h) != 32 {
 			return nil, fmt.Errorf("%s (%s): sha256 must be 64 hex digits (routerctl token prints one)", where, s.ID)
 		}
+		if other, dup := hashes[string(h)]; dup {
+			// Only one entry's privileges could apply to the token.
+			return nil, fmt.Errorf("%s (%s): sha256 is also %s's: one token cannot have two entries; give each its own token", where, s.ID, other)
+		}
+		hashes[string(h)] = s.ID
 		p := &Principal{ID: s.ID, groups: map[Group]bool{}}
 		if len(s.Groups) == 0 {
 			return nil, fmt.Errorf("%s (%s): groups is empty; name what the token may call (read, match, load, exec, admin)", where, s.ID)

@@ -15,6 +15,7 @@ func TestParseTokensErrors(t *testing.T) {
 		"unknown key":     "tokens:\n  - {id: a, sha256: " + h + ", groups: [read], scope: x}\n",
 		"bad id":          "tokens:\n  - {id: 'a b', sha256: " + h + ", groups: [read]}\n",
 		"duplicate id":    "tokens:\n  - {id: a, sha256: " + h + ", groups: [read]}\n  - {id: a, sha256: " + h + ", groups: [read]}\n",
+		"duplicate hash":  "tokens:\n  - {id: a, sha256: " + h + ", groups: [read]}\n  - {id: b, sha256: " + strings.ToUpper(h) + ", groups: ['*']}\n",
 		"short hash":      "tokens:\n  - {id: a, sha256: abc, groups: [read]}\n",
 		"no groups":       "tokens:\n  - {id: a, sha256: " + h + "}\n",
 		"unknown group":   "tokens:\n  - {id: a, sha256: " + h + ", groups: [root]}\n",
