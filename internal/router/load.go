@@ -94,11 +94,11 @@ func frame(tag string, s *skill.Skill, sha256, resource string, truncated bool, 
 	return b.String()
 }
 
-// closeFrame ends the opening tag written to b, then writes text, defused,
-// and the closing tag.
+// closeFrame ends the opening tag written to b, then writes text, defused
+// (it can neither close the frame nor open another), and the closing tag.
 func closeFrame(b *strings.Builder, tag, text string) {
 	b.WriteString(">\n")
-	b.WriteString(defuse(text, tag))
+	b.WriteString(defuse(text))
 	if !strings.HasSuffix(text, "\n") {
 		b.WriteString("\n")
 	}
@@ -123,30 +123,46 @@ func rootLabel(r skill.Root) string {
 	return r.Display
 }
 
-// defuse breaks any "</tag" in text (ASCII case-insensitively) so it cannot
-// close the frame.
-func defuse(text, tag string) string {
+// frameTags are the delimiters of frames (frame, frameToolResult). Text
+// inside a frame may neither close it nor open a frame of its own, which
+// would forge another provenance or trust.
+var frameTags = []string{"skill_content", "skill_resource", "tool_result"}
+
+// defuse breaks every "</tag" and "<tag" of a frame tag in text (ASCII
+// case-insensitively) with a backslash after the "<": "<\/skill_content",
+// "<\skill_content".
+func defuse(text string) string {
 	var b strings.Builder
 	rest := text
+	changed := false
 	for {
-		i := strings.Index(rest, "</")
+		i := strings.IndexByte(rest, '<')
 		if i < 0 {
 			break
 		}
-		j := i + 2
-		if j+len(tag) <= len(rest) && asciiEqualFold(rest[j:j+len(tag)], tag) {
-			b.WriteString(rest[:i])
-			b.WriteString(`<\/`)
-		} else {
-			b.WriteString(rest[:j])
-		}
+		j := i + 1
+		b.WriteString(rest[:j])
 		rest = rest[j:]
+		if startsWithFrameTag(strings.TrimPrefix(rest, "/")) {
+			b.WriteByte('\\')
+			changed = true
+		}
 	}
-	if b.Len() == 0 {
+	if !changed {
 		return text
 	}
 	b.WriteString(rest)
 	return b.String()
+}
+
+// startsWithFrameTag reports whether s starts with a frame tag.
+func startsWithFrameTag(s string) bool {
+	for _, tag := range frameTags {
+		if len(s) >= len(tag) && asciiEqualFold(s[:len(tag)], tag) {
+			return true
+		}
+	}
+	return false
 }
 
 // asciiEqualFold compares two strings, folding ASCII letters only.
