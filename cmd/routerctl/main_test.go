@@ -784,3 +784,35 @@ func checkRowsAligned(t *testing.T, text string) {
 		t.Error("no label: value rows")
 	}
 }
+
+// TestValidatePrintsNoControlCharacters: folder names and skill names with
+// control characters (ESC sequences, NUL, a right-to-left override) come
+// out of validate's text as escapes, never raw; the JSON keeps them, as
+// JSON escapes.
+func TestValidatePrintsNoControlCharacters(t *testing.T) {
+	root := t.TempDir()
+	for dir, name := range map[string]string{
+		"esc\x1b[31mred":    "esc",
+		"rlo-\u202etxt.exe": "rlo",
+		"plain":             "nul\\x00\\u001b]0;title\\u0007x",
+	} {
+		p := filepath.Join(root, dir, "SKILL.md")
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte("---\nname: \""+name+"\"\ndescription: d\n---\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	res := ctl(t, "validate", root)
+	if strings.ContainsAny(res.stdout, "\x00\x07\x1b\u202e") {
+		t.Errorf("validate printed control characters raw:\n%q", res.stdout)
+	}
+	if !strings.Contains(res.stdout, `esc\u001b[31mred`) || !strings.Contains(res.stdout, `rlo-\u202etxt.exe`) {
+		t.Errorf("validate's text does not show the escaped folder names:\n%s", res.stdout)
+	}
+	var out validateOutput
+	if err := json.Unmarshal([]byte(ctl(t, "validate", "--json", root).stdout), &out); err != nil {
+		t.Fatalf("validate --json: %v", err)
+	}
+}

@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"reflect"
+	"strings"
 	"sync"
 	"time"
 
@@ -14,6 +15,46 @@ import (
 	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/proto"
 )
+
+// terminalText wraps w so that control characters in what is written (C0
+// but newline and tab, DEL, C1, and the bidirectional controls that reorder
+// what a terminal shows) come out as \uXXXX escapes: skill names,
+// descriptions and folder names are untrusted, and printed raw they could
+// move the cursor, recolour or retitle the terminal, or hide text.
+func terminalText(w io.Writer) io.Writer { return terminalWriter{w} }
+
+type terminalWriter struct{ w io.Writer }
+
+func (t terminalWriter) Write(p []byte) (int, error) {
+	s := string(p)
+	if !strings.ContainsFunc(s, unsafeForTerminal) {
+		return t.w.Write(p)
+	}
+	var b strings.Builder
+	for _, r := range s {
+		if unsafeForTerminal(r) {
+			fmt.Fprintf(&b, "\\u%04x", r)
+		} else {
+			b.WriteRune(r)
+		}
+	}
+	if _, err := io.WriteString(t.w, b.String()); err != nil {
+		return 0, err
+	}
+	return len(p), nil
+}
+
+func unsafeForTerminal(r rune) bool {
+	switch {
+	case r == '\n' || r == '\t':
+		return false
+	case r < 0x20, r >= 0x7f && r < 0xa0:
+		return true
+	case r >= 0x202a && r <= 0x202e, r >= 0x2066 && r <= 0x2069, r == 0x200e, r == 0x200f, r == 0x061c:
+		return true
+	}
+	return false
+}
 
 // printJSON writes v as this invocation's one JSON document on stdout, in
 // the style every command shares: snake_case keys, two-space indent, zero

@@ -112,14 +112,15 @@ func validate(e *env, dirs []string, strict, quiet bool, maxFile int64) error {
 			return err
 		}
 	} else {
+		text := terminalText(e.stdout)
 		for _, p := range rep.Problems {
 			if quiet && p.Severity != skill.SeverityError {
 				continue
 			}
-			fmt.Fprintln(e.stdout, p.String())
+			fmt.Fprintln(text, p.String())
 		}
 		for _, s := range rep.Shadows {
-			fmt.Fprintf(e.stdout, "%s: warning: name %q also defined in %s; this copy is hidden (%s) (name-collision)\n", s.Loser.Dir, s.Name, s.Winner.Dir, s.Reason)
+			fmt.Fprintf(text, "%s: warning: name %q also defined in %s; this copy is hidden (%s) (name-collision)\n", s.Loser.Dir, s.Name, s.Winner.Dir, s.Reason)
 		}
 		fmt.Fprintf(e.stdout, "%d SKILL.md files, %d valid, %d would be served; %d errors, %d warnings, %d name collisions\n",
 			out.Files, out.Valid, out.Served, out.Errors, out.Warnings, len(out.Shadows))
