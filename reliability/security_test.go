@@ -423,3 +423,36 @@ func TestForgedFrameInABody(t *testing.T) {
 		}
 	}
 }
+
+// TestInvalidUTF8InAFolderName: a skill folder, and a resource in another,
+// whose names are not UTF-8 (a byte string Linux allows) must not make
+// ListSkills, GetSkill or Status fail for every client: protobuf strings
+// must be UTF-8, and the names are shown with U+FFFD in their place.
+func TestInvalidUTF8InAFolderName(t *testing.T) {
+	ws := newWorkspace(t, 10, 59)
+	ws.writeFile(filepath.Join("skills", "bad-\xff\xfe-folder", "SKILL.md"), "---\nname: bad-folder\ndescription: A skill in a folder whose name is not UTF-8.\n---\nBody.\n")
+	ws.writeFile(filepath.Join("skills", "odd-resource", "SKILL.md"), "---\nname: odd-resource\ndescription: A skill with a resource whose name is not UTF-8.\n---\nBody.\n")
+	ws.writeFile(filepath.Join("skills", "odd-resource", "notes-\xff.md"), "notes\n")
+	r := start(t, routerOpts{Workspace: ws.Dir, StateDir: t.TempDir()})
+	defer r.Stop()
+	ctx := ctxT(t, time.Minute)
+	list, err := r.RPC.ListSkills(ctx, &pb.ListSkillsRequest{PageSize: 1000})
+	if err != nil {
+		t.Fatalf("ListSkills: %v", err)
+	}
+	found := false
+	for _, s := range list.GetSkills() {
+		found = found || s.GetName() == "bad-folder"
+	}
+	if !found {
+		t.Errorf("the skill in the folder named with invalid UTF-8 is not listed")
+	}
+	for _, name := range []string{"bad-folder", "odd-resource"} {
+		if _, err := r.RPC.GetSkill(ctx, &pb.GetSkillRequest{Name: name}); err != nil {
+			t.Errorf("GetSkill %s: %v", name, err)
+		}
+	}
+	if _, err := r.RPC.Status(ctx, &pb.StatusRequest{}); err != nil {
+		t.Errorf("Status: %v", err)
+	}
+}

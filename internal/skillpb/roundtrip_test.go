@@ -343,3 +343,24 @@ func errorsBothWays(t *testing.T, g *gen) {
 		t.Errorf("an internal error came back as %v", err)
 	}
 }
+
+// TestNamesThatAreNoUTF8: folder and file names are byte strings; a summary
+// or detail holding one that is no UTF-8 still marshals, with U+FFFD in
+// place of the bad bytes.
+func TestNamesThatAreNoUTF8(t *testing.T) {
+	s := &skill.Skill{Name: "x", RelPath: "skills/bad-\xff\xfe", Root: skill.Root{Kind: skill.KindProject, Display: "root-\xc3"}}
+	sum := SummaryPB(s)
+	if _, err := proto.Marshal(sum); err != nil {
+		t.Fatalf("marshal: %v", err)
+	}
+	if got := sum.GetSource().GetPath(); got != "skills/bad-\uFFFD" || sum.GetSource().GetRoot() != "root-\uFFFD" {
+		t.Errorf("path %q, root %q", got, sum.GetSource().GetRoot())
+	}
+	res := resourcesPB([]skill.Resource{{Path: "notes-\xff.md"}})
+	probs := problemsPB([]skill.Problem{{File: "a/\xff/SKILL.md", Message: "folder \xff"}})
+	for _, m := range []proto.Message{res[0], probs[0]} {
+		if _, err := proto.Marshal(m); err != nil {
+			t.Errorf("marshal %T: %v", m, err)
+		}
+	}
+}

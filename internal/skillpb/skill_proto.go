@@ -3,6 +3,7 @@ package skillpb
 import (
 	"encoding/json"
 	"strings"
+	"unicode/utf8"
 
 	"google.golang.org/protobuf/types/known/timestamppb"
 
@@ -19,7 +20,17 @@ func sourcePB(s *skill.Skill) *routerv1.SkillSource {
 	if s == nil {
 		return nil
 	}
-	return &routerv1.SkillSource{Kind: sourceKinds.toPB[s.Root.Kind], Root: s.Root.Display, Agent: s.Root.Agent, Path: s.RelPath}
+	return &routerv1.SkillSource{Kind: sourceKinds.toPB[s.Root.Kind], Root: validText(s.Root.Display), Agent: s.Root.Agent, Path: validText(s.RelPath)}
+}
+
+// validText is s fit for a protobuf string, which must be UTF-8: s itself, or
+// with U+FFFD for each invalid byte sequence. File and folder names are
+// byte strings: one that is no UTF-8 would fail the whole reply.
+func validText(s string) string {
+	if utf8.ValidString(s) {
+		return s
+	}
+	return strings.ToValidUTF8(s, "\uFFFD")
 }
 
 // source is the skill a SkillSource locates, with nothing else known.
@@ -208,7 +219,7 @@ func problemsPB(ps []skill.Problem) []*routerv1.Problem {
 	out := make([]*routerv1.Problem, 0, len(ps))
 	for _, p := range ps {
 		out = append(out, &routerv1.Problem{
-			Severity: severityPB(p.Severity), Code: p.Code, Field: p.Field, File: p.File, Line: int32(p.Line), Message: p.Message,
+			Severity: severityPB(p.Severity), Code: p.Code, Field: p.Field, File: validText(p.File), Line: int32(p.Line), Message: validText(p.Message),
 		})
 	}
 	return out
@@ -227,7 +238,7 @@ func problems(ps []*routerv1.Problem) []skill.Problem {
 func resourcesPB(rs []skill.Resource) []*routerv1.Resource {
 	out := make([]*routerv1.Resource, 0, len(rs))
 	for _, r := range rs {
-		out = append(out, &routerv1.Resource{Path: r.Path, SizeBytes: r.Size})
+		out = append(out, &routerv1.Resource{Path: validText(r.Path), SizeBytes: r.Size})
 	}
 	return out
 }
