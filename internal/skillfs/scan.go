@@ -127,6 +127,7 @@ type walker struct {
 	seen     map[string]bool // real paths visited, against symlink loops
 	dirs     int
 	known    *Listings // an earlier scan's, or nil
+	tooDeep  bool      // a folder past MaxDepth was found and reported
 }
 
 func (w *walker) problem(code, file, format string, args ...any) {
@@ -182,6 +183,12 @@ func (w *walker) walk(logical, real string, depth int, pre *listing) {
 		}
 	}
 	if depth >= w.lim.MaxDepth {
+		if !w.tooDeep && slices.ContainsFunc(entries, func(e fs.DirEntry) bool {
+			return !ignoredName(e.Name()) && (e.IsDir() || e.Type()&fs.ModeSymlink != 0)
+		}) {
+			w.tooDeep = true
+			w.problem("scan-limit", logical, "folders more than %d levels below the root are not searched for SKILL.md", w.lim.MaxDepth)
+		}
 		return
 	}
 	ahead := w.readAhead(real, entries)

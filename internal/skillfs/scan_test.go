@@ -207,3 +207,35 @@ func TestReadAheadGivesTheSameScan(t *testing.T) {
 		}
 	}
 }
+
+// TestScanReportsFoldersTooDeep: a SKILL.md more than MaxDepth levels below
+// its root is not found, and the scan says so, once per root; a tree that
+// ends at the limit is not reported.
+func TestScanReportsFoldersTooDeep(t *testing.T) {
+	ws := t.TempDir()
+	root := filepath.Join(ws, "skills")
+	writeSkill(t, root, "a/b/c/d/e/f", "at-the-limit", "d")
+	writeSkill(t, root, "g/h/i/j/k/l/m", "too-deep", "d")
+	writeSkill(t, root, "n/o/p/q/r/s/t/u", "deeper-still", "d")
+	roots, _ := ExpandRoots(ws, DefaultRoots())
+	res := Scan(roots, DefaultScanLimits, nil)
+	if len(res.Files) != 1 || !strings.HasSuffix(res.Files[0].RelPath, "f/SKILL.md") {
+		t.Errorf("found %v; want only the skill at the limit", res.Files)
+	}
+	n := 0
+	for _, p := range res.Problems {
+		if p.Code == "scan-limit" && strings.Contains(p.Message, "more than 6 levels") {
+			n++
+		}
+	}
+	if n != 1 {
+		t.Errorf("%d reports of folders too deep, want 1: %v", n, res.Problems)
+	}
+
+	shallow := t.TempDir()
+	writeSkill(t, filepath.Join(shallow, "skills"), "a/b/c/d/e/f", "at-the-limit", "d")
+	roots, _ = ExpandRoots(shallow, DefaultRoots())
+	if res := Scan(roots, DefaultScanLimits, nil); len(res.Problems) != 0 {
+		t.Errorf("a tree ending at the limit reported %v", res.Problems)
+	}
+}
