@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"net/netip"
 	"net/url"
@@ -33,6 +34,7 @@ const (
 const (
 	DefaultMaxBodyBytes   = 2 << 20
 	DefaultSessionTimeout = 30 * time.Minute
+	DefaultBodyTimeout    = 30 * time.Second
 )
 
 // statelessProtocol is the first protocol revision without sessions: its
@@ -56,6 +58,10 @@ type HTTPOptions struct {
 	MaxBodyBytes int64
 	// SessionTimeout closes sessions idle this long.
 	SessionTimeout time.Duration
+	// BodyTimeout bounds the reading of a request's body, from the end of
+	// its headers: a client that sends it slower, or never, has its
+	// connection closed.
+	BodyTimeout time.Duration
 	// ResourceURL is the public URL of the /mcp endpoint, named in the
 	// protected resource metadata and in WWW-Authenticate. Empty means it
 	// is derived from each request (scheme and Host).
@@ -75,6 +81,9 @@ func (f *Front) HTTPHandler(o HTTPOptions) http.Handler {
 	}
 	if o.SessionTimeout <= 0 {
 		o.SessionTimeout = DefaultSessionTimeout
+	}
+	if o.BodyTimeout <= 0 {
+		o.BodyTimeout = DefaultBodyTimeout
 	}
 	h := &httpFront{f: f, o: o}
 	h.sdk = mcpsdk.NewStreamableHTTPHandler(serverOf, &mcpsdk.StreamableHTTPOptions{
@@ -116,6 +125,14 @@ func serverOf(r *http.Request) *mcpsdk.Server {
 }
 
 func (h *httpFront) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if r.Method != http.MethodGet && r.Body != nil && r.Body != http.NoBody {
+		// The body must arrive within BodyTimeout, read or not: the server
+		// reads what a refused request leaves of it before the next one.
+		rc := http.NewResponseController(w)
+		if rc.SetReadDeadline(time.Now().Add(h.o.BodyTimeout)) == nil {
+			r.Body = &timedBody{ReadCloser: r.Body, rc: rc}
+		}
+	}
 	origins := r.Header.Values("Origin")
 	if len(origins) > 0 {
 		if len(origins) > 1 || !slices.Contains(h.o.AllowedOrigins, origins[0]) && !sameLoopbackOrigin(origins[0], r.Host) {
@@ -152,6 +169,25 @@ func (h *httpFront) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		p, _ := ti.Extra[tokenExtraPrincipal].(*auth.Principal)
 		h.serveView(w, r, p)
 	})).ServeHTTP(w, r)
+}
+
+// timedBody is a request body read under a deadline (BodyTimeout), which is
+// lifted once it is read: a response streamed after it is not cut.
+type timedBody struct {
+	io.ReadCloser
+	rc   *http.ResponseController
+	done bool
+}
+
+func (b *timedBody) Read(p []byte) (int, error) {
+	n, err := b.ReadCloser.Read(p)
+	if err != nil && !b.done {
+		b.done = true
+		if err == io.EOF {
+			_ = b.rc.SetReadDeadline(time.Time{})
+		}
+	}
+	return n, err
 }
 
 // hasBearer reports whether r carries an Authorization header the SDK's

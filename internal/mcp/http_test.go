@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -607,5 +608,46 @@ func TestHTTPJSONRPCErrors(t *testing.T) {
 		if resp.StatusCode != tc.status || strings.TrimSpace(body) != tc.want || resp.Header.Get("Content-Type") != "application/json" {
 			t.Errorf("%s: %d %s %q, want %d %s", tc.body, resp.StatusCode, resp.Header.Get("Content-Type"), body, tc.status, tc.want)
 		}
+	}
+}
+
+// TestSlowBodiesDoNotHoldConnections: a client that announces a body and
+// sends one byte of it is let go once BodyTimeout has passed, with a token
+// or without (the server reads what a refused request leaves of its body).
+// A body that arrives in time is served, and calls after the deadline are
+// not cut by it.
+func TestSlowBodiesDoNotHoldConnections(t *testing.T) {
+	const bodyTimeout = 500 * time.Millisecond
+	h := newHTTPHarness(t, HTTPOptions{Tokens: loadTestTokens(t), BodyTimeout: bodyTimeout})
+	addr := strings.TrimPrefix(h.srv.URL, "http://")
+	held := func(token string) time.Duration {
+		t.Helper()
+		c, err := net.Dial("tcp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		req := "POST " + Path + " HTTP/1.1\r\nHost: " + addr + "\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\nContent-Length: 100000\r\n"
+		if token != "" {
+			req += "Authorization: Bearer " + token + "\r\n"
+		}
+		start := time.Now()
+		if _, err := io.WriteString(c, req+"\r\n{"); err != nil {
+			t.Fatal(err)
+		}
+		_ = c.SetReadDeadline(time.Now().Add(20 * time.Second))
+		_, _ = io.Copy(io.Discard, c) // until the server closes the connection
+		return time.Since(start)
+	}
+	for _, token := range []string{"", "secret-full"} {
+		if d := held(token); d > bodyTimeout+5*time.Second {
+			t.Errorf("token %q: a body that never came held the connection %v; want about %v", token, d, bodyTimeout)
+		}
+	}
+	// A session's calls, whose bodies arrive, are served past the deadline.
+	cs := h.mustClient(Path, "secret-full")
+	time.Sleep(2 * bodyTimeout)
+	if _, err := cs.ListPrompts(context.Background(), nil); err != nil {
+		t.Errorf("a call after the body timeout: %v", err)
 	}
 }
