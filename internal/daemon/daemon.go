@@ -170,7 +170,7 @@ func (m *Main) Run(ctx context.Context) (err error) {
 // setupGuard makes the gRPC auth guard, with the tokens file when auth is
 // on.
 func (m *Main) setupGuard() error {
-	m.guard = &auth.Guard{Auditor: m.tel.Recorder(), Methods: server.Methods}
+	m.guard = &auth.Guard{Auditor: m.tel.Recorder(), Methods: server.Methods, Failures: auth.NewFailureLimiter()}
 	if !m.Config.Auth.Enabled {
 		return nil
 	}

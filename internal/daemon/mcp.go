@@ -52,6 +52,7 @@ func (m *Main) startMCPHTTP(tlsConfig *tls.Config) (*mcpServer, error) {
 	s.http = &http.Server{
 		Handler: front.HTTPHandler(mcp.HTTPOptions{
 			Tokens:         m.guard.Tokens,
+			Failures:       m.guard.Failures, // one budget per address for both fronts
 			AllowedOrigins: cfg.MCP.AllowedOrigins,
 			MaxBodyBytes:   cfg.MCP.MaxBodyBytes,
 			SessionTimeout: cfg.MCP.SessionTimeout,

@@ -2,19 +2,26 @@ package mcp
 
 import (
 	"context"
+	"crypto/sha256"
 	"errors"
 	"fmt"
 	"io"
+	"math"
+	"net"
 	"net/http"
 	"net/netip"
 	"net/url"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
 	sdkauth "github.com/modelcontextprotocol/go-sdk/auth"
 	mcpsdk "github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/modelcontextprotocol/go-sdk/oauthex"
+	"google.golang.org/genproto/googleapis/rpc/errdetails"
+	"google.golang.org/grpc/peer"
+	"google.golang.org/grpc/status"
 
 	"github.com/mcpsag/router/internal/auth"
 	"github.com/mcpsag/router/internal/skill"
@@ -58,6 +65,10 @@ type HTTPOptions struct {
 	MaxBodyBytes int64
 	// SessionTimeout closes sessions idle this long.
 	SessionTimeout time.Duration
+	// Failures limits failed authentication per client address and in
+	// total (auth.FailureLimiter; share the gRPC front's, so that an
+	// address has one budget); nil means a limiter of its own.
+	Failures *auth.FailureLimiter
 	// BodyTimeout bounds the reading of a request's body, from the end of
 	// its headers: a client that sends it slower, or never, has its
 	// connection closed.
@@ -84,6 +95,9 @@ func (f *Front) HTTPHandler(o HTTPOptions) http.Handler {
 	}
 	if o.BodyTimeout <= 0 {
 		o.BodyTimeout = DefaultBodyTimeout
+	}
+	if o.Failures == nil {
+		o.Failures = auth.NewFailureLimiter()
 	}
 	h := &httpFront{f: f, o: o}
 	h.sdk = mcpsdk.NewStreamableHTTPHandler(serverOf, &mcpsdk.StreamableHTTPOptions{
@@ -157,6 +171,9 @@ func (h *httpFront) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		h.serveView(w, r, nil)
 		return
 	}
+	if h.limited(w, r) {
+		return
+	}
 	if !hasBearer(r) {
 		h.audit(r, principalUnauthenticated, "no_token")
 	}
@@ -169,6 +186,58 @@ func (h *httpFront) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		p, _ := ti.Extra[tokenExtraPrincipal].(*auth.Principal)
 		h.serveView(w, r, p)
 	})).ServeHTTP(w, r)
+}
+
+// limited counts the request's authentication against the client's budget
+// of failures (auth.FailureLimiter: a token that fails spends it, a repeat
+// of one does not) and, when the budget is spent, answers 429 with
+// Retry-After, the token unchecked, and reports true.
+func (h *httpFront) limited(w http.ResponseWriter, r *http.Request) bool {
+	tok, ok := bearerToken(r)
+	presented := ""
+	if ok {
+		sum := sha256.Sum256([]byte(tok))
+		presented = string(sum[:])
+	}
+	ctx := peer.NewContext(r.Context(), &peer.Peer{Addr: remoteAddr(r.RemoteAddr)})
+	_, err := h.o.Failures.Attempt(ctx, "http", nil, presented, func() string {
+		if !ok {
+			return auth.ReasonNoToken
+		}
+		if _, valid := h.o.Tokens.Authenticate(tok); !valid {
+			return auth.ReasonBadToken
+		}
+		return ""
+	})
+	if err == nil {
+		return false
+	}
+	for _, d := range status.Convert(err).Details() {
+		if ri, isRetry := d.(*errdetails.RetryInfo); isRetry {
+			w.Header().Set("Retry-After", strconv.Itoa(int(math.Ceil(ri.GetRetryDelay().AsDuration().Seconds()))))
+		}
+	}
+	http.Error(w, status.Convert(err).Message(), http.StatusTooManyRequests)
+	return true
+}
+
+// remoteAddr parses an http.Request's RemoteAddr for the failure limiter.
+func remoteAddr(s string) net.Addr {
+	ap, err := netip.ParseAddrPort(s)
+	if err != nil {
+		return &net.TCPAddr{}
+	}
+	return net.TCPAddrFromAddrPort(ap)
+}
+
+// bearerToken returns the token of r's Authorization header, as the SDK's
+// bearer middleware reads it.
+func bearerToken(r *http.Request) (string, bool) {
+	fields := strings.Fields(r.Header.Get("Authorization"))
+	if len(fields) != 2 || !strings.EqualFold(fields[0], "bearer") {
+		return "", false
+	}
+	return fields[1], true
 }
 
 // timedBody is a request body read under a deadline (BodyTimeout), which is
@@ -193,8 +262,8 @@ func (b *timedBody) Read(p []byte) (int, error) {
 // hasBearer reports whether r carries an Authorization header the SDK's
 // bearer middleware will read a token from.
 func hasBearer(r *http.Request) bool {
-	fields := strings.Fields(r.Header.Get("Authorization"))
-	return len(fields) == 2 && strings.EqualFold(fields[0], "bearer")
+	_, ok := bearerToken(r)
+	return ok
 }
 
 // verify checks a bearer token against the tokens file.

@@ -651,3 +651,47 @@ func TestSlowBodiesDoNotHoldConnections(t *testing.T) {
 		t.Errorf("a call after the body timeout: %v", err)
 	}
 }
+
+// TestHTTPFailedAuthIsLimited: guessing tokens over MCP HTTP spends the
+// address's budget of failures, as over gRPC: 10 new wrong tokens get 401,
+// the next requests 429 with Retry-After, their tokens unchecked; a client
+// repeating one wrong token is told 401 each time and spends nothing.
+func TestHTTPFailedAuthIsLimited(t *testing.T) {
+	h := newHTTPHarness(t, HTTPOptions{Tokens: loadTestTokens(t)})
+	post := func(token string) *http.Response {
+		t.Helper()
+		req, err := http.NewRequest(http.MethodPost, h.srv.URL+Path, strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"ping"}`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		if token != "" {
+			req.Header.Set("Authorization", "Bearer "+token)
+		}
+		res, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, _ = io.Copy(io.Discard, res.Body)
+		res.Body.Close()
+		return res
+	}
+	for range 30 {
+		if res := post("the-same-wrong-token"); res.StatusCode != http.StatusUnauthorized {
+			t.Fatalf("a repeated wrong token: %d, want 401 every time", res.StatusCode)
+		}
+	}
+	for i := range auth.DefaultClientFailureBurst - 1 {
+		if res := post(fmt.Sprint("guess-", i)); res.StatusCode != http.StatusUnauthorized {
+			t.Fatalf("guess %d: %d, want 401", i, res.StatusCode)
+		}
+	}
+	res := post("guess-past-the-budget")
+	if res.StatusCode != http.StatusTooManyRequests || res.Header.Get("Retry-After") == "" {
+		t.Errorf("a guess past the budget: %d, Retry-After %q; want 429 with a delay", res.StatusCode, res.Header.Get("Retry-After"))
+	}
+	if res := post("secret-full"); res.StatusCode != http.StatusTooManyRequests {
+		t.Errorf("the right token from the guessing address: %d, want 429 (refused unchecked)", res.StatusCode)
+	}
+}
