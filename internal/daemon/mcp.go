@@ -124,5 +124,6 @@ func (a mcpAuditor) AuditMCP(ctx context.Context, r mcp.AuditRecord) {
 		RequestID: r.RequestID, SessionID: r.SessionID, Method: r.Method, Target: r.Target,
 		Principal: r.Principal, Peer: r.Peer, Agent: r.Agent, Skill: r.Skill,
 		Decision: r.Decision, Reason: r.Reason, Outcome: r.Outcome, Duration: r.Duration,
+		Counted: r.Counted, Unaudited: r.Unaudited,
 	})
 }

@@ -63,6 +63,8 @@ type Front struct {
 	mu    sync.Mutex
 	views map[View]*view
 
+	rateAudits rateSampler
+
 	// statusErr is the last error of reading the router's status, logged
 	// when it changes.
 	statusErr struct {

@@ -695,3 +695,29 @@ func TestHTTPFailedAuthIsLimited(t *testing.T) {
 		t.Errorf("the right token from the guessing address: %d, want 429 (refused unchecked)", res.StatusCode)
 	}
 }
+
+// TestRateLimitRefusalsAreAuditedSampled: a client far past its token's
+// rate gets every call refused; every refusal reaches the auditor, but only
+// the first is an audit line (the rest are counted only, until a minute
+// has passed), so a flood cannot flood the audit stream.
+func TestRateLimitRefusalsAreAuditedSampled(t *testing.T) {
+	h := newHTTPHarness(t, HTTPOptions{Tokens: loadTestTokens(t)})
+	cs := h.mustClient(Path, "secret-slow")
+	for range 60 {
+		callTool(t, cs, toolFind, map[string]any{"task": "pdf forms"})
+	}
+	audited, counted := 0, 0
+	for _, r := range h.audit.find("tools/call", toolFind) {
+		if r.Decision != skill.DecisionRateLimited {
+			continue
+		}
+		if r.Counted {
+			counted++
+		} else {
+			audited++
+		}
+	}
+	if audited != 1 || counted < 40 {
+		t.Errorf("rate-limited calls: %d audited, %d counted only; want 1 audited and the rest counted", audited, counted)
+	}
+}

@@ -172,11 +172,15 @@ func (f *Front) middleware(vw *view) mcpsdk.Middleware {
 				if s := req.GetSession(); s != nil {
 					sid = s.ID()
 				}
-				f.opts.Auditor.AuditMCP(ctx, AuditRecord{
+				rec := AuditRecord{
 					Time: start, RequestID: c.id, SessionID: sid, Method: method, Target: tgt,
 					Principal: principalID(p), Peer: peer, Agent: c.agent, Skill: c.skill,
 					Decision: c.decision, Reason: c.reason, Outcome: c.outcome, Duration: time.Since(start),
-				})
+				}
+				if c.decision == skill.DecisionRateLimited {
+					f.rateAudits.sample(rec.Principal, start, &rec)
+				}
+				f.opts.Auditor.AuditMCP(ctx, rec)
 			}
 			return res, err
 		}

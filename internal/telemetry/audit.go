@@ -160,6 +160,10 @@ type MCPCall struct {
 	// Outcome is ok, tool_error, protocol_error or a skill.Code name.
 	Outcome  string
 	Duration time.Duration
+	// Counted: count the call, write no audit event (a sampled refusal).
+	Counted bool
+	// Unaudited is how many counted-only refusals this event stands for.
+	Unaudited int
 }
 
 // MCPCalled records an MCP request: audit event mcp_call and the MCP calls
@@ -174,6 +178,9 @@ func (r *Recorder) MCPCalled(ctx context.Context, c MCPCall) {
 		attribute.String(keyMethod, method),
 		attribute.String(keyDecision, string(c.Decision)),
 		attribute.String(keyOutcome, clip(c.Outcome))))
+	if c.Counted {
+		return
+	}
 	r.emit(ctx, r.audit, EventMCPCall, otellog.SeverityInfo, true, []attribute.KeyValue{
 		attribute.String("request.id", clip(c.RequestID)),
 		attribute.String("session.id", clip(c.SessionID)),
@@ -187,6 +194,7 @@ func (r *Recorder) MCPCalled(ctx context.Context, c MCPCall) {
 		attribute.String(keyReason, clip(c.Reason)),
 		attribute.String(keyOutcome, clip(c.Outcome)),
 		attribute.Float64(keyDurationMS, ms(c.Duration)),
+		attribute.Int("unaudited", c.Unaudited),
 	})
 }
 

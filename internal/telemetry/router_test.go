@@ -130,4 +130,10 @@ func TestMCPCalledIsAnAuditRecord(t *testing.T) {
 			t.Errorf("%s = %q, want %q", key, got, want)
 		}
 	}
+	// A sampled refusal is counted, not written.
+	m.Recorder().MCPCalled(ctx, telemetry.MCPCall{RequestID: "r2", Method: "tools/call", Target: "find_skills",
+		Principal: "agent", Decision: skill.DecisionRateLimited, Reason: "rate_limit", Outcome: "resource_exhausted", Counted: true})
+	if n := len(m.logs.byEvent(telemetry.EventMCPCall)); n != 1 {
+		t.Errorf("%d mcp_call records after a counted-only call, want still 1", n)
+	}
 }
