@@ -1,11 +1,8 @@
 package reliability
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -19,15 +16,8 @@ import (
 // still work, and each session must still say why it fails (the token),
 // not that the address is limited.
 func TestWrongTokenSessionBesideValidClients(t *testing.T) {
-	ws := newWorkspace(t, 20, 41)
 	const good = "the-right-token-51d0"
-	sum := sha256.Sum256([]byte(good))
-	tokens := filepath.Join(t.TempDir(), "tokens.yaml")
-	if err := os.WriteFile(tokens, []byte("tokens:\n  - {id: agent, sha256: "+hex.EncodeToString(sum[:])+", groups: ['*']}\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	ws.SetConfig("auth", "auth:\n  enabled: true\n  tokens_file: "+tokens+"\n")
-	r := start(t, routerOpts{Workspace: ws.Dir, StateDir: t.TempDir(), Admin: true})
+	r := startWithAuth(t, newWorkspace(t, 20, 41), good)
 	defer r.Stop()
 
 	const budget = 10 // auth.DefaultClientFailureBurst

@@ -274,15 +274,8 @@ func TestTokenBruteForce(t *testing.T) {
 	if !freeLoopback("127.0.0.2") {
 		t.Skip("cannot bind 127.0.0.2: the test needs several loopback addresses")
 	}
-	ws := newWorkspace(t, 20, 37)
 	const good = "the-right-token-8c1e"
-	sum := sha256.Sum256([]byte(good))
-	tokens := filepath.Join(t.TempDir(), "tokens.yaml")
-	if err := os.WriteFile(tokens, []byte("tokens:\n  - {id: agent, sha256: "+hex.EncodeToString(sum[:])+", groups: ['*']}\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	ws.SetConfig("auth", "auth:\n  enabled: true\n  tokens_file: "+tokens+"\n")
-	r := start(t, routerOpts{Workspace: ws.Dir, StateDir: t.TempDir(), Admin: true})
+	r := startWithAuth(t, newWorkspace(t, 20, 37), good)
 	defer r.Stop()
 
 	call := func(from, tok string) error {
@@ -377,6 +370,19 @@ func TestTokenBruteForce(t *testing.T) {
 	if strings.Contains(strings.Join(r.logs.matching("auth_failure"), "\n"), "guess-") {
 		t.Error("an audit record quotes a presented token")
 	}
+}
+
+// startWithAuth starts a router on ws with authentication on and one token,
+// good, allowed every group, and /metrics served.
+func startWithAuth(t *testing.T, ws *workspace, good string) *routerProc {
+	t.Helper()
+	sum := sha256.Sum256([]byte(good))
+	tokens := filepath.Join(t.TempDir(), "tokens.yaml")
+	if err := os.WriteFile(tokens, []byte("tokens:\n  - {id: agent, sha256: "+hex.EncodeToString(sum[:])+", groups: ['*']}\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	ws.SetConfig("auth", "auth:\n  enabled: true\n  tokens_file: "+tokens+"\n")
+	return start(t, routerOpts{Workspace: ws.Dir, StateDir: t.TempDir(), Admin: true})
 }
 
 // metricValue returns the value of the first series on /metrics whose line
