@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"encoding/base64"
+	"path/filepath"
 	"slices"
 	"strings"
 
@@ -68,13 +69,34 @@ func (r *Router) Get(ctx context.Context, req skill.GetRequest) (*skill.GetResul
 	if err != nil {
 		return nil, err
 	}
-	res := &skill.GetResult{Entry: ent, Generation: g.ID}
+	res := &skill.GetResult{Entry: r.withDisplayPaths(ent), Generation: g.ID}
 	if req.Manifest {
 		if res.Manifest, err = r.manifest(ent.Skill); err != nil {
 			return nil, err
 		}
 	}
 	return res, nil
+}
+
+// withDisplayPaths returns ent with the files its skill's problems name
+// shown as displayPath shows them (relative to the workspace, or only
+// their name), not as the host's paths. The catalog's skill is not
+// changed: ent's is copied when a problem names a host path.
+func (r *Router) withDisplayPaths(ent *skill.Entry) *skill.Entry {
+	s := ent.Skill
+	if !slices.ContainsFunc(s.Problems, func(p skill.Problem) bool { return filepath.IsAbs(p.File) }) {
+		return ent
+	}
+	shown := *s
+	shown.Problems = slices.Clone(s.Problems)
+	for i, p := range shown.Problems {
+		if filepath.IsAbs(p.File) {
+			shown.Problems[i].File = r.displayPath(p.File)
+		}
+	}
+	e := *ent
+	e.Skill = &shown
+	return &e
 }
 
 // lookup finds the skill agent sees under name in the served generation,

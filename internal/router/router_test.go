@@ -23,18 +23,24 @@ func examples(tb testing.TB) string {
 // newRouter builds a router over the read-only examples workspace.
 func newRouter(tb testing.TB) *Router {
 	tb.Helper()
+	return newRouterOn(tb, examples(tb))
+}
+
+// newRouterOn builds a router over workspace.
+func newRouterOn(tb testing.TB, workspace string) *Router {
+	tb.Helper()
 	db, err := store.Open(tb.TempDir(), store.Options{ParserVersion: skillmd.Version})
 	if err != nil {
 		tb.Fatal(err)
 	}
 	tb.Cleanup(func() { db.Close() })
-	l, err := loader.New(loader.Config{Workspace: examples(tb)}, db)
+	l, err := loader.New(loader.Config{Workspace: workspace}, db)
 	if err != nil {
 		tb.Fatal(err)
 	}
 	r := New(Config{
 		Loader:           l,
-		Workspace:        examples(tb),
+		Workspace:        workspace,
 		Settings:         Settings{Flags: skill.Flags{SkillsV1: true}, DefaultTokenBudget: 5000, MaxTokenBudget: 50000},
 		MaxResourceBytes: 1 << 20,
 	})
@@ -170,5 +176,37 @@ func TestMatchValidatesOnEveryPath(t *testing.T) {
 				t.Errorf("skills_v1 %v, task of %d bytes, top_k %d: %v; want InvalidArgument with a field", on, len(req.Task), req.TopK, err)
 			}
 		}
+	}
+}
+
+// TestGetShowsNoHostPaths: the files a skill's problems name come back
+// relative to the workspace, not as the host's paths.
+func TestGetShowsNoHostPaths(t *testing.T) {
+	ws := t.TempDir()
+	p := filepath.Join(ws, "skills", "folder-name", "SKILL.md")
+	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(p, []byte("---\nname: other-name\ndescription: A name that differs from its folder.\n---\nBody.\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r := newRouterOn(t, ws)
+	res, err := r.Get(context.Background(), skill.GetRequest{Name: "other-name"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	probs := res.Entry.Skill.Problems
+	if len(probs) == 0 {
+		t.Fatal("no problem reported for a name that differs from its folder")
+	}
+	for _, pr := range probs {
+		if pr.File != "skills/folder-name/SKILL.md" || strings.Contains(pr.Message, ws) {
+			t.Errorf("problem %+v names a host path (workspace %s)", pr, ws)
+		}
+	}
+	// The catalog keeps its own copy as it was.
+	again, _ := r.Get(context.Background(), skill.GetRequest{Name: "other-name"})
+	if again.Entry.Skill.Problems[0].File != "skills/folder-name/SKILL.md" {
+		t.Errorf("a second Get: %+v", again.Entry.Skill.Problems[0])
 	}
 }
