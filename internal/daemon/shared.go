@@ -69,7 +69,7 @@ func listenSocket(stateDir string) (string, net.Listener, error) {
 	if err != nil {
 		return "", nil, err
 	}
-	dir, err := os.MkdirTemp(stateDir, ".s") // mode 0700
+	dir, err := os.MkdirTemp(stateDir, ".s") // ".s<digits>", mode 0700
 	if err != nil {
 		return "", nil, err
 	}

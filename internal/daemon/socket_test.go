@@ -56,7 +56,7 @@ func TestSocketIsNeverOpenToOthers(t *testing.T) {
 	if err != nil || fi.Mode()&os.ModeSocket == 0 || fi.Mode().Perm() != 0o600 {
 		t.Fatalf("router.sock: %v, %v; want a socket with mode 0600", fi.Mode(), err)
 	}
-	if left, _ := filepath.Glob(filepath.Join(state, ".s*")); len(left) > 0 {
+	if left, _ := filepath.Glob(filepath.Join(state, ".s[0-9]*")); len(left) > 0 {
 		t.Errorf("left in the state directory: %v", left)
 	}
 	r.Stop(t)
