@@ -1,8 +1,10 @@
 package store
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -63,4 +65,31 @@ func BenchmarkOpenChecks(b *testing.B) {
 			}
 		}
 	})
+}
+
+// BenchmarkBody reads one body of a cache of 1,000, as every level-2 Load
+// does: a guarded read transaction, the seal's check and the decoding.
+func BenchmarkBody(b *testing.B) {
+	db, err := Open(b.TempDir(), Options{LockTimeout: time.Second, ParserVersion: skillmd.Version})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer db.Close()
+	bodies := make(map[string]string, 1000)
+	hashes := make([]string, 0, 1000)
+	for i := range 1000 {
+		h := fmt.Sprintf("%064x", i)
+		bodies[h] = strings.Repeat(fmt.Sprintf("line %d of a skill's body\n", i), 80)
+		hashes = append(hashes, h)
+	}
+	if err := db.ApplyFiles(FileChanges{Bodies: bodies}); err != nil {
+		b.Fatal(err)
+	}
+	i := 0
+	for b.Loop() {
+		if _, ok, err := db.Body(hashes[i%len(hashes)]); err != nil || !ok {
+			b.Fatalf("Body: ok %v, err %v", ok, err)
+		}
+		i++
+	}
 }
