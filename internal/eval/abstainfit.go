@@ -61,8 +61,9 @@ type TaskGroup struct {
 type FitOptions struct {
 	// Features default to match.HybridFeatures.
 	Features []string
-	// Signs constrain the sign of named features' weights (see
-	// match.FitSettings); match.EvidenceSigns are the shipped ones.
+	// Signs constrain the sign of named features' weights (+1 keeps one
+	// at or above zero, -1 at or below); match.EvidenceSigns are the
+	// shipped ones.
 	Signs map[string]int
 	// Hidden is the share of the answerable tasks of each BoundHidden
 	// group the abstention cutoff may hide (abstain on although a relevant
@@ -408,15 +409,15 @@ func (fs *fitSet) fitCutoffs(keep func(int) bool) (*match.Classifier, error) {
 	for c := range count {
 		classTotal[c.pos]++
 	}
-	samples := make([]match.Sample, 0, len(used))
+	samples := make([]sample, 0, len(used))
 	for _, i := range used {
 		pos, _ := fs.positive(i)
 		c := cell{fs.row[fs.tasks[i].Group], pos}
 		w := float64(len(used)) / (2 * classTotal[pos] * count[c])
-		samples = append(samples, match.Sample{Features: fs.tasks[i].Features, Positive: pos, Weight: w})
+		samples = append(samples, sample{Features: fs.tasks[i].Features, Positive: pos, Weight: w})
 	}
-	cls, err := match.FitClassifier(skill.ModeHybrid, fs.opt.Model, fs.opt.Features, samples,
-		match.FitSettings{L2: fs.opt.L2, Signs: fs.opt.Signs})
+	cls, err := fitClassifier(skill.ModeHybrid, fs.opt.Model, fs.opt.Features, samples,
+		fitSettings{L2: fs.opt.L2, Signs: fs.opt.Signs})
 	if err != nil {
 		return nil, fmt.Errorf("fit abstention: %w", err)
 	}

@@ -159,7 +159,7 @@ func Calibrate(ctx context.Context, ix *match.Index, qs []Query, opt CalibrateOp
 	}
 
 	// 2. Features of every query (they do not depend on the fusion rule).
-	samples := make([]match.Sample, len(qs))
+	samples := make([]sample, len(qs))
 	scores := make([]float64, len(qs))
 	for i, q := range qs {
 		rk, err := ix.Rank(ctx, skill.MatchRequest{Task: q.Query, Options: skill.MatchOptions{Mode: opt.Mode}}, nil)
@@ -169,7 +169,7 @@ func Calibrate(ctx context.Context, ix *match.Index, qs []Query, opt CalibrateOp
 		if hybrid && rk.Result.Degraded {
 			return nil, fmt.Errorf("query %s: embeddings failed during calibration", q.ID)
 		}
-		samples[i] = match.Sample{Features: rk.Features, Positive: q.NeedSkill()}
+		samples[i] = sample{Features: rk.Features, Positive: q.NeedSkill()}
 		if opt.Progress != nil {
 			opt.Progress("features", i+1, len(qs))
 		}
@@ -216,7 +216,7 @@ func Calibrate(ctx context.Context, ix *match.Index, qs []Query, opt CalibrateOp
 	oof := make([]float64, len(qs))
 	for _, test := range folds {
 		train := complement(test, len(qs))
-		cls, err := match.FitClassifier(opt.Mode, cal.Model, names, pick(samples, train), match.FitSettings{L2: opt.L2})
+		cls, err := fitClassifier(opt.Mode, cal.Model, names, pick(samples, train), fitSettings{L2: opt.L2})
 		if err != nil {
 			return nil, err
 		}
@@ -233,7 +233,7 @@ func Calibrate(ctx context.Context, ix *match.Index, qs []Query, opt CalibrateOp
 	cal.ClassifierCV = abstention(pred, noSkill)
 	cal.ClassifierAUROC = auroc(oof, negate(noSkill))
 	cal.ClassifierCurve = curve(oof, noSkill, opt.Beta)
-	cls, err := match.FitClassifier(opt.Mode, cal.Model, names, samples, match.FitSettings{L2: opt.L2})
+	cls, err := fitClassifier(opt.Mode, cal.Model, names, samples, fitSettings{L2: opt.L2})
 	if err != nil {
 		return nil, err
 	}
@@ -421,8 +421,8 @@ func complement(idx []int, n int) []int {
 	return out
 }
 
-func pick(s []match.Sample, idx []int) []match.Sample {
-	out := make([]match.Sample, len(idx))
+func pick(s []sample, idx []int) []sample {
+	out := make([]sample, len(idx))
 	for j, i := range idx {
 		out[j] = s[i]
 	}

@@ -6,6 +6,9 @@
 // that need a skill), abstention precision and recall over all queries, and
 // latency. Calibrate fits the convex and adaptive weights, the single-score
 // threshold and the abstention classifier on a labelled set, with
-// cross-validated figures. routerctl eval and routerctl calibrate are thin
+// cross-validated figures; FitTasks fits the shipped calibration's
+// classifier on many sets at once. The classifiers are fitted here (a
+// logistic model under sign constraints) and evaluated by match.Classifier.
+// routerctl eval and routerctl calibrate are thin
 // wrappers around Open, Evaluate and Calibrate.
 package eval

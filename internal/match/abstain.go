@@ -83,10 +83,10 @@ var (
 )
 
 // EvidenceSigns are the directions evidence features may push a fitted
-// classifier (match.FitSettings.Signs): a higher cosine, more of the task
-// covered by one skill, the two lists agreeing, a trigger or name, more of
-// the task's words known to the catalog never lower the probability that
-// a skill fits. The catalog's size and vocabulary and the BM25 ratio are
+// classifier (the sign constraints of internal/eval's fits): a higher
+// cosine, more of the task covered by one skill, the two lists agreeing, a
+// trigger or name, more of the task's words known to the catalog never
+// lower the probability that a skill fits. The catalog's size and vocabulary and the BM25 ratio are
 // free: which way they push depends on the rest.
 var EvidenceSigns = map[string]int{FeatDenseTop: 1, FeatDenseGap: 1, FeatDenseSpread: 1, FeatBM25Top: 1,
 	FeatBM25Norm: 1, FeatCoverage: 1, FeatAgree: 1, FeatCrossRank: 1, FeatBoost: 1, FeatCoverBest: 1}
@@ -159,7 +159,12 @@ type Classifier struct {
 	Confident float64 `json:"confident,omitempty" yaml:"confident,omitempty"`
 }
 
-func (c *Classifier) validate() error {
+// Validate reports whether c can be used: a known mode, at least one
+// feature, all known (and none dense in keyword mode), mean, scale and
+// weight for each, finite numbers, positive scales, and cutoff and
+// confident in [0, 1]. The configuration checks each classifier with it;
+// a fit checks what it built.
+func (c *Classifier) Validate() error {
 	if c.Mode != skill.ModeHybrid && c.Mode != skill.ModeKeyword {
 		return fmt.Errorf("mode %q is not hybrid or bm25", c.Mode)
 	}
@@ -196,10 +201,13 @@ func (c *Classifier) Probability(f Features) float64 {
 		v, _ := f.Value(name)
 		z += c.Weights[i] * (v - c.Mean[i]) / c.Scale[i]
 	}
-	return sigmoid(z)
+	return Sigmoid(z)
 }
 
-func sigmoid(z float64) float64 {
+// Sigmoid is the classifier's link, the logistic function 1/(1+e^-z),
+// computed without overflow; a fit computes its probabilities with it, so
+// the fitted Probability is the model that was fitted.
+func Sigmoid(z float64) float64 {
 	if z >= 0 {
 		return 1 / (1 + math.Exp(-z))
 	}

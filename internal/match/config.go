@@ -397,7 +397,7 @@ func (a AbstainConfig) check(v *checker) {
 	v.unit("abstain.margin", a.Margin)
 	seen := map[skill.MatchMode]bool{}
 	for i, cl := range a.Classifiers {
-		if err := cl.validate(); err != nil {
+		if err := cl.Validate(); err != nil {
 			v.bad(fmt.Sprintf("abstain.classifiers[%d]", i), "%v", err)
 		}
 		if seen[cl.Mode] {

@@ -25,10 +25,11 @@
 // share that grows with the share of the task's terms the keyword index
 // lacks) merges the two rankings; trigger phrases and explicit mentions of
 // a skill's name add a bounded boost; then the abstention rules (a
-// per-model threshold, or a calibrated classifier over score features)
-// decide whether any skill fits, and the relative and margin rules decide
-// how many candidates to return. Every candidate carries its scores, ranks
-// and fired triggers so the decision can be explained.
+// per-model threshold, or a calibrated classifier over score features,
+// which internal/eval fits) decide whether any skill fits, and the
+// relative and margin rules decide how many candidates to return. Every
+// candidate carries its scores, ranks and fired triggers so the decision
+// can be explained.
 //
 // Query embeddings come through the small QueryEmbedder interface; when it
 // fails, Match answers from BM25 alone and marks the result Degraded.

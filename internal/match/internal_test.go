@@ -6,8 +6,6 @@ import (
 	"slices"
 	"sort"
 	"testing"
-
-	"github.com/mcpsag/router/internal/skill"
 )
 
 func TestNormalizeText(t *testing.T) {
@@ -69,41 +67,6 @@ func TestRarity(t *testing.T) {
 	}
 	if a, b := rarity(10, 1000), rarity(100, 1000); a <= b {
 		t.Errorf("rarity not decreasing: %v <= %v", a, b)
-	}
-}
-
-func TestFitClassifierSeparates(t *testing.T) {
-	r := rand.New(rand.NewPCG(3, 4))
-	var samples []Sample
-	for range 400 {
-		yes := r.IntN(2) == 0
-		top := 0.3 + 0.1*r.NormFloat64()
-		if yes {
-			top += 0.3
-		}
-		samples = append(samples, Sample{Features: Features{DenseTop: top, Coverage: r.Float64()}, Positive: yes})
-	}
-	c, err := FitClassifier(skill.ModeHybrid, "m", []string{FeatDenseTop, FeatCoverage}, samples, FitSettings{L2: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if c.Weights[0] <= 1 || math.Abs(c.Weights[1]) > 0.5 {
-		t.Errorf("weights %v: want a strong dense_top weight and a small coverage weight", c.Weights)
-	}
-	right := 0
-	for _, s := range samples {
-		if (c.Probability(s.Features) >= 0.5) == s.Positive {
-			right++
-		}
-	}
-	if right < 340 {
-		t.Errorf("%d of 400 right, want at least 340", right)
-	}
-	if _, err := FitClassifier(skill.ModeHybrid, "m", []string{FeatDenseTop}, samples[:1], FitSettings{L2: 1}); err == nil {
-		t.Error("one class accepted")
-	}
-	if _, err := FitClassifier(skill.ModeKeyword, "m", []string{FeatDenseTop}, samples, FitSettings{L2: 1}); err == nil {
-		t.Error("a dense feature accepted for a keyword-only classifier")
 	}
 }
 
@@ -235,89 +198,5 @@ func TestDotsU8MatchesPortable(t *testing.T) {
 	dotsU8Go(q, rows, stride, want)
 	if !slices.Equal(got, want) {
 		t.Errorf("AVX-512 %v, portable %v", got[:4], want[:4])
-	}
-}
-
-// TestFitClassifierSigns: a sign constraint holds a weight that would take
-// the forbidden sign at zero, and a feature whose best weight has the
-// allowed sign is not held back.
-func TestFitClassifierSigns(t *testing.T) {
-	r := rand.New(rand.NewPCG(7, 8))
-	var samples []Sample
-	for range 600 {
-		yes := r.IntN(2) == 0
-		f := Features{DenseTop: 0.3 + 0.1*r.NormFloat64(), Coverage: 0.5 + 0.1*r.NormFloat64(), Boost: r.Float64()}
-		if yes {
-			f.DenseTop += 0.2
-			f.Coverage -= 0.1 // the training catalogs' quirk: answerable tasks know fewer words
-		}
-		samples = append(samples, Sample{Features: f, Positive: yes})
-	}
-	names := []string{FeatDenseTop, FeatCoverage, FeatBoost}
-	free, err := FitClassifier(skill.ModeHybrid, "m", names, samples, FitSettings{L2: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if free.Weights[1] >= -0.5 {
-		t.Fatalf("unconstrained coverage weight %.3f: the test data should make it clearly negative", free.Weights[1])
-	}
-	signed, err := FitClassifier(skill.ModeHybrid, "m", names, samples,
-		FitSettings{L2: 1, Signs: map[string]int{FeatDenseTop: 1, FeatCoverage: 1}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if signed.Weights[1] != 0 || signed.Weights[0] <= 1 {
-		t.Errorf("constrained weights %v: want coverage held at 0 and a strong dense_top weight", signed.Weights)
-	}
-	// A negative constraint on a feature that wants a negative weight
-	// changes nothing.
-	same, err := FitClassifier(skill.ModeHybrid, "m", names, samples, FitSettings{L2: 1, Signs: map[string]int{FeatCoverage: -1}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for i := range names {
-		if math.Abs(same.Weights[i]-free.Weights[i]) > 1e-9 {
-			t.Errorf("weight %s: %.6f with an inactive constraint, %.6f without", names[i], same.Weights[i], free.Weights[i])
-		}
-	}
-}
-
-// TestFitClassifierWeights: a sample of weight 2 counts as two copies.
-func TestFitClassifierWeights(t *testing.T) {
-	r := rand.New(rand.NewPCG(9, 10))
-	var once, twice []Sample
-	for range 200 {
-		yes := r.IntN(3) == 0
-		f := Features{DenseTop: 0.3 + 0.1*r.NormFloat64()}
-		if yes {
-			f.DenseTop += 0.15
-		}
-		heavy := r.IntN(2) == 0
-		s := Sample{Features: f, Positive: yes}
-		twice = append(twice, s)
-		if heavy {
-			twice = append(twice, s)
-			s.Weight = 2
-		}
-		once = append(once, s)
-	}
-	a, err := FitClassifier(skill.ModeHybrid, "m", []string{FeatDenseTop}, once, FitSettings{L2: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, err := FitClassifier(skill.ModeHybrid, "m", []string{FeatDenseTop}, twice, FitSettings{L2: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, x := range []float64{0.2, 0.4, 0.6} {
-		f := Features{DenseTop: x}
-		if pa, pb := a.Probability(f), b.Probability(f); math.Abs(pa-pb) > 1e-6 {
-			t.Errorf("p(%.1f) = %.6f with weights, %.6f with copies", x, pa, pb)
-		}
-	}
-	bad := append([]Sample(nil), once...)
-	bad[0].Weight = -1
-	if _, err := FitClassifier(skill.ModeHybrid, "m", []string{FeatDenseTop}, bad, FitSettings{L2: 1}); err == nil {
-		t.Error("a negative sample weight was accepted")
 	}
 }
