@@ -236,6 +236,37 @@ type fitSet struct {
 // BoundConfident group under it. It reports cross-validated,
 // leave-one-set-out and in-sample figures per group name.
 func FitTasks(groups []TaskGroup, tasks []AbstentionTask, opt FitOptions) (*AbstentionFit, error) {
+	fs, err := newFitSet(groups, tasks, opt.withDefaults())
+	if err != nil {
+		return nil, err
+	}
+	train := func(i int) bool { return !groups[tasks[i].Group].Test }
+	fit := &AbstentionFit{}
+	cv, err := fs.crossValidate(train)
+	if err != nil {
+		return nil, err
+	}
+	fit.CrossValidated = fs.figures(cv)
+	var loso []skill.Verdict
+	loso, fit.Notes = fs.leaveSetsOut(train, cv)
+	fit.LeaveSetOut = fs.figures(loso)
+
+	cls, err := fs.fitCutoffs(train)
+	if err != nil {
+		return nil, err
+	}
+	all := make([]skill.Verdict, len(tasks))
+	for i := range tasks {
+		all[i] = fs.verdict(cls, i)
+	}
+	fit.InSample = fs.figures(all)
+	fit.Classifier = cls
+	return fit, nil
+}
+
+// withDefaults returns opt with its zero values replaced by the defaults
+// (match.HybridFeatures, Hidden 0.02, NotConfident 0.75, 5 folds, L2 1).
+func (opt FitOptions) withDefaults() FitOptions {
 	if len(opt.Features) == 0 {
 		opt.Features = match.HybridFeatures
 	}
@@ -251,6 +282,12 @@ func FitTasks(groups []TaskGroup, tasks []AbstentionTask, opt FitOptions) (*Abst
 	if opt.L2 == 0 {
 		opt.L2 = 1
 	}
+	return opt
+}
+
+// newFitSet numbers the groups' names (one row of figures each, in order of
+// first appearance) and fails when a task names a group that is not there.
+func newFitSet(groups []TaskGroup, tasks []AbstentionTask, opt FitOptions) (*fitSet, error) {
 	fs := &fitSet{groups: groups, tasks: tasks, opt: opt, row: make([]int, len(groups))}
 	at := map[string]int{}
 	for gi, g := range groups {
@@ -267,62 +304,61 @@ func FitTasks(groups []TaskGroup, tasks []AbstentionTask, opt FitOptions) (*Abst
 			return nil, fmt.Errorf("fit abstention: task of group %d, there are %d groups", t.Group, len(groups))
 		}
 	}
-	train := func(i int) bool { return !groups[tasks[i].Group].Test }
-	fit := &AbstentionFit{}
+	return fs, nil
+}
 
-	foldOf := textFolds(tasks, opt.Folds)
-	cv := make([]skill.Verdict, len(tasks))
-	for f := 0; f < opt.Folds; f++ {
+// crossValidate returns each task's verdict by the classifier and cutoffs
+// fitted on the training tasks of the other folds (tasks are assigned
+// folds by their text).
+func (fs *fitSet) crossValidate(train func(int) bool) ([]skill.Verdict, error) {
+	foldOf := textFolds(fs.tasks, fs.opt.Folds)
+	cv := make([]skill.Verdict, len(fs.tasks))
+	for f := 0; f < fs.opt.Folds; f++ {
 		cls, err := fs.fitCutoffs(func(i int) bool { return foldOf[i] != f && train(i) })
 		if err != nil {
 			return nil, err
 		}
-		for i := range tasks {
+		for i := range fs.tasks {
 			if foldOf[i] == f {
 				cv[i] = fs.verdict(cls, i)
 			}
 		}
 	}
-	fit.CrossValidated = fs.figures(cv)
+	return cv, nil
+}
 
+// leaveSetsOut returns each task's verdict by the classifier and cutoffs
+// fitted on the training tasks of every other set (a group belongs to its
+// source's set and its catalog's). A set whose fit fails keeps its tasks'
+// cross-validated verdicts cv, with a note saying so.
+func (fs *fitSet) leaveSetsOut(train func(int) bool, cv []skill.Verdict) ([]skill.Verdict, []string) {
 	var sets []string
-	for _, g := range groups {
+	for _, g := range fs.groups {
 		for _, s := range []string{g.Source, g.Catalog} {
 			if s != "" && !slices.Contains(sets, s) {
 				sets = append(sets, s)
 			}
 		}
 	}
+	var notes []string
 	loso := append([]skill.Verdict(nil), cv...)
 	for _, s := range sets {
 		held := func(i int) bool {
-			g := groups[tasks[i].Group]
+			g := fs.groups[fs.tasks[i].Group]
 			return g.Source == s || g.Catalog == s
 		}
 		cls, err := fs.fitCutoffs(func(i int) bool { return train(i) && !held(i) })
 		if err != nil {
-			fit.Notes = append(fit.Notes, fmt.Sprintf("leaving %s out: %v; its tasks keep their k-fold verdicts", s, err))
+			notes = append(notes, fmt.Sprintf("leaving %s out: %v; its tasks keep their k-fold verdicts", s, err))
 			continue
 		}
-		for i := range tasks {
+		for i := range fs.tasks {
 			if held(i) {
 				loso[i] = fs.verdict(cls, i)
 			}
 		}
 	}
-	fit.LeaveSetOut = fs.figures(loso)
-
-	cls, err := fs.fitCutoffs(train)
-	if err != nil {
-		return nil, err
-	}
-	all := make([]skill.Verdict, len(tasks))
-	for i := range tasks {
-		all[i] = fs.verdict(cls, i)
-	}
-	fit.InSample = fs.figures(all)
-	fit.Classifier = cls
-	return fit, nil
+	return loso, notes
 }
 
 // textFolds assigns each task a fold by its text, so one text (a dev-set

@@ -103,25 +103,9 @@ type Calibration struct {
 // curves with cross-validated figures. ix must have been built from the skills the
 // queries are labelled against.
 func Calibrate(ctx context.Context, ix *match.Index, qs []Query, opt CalibrateOptions) (*Calibration, error) {
-	if opt.Mode == "" {
-		opt.Mode = skill.ModeHybrid
-	}
-	if opt.Mode != skill.ModeHybrid && opt.Mode != skill.ModeKeyword {
-		return nil, fmt.Errorf("calibrate: mode %q is not hybrid or bm25", opt.Mode)
-	}
-	if opt.Folds == 0 {
-		opt.Folds = 5
-	}
-	if opt.L2 == 0 {
-		opt.L2 = 1
-	}
-	if opt.Beta == 0 {
-		opt.Beta = 1
-	}
-	if len(opt.Weights) == 0 {
-		for i := 0; i <= 10; i++ {
-			opt.Weights = append(opt.Weights, float64(i)/10)
-		}
+	opt, err := opt.withDefaults()
+	if err != nil {
+		return nil, err
 	}
 	cal := &Calibration{Set: opt.Set, Digest: Digest(qs), Mode: opt.Mode, Queries: len(qs), ConvexWeight: -1, AdaptiveWeight: -1}
 	cfg := ix.Config()
@@ -143,41 +127,15 @@ func Calibrate(ctx context.Context, ix *match.Index, qs []Query, opt CalibrateOp
 	// 1. The convex and adaptive weights, by NDCG@10 over queries that
 	// need a skill.
 	if hybrid && cal.NeedSkill > 0 {
-		var err error
-		cal.Weights, cal.ConvexWeight, err = fitWeight(ctx, ix, cfg, qs, opt.Weights, skill.FusionConvex,
-			func(c *match.Config, w float64) { c.Fusion.ConvexWeight = w }, opt.Progress.phase("convex weight"))
-		if err != nil {
+		if err := cal.calibrateWeights(ctx, ix, &cfg, qs, opt); err != nil {
 			return nil, err
 		}
-		cal.AdaptiveWeights, cal.AdaptiveWeight, err = fitWeight(ctx, ix, cfg, qs, opt.Weights, skill.FusionAdaptive,
-			func(c *match.Config, w float64) { c.Fusion.AdaptiveWeight = w }, opt.Progress.phase("adaptive weight"))
-		if err != nil {
-			return nil, err
-		}
-		cfg.Fusion.ConvexWeight = cal.ConvexWeight
-		cfg.Fusion.AdaptiveWeight = cal.AdaptiveWeight
 	}
 
 	// 2. Features of every query (they do not depend on the fusion rule).
-	samples := make([]sample, len(qs))
-	scores := make([]float64, len(qs))
-	for i, q := range qs {
-		rk, err := ix.Rank(ctx, skill.MatchRequest{Task: q.Query, Options: skill.MatchOptions{Mode: opt.Mode}}, nil)
-		if err != nil {
-			return nil, fmt.Errorf("query %s: %w", q.ID, err)
-		}
-		if hybrid && rk.Result.Degraded {
-			return nil, fmt.Errorf("query %s: embeddings failed during calibration", q.ID)
-		}
-		samples[i] = sample{Features: rk.Features, Positive: q.NeedSkill()}
-		if opt.Progress != nil {
-			opt.Progress("features", i+1, len(qs))
-		}
-		if hybrid {
-			scores[i] = rk.Features.DenseTop
-		} else {
-			scores[i] = math.Expm1(rk.Features.BM25Top)
-		}
+	samples, scores, err := querySamples(ctx, ix, qs, opt)
+	if err != nil {
+		return nil, err
 	}
 	cal.ThresholdScore = "best cosine (dense_top)"
 	if !hybrid {
@@ -195,32 +153,130 @@ func Calibrate(ctx context.Context, ix *match.Index, qs []Query, opt CalibrateOp
 	folds := stratifiedFolds(noSkill, opt.Folds)
 
 	// 3. The single-score threshold.
-	cal.Threshold, _ = bestCutoff(scores, noSkill, allIndexes(len(qs)), opt.Beta)
+	cal.calibrateThreshold(scores, noSkill, folds, opt.Beta)
+
+	// 4. The classifier: out-of-fold probabilities and cutoffs, then a
+	// final fit on everything.
+	if err := cal.calibrateClassifier(samples, noSkill, folds, opt); err != nil {
+		return nil, err
+	}
+	cal.Config = apply(cfg, cal, opt.Mode)
+	return cal, nil
+}
+
+// withDefaults returns opt with its zero values replaced by the defaults
+// (hybrid mode, 5 folds, L2 1, beta 1, convex weights 0, 0.1, ..., 1). It
+// fails on a mode that is not hybrid or bm25.
+func (opt CalibrateOptions) withDefaults() (CalibrateOptions, error) {
+	if opt.Mode == "" {
+		opt.Mode = skill.ModeHybrid
+	}
+	if opt.Mode != skill.ModeHybrid && opt.Mode != skill.ModeKeyword {
+		return opt, fmt.Errorf("calibrate: mode %q is not hybrid or bm25", opt.Mode)
+	}
+	if opt.Folds == 0 {
+		opt.Folds = 5
+	}
+	if opt.L2 == 0 {
+		opt.L2 = 1
+	}
+	if opt.Beta == 0 {
+		opt.Beta = 1
+	}
+	if len(opt.Weights) == 0 {
+		for i := 0; i <= 10; i++ {
+			opt.Weights = append(opt.Weights, float64(i)/10)
+		}
+	}
+	return opt, nil
+}
+
+// calibrateWeights fits the convex and the adaptive weight (best NDCG@10 each,
+// over the queries that need a skill) into cal and into cfg, which the
+// later steps rank with.
+func (cal *Calibration) calibrateWeights(ctx context.Context, ix *match.Index, cfg *match.Config, qs []Query, opt CalibrateOptions) error {
+	var err error
+	cal.Weights, cal.ConvexWeight, err = fitWeight(ctx, ix, *cfg, qs, opt.Weights, skill.FusionConvex,
+		func(c *match.Config, w float64) { c.Fusion.ConvexWeight = w }, opt.Progress.phase("convex weight"))
+	if err != nil {
+		return err
+	}
+	cal.AdaptiveWeights, cal.AdaptiveWeight, err = fitWeight(ctx, ix, *cfg, qs, opt.Weights, skill.FusionAdaptive,
+		func(c *match.Config, w float64) { c.Fusion.AdaptiveWeight = w }, opt.Progress.phase("adaptive weight"))
+	if err != nil {
+		return err
+	}
+	cfg.Fusion.ConvexWeight = cal.ConvexWeight
+	cfg.Fusion.AdaptiveWeight = cal.AdaptiveWeight
+	return nil
+}
+
+// querySamples ranks each query in opt.Mode and returns its features with
+// its class (a skill needed or not), and the single score the threshold is
+// fitted on: the best cosine in hybrid mode, the best BM25 score in bm25
+// mode.
+func querySamples(ctx context.Context, ix *match.Index, qs []Query, opt CalibrateOptions) ([]sample, []float64, error) {
+	hybrid := opt.Mode == skill.ModeHybrid
+	samples := make([]sample, len(qs))
+	scores := make([]float64, len(qs))
+	for i, q := range qs {
+		rk, err := ix.Rank(ctx, skill.MatchRequest{Task: q.Query, Options: skill.MatchOptions{Mode: opt.Mode}}, nil)
+		if err != nil {
+			return nil, nil, fmt.Errorf("query %s: %w", q.ID, err)
+		}
+		if hybrid && rk.Result.Degraded {
+			return nil, nil, fmt.Errorf("query %s: embeddings failed during calibration", q.ID)
+		}
+		samples[i] = sample{Features: rk.Features, Positive: q.NeedSkill()}
+		if opt.Progress != nil {
+			opt.Progress("features", i+1, len(qs))
+		}
+		if hybrid {
+			scores[i] = rk.Features.DenseTop
+		} else {
+			scores[i] = math.Expm1(rk.Features.BM25Top)
+		}
+	}
+	return samples, scores, nil
+}
+
+// calibrateThreshold fits the single-score threshold (best F-beta of abstention)
+// into cal, with its AUROC, trade-off curve and cross-validated figures
+// over folds.
+func (cal *Calibration) calibrateThreshold(scores []float64, noSkill []bool, folds [][]int, beta float64) {
+	n := len(scores)
+	cal.Threshold, _ = bestCutoff(scores, noSkill, allIndexes(n), beta)
 	cal.ThresholdAUROC = auroc(scores, negate(noSkill))
-	cal.ThresholdCurve = curve(scores, noSkill, opt.Beta)
-	pred := make([]bool, len(qs))
+	cal.ThresholdCurve = curve(scores, noSkill, beta)
+	pred := make([]bool, n)
 	for _, test := range folds {
-		thr, _ := bestCutoff(scores, noSkill, complement(test, len(qs)), opt.Beta)
+		thr, _ := bestCutoff(scores, noSkill, complement(test, n), beta)
 		for _, i := range test {
 			pred[i] = scores[i] < thr
 		}
 	}
 	cal.ThresholdCV = abstention(pred, noSkill)
+}
 
-	// 4. The classifier: out-of-fold probabilities and cutoffs, then a
-	// final fit on everything.
+// calibrateClassifier fits the abstention classifier into cal: out-of-fold
+// probabilities and cutoffs over folds for the cross-validated figures,
+// then a final fit on every sample with its cutoff (best F-beta) and
+// in-sample figures.
+func (cal *Calibration) calibrateClassifier(samples []sample, noSkill []bool, folds [][]int, opt CalibrateOptions) error {
+	n := len(samples)
 	names := match.HybridFeatures
-	if !hybrid {
+	if opt.Mode != skill.ModeHybrid {
 		names = match.KeywordFeatures
 	}
-	oof := make([]float64, len(qs))
+	pred := make([]bool, n)
+	oof := make([]float64, n)
 	for _, test := range folds {
-		train := complement(test, len(qs))
+		train := complement(test, n)
 		cls, err := fitClassifier(opt.Mode, cal.Model, names, pick(samples, train), fitSettings{L2: opt.L2})
 		if err != nil {
-			return nil, err
+			return err
 		}
-		trainP := make([]float64, len(qs))
+		trainP := make([]float64, n)
 		for _, i := range train {
 			trainP[i] = cls.Probability(samples[i].Features)
 		}
@@ -235,20 +291,19 @@ func Calibrate(ctx context.Context, ix *match.Index, qs []Query, opt CalibrateOp
 	cal.ClassifierCurve = curve(oof, noSkill, opt.Beta)
 	cls, err := fitClassifier(opt.Mode, cal.Model, names, samples, fitSettings{L2: opt.L2})
 	if err != nil {
-		return nil, err
+		return err
 	}
-	all := make([]float64, len(qs))
+	all := make([]float64, n)
 	for i := range samples {
 		all[i] = cls.Probability(samples[i].Features)
 	}
-	cls.Cutoff, _ = bestCutoff(all, noSkill, allIndexes(len(qs)), opt.Beta)
+	cls.Cutoff, _ = bestCutoff(all, noSkill, allIndexes(n), opt.Beta)
 	for i := range all {
 		pred[i] = all[i] < cls.Cutoff
 	}
 	cal.ClassifierInSample = abstention(pred, noSkill)
 	cal.Classifier = cls
-	cal.Config = apply(cfg, cal, opt.Mode)
-	return cal, nil
+	return nil
 }
 
 // fitWeight ranks the queries under the fusion rule with each weight (set

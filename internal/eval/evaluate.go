@@ -159,19 +159,7 @@ func (c *Corpus) EvaluateIndex(ctx context.Context, ix *match.Index, qs []Query,
 // rejected.
 func Run(ctx context.Context, ix *match.Index, qs []Query, opt RunOptions) (*Report, error) {
 	cfg := ix.Config()
-	rep := &Report{
-		Set: opt.Set, Skills: ix.Len(), Mode: opt.Mode, Fusion: opt.Fusion,
-		DenseAvailable: ix.DenseAvailable(), Queries: len(qs), Rules: map[string]int{},
-	}
-	if rep.Mode == "" {
-		rep.Mode = cfg.Mode
-	}
-	if rep.Fusion == "" && rep.Mode == skill.ModeHybrid {
-		rep.Fusion = cfg.Fusion.Rule
-	}
-	if rep.Mode == skill.ModeKeyword {
-		rep.Fusion = ""
-	}
+	rep := newReport(ix, cfg, len(qs), opt)
 	label := func(s *skill.Skill) string {
 		if s.IsTool() {
 			if l, ok := opt.ToolLabels[s.Tool.Name]; ok {
@@ -261,6 +249,34 @@ func Run(ctx context.Context, ix *match.Index, qs []Query, opt RunOptions) (*Rep
 	}
 	rep.Abstention = abstention(pred, truth)
 	rep.Latency = latency(times)
+	rep.addNotes(qs, cfg, missing)
+	return rep, nil
+}
+
+// newReport returns the empty report of a run of n queries over ix: the
+// mode is the run's or else the configuration's, the fusion rule the
+// run's or else (hybrid) the configuration's, and none in keyword mode.
+func newReport(ix *match.Index, cfg match.Config, n int, opt RunOptions) *Report {
+	rep := &Report{
+		Set: opt.Set, Skills: ix.Len(), Mode: opt.Mode, Fusion: opt.Fusion,
+		DenseAvailable: ix.DenseAvailable(), Queries: n, Rules: map[string]int{},
+	}
+	if rep.Mode == "" {
+		rep.Mode = cfg.Mode
+	}
+	if rep.Fusion == "" && rep.Mode == skill.ModeHybrid {
+		rep.Fusion = cfg.Fusion.Rule
+	}
+	if rep.Mode == skill.ModeKeyword {
+		rep.Fusion = ""
+	}
+	return rep
+}
+
+// addNotes notes what qualifies the report's figures: missing relevant
+// labels that name no indexed skill, a configuration calibrated on these
+// very queries (marked InSample), and no query that needs no skill.
+func (rep *Report) addNotes(qs []Query, cfg match.Config, missing int) {
 	if missing > 0 {
 		rep.Notes = append(rep.Notes, fmt.Sprintf("%d relevant labels name skills that are not indexed; they count as misses", missing))
 	}
@@ -272,7 +288,6 @@ func Run(ctx context.Context, ix *match.Index, qs []Query, opt RunOptions) (*Rep
 	if rep.NoSkill == 0 {
 		rep.Notes = append(rep.Notes, "no query needs no skill: abstention recall is undefined")
 	}
-	return rep, nil
 }
 
 // hasRelevant reports whether one of names is relevant.
