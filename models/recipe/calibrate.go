@@ -28,6 +28,62 @@ type devSet struct {
 	agent bool
 }
 
+// loadCollected reads the tasks a -dump file holds.
+func loadCollected(path string) (collected, error) {
+	var col collected
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return col, err
+	}
+	if err := json.Unmarshal(b, &col); err != nil {
+		return col, fmt.Errorf("%s: %w", path, err)
+	}
+	return col, nil
+}
+
+// writeMarshalled writes v, encoded by marshal, to the file at path.
+func writeMarshalled(path string, v any, marshal func(any) ([]byte, error)) error {
+	b, err := marshal(v)
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(path, b, 0o644)
+}
+
+// markGroups marks, with subHidden, the sets' own tasks against
+// sub-catalogs as bounding the abstention cutoff, and the groups whose
+// name matches the regular expression testOnly (when not empty) as
+// evaluated only.
+func markGroups(groups []eval.TaskGroup, subHidden bool, testOnly string) error {
+	var only *regexp.Regexp
+	if testOnly != "" {
+		var err error
+		if only, err = regexp.Compile(testOnly); err != nil {
+			return fmt.Errorf("-test-only: %w", err)
+		}
+	}
+	for i, g := range groups {
+		if g.Own && g.Size > 0 && subHidden {
+			groups[i].Bound = eval.BoundHidden
+		}
+		if only != nil && only.MatchString(g.Name) {
+			groups[i].Test = true
+		}
+	}
+	return nil
+}
+
+// figureTable returns the fit's figures, one line per group: 5-fold,
+// leave-one-set-out and in-sample.
+func figureTable(fit *eval.AbstentionFit) string {
+	var table strings.Builder
+	fmt.Fprintf(&table, "%-34s %-62s %-62s %s\n", "group", "5-fold (by text)", "leave-one-set-out", "in-sample")
+	for i, g := range fit.InSample {
+		fmt.Fprintf(&table, "%-34s %-62s %-62s %s\n", g.Group, cell(fit.CrossValidated[i]), cell(fit.LeaveSetOut[i]), cell(g))
+	}
+	return table.String()
+}
+
 // Calibration recipe parameters (see runCalibrate).
 const (
 	trainSeed     = 99  // foreign tasks fitted on; the protocol's seed (eval.DefaultForeignSeed) is only evaluated
@@ -77,12 +133,8 @@ func runCalibrate(args []string) error {
 	ctx := context.Background()
 	var col collected
 	if *load != "" {
-		b, err := os.ReadFile(*load)
-		if err != nil {
+		if col, err = loadCollected(*load); err != nil {
 			return err
-		}
-		if err := json.Unmarshal(b, &col); err != nil {
-			return fmt.Errorf("%s: %w", *load, err)
 		}
 	} else {
 		sets := []devSet{
@@ -102,27 +154,12 @@ func runCalibrate(args []string) error {
 		}
 	}
 	if *dump != "" {
-		b, err := json.Marshal(col)
-		if err != nil {
-			return err
-		}
-		if err := os.WriteFile(*dump, b, 0o644); err != nil {
+		if err := writeMarshalled(*dump, col, json.Marshal); err != nil {
 			return err
 		}
 	}
-	var only *regexp.Regexp
-	if *testOnly != "" {
-		if only, err = regexp.Compile(*testOnly); err != nil {
-			return fmt.Errorf("-test-only: %w", err)
-		}
-	}
-	for i, g := range col.Groups {
-		if g.Own && g.Size > 0 && *subHidden {
-			col.Groups[i].Bound = eval.BoundHidden
-		}
-		if only != nil && only.MatchString(g.Name) {
-			col.Groups[i].Test = true
-		}
+	if err := markGroups(col.Groups, *subHidden, *testOnly); err != nil {
+		return err
 	}
 	opt.Model = col.Model
 	if opt.Keywordless < 0 {
@@ -133,20 +170,13 @@ func runCalibrate(args []string) error {
 		return err
 	}
 	if *report != "" {
-		b, err := json.MarshalIndent(fit, "", "  ")
-		if err != nil {
-			return err
-		}
-		if err := os.WriteFile(*report, b, 0o644); err != nil {
+		indent := func(v any) ([]byte, error) { return json.MarshalIndent(v, "", "  ") }
+		if err := writeMarshalled(*report, fit, indent); err != nil {
 			return err
 		}
 	}
-	var table strings.Builder
-	fmt.Fprintf(&table, "%-34s %-62s %-62s %s\n", "group", "5-fold (by text)", "leave-one-set-out", "in-sample")
-	for i, g := range fit.InSample {
-		fmt.Fprintf(&table, "%-34s %-62s %-62s %s\n", g.Group, cell(fit.CrossValidated[i]), cell(fit.LeaveSetOut[i]), cell(g))
-	}
-	fmt.Print(table.String())
+	table := figureTable(fit)
+	fmt.Print(table)
 
 	// calibrated_on names every set fitted on, so an evaluation of one of
 	// them says its verdict figures are in-sample.
@@ -180,7 +210,7 @@ func runCalibrate(args []string) error {
 # Figures (need: answerable tasks, hidden by an abstention / low-confidence; none:
 # tasks that need no skill, abstained on / low-confidence):
 `)
-	for _, line := range strings.Split(strings.TrimRight(table.String(), "\n"), "\n") {
+	for _, line := range strings.Split(strings.TrimRight(table, "\n"), "\n") {
 		head.WriteString("#   " + strings.TrimRight(line, " ") + "\n")
 	}
 	if err := os.WriteFile(*out, append([]byte(head.String()), body...), 0o644); err != nil {
