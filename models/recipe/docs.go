@@ -178,100 +178,138 @@ func macroArgs(s string) []string {
 // manPage extracts the NAME description and the first paragraph of
 // DESCRIPTION of one roff (man or mdoc) page.
 func manPage(src string) (names, desc, body string) {
-	section := ""
-	var nameText []string
-	var paras []string
-	var cur []string
-	brk := func() {
-		if len(cur) > 0 {
-			paras = append(paras, strings.Join(cur, " "))
-			cur = nil
-		}
-	}
-	inTable := false
+	var r manReader
 	for _, line := range strings.Split(src, "\n") {
-		line = strings.TrimRight(line, " \t\r")
-		if inTable {
-			if strings.HasPrefix(line, ".TE") {
-				inTable = false
-			}
-			continue
-		}
-		text := ""
-		if strings.HasPrefix(line, ".") || strings.HasPrefix(line, "'") {
-			m := strings.TrimSpace(line[1:])
-			name, rest, _ := strings.Cut(m, " ")
-			name = strings.TrimSpace(name)
-			switch name {
-			case "SH", "Sh", "SS", "Ss":
-				if name == "SH" || name == "Sh" {
-					section = strings.ToUpper(strings.Join(macroArgs(roffText(rest)), " "))
-				}
-				brk()
-				continue
-			case "PP", "P", "LP", "Pp", "TP", "IP", "HP", "It", "sp", "Bl", "Bd":
-				brk()
-				if name == "IP" && section == "DESCRIPTION" {
-					if len(paras) > 0 || len(cur) > 0 {
-						section = "DONE"
-					}
-				}
-				continue
-			case "TS":
-				inTable = true
-				brk()
-				continue
-			case "Nm":
-				if section == "NAME" {
-					nameText = append(nameText, strings.Join(macroArgs(roffText(rest)), " "))
-				} else if section == "DESCRIPTION" {
-					text = strings.Join(macroArgs(roffText(rest)), " ")
-				}
-			case "Nd":
-				if section == "NAME" {
-					nameText = append(nameText, "-", roffText(rest))
-				}
-				continue
-			case "B", "I", "SM", "SB", "BR", "RB", "IR", "RI", "BI", "IB", "Ar", "Fl", "Cm", "Pa", "Em", "Sy", "Li", "Dq", "Qq", "Sq", "Ql", "Xr", "Ev", "Va", "Fn", "Fa", "Ic", "Dv", "Er", "Tn", "Ux", "Ox", "Nx", "Fx", "Bx", "Lk", "Mt", "Ad", "An", "Lb", "St", "Ft", "Vt", "Ms", "Pq", "Op", "No", "Ns", "Ta", "Aq", "Brq", "Bq", "Ao", "Ac", "Po", "Pc", "Qo", "Qc", "Do", "Dc", "So", "Sc", "Eo", "Ec", "Oo", "Oc", "Bo", "Bc", "UR", "UE", "MT", "ME", "Nd2":
-				args := macroArgs(roffText(rest))
-				var keep []string
-				for _, a := range args {
-					if len(a) <= 2 && strings.ContainsAny(a, ".,;:()[]|") || isMdocCall(a) {
-						if a == "." || a == "," || a == ";" || a == ":" {
-							keep = append(keep, a)
-						}
-						continue
-					}
-					keep = append(keep, a)
-				}
-				sep := " "
-				if len(name) == 2 && (name[0] == 'B' || name[0] == 'R' || name[0] == 'I') && strings.ToUpper(name) == name {
-					sep = "" // alternating fonts join their arguments
-				}
-				text = strings.Join(keep, sep)
-			default:
-				continue // other requests and macros, and comments
-			}
-		} else {
-			if line == "" {
-				brk()
-				continue
-			}
-			text = roffText(line)
-		}
-		text = strings.TrimSpace(text)
-		if text == "" {
-			continue
-		}
-		switch section {
-		case "NAME":
-			nameText = append(nameText, text)
-		case "DESCRIPTION":
-			cur = append(cur, text)
-		}
+		r.line(strings.TrimRight(line, " \t\r"))
 	}
-	brk()
-	nl := strings.Join(strings.Fields(strings.Join(nameText, " ")), " ")
+	r.brk()
+	return r.result()
+}
+
+// manReader is manPage's state while it reads a page line by line.
+type manReader struct {
+	section  string   // the section being read, upper case; DONE after the first DESCRIPTION list
+	nameText []string // the NAME section's text
+	paras    []string // DESCRIPTION's paragraphs read
+	cur      []string // the lines of the paragraph being read
+	inTable  bool     // between .TS and .TE
+}
+
+// brk ends the paragraph being read.
+func (r *manReader) brk() {
+	if len(r.cur) > 0 {
+		r.paras = append(r.paras, strings.Join(r.cur, " "))
+		r.cur = nil
+	}
+}
+
+// line reads one line: tables are skipped, a request or macro changes
+// the state or yields text, an empty line ends a paragraph, and text goes
+// to the NAME or the DESCRIPTION section being read.
+func (r *manReader) line(line string) {
+	if r.inTable {
+		if strings.HasPrefix(line, ".TE") {
+			r.inTable = false
+		}
+		return
+	}
+	text := ""
+	if strings.HasPrefix(line, ".") || strings.HasPrefix(line, "'") {
+		var ok bool
+		if text, ok = r.request(line[1:]); !ok {
+			return
+		}
+	} else {
+		if line == "" {
+			r.brk()
+			return
+		}
+		text = roffText(line)
+	}
+	text = strings.TrimSpace(text)
+	if text == "" {
+		return
+	}
+	switch r.section {
+	case "NAME":
+		r.nameText = append(r.nameText, text)
+	case "DESCRIPTION":
+		r.cur = append(r.cur, text)
+	}
+}
+
+// request applies one request or macro line (without its leading . or ')
+// and returns the text it yields; ok is false for the requests and macros
+// that yield none (sections, paragraphs, tables, comments and the rest).
+func (r *manReader) request(line string) (text string, ok bool) {
+	m := strings.TrimSpace(line)
+	name, rest, _ := strings.Cut(m, " ")
+	name = strings.TrimSpace(name)
+	switch name {
+	case "SH", "Sh", "SS", "Ss":
+		if name == "SH" || name == "Sh" {
+			r.section = strings.ToUpper(strings.Join(macroArgs(roffText(rest)), " "))
+		}
+		r.brk()
+		return "", false
+	case "PP", "P", "LP", "Pp", "TP", "IP", "HP", "It", "sp", "Bl", "Bd":
+		r.brk()
+		if name == "IP" && r.section == "DESCRIPTION" {
+			if len(r.paras) > 0 || len(r.cur) > 0 {
+				r.section = "DONE"
+			}
+		}
+		return "", false
+	case "TS":
+		r.inTable = true
+		r.brk()
+		return "", false
+	case "Nm":
+		if r.section == "NAME" {
+			r.nameText = append(r.nameText, strings.Join(macroArgs(roffText(rest)), " "))
+		} else if r.section == "DESCRIPTION" {
+			text = strings.Join(macroArgs(roffText(rest)), " ")
+		}
+		return text, true
+	case "Nd":
+		if r.section == "NAME" {
+			r.nameText = append(r.nameText, "-", roffText(rest))
+		}
+		return "", false
+	case "B", "I", "SM", "SB", "BR", "RB", "IR", "RI", "BI", "IB", "Ar", "Fl", "Cm", "Pa", "Em", "Sy", "Li", "Dq", "Qq", "Sq", "Ql", "Xr", "Ev", "Va", "Fn", "Fa", "Ic", "Dv", "Er", "Tn", "Ux", "Ox", "Nx", "Fx", "Bx", "Lk", "Mt", "Ad", "An", "Lb", "St", "Ft", "Vt", "Ms", "Pq", "Op", "No", "Ns", "Ta", "Aq", "Brq", "Bq", "Ao", "Ac", "Po", "Pc", "Qo", "Qc", "Do", "Dc", "So", "Sc", "Eo", "Ec", "Oo", "Oc", "Bo", "Bc", "UR", "UE", "MT", "ME", "Nd2":
+		return fontText(name, rest), true
+	default:
+		return "", false // other requests and macros, and comments
+	}
+}
+
+// fontText returns the words of a font or inline macro's arguments,
+// without the punctuation and mdoc calls among them (but keeping . , ; :);
+// the alternating-font requests (BR, IR, ...) join their arguments.
+func fontText(name, rest string) string {
+	args := macroArgs(roffText(rest))
+	var keep []string
+	for _, a := range args {
+		if len(a) <= 2 && strings.ContainsAny(a, ".,;:()[]|") || isMdocCall(a) {
+			if a == "." || a == "," || a == ";" || a == ":" {
+				keep = append(keep, a)
+			}
+			continue
+		}
+		keep = append(keep, a)
+	}
+	sep := " "
+	if len(name) == 2 && (name[0] == 'B' || name[0] == 'R' || name[0] == 'I') && strings.ToUpper(name) == name {
+		sep = "" // alternating fonts join their arguments
+	}
+	return strings.Join(keep, sep)
+}
+
+// result splits the NAME text into names and description at its dash, and
+// returns them with the first DESCRIPTION paragraph (with the next when it
+// is very short), clipped.
+func (r *manReader) result() (names, desc, body string) {
+	nl := strings.Join(strings.Fields(strings.Join(r.nameText, " ")), " ")
 	for _, sep := range []string{" - ", " -- ", " — "} {
 		if a, b, ok := strings.Cut(nl, sep); ok {
 			names, desc = strings.TrimSpace(a), strings.TrimSpace(b)
@@ -280,7 +318,7 @@ func manPage(src string) (names, desc, body string) {
 	}
 	// The first paragraph, with the next one when it is very short.
 	var b strings.Builder
-	for _, p := range paras {
+	for _, p := range r.paras {
 		if b.Len() > 0 {
 			b.WriteByte(' ')
 		}
@@ -380,6 +418,32 @@ func goDocPairs() ([]Pair, []Input, error) {
 	if _, err := os.Stat(root); err != nil {
 		return nil, nil, err
 	}
+	files, err := goSourceFiles(root)
+	if err != nil {
+		return nil, nil, err
+	}
+	th := newTreeHash()
+	gd := goDocs{seen: map[string]bool{}}
+	fset := token.NewFileSet()
+	for _, path := range files {
+		data, err := os.ReadFile(path)
+		if err != nil {
+			return nil, nil, err
+		}
+		rel, _ := filepath.Rel(root, path)
+		th.add(filepath.ToSlash(rel), data)
+		f, err := parser.ParseFile(fset, path, data, parser.ParseComments|parser.SkipObjectResolution)
+		if err != nil {
+			continue
+		}
+		gd.file(f, rel)
+	}
+	return gd.pairs, []Input{{Source: "godoc", Path: root + " (" + runtime.Version() + ")", SHA256: th.sum(), Bytes: th.bytes, Files: th.files, Pairs: len(gd.pairs)}}, nil
+}
+
+// goSourceFiles returns the non-test Go files under root, sorted, without
+// testdata, vendor and folders starting with . or _.
+func goSourceFiles(root string) ([]string, error) {
 	var files []string
 	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
 		if err != nil {
@@ -397,106 +461,115 @@ func goDocPairs() ([]Pair, []Input, error) {
 		return nil
 	})
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	sort.Strings(files)
-	th := newTreeHash()
-	var pairs []Pair
-	seen := map[string]bool{}
-	var dp doc.Package
-	add := func(group, ident, pkg, comment string) {
-		s := dp.Synopsis(comment)
-		if s == "" || strings.HasPrefix(s, "Deprecated") {
-			return
+	return files, nil
+}
+
+// goDocs collects goDocPairs' pairs, each text pair once.
+type goDocs struct {
+	pairs []Pair
+	seen  map[string]bool
+	dp    doc.Package
+}
+
+// file adds the pairs of one parsed file at rel (from GOROOT/src): the
+// package's doc comment, once per folder, and each exported function,
+// method and type with a doc comment. Commands and test packages add none.
+func (gd *goDocs) file(f *ast.File, rel string) {
+	pkg := f.Name.Name
+	if pkg == "main" || strings.HasSuffix(pkg, "_test") {
+		return
+	}
+	dir := filepath.ToSlash(filepath.Dir(rel))
+	group := "go:" + dir
+	if f.Doc != nil {
+		s := gd.dp.Synopsis(f.Doc.Text())
+		s = strings.TrimPrefix(s, "Package "+pkg+" ")
+		if len(s) >= 15 && !gd.seen["pkg\x00"+dir] {
+			gd.seen["pkg\x00"+dir] = true
+			gd.pairs = append(gd.pairs, Pair{Source: "godoc", Group: group, A: s, B: strings.ReplaceAll(dir, "/", " ")})
 		}
-		if rest, ok := strings.CutPrefix(s, ident+" "); ok {
+	}
+	for _, d := range f.Decls {
+		switch d := d.(type) {
+		case *ast.FuncDecl:
+			if ident, ok := funcIdent(d); ok {
+				gd.add(group, ident, pkg, d.Doc.Text())
+			}
+		case *ast.GenDecl:
+			if d.Tok != token.TYPE {
+				continue
+			}
+			for _, sp := range d.Specs {
+				ts := sp.(*ast.TypeSpec)
+				cg := ts.Doc
+				if cg == nil && len(d.Specs) == 1 {
+					cg = d.Doc
+				}
+				if !ts.Name.IsExported() || cg == nil {
+					continue
+				}
+				gd.add(group, ts.Name.Name, pkg, cg.Text())
+			}
+		}
+	}
+}
+
+// funcIdent returns the identifier a function's pair is about, Name or
+// Type.Name for a method; ok is false for a function that is not exported,
+// has no doc comment, or is a method of a type that is not exported.
+func funcIdent(d *ast.FuncDecl) (ident string, ok bool) {
+	if !d.Name.IsExported() || d.Doc == nil {
+		return "", false
+	}
+	ident = d.Name.Name
+	if d.Recv != nil && len(d.Recv.List) == 1 {
+		t := d.Recv.List[0].Type
+		if s, ok := t.(*ast.StarExpr); ok {
+			t = s.X
+		}
+		if ix, ok := t.(*ast.IndexExpr); ok {
+			t = ix.X
+		}
+		if ix, ok := t.(*ast.IndexListExpr); ok {
+			t = ix.X
+		}
+		id, ok := t.(*ast.Ident)
+		if !ok || !id.IsExported() {
+			return "", false
+		}
+		ident = id.Name + "." + ident
+	}
+	return ident, true
+}
+
+// add pairs the first sentence of comment, without a leading ident (or
+// the method's name), against ident in words and pkg; a sentence that is
+// short or deprecated, or a pair already seen, adds nothing.
+func (gd *goDocs) add(group, ident, pkg, comment string) {
+	s := gd.dp.Synopsis(comment)
+	if s == "" || strings.HasPrefix(s, "Deprecated") {
+		return
+	}
+	if rest, ok := strings.CutPrefix(s, ident+" "); ok {
+		s = rest
+	} else if i := strings.IndexByte(ident, '.'); i > 0 {
+		if rest, ok := strings.CutPrefix(s, ident[i+1:]+" "); ok {
 			s = rest
-		} else if i := strings.IndexByte(ident, '.'); i > 0 {
-			if rest, ok := strings.CutPrefix(s, ident[i+1:]+" "); ok {
-				s = rest
-			}
-		}
-		if len(s) < 15 {
-			return
-		}
-		b := splitIdent(ident) + " " + pkg
-		key := strings.ToLower(s + "\x00" + b)
-		if seen[key] {
-			return
-		}
-		seen[key] = true
-		pairs = append(pairs, Pair{Source: "godoc", Group: group, A: s, B: b})
-	}
-	fset := token.NewFileSet()
-	for _, path := range files {
-		data, err := os.ReadFile(path)
-		if err != nil {
-			return nil, nil, err
-		}
-		rel, _ := filepath.Rel(root, path)
-		th.add(filepath.ToSlash(rel), data)
-		f, err := parser.ParseFile(fset, path, data, parser.ParseComments|parser.SkipObjectResolution)
-		if err != nil {
-			continue
-		}
-		pkg := f.Name.Name
-		if pkg == "main" || strings.HasSuffix(pkg, "_test") {
-			continue
-		}
-		dir := filepath.ToSlash(filepath.Dir(rel))
-		group := "go:" + dir
-		if f.Doc != nil {
-			s := dp.Synopsis(f.Doc.Text())
-			s = strings.TrimPrefix(s, "Package "+pkg+" ")
-			if len(s) >= 15 && !seen["pkg\x00"+dir] {
-				seen["pkg\x00"+dir] = true
-				pairs = append(pairs, Pair{Source: "godoc", Group: group, A: s, B: strings.ReplaceAll(dir, "/", " ")})
-			}
-		}
-		for _, d := range f.Decls {
-			switch d := d.(type) {
-			case *ast.FuncDecl:
-				if !d.Name.IsExported() || d.Doc == nil {
-					continue
-				}
-				ident := d.Name.Name
-				if d.Recv != nil && len(d.Recv.List) == 1 {
-					t := d.Recv.List[0].Type
-					if s, ok := t.(*ast.StarExpr); ok {
-						t = s.X
-					}
-					if ix, ok := t.(*ast.IndexExpr); ok {
-						t = ix.X
-					}
-					if ix, ok := t.(*ast.IndexListExpr); ok {
-						t = ix.X
-					}
-					id, ok := t.(*ast.Ident)
-					if !ok || !id.IsExported() {
-						continue
-					}
-					ident = id.Name + "." + ident
-				}
-				add(group, ident, pkg, d.Doc.Text())
-			case *ast.GenDecl:
-				if d.Tok != token.TYPE {
-					continue
-				}
-				for _, sp := range d.Specs {
-					ts := sp.(*ast.TypeSpec)
-					cg := ts.Doc
-					if cg == nil && len(d.Specs) == 1 {
-						cg = d.Doc
-					}
-					if !ts.Name.IsExported() || cg == nil {
-						continue
-					}
-					add(group, ts.Name.Name, pkg, cg.Text())
-				}
-			}
 		}
 	}
-	return pairs, []Input{{Source: "godoc", Path: root + " (" + runtime.Version() + ")", SHA256: th.sum(), Bytes: th.bytes, Files: th.files, Pairs: len(pairs)}}, nil
+	if len(s) < 15 {
+		return
+	}
+	b := splitIdent(ident) + " " + pkg
+	key := strings.ToLower(s + "\x00" + b)
+	if gd.seen[key] {
+		return
+	}
+	gd.seen[key] = true
+	gd.pairs = append(gd.pairs, Pair{Source: "godoc", Group: group, A: s, B: b})
 }
 
 // ---- Python modules ----
@@ -600,63 +673,82 @@ func pyDocs(src string) []pyItem {
 		if kind == "class" {
 			classes = append(classes, cls{indent, name})
 		}
-		// Find the end of the signature: a line ending in ':' with the
-		// brackets balanced.
-		depth, j := 0, i
-		for ; j < len(lines) && j < i+40; j++ {
-			l := lines[j]
-			if k := strings.Index(l, "#"); k >= 0 && !strings.ContainsAny(l[:k], `"'`) {
-				l = l[:k]
-			}
-			depth += strings.Count(l, "(") + strings.Count(l, "[") + strings.Count(l, "{")
-			depth -= strings.Count(l, ")") + strings.Count(l, "]") + strings.Count(l, "}")
-			if depth <= 0 && strings.HasSuffix(strings.TrimSpace(l), ":") {
-				break
-			}
-		}
-		if j+1 >= len(lines) || j >= i+40 {
+		j, ok := pySignatureEnd(lines, i)
+		if !ok {
 			continue
 		}
-		k := j + 1
-		for k < len(lines) && strings.TrimSpace(lines[k]) == "" {
-			k++
-		}
-		if k >= len(lines) {
+		d, ok := pyDocstring(lines, j+1)
+		if !ok {
 			continue
-		}
-		dm := pyDocBeg.FindStringSubmatchIndex(lines[k])
-		if dm == nil {
-			continue
-		}
-		quote := lines[k][dm[2]:dm[3]]
-		rest := lines[k][dm[3]:]
-		var para []string
-		done := false
-		for l := k; l < len(lines) && l < k+60 && !done; l++ {
-			t := rest
-			if l > k {
-				t = lines[l]
-			}
-			if e := strings.Index(t, quote); e >= 0 {
-				t, done = t[:e], true
-			}
-			t = strings.TrimSpace(t)
-			if t == "" {
-				if len(para) > 0 {
-					break
-				}
-				continue
-			}
-			para = append(para, t)
 		}
 		if strings.HasPrefix(name, "_") || (owner != "" && strings.HasPrefix(owner, "_")) {
 			continue
 		}
-		d := strings.Join(para, " ")
 		if len(d) < 15 || pySig.MatchString(d) || strings.Contains(d, ">>>") || strings.HasPrefix(strings.ToLower(d), "deprecated") {
 			continue
 		}
 		out = append(out, pyItem{class: owner, name: name, doc: clip(d, maxDocLen)})
 	}
 	return out
+}
+
+// pySignatureEnd returns the line that ends the signature of the def or
+// class statement at line i: the first, within 40 lines, that ends in ':'
+// with the brackets balanced (comments aside). ok is false when there is
+// none, or it is the last line.
+func pySignatureEnd(lines []string, i int) (j int, ok bool) {
+	depth := 0
+	for j = i; j < len(lines) && j < i+40; j++ {
+		l := lines[j]
+		if k := strings.Index(l, "#"); k >= 0 && !strings.ContainsAny(l[:k], `"'`) {
+			l = l[:k]
+		}
+		depth += strings.Count(l, "(") + strings.Count(l, "[") + strings.Count(l, "{")
+		depth -= strings.Count(l, ")") + strings.Count(l, "]") + strings.Count(l, "}")
+		if depth <= 0 && strings.HasSuffix(strings.TrimSpace(l), ":") {
+			break
+		}
+	}
+	if j+1 >= len(lines) || j >= i+40 {
+		return j, false
+	}
+	return j, true
+}
+
+// pyDocstring returns the first paragraph of the docstring that opens on
+// the first non-blank line from line k, read over at most 60 lines, its
+// lines joined by spaces; ok is false when no docstring opens there.
+func pyDocstring(lines []string, k int) (string, bool) {
+	for k < len(lines) && strings.TrimSpace(lines[k]) == "" {
+		k++
+	}
+	if k >= len(lines) {
+		return "", false
+	}
+	dm := pyDocBeg.FindStringSubmatchIndex(lines[k])
+	if dm == nil {
+		return "", false
+	}
+	quote := lines[k][dm[2]:dm[3]]
+	rest := lines[k][dm[3]:]
+	var para []string
+	done := false
+	for l := k; l < len(lines) && l < k+60 && !done; l++ {
+		t := rest
+		if l > k {
+			t = lines[l]
+		}
+		if e := strings.Index(t, quote); e >= 0 {
+			t, done = t[:e], true
+		}
+		t = strings.TrimSpace(t)
+		if t == "" {
+			if len(para) > 0 {
+				break
+			}
+			continue
+		}
+		para = append(para, t)
+	}
+	return strings.Join(para, " "), true
 }

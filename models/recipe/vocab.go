@@ -74,37 +74,9 @@ func (sg *Segmenter) Words(s string) []string {
 // frequent words, then the most frequent substrings as pieces. Ties are
 // broken by the string, so map order never matters.
 func buildVocab(counts map[string]int) []string {
-	type kv struct {
-		s string
-		n int
-	}
-	sorted := func(m map[string]int, min int) []kv {
-		out := make([]kv, 0, len(m))
-		for s, n := range m {
-			if n >= min {
-				out = append(out, kv{s, n})
-			}
-		}
-		sort.Slice(out, func(i, j int) bool {
-			if out[i].n != out[j].n {
-				return out[i].n > out[j].n
-			}
-			return out[i].s < out[j].s
-		})
-		return out
-	}
-	vocab := append([]string(nil), specialTokens...)
-	seen := map[string]bool{}
-	for _, s := range vocab {
-		seen[s] = true
-	}
-	add := func(s string) bool {
-		if seen[s] {
-			return false
-		}
-		seen[s] = true
-		vocab = append(vocab, s)
-		return true
+	vb := vocabBuilder{vocab: append([]string(nil), specialTokens...), seen: map[string]bool{}}
+	for _, s := range vb.vocab {
+		vb.seen[s] = true
 	}
 	chars := map[string]int{}
 	for w, n := range counts {
@@ -112,25 +84,86 @@ func buildVocab(counts map[string]int) []string {
 			chars[string(r)] += n
 		}
 	}
-	for _, c := range sorted(chars, minCharCount) {
-		add(c.s)
-		add("##" + c.s)
+	for _, c := range byCount(chars, minCharCount) {
+		vb.add(c.s)
+		vb.add("##" + c.s)
 	}
 	nw := 0
-	for _, w := range sorted(counts, minWordCount) {
+	for _, w := range byCount(counts, minWordCount) {
 		if nw == maxWords {
 			break
 		}
 		if utf8.RuneCountInString(w.s) > 30 || !usableWord(w.s) {
 			continue
 		}
-		if add(w.s) {
+		if vb.add(w.s) {
 			nw++
 		}
 	}
-	// Pieces serve the words that are not in the vocabulary, so they are
-	// counted over those words only: substrings of frequent words would
-	// fill the list with fragments such as "infrastruc".
+	np := 0
+	for _, p := range byCount(pieceCounts(counts, vb.seen), minPieceCount) {
+		if np == maxPieces {
+			break
+		}
+		if !usableWord(strings.TrimPrefix(p.s, "##")) || vb.seen[p.s] {
+			continue
+		}
+		vb.add(p.s)
+		np++
+	}
+	fmt.Fprintf(os.Stderr, "vocab: %d special, %d character, %d word, %d piece tokens\n",
+		len(specialTokens), len(vb.vocab)-len(specialTokens)-nw-np, nw, np)
+	return vb.vocab
+}
+
+// vocabBuilder is the vocabulary as buildVocab adds to it.
+type vocabBuilder struct {
+	vocab []string
+	seen  map[string]bool
+}
+
+// add appends s unless it is in the vocabulary already, and reports
+// whether it did.
+func (vb *vocabBuilder) add(s string) bool {
+	if vb.seen[s] {
+		return false
+	}
+	vb.seen[s] = true
+	vb.vocab = append(vb.vocab, s)
+	return true
+}
+
+// counted is a string with its count.
+type counted struct {
+	s string
+	n int
+}
+
+// byCount returns the strings of m counted at least atLeast times, the most
+// frequent first, ties by the string.
+func byCount(m map[string]int, atLeast int) []counted {
+	out := make([]counted, 0, len(m))
+	for s, n := range m {
+		if n >= atLeast {
+			out = append(out, counted{s, n})
+		}
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].n != out[j].n {
+			return out[i].n > out[j].n
+		}
+		return out[i].s < out[j].s
+	})
+	return out
+}
+
+// pieceCounts counts the substrings (2 to maxPieceRunes runes; ## marks
+// one that does not start the word) of the usable words of 2 to 30 runes
+// that are not in the vocabulary (seen). Pieces serve the words that are
+// not in the vocabulary, so they are counted over those words only:
+// substrings of frequent words would fill the list with fragments such as
+// "infrastruc".
+func pieceCounts(counts map[string]int, seen map[string]bool) map[string]int {
 	pieces := map[string]int{}
 	for w, n := range counts {
 		rs := []rune(w)
@@ -150,20 +183,7 @@ func buildVocab(counts map[string]int) []string {
 			}
 		}
 	}
-	np := 0
-	for _, p := range sorted(pieces, minPieceCount) {
-		if np == maxPieces {
-			break
-		}
-		if !usableWord(strings.TrimPrefix(p.s, "##")) || seen[p.s] {
-			continue
-		}
-		add(p.s)
-		np++
-	}
-	fmt.Fprintf(os.Stderr, "vocab: %d special, %d character, %d word, %d piece tokens\n",
-		len(specialTokens), len(vocab)-len(specialTokens)-nw-np, nw, np)
-	return vocab
+	return pieces
 }
 
 // usableWord keeps words made of letters and digits (plus a single
