@@ -1,10 +1,12 @@
 package codeshape
 
 import (
+	"bytes"
 	"go/ast"
 	"go/parser"
 	"go/token"
 	"io/fs"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -87,10 +89,12 @@ func funcName(d *ast.FuncDecl) string {
 	return d.Name.Name
 }
 
-// TestComplexity parses every non-test Go file of the module (skipping
-// testdata, vendor and folders starting with . or _, as gocyclo does) and
-// fails for each function over maxComplexity.
-func TestComplexity(t *testing.T) {
+// eachSourceFile calls fn with the path, relative to the module's root,
+// and the content of every non-test Go file of the module, skipping
+// testdata, vendor and folders starting with . or _ (as gocyclo does). It
+// fails when it finds fewer than 100 files.
+func eachSourceFile(t *testing.T, fn func(rel string, src []byte)) {
+	t.Helper()
 	root := filepath.Join("..", "..")
 	files := 0
 	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
@@ -107,25 +111,54 @@ func TestComplexity(t *testing.T) {
 		if !strings.HasSuffix(name, ".go") || strings.HasSuffix(name, "_test.go") {
 			return nil
 		}
-		f, err := parser.ParseFile(token.NewFileSet(), path, nil, parser.SkipObjectResolution)
+		src, err := os.ReadFile(path)
 		if err != nil {
 			return err
 		}
 		files++
 		rel, _ := filepath.Rel(root, path)
-		for fn, c := range funcs(f) {
-			if c > maxComplexity {
-				t.Errorf("%s: %s has cyclomatic complexity %d, over %d: split it into the steps it is", filepath.ToSlash(rel), fn, c, maxComplexity)
-			}
-		}
+		fn(filepath.ToSlash(rel), src)
 		return nil
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if files < 100 {
-		t.Errorf("parsed %d Go files, want the whole module (over 100)", files)
+		t.Errorf("read %d Go files, want the whole module (over 100)", files)
 	}
+}
+
+// TestComplexity fails for each non-test function of the module over
+// maxComplexity.
+func TestComplexity(t *testing.T) {
+	eachSourceFile(t, func(rel string, src []byte) {
+		f, err := parser.ParseFile(token.NewFileSet(), rel, src, parser.SkipObjectResolution)
+		if err != nil {
+			t.Error(err)
+			return
+		}
+		for fn, c := range funcs(f) {
+			if c > maxComplexity {
+				t.Errorf("%s: %s has cyclomatic complexity %d, over %d: split it into the steps it is", rel, fn, c, maxComplexity)
+			}
+		}
+	})
+}
+
+// maxLines is the most lines a non-test Go file under internal/ may have.
+const maxLines = 700
+
+// TestFileLength fails for each non-test Go file under internal/ longer
+// than maxLines: a file that long holds more than one concern.
+func TestFileLength(t *testing.T) {
+	eachSourceFile(t, func(rel string, src []byte) {
+		if !strings.HasPrefix(rel, "internal/") {
+			return
+		}
+		if n := bytes.Count(src, []byte("\n")); n > maxLines {
+			t.Errorf("%s has %d lines, over %d: move a concern to a file of its own", rel, n, maxLines)
+		}
+	})
 }
 
 // TestComplexityCountsAsGocyclo holds complexity to the counts gocyclo
