@@ -92,9 +92,10 @@ type Auditor interface {
 // agentRequest is implemented by requests that name an agent.
 type agentRequest interface{ GetAgent() string }
 
-// check authenticates the call and checks its group, agent and rate. It
-// returns the principal, or a status error with the decision for the audit.
-func (g *Guard) check(ctx context.Context, method string, req any) (*Principal, skill.Decision, string, error) {
+// authenticate checks the call's bearer token, within the failed-
+// authentication limits. It returns the principal, or a status error with
+// the decision for the audit.
+func (g *Guard) authenticate(ctx context.Context, method string) (*Principal, skill.Decision, string, error) {
 	if g.Tokens == nil {
 		return certPrincipal(ctx), skill.DecisionAllow, "", nil
 	}
@@ -122,6 +123,27 @@ func (g *Guard) check(ctx context.Context, method string, req any) (*Principal, 
 			"missing bearer token: send the header 'authorization: Bearer <token>' (routerctl --token or MCPSAG_TOKEN)")
 	case failure != "":
 		return nil, skill.DecisionDeny, "bad_token", status.Error(codes.Unauthenticated, "invalid bearer token")
+	}
+	return p, skill.DecisionAllow, "", nil
+}
+
+// check authenticates the call, unless Authenticate did before the request
+// was decoded, and checks its group, agent and rate. It returns the
+// principal, or a status error with the decision for the audit.
+func (g *Guard) check(ctx context.Context, method string, req any) (*Principal, skill.Decision, string, error) {
+	p, ok := ctx.Value(authenticatedKey{}).(*Principal)
+	if !ok {
+		var (
+			decision skill.Decision
+			reason   string
+			err      error
+		)
+		if p, decision, reason, err = g.authenticate(ctx, method); err != nil {
+			return nil, decision, reason, err
+		}
+	}
+	if g.Tokens == nil {
+		return p, skill.DecisionAllow, "", nil
 	}
 	op, known := g.Methods[method]
 	grp, _ := GroupOf(op)
@@ -152,6 +174,29 @@ func (g *Guard) check(ctx context.Context, method string, req any) (*Principal, 
 		return p, skill.DecisionRateLimited, "rate_limit", st.Err()
 	}
 	return p, skill.DecisionAllow, "", nil
+}
+
+// authenticatedKey marks a context whose call Authenticate passed; its
+// value is the principal.
+type authenticatedKey struct{}
+
+// Authenticate checks the call's token before its request is decoded: a
+// caller without a valid token learns nothing of how the server reads
+// requests, and its failure is limited and audited like any other. It
+// returns ctx marked for Unary, which then checks only the principal's
+// group, agent and rate. Health is open.
+func (g *Guard) Authenticate(ctx context.Context, method string) (context.Context, error) {
+	if open(method) {
+		return ctx, nil
+	}
+	p, decision, reason, err := g.authenticate(ctx, method)
+	if err != nil {
+		if g.admin(method) {
+			g.audit(ctx, method, nil, decision, reason, status.Code(err))
+		}
+		return ctx, err
+	}
+	return context.WithValue(ctx, authenticatedKey{}, p), nil
 }
 
 // Unary returns the unary interceptor.

@@ -187,6 +187,7 @@ func (m *Main) newServer(opts ...grpc.ServerOption) *server.Server {
 		StatsHandler:       stats,
 		Interceptors:       []grpc.UnaryServerInterceptor{m.guard.Unary()},
 		StreamInterceptors: []grpc.StreamServerInterceptor{m.guard.Stream()},
+		Authenticate:       m.guard.Authenticate,
 		ServerOptions:      opts,
 		Timeouts:           map[string]time.Duration{routerv1.SkillRouter_Reindex_FullMethodName: 10 * time.Minute},
 	})

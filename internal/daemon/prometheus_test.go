@@ -151,7 +151,7 @@ func TestPrometheusDashboard(t *testing.T) {
 		{"Error ratio by status code", "", "rpc_response_status_code", "NOT_FOUND"},
 		{"Error ratio by status code", "", "rpc_response_status_code", "INVALID_ARGUMENT"},
 		{"Error ratio by status code", "", "rpc_response_status_code", "PERMISSION_DENIED"},
-		{"Error ratio by status code", "", "rpc_response_status_code", "INTERNAL"},
+		{"Error ratio by status code", "", "rpc_response_status_code", "UNIMPLEMENTED"},
 		{"Requests by method and code", "", "rpc_method", "mcpsag.router.v1.SkillRouter/Match"},
 	} {
 		var found *queryCheck
@@ -312,15 +312,21 @@ func (d *driver) drive() {
 		t.Errorf("Reindex as reader: %v, want PermissionDenied", err)
 	}
 
-	// Client errors, and a server error for the panels that count only
-	// those: a request body that is not protobuf fails to decode (Internal).
+	// Client errors (a request body that is not protobuf is one too), and
+	// a server error for the panels that count only those: a method the
+	// router does not serve (Unimplemented, a server error to
+	// OpenTelemetry).
 	if _, err := c.Match(d.ops, &routerv1.MatchRequest{}); status.Code(err) != codes.InvalidArgument {
 		t.Errorf("Match without a task: %v, want InvalidArgument", err)
 	}
 	var reply []byte
 	err = d.r.Conn.Invoke(d.ops, routerv1.SkillRouter_Match_FullMethodName, []byte{0xff, 0xff, 0xff, 0xff}, &reply, grpc.ForceCodec(rawCodec{}))
-	if status.Code(err) != codes.Internal {
-		t.Errorf("undecodable request: %v, want Internal", err)
+	if status.Code(err) != codes.InvalidArgument {
+		t.Errorf("undecodable request: %v, want InvalidArgument", err)
+	}
+	err = d.r.Conn.Invoke(d.ops, "/mcpsag.router.v1.SkillRouter/NoSuchMethod", []byte{}, &reply, grpc.ForceCodec(rawCodec{}))
+	if status.Code(err) != codes.Unimplemented {
+		t.Errorf("a method the router does not serve: %v, want Unimplemented", err)
 	}
 
 	// A switch to keyword-only matching and back: point the model at a

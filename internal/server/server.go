@@ -44,6 +44,10 @@ type Options struct {
 	// (authentication, rate limits).
 	Interceptors       []grpc.UnaryServerInterceptor
 	StreamInterceptors []grpc.StreamServerInterceptor
+	// Authenticate runs before the request of a call to the router's API
+	// is decoded (auth.Guard.Authenticate); optional. An error refuses the
+	// call with it.
+	Authenticate func(ctx context.Context, method string) (context.Context, error)
 	// ServerOptions are appended last (TLS credentials).
 	ServerOptions []grpc.ServerOption
 	// Timeouts caps each method's run time by full method name; methods
@@ -76,6 +80,7 @@ func New(svc routerv1.SkillRouterServer, opts Options) *Server {
 	so := []grpc.ServerOption{
 		grpc.ChainUnaryInterceptor(chain...),
 		grpc.ChainStreamInterceptor(append([]grpc.StreamServerInterceptor{recoverStream(log)}, opts.StreamInterceptors...)...),
+		grpc.ForceServerCodecV2(newRequestCodec()),
 		grpc.MaxRecvMsgSize(maxRecvBytes),
 		grpc.MaxSendMsgSize(maxSendBytes),
 		grpc.MaxConcurrentStreams(maxConcurrentStreams),
@@ -96,7 +101,7 @@ func New(svc routerv1.SkillRouterServer, opts Options) *Server {
 	so = append(so, opts.ServerOptions...)
 
 	gs := grpc.NewServer(so...)
-	routerv1.RegisterSkillRouterServer(gs, svc)
+	gs.RegisterService(guardDecoding(&routerv1.SkillRouter_ServiceDesc, opts.Authenticate), svc)
 	hs := health.NewServer()
 	hs.SetServingStatus("", healthpb.HealthCheckResponse_NOT_SERVING)
 	hs.SetServingStatus(routerv1.SkillRouter_ServiceDesc.ServiceName, healthpb.HealthCheckResponse_NOT_SERVING)
