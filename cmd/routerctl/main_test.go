@@ -816,3 +816,48 @@ func TestValidatePrintsNoControlCharacters(t *testing.T) {
 		t.Fatalf("validate --json: %v", err)
 	}
 }
+
+// TestControlCharacterNamesAreNotServed puts skills named with ESC, NUL and
+// a right-to-left override, and one without a name in a folder named with
+// ESC, beside the examples: the router serves none of them (list shows the
+// examples' 7 skills only) and validate reports each as an error.
+func TestControlCharacterNamesAreNotServed(t *testing.T) {
+	ws := daemontest.CopyExamples(t)
+	for dir, frontmatter := range map[string]string{
+		"esc-red":    `name: "esc\e[31mred"`,
+		"nul-byte":   `name: "nul\0byte"`,
+		"rlo-txt":    `name: "rlo-\u202etxt"`,
+		"bel\x1b[2J": ``,
+	} {
+		p := filepath.Join(ws, "skills", dir, "SKILL.md")
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte("---\n"+frontmatter+"\ndescription: Paints the terminal red.\n---\nbody\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	r := daemontest.Start(t, ws, daemontest.Options{})
+	res := ctl(t, "list", "--addr", r.Addr)
+	if res.code != 0 || !strings.Contains(res.stdout, "7 skills") {
+		t.Errorf("list: exit %d, want the examples' 7 skills only:\n%s%s", res.code, res.stdout, res.stderr)
+	}
+	for _, name := range []string{"esc", "nul", "rlo", "bel"} {
+		if strings.Contains(res.stdout, name) {
+			t.Errorf("list serves the skill %s named with a control character:\n%s", name, res.stdout)
+		}
+	}
+	res = ctl(t, "validate", "--json", filepath.Join(ws, "skills"))
+	var out validateOutput
+	if err := json.Unmarshal([]byte(res.stdout), &out); err != nil {
+		t.Fatalf("validate --json: %v\n%s", err, res.stdout)
+	}
+	if res.code == 0 || out.ByCode["name-control"] != 4 {
+		t.Errorf("validate: exit %d, %d name-control problems, want a failure and 4:\n%s", res.code, out.ByCode["name-control"], res.stdout)
+	}
+	for _, p := range out.Problems {
+		if p.Code == "name-control" && p.Severity != "error" {
+			t.Errorf("validate: %+v, want severity error", p)
+		}
+	}
+}

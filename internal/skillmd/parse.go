@@ -34,7 +34,7 @@ type Limits struct {
 // cached record; a cache written by another version is parsed again, so a
 // change to what Parse returns never leaves stale records behind. Bump it with
 // any change to Parse's results or to skill.Frontmatter.
-const Version = 1
+const Version = 2
 
 // DefaultLimits are the caps the router uses unless configured otherwise.
 var DefaultLimits = Limits{MaxFileBytes: 1 << 20, MaxFrontmatterBytes: 64 << 10}
@@ -67,6 +67,7 @@ const (
 	CodeExplicitTag         = "explicit-tag"
 	CodeNameMissing         = "name-missing"
 	CodeNameInvalid         = "name-invalid"
+	CodeNameControl         = "name-control"
 	CodeNameTooLong         = "name-too-long"
 	CodeNameMismatch        = "name-mismatch"
 	CodeDescriptionMissing  = "description-missing"
@@ -134,7 +135,7 @@ func Parse(data []byte, dirName string, lim Limits) (*Parsed, []skill.Problem) {
 	}
 
 	out.Name = p.checkName(out.Frontmatter.Name, dirName)
-	if !p.checkDescription(out.Frontmatter.Description) {
+	if !p.checkDescription(out.Frontmatter.Description) || p.fatal {
 		return nil, p.problems
 	}
 	if n := utf8.RuneCountInString(out.Frontmatter.Compatibility); n > maxCompatibilityLen {
@@ -601,8 +602,10 @@ func (p *parser) checkName(name, dirName string) string {
 	name = strings.TrimSpace(name)
 	if name == "" {
 		p.warnf(CodeNameMissing, "name", line, "name is missing; using the folder name %q", dirName)
+		p.checkNameControl(dirName, line)
 		return dirName
 	}
+	p.checkNameControl(name, line)
 	if n := utf8.RuneCountInString(name); n > maxNameLen {
 		p.warnf(CodeNameTooLong, "name", line, "name is %d characters; the spec allows %d", n, maxNameLen)
 	}
@@ -613,6 +616,21 @@ func (p *parser) checkName(name, dirName string) string {
 		p.warnf(CodeNameMismatch, "name", line, "name %q differs from its folder %q; the spec wants them equal", name, dirName)
 	}
 	return name
+}
+
+// checkNameControl refuses a name holding a control character (C0, DEL,
+// C1), a format character (bidirectional overrides and isolates, zero-width
+// characters) or a line or paragraph separator: such a name would reach
+// terminals and models as escape sequences or reordered text, and the spec
+// allows only lowercase letters, digits and hyphens. Other departures from
+// the spec's rules are warnings, the skill served under its name.
+func (p *parser) checkNameControl(name string, line int) {
+	for _, r := range name {
+		if unicode.IsControl(r) || unicode.In(r, unicode.Cf, unicode.Zl, unicode.Zp) {
+			p.errorf(CodeNameControl, "name", line, "name %q contains the control character %U; the skill is skipped (the spec allows lowercase letters, digits and single hyphens)", name, r)
+			return
+		}
+	}
 }
 
 // nameRuleViolation says how name breaks the spec's character rules, or "".

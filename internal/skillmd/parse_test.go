@@ -58,6 +58,26 @@ func TestParse(t *testing.T) {
 			wantName: "-Bad--Name", wantCodes: []string{CodeNameInvalid},
 		},
 		{
+			name: "name with ESC skips", dir: "x",
+			in:       "---\nname: \"x\\e[31mred\"\ndescription: d\n---\n",
+			wantSkip: true, wantCodes: []string{CodeNameControl, CodeNameInvalid, CodeNameMismatch},
+		},
+		{
+			name: "name with a right-to-left override skips", dir: "x",
+			in:       "---\nname: \"rlo-\u202etxt\"\ndescription: d\n---\n",
+			wantSkip: true, wantCodes: []string{CodeNameControl, CodeNameInvalid, CodeNameMismatch},
+		},
+		{
+			name: "name with NUL skips", dir: "x",
+			in:       "---\nname: \"a\\0b\"\ndescription: d\n---\n",
+			wantSkip: true, wantCodes: []string{CodeNameControl, CodeNameInvalid, CodeNameMismatch},
+		},
+		{
+			name: "folder name with ESC skips when the name is missing", dir: "esc\x1b[31m",
+			in:       "---\ndescription: d\n---\n",
+			wantSkip: true, wantCodes: []string{CodeNameMissing, CodeNameControl},
+		},
+		{
 			name: "missing name falls back to folder", dir: "pdf-forms",
 			in:       "---\ndescription: d\n---\n",
 			wantName: "pdf-forms", wantCodes: []string{CodeNameMissing},
