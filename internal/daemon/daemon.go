@@ -298,6 +298,8 @@ func (m *Main) openCore(ctx context.Context, holder, stateDir string, lockWait t
 	m.router = router.New(router.Config{
 		Loader:           m.loader,
 		Workspace:        cfg.Workspace,
+		StateDir:         stateDir,
+		ModelDir:         cfg.Model.Dir,
 		Limits:           lc.Limits,
 		MaxResourceBytes: cfg.Limits.MaxResourceBytes,
 		AllowlistFile:    cfg.Exec.AllowlistFile,

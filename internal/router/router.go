@@ -28,6 +28,11 @@ type Config struct {
 	// Workspace is the skills' workspace: replies show the paths inside
 	// it relative to it.
 	Workspace string
+	// StateDir and ModelDir are the state folder and the embedding
+	// model's configured folder (empty for the bundled one): Status names
+	// them, the workspace and the temporary folder by placeholders
+	// (<state>, <model>, <workspace>, <temp>), not as host paths.
+	StateDir, ModelDir string
 	// Limits are those the loader parses SKILL.md files with, for the
 	// manifest's frontmatter; skillmd.DefaultLimits when zero.
 	Limits skillmd.Limits
@@ -81,6 +86,8 @@ type Router struct {
 	cfg     Config
 	log     *slog.Logger
 	started time.Time
+	// hostPaths hides the host's folders in Status.
+	hostPaths hostPaths
 
 	current  atomic.Pointer[loader.Generation]
 	views    views // of the served generation
@@ -106,7 +113,7 @@ func New(cfg Config) *Router {
 	if cfg.Limits == (skillmd.Limits{}) {
 		cfg.Limits = skillmd.DefaultLimits
 	}
-	r := &Router{cfg: cfg, log: cfg.Logger, started: time.Now(),
+	r := &Router{cfg: cfg, log: cfg.Logger, started: time.Now(), hostPaths: newHostPaths(cfg),
 		allow: &allowlist.File{Path: cfg.AllowlistFile}, published: make(chan struct{})}
 	s := cfg.Settings
 	r.settings.Store(&s)

@@ -22,6 +22,7 @@ func (r *Router) Status(context.Context) (*skill.Status, error) {
 	r.mu.Lock()
 	st.Config = r.configState
 	r.mu.Unlock()
+	r.hostPaths.hide(st)
 	if up := r.cfg.Upstream; up != nil {
 		st.Servers = up.Servers()
 	}

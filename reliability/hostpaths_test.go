@@ -1,0 +1,96 @@
+package reliability
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"google.golang.org/protobuf/encoding/protojson"
+
+	pb "github.com/mcpsag/router/api/proto/mcpsag/router/v1"
+)
+
+// TestStatusShowsNoHostPaths runs a router whose Status has every field that
+// names a file: the model missing (degraded_reason, its folder under the
+// test's temporary folder), a reindex failed on a full state folder
+// (last_reindex_error names the cache), a config file rejected on reload
+// (config.error) and the config's own path. No field may name the
+// workspace, the state folder, the model folder or the temporary folder as
+// a host path; each says what it says with <workspace>, <state>, <model>.
+// Then the model is put in place: model.path names <model>.
+func TestStatusShowsNoHostPaths(t *testing.T) {
+	ws := newWorkspace(t, 20, 47)
+	disk := newLimitedDisk(t)
+	model := filepath.Join(t.TempDir(), "model")
+	r := start(t, routerOpts{Workspace: ws.Dir, StateDir: disk.Dir, ModelDir: model})
+	defer r.Stop()
+	ctx := ctxT(t, 5*time.Minute)
+
+	disk.Fill(t, r)
+	for i := range 100 {
+		s, _ := skillAt(20000 + i)
+		s.Body += strings.Repeat("\nA long appendix line that makes the body several pages long.", 650)
+		ws.writeSkill("skills", s, false)
+		ws.live[s.Name] = true
+	}
+	if _, err := r.RPC.Reindex(ctx, &pb.ReindexRequest{Full: true}); err == nil {
+		t.Fatalf("Reindex succeeded on a full state folder (%s); the test did not fill it", disk.kind)
+	}
+	disk.Free(t, r)
+	cfg := filepath.Join(ws.Dir, ".mcp", ".mcp-config.yaml")
+	if err := os.WriteFile(cfg, []byte("match: [not, a, mapping\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+
+	var st *pb.StatusResponse
+	for deadline := time.Now().Add(30 * time.Second); ; {
+		var err error
+		if st, err = r.RPC.Status(ctx, &pb.StatusRequest{}); err != nil {
+			t.Fatal(err)
+		}
+		if st.GetConfig().GetError() != "" || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	text := protojson.Format(st)
+	t.Logf("degraded_reason: %q\nlast_reindex_error: %q\nconfig: %q, error %q", st.GetDegradedReason(),
+		st.GetLastReindexError(), st.GetConfig().GetPath(), clip(st.GetConfig().GetError(), 200))
+	for _, want := range []struct{ field, got, placeholder string }{
+		{"degraded_reason", st.GetDegradedReason(), "<model>"},
+		{"last_reindex_error", st.GetLastReindexError(), "<state>"},
+		{"config.path", st.GetConfig().GetPath(), "<workspace>"},
+		{"config.error", st.GetConfig().GetError(), "<workspace>"},
+	} {
+		if !strings.Contains(want.got, want.placeholder) {
+			t.Errorf("Status %s = %q, want it to name its folder %s", want.field, want.got, want.placeholder)
+		}
+	}
+	noHostPaths := func(text string) {
+		t.Helper()
+		for _, dir := range []string{ws.Dir, disk.Dir, model, os.TempDir() + "/"} {
+			if strings.Contains(text, dir) {
+				t.Errorf("Status names the host path %s:\n%s", dir, text)
+			}
+		}
+	}
+	noHostPaths(text)
+
+	// The model put in place: the next reindex loads it, and Status
+	// names its folder.
+	copyDir(t, bundledModel, model)
+	ws.Mutate(1, 0, 0)
+	if _, err := r.RPC.Reindex(ctx, &pb.ReindexRequest{}); err != nil {
+		t.Fatalf("Reindex with the model in place: %v", err)
+	}
+	st, err := r.RPC.Status(ctx, &pb.StatusRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := st.GetModel().GetPath(); !strings.HasPrefix(got, "<model>") {
+		t.Errorf("Status model.path = %q, want it under <model>", got)
+	}
+	noHostPaths(protojson.Format(st))
+}
