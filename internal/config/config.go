@@ -94,6 +94,9 @@ type MCP struct {
 	SessionTimeout time.Duration `yaml:"session_timeout"`
 	// MaxBodyBytes caps one request body.
 	MaxBodyBytes int64 `yaml:"max_body_bytes"`
+	// MaxSessions caps the live sessions; a client that would open one
+	// more gets 503 with Retry-After.
+	MaxSessions int `yaml:"max_sessions"`
 }
 
 // Root is one configured skill root.
@@ -249,7 +252,7 @@ func builtin() Config {
 		Flags:    Flags{SkillsV1: true, SkillsExec: false},
 		Shutdown: Shutdown{Drain: 0, Grace: 10 * time.Second},
 		Match:    match.DefaultConfig(),
-		MCP:      MCP{SessionTimeout: 30 * time.Minute, MaxBodyBytes: 2 << 20},
+		MCP:      MCP{SessionTimeout: 30 * time.Minute, MaxBodyBytes: 2 << 20, MaxSessions: 1000},
 	}
 }
 
@@ -431,8 +434,8 @@ func (c *Config) finish() []error {
 		}
 		c.MCPServers[name] = s
 	}
-	if c.MCP.SessionTimeout <= 0 || c.MCP.MaxBodyBytes <= 0 {
-		errs = append(errs, errors.New("mcp: session_timeout and max_body_bytes must be positive"))
+	if c.MCP.SessionTimeout <= 0 || c.MCP.MaxBodyBytes <= 0 || c.MCP.MaxSessions <= 0 {
+		errs = append(errs, errors.New("mcp: session_timeout, max_body_bytes and max_sessions must be positive"))
 	}
 	switch c.LogLevel {
 	case "debug", "info", "warn", "error":

@@ -56,6 +56,7 @@ func (m *Main) startMCPHTTP(tlsConfig *tls.Config) (*mcpServer, error) {
 			AllowedOrigins: cfg.MCP.AllowedOrigins,
 			MaxBodyBytes:   cfg.MCP.MaxBodyBytes,
 			SessionTimeout: cfg.MCP.SessionTimeout,
+			MaxSessions:    cfg.MCP.MaxSessions,
 		}),
 		ReadHeaderTimeout: 10 * time.Second,
 		IdleTimeout:       2 * time.Minute,

@@ -65,6 +65,9 @@ type HTTPOptions struct {
 	MaxBodyBytes int64
 	// SessionTimeout closes sessions idle this long.
 	SessionTimeout time.Duration
+	// MaxSessions bounds the live sessions (DefaultMaxSessions when 0): a
+	// request that would open one more gets 503 with Retry-After.
+	MaxSessions int
 	// Failures limits failed authentication per client address and in
 	// total (auth.FailureLimiter; share the gRPC front's, so that an
 	// address has one budget); nil means a limiter of its own.
@@ -96,10 +99,13 @@ func (f *Front) HTTPHandler(o HTTPOptions) http.Handler {
 	if o.BodyTimeout <= 0 {
 		o.BodyTimeout = DefaultBodyTimeout
 	}
+	if o.MaxSessions <= 0 {
+		o.MaxSessions = DefaultMaxSessions
+	}
 	if o.Failures == nil {
 		o.Failures = auth.NewFailureLimiter()
 	}
-	h := &httpFront{f: f, o: o}
+	h := &httpFront{f: f, o: o, sessions: &sessionGate{max: o.MaxSessions, live: f.liveSessions}}
 	h.sdk = mcpsdk.NewStreamableHTTPHandler(serverOf, &mcpsdk.StreamableHTTPOptions{
 		Logger:              f.log,
 		SessionTimeout:      o.SessionTimeout,
@@ -128,6 +134,8 @@ type httpFront struct {
 	// sdk serves the protocol revisions with sessions, stateless the
 	// later ones.
 	sdk, stateless *mcpsdk.StreamableHTTPHandler
+	// sessions bounds the live sessions.
+	sessions *sessionGate
 }
 
 type serverKey struct{}
@@ -336,13 +344,21 @@ func (h *httpFront) serveView(w http.ResponseWriter, r *http.Request, p *auth.Pr
 		return
 	}
 	call, ok := peekCall(r, h.o.MaxBodyBytes)
-	if !ok {
-		sdk.ServeHTTP(w, r)
+	serve := func() {
+		if !ok {
+			sdk.ServeHTTP(w, r)
+			return
+		}
+		rw := &rpcErrorWriter{ResponseWriter: w}
+		sdk.ServeHTTP(rw, r)
+		rw.finish(call)
+	}
+	if sdk == h.sdk && r.Header.Get("Mcp-Session-Id") == "" {
+		// The body is read: a slow client holds no session's place.
+		h.openSession(w, r, serve)
 		return
 	}
-	rw := &rpcErrorWriter{ResponseWriter: w}
-	sdk.ServeHTTP(rw, r)
-	rw.finish(call)
+	serve()
 }
 
 // sameLoopbackOrigin reports whether origin is the server's own origin on
