@@ -22,7 +22,9 @@ func newReindexCmd(e *env) *cobra.Command {
 		Long: `Rescans the skill folders now and prints what changed. The router also
 reindexes by itself when files change and on a timer; use this after bulk
 edits or to check a fix. --full re-reads and re-parses every file instead of
-trusting the cache. On a terminal, progress is shown on stderr while it runs.
+trusting the cached records; it embeds again only the skills whose embedded
+text changed (a vector depends on the text and the model alone, and cached
+vectors carry checksums). On a terminal, progress is shown on stderr while it runs.
 The call may take up to 10 minutes, or --timeout when longer.`,
 		Example: `  routerctl reindex
   routerctl reindex --full --json`,

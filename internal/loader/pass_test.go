@@ -1098,3 +1098,42 @@ func TestCacheReplacedUnderTheBuilder(t *testing.T) {
 		t.Errorf("the build after that parsed %d files, want none", st.Parsed)
 	}
 }
+
+// TestFullReindexParsesEveryFileKeepsVectors pins what a full reindex
+// rebuilds: it parses every file again, so an edit that kept the file's size
+// and modification time (which the incremental scan cannot see) is served,
+// and it embeds only the texts that changed: a vector is a function of the
+// embedded text and the model, and one of an unchanged text is reused.
+func TestFullReindexParsesEveryFileKeepsVectors(t *testing.T) {
+	ws := t.TempDir()
+	root := filepath.Join(ws, "skills")
+	var edited string
+	for i := range 4 {
+		edited = writeSkill(t, root, fmt.Sprintf("s%d", i), fmt.Sprintf("s%d", i), fmt.Sprintf("about topic %d", i))
+	}
+	ti := newTestIndex(t, ws, Config{Embedder: newTinyManager(t)})
+	if _, st := ti.reindex(false); st.Embedded != 4 {
+		t.Fatalf("first build embedded %d skills, want 4", st.Embedded)
+	}
+	if _, st := ti.reindex(true); st.Parsed != 4 || st.Embedded != 0 {
+		t.Errorf("full reindex of unchanged files: parsed %d, embedded %d; want 4 and 0", st.Parsed, st.Embedded)
+	}
+	fi, err := os.Stat(edited)
+	if err != nil {
+		t.Fatal(err)
+	}
+	writeSkill(t, root, "s3", "s3", "about tonic 3") // as long as "about topic 3"
+	if err := os.Chtimes(edited, fi.ModTime(), fi.ModTime()); err != nil {
+		t.Fatal(err)
+	}
+	if _, st := ti.reindex(false); st.Parsed != 0 {
+		t.Fatalf("the incremental scan parsed %d files; the edit was meant to keep size and time", st.Parsed)
+	}
+	cat, st := ti.reindex(true)
+	if st.Parsed != 4 || st.Embedded != 1 {
+		t.Errorf("full reindex after a same-size, same-time edit: parsed %d, embedded %d; want 4 and 1", st.Parsed, st.Embedded)
+	}
+	if ent, ok := cat.Lookup("s3", ""); !ok || ent.Skill.Description() != "about tonic 3" {
+		t.Errorf("the edit is not served after a full reindex")
+	}
+}
