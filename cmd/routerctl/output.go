@@ -10,6 +10,7 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode"
 
 	"golang.org/x/term"
 	"google.golang.org/protobuf/encoding/protojson"
@@ -45,15 +46,7 @@ func (t terminalWriter) Write(p []byte) (int, error) {
 }
 
 func unsafeForTerminal(r rune) bool {
-	switch {
-	case r == '\n' || r == '\t':
-		return false
-	case r < 0x20, r >= 0x7f && r < 0xa0:
-		return true
-	case r >= 0x202a && r <= 0x202e, r >= 0x2066 && r <= 0x2069, r == 0x200e, r == 0x200f, r == 0x061c:
-		return true
-	}
-	return false
+	return r != '\n' && r != '\t' && (unicode.IsControl(r) || unicode.Is(unicode.Bidi_Control, r))
 }
 
 // printJSON writes v as this invocation's one JSON document on stdout, in
