@@ -100,3 +100,29 @@ func EmbedDocuments(ctx context.Context, e Embedder, cache VectorCache, texts []
 	}
 	return vecs, computed, nil
 }
+
+// UncachedDocuments returns the distinct texts, in first-seen order, whose
+// Document vectors under id are not in cache: what EmbedDocuments would
+// compute. It returns an error only when the cache cannot be read.
+func UncachedDocuments(id Identity, cache VectorCache, texts []string) ([]string, error) {
+	hashes := make([]string, 0, len(texts))
+	text := make(map[string]string, len(texts))
+	for _, t := range texts {
+		h := TextHash(id, t)
+		if _, ok := text[h]; !ok {
+			text[h] = t
+			hashes = append(hashes, h)
+		}
+	}
+	found, err := cache.Vectors(id.Fingerprint, hashes)
+	if err != nil {
+		return nil, fmt.Errorf("read the vector cache: %w", err)
+	}
+	var out []string
+	for _, h := range hashes {
+		if v, ok := found[h]; !ok || len(v) != id.Dimension {
+			out = append(out, text[h])
+		}
+	}
+	return out, nil
+}

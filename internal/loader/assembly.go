@@ -22,7 +22,10 @@ import (
 type assembly struct {
 	workspace  string // absolute
 	precedence []skill.SourceKind
-	embedder   *embed.Manager // nil: keyword-only
+	embedder   *embed.Manager // the primary model; nil: none
+	fast       *embed.Manager // the fast model; nil: none
+	syncDocs   int            // texts a pass embeds with embedder itself; negative: any number
+	backfill   *backfill      // embeds embedder's texts past syncDocs; nil: a pass embeds them all
 	tools      ToolSource     // nil: none
 	db         *store.DB
 	log        *slog.Logger
@@ -33,6 +36,7 @@ type assembly struct {
 	dirMemo       []*skillMemo            // memo of lastMemoFiles' paths, in folder order
 	dirPos        []int                   // by index in lastMemoFiles: its place in dirMemo
 	cids          map[*skill.Skill][]byte // per-skill content digests of the last generation
+	recorded      [2]string               // the fingerprints of the models last recorded in the store (recordModels)
 }
 
 // cataloged is what the catalog step of a pass made: the catalog, its
@@ -123,14 +127,13 @@ func (a *assembly) withMatchConfig(ctx context.Context, g *Generation, cfg match
 // their vectors stay in the cache for when it is back.
 func (a *assembly) pruneVectors(g *Generation) {
 	id, winners := g.Model, g.Catalog.Winners()
-	bodyChars := a.embedder.Config().BodyChars
-	bodies, err := a.bodyStarts(winners, bodyChars)
+	texts, err := a.documentTexts(winners, g.space.bodyChars)
 	if err != nil {
 		return
 	}
 	keep := make(map[string]bool, len(winners))
-	for _, s := range winners {
-		keep[embed.TextHash(id, s.DocumentText(bodies[s.ContentHash], bodyChars))] = true
+	for _, t := range texts {
+		keep[embed.TextHash(id, t)] = true
 	}
 	if _, err := a.db.PruneVectors(id.Fingerprint, keep); err != nil {
 		a.log.Warn("pruning stale vectors failed", "err", err)

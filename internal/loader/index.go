@@ -14,8 +14,8 @@ import (
 // unless cfg sets one: cosine scales differ between models, so the threshold
 // travels with the model.
 func (a *assembly) modelConfig(cfg match.Config, g *Generation) match.Config {
-	if g.vectors != nil && a.embedder != nil {
-		cfg = cfg.WithModelThreshold(a.embedder.Status().MatchThreshold)
+	if g.vectors != nil && g.space.by != nil {
+		cfg = cfg.WithModelThreshold(g.space.by.Status().MatchThreshold)
 	}
 	return cfg
 }
@@ -104,7 +104,9 @@ func (a *assembly) indexInput(g *Generation, winners []*skill.Skill, cfg match.C
 		for i, s := range winners {
 			in.Vectors[i] = g.vectors[s]
 		}
-		in.Embedder = a.embedder
+		if g.space.by != nil {
+			in.Embedder = g.space.by
+		}
 		in.Model = g.Model.Fingerprint
 	}
 	return in

@@ -54,8 +54,21 @@ type Config struct {
 	Scan       skillfs.ScanLimits
 	// Workers parse files in parallel; 0 means GOMAXPROCS.
 	Workers int
-	// Embedder embeds skills and tasks; nil means keyword-only matching.
+	// Embedder embeds skills and tasks; nil means keyword-only matching
+	// (or the Fast model's).
 	Embedder *embed.Manager
+	// Fast is a second, fast model (a static one): when Embedder's
+	// vectors are not all there (Background), or Embedder is unavailable,
+	// a pass embeds every skill with Fast and its generation serves those
+	// vectors; nil serves keywords meanwhile.
+	Fast *embed.Manager
+	// Background makes a pass embed at most SyncDocuments texts with
+	// Embedder, those neither in an earlier generation nor in the cache;
+	// when more are new, they are embedded in the background and a pass
+	// runs once they all are. A start then never waits for embeddings.
+	// Without it (evaluations, tests), a pass embeds every text.
+	Background    bool
+	SyncDocuments int
 	// Tools gives the tools of connected MCP servers, indexed with the
 	// skills; nil means none.
 	Tools ToolSource
@@ -139,6 +152,7 @@ type Loader struct {
 	lastStats   skill.ReindexStats
 	lastErr     error
 	lastReindex time.Time
+	servedModel string // the fingerprint of the model whose vectors the last generation serves; empty: keywords
 	cancel      context.CancelFunc
 	done        chan struct{}
 }
@@ -175,8 +189,12 @@ func New(cfg Config, db *store.DB) (*Loader, error) {
 	l.tracker = &tracker{workspace: cfg.Workspace, specs: cfg.Roots, limits: cfg.Scan,
 		listings:  listingsFile{path: filepath.Join(state, statedir.ListingsFile), log: cfg.Logger},
 		lastScans: lastScanFile{path: filepath.Join(state, statedir.ScanFile), log: cfg.Logger}}
-	l.assembly = &assembly{workspace: workspace, precedence: cfg.Precedence, embedder: cfg.Embedder, tools: cfg.Tools,
-		db: db, log: cfg.Logger, progress: &l.progress}
+	l.assembly = &assembly{workspace: workspace, precedence: cfg.Precedence, embedder: cfg.Embedder, fast: cfg.Fast,
+		syncDocs: -1, tools: cfg.Tools, db: db, log: cfg.Logger, progress: &l.progress}
+	if cfg.Background && cfg.Embedder != nil {
+		l.assembly.syncDocs = max(0, cfg.SyncDocuments)
+		l.assembly.backfill = newBackfill(cfg.Embedder, db, cfg.Logger.With("component", "backfill"))
+	}
 	l.snapshots = snapshotWriter{path: filepath.Join(state, statedir.SnapshotFile), log: cfg.Logger, lastScans: &l.tracker.lastScans,
 		pruneVectors: l.assembly.pruneVectors}
 	if cfg.ServeLastScan {

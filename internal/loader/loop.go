@@ -5,8 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"time"
 
+	"github.com/mcpsag/router/internal/embed"
 	"github.com/mcpsag/router/internal/skill"
 	"github.com/mcpsag/router/internal/skillfs"
 	"github.com/mcpsag/router/internal/store"
@@ -70,7 +72,13 @@ const toolsDebounce = 200 * time.Millisecond
 // roots), it scans the roots first.
 func (l *Loader) run(ctx context.Context, catchUp bool) {
 	defer close(l.done)
-	var events, tools <-chan struct{}
+	var events, tools, backfilled <-chan struct{}
+	if b := l.assembly.backfill; b != nil {
+		var wg sync.WaitGroup
+		wg.Go(func() { b.run(ctx) })
+		defer wg.Wait()
+		backfilled = b.ready
+	}
 	w := l.tracker.watcher
 	if w != nil {
 		go w.Run(ctx)
@@ -111,6 +119,10 @@ func (l *Loader) run(ctx context.Context, catchUp bool) {
 		case <-tick:
 		case <-replaced:
 			l.rebuilding.Store(true)
+		case <-backfilled:
+			// Every text is embedded now: a pass without a scan serves
+			// the vectors.
+			changed = []string{}
 		case <-tools:
 			t := time.NewTimer(toolsDebounce)
 			select {
@@ -172,6 +184,12 @@ func (l *Loader) refreshLocked(ctx context.Context, full bool, changed []string)
 	l.lastReindex, l.lastErr = time.Now(), err
 	if err == nil && st.Published {
 		l.lastStats = st
+	}
+	if err == nil && g != nil {
+		l.servedModel = ""
+		if g.vectors != nil {
+			l.servedModel = g.space.model.Fingerprint
+		}
 	}
 	l.stateMu.Unlock()
 	// Catching up is said before the generation that needs it is served,
@@ -254,23 +272,49 @@ func (l *Loader) cacheProblems() []string {
 	return out
 }
 
-// modelStatus fills the embedding fields of a Status.
+// modelStatus fills the embedding fields of a Status: the primary and the
+// fast model, which one the last generation serves, and the background
+// embedding's progress.
 func (l *Loader) modelStatus(st *skill.Status) {
 	m := l.cfg.Embedder
+	l.stateMu.Lock()
+	served := l.servedModel
+	l.stateMu.Unlock()
+	if b := l.assembly.backfill; b != nil {
+		bs := b.status()
+		st.Backfill = skill.Backfill{Model: bs.Model, Done: bs.Done, Total: bs.Total, Started: bs.Started}
+	}
+	if f := l.cfg.Fast; f != nil && !f.Status().Degraded {
+		st.FastModel = l.describeModel(f.Status(), served)
+	}
 	if m == nil {
-		st.Degraded, st.DegradedReason = true, "embeddings are off; matching uses keywords only"
+		if st.FastModel == nil {
+			st.Degraded, st.DegradedReason = true, "embeddings are off; matching uses keywords only"
+		}
 		return
 	}
 	ms := m.Status()
 	if ms.Degraded {
 		st.Degraded = true
-		st.DegradedReason = fmt.Sprintf("%s: %s; matching uses keywords only until a valid model is available", ms.Reason, ms.Detail)
+		fallback := "keywords only"
+		if st.FastModel != nil {
+			fallback = "the fast model " + st.FastModel.Name
+		}
+		st.DegradedReason = fmt.Sprintf("%s: %s; matching uses %s until a valid model is available", ms.Reason, ms.Detail, fallback)
 		return
 	}
-	st.Model = &skill.ModelStatus{
+	st.Model = l.describeModel(ms, served)
+}
+
+// describeModel is the Status of a model, served when served is its
+// fingerprint.
+func (l *Loader) describeModel(ms embed.Status, served string) *skill.ModelStatus {
+	out := &skill.ModelStatus{
 		Name: ms.Identity.Name, Dimension: ms.Identity.Dimension, Fingerprint: ms.Identity.Fingerprint, Path: ms.Identity.Path,
 		LoadDuration: ms.Load.LoadDuration, QueryLatency: ms.Load.QueryLatency,
 		EmbeddingsComputed: ms.EmbeddingsComputed, MatchThreshold: ms.MatchThreshold,
+		Serving: served != "" && served == ms.Identity.Fingerprint,
 	}
-	st.Model.VectorsCached, _ = l.db.VectorCount(ms.Identity.Fingerprint)
+	out.VectorsCached, _ = l.db.VectorCount(ms.Identity.Fingerprint)
+	return out
 }

@@ -12,21 +12,85 @@ import (
 	"github.com/mcpsag/router/internal/skill"
 )
 
-// vectors returns the vectors of winners, cat's winning skills, and the model that made
-// them. It reuses prev's when neither the catalog nor the model changed.
-// Otherwise a skill keeps the vector it had in prev (or in base, the index
-// restored from the last run's snapshot, made in baseSpace) when its key,
-// content and name are the same; the rest are embedded through the store's
-// cache, which computes only texts it has not seen under this model. A
-// degraded embedder is reloaded first, so a model fixed on disk is picked up
-// by the next pass. It returns nil vectors (keyword-only) when no model is
-// available, and an error only when ctx ended. prune says the vector cache
-// may be pruned to the texts of cat's entries: skills were embedded, and
-// every MCP server has its tools listed.
-func (a *assembly) vectors(ctx context.Context, prev *Generation, base *match.Index, baseSpace vectorSpace, cat *catalog.Catalog, winners []*skill.Skill, pass *Pass) (_ map[*skill.Skill][]float32, _ vectorSpace, prune bool, _ error) {
-	m := a.embedder
-	if m == nil {
+// vectors returns the vectors of winners, cat's winning skills, and the
+// space they are made in: the primary model's (Config.Embedder) when it is
+// available and every text has its vector (from prev, from base, the index
+// restored from the last run's snapshot and made in baseSpace, from the
+// store's cache, or embedded now, when at most Config.SyncDocuments texts
+// are new); else the fast model's (Config.Fast), embedded now, while the
+// primary model's texts are embedded in the background (backfill); else
+// none (keyword-only). It returns an error only when ctx ended. prune says
+// the vector cache may be pruned to the texts of cat's entries: skills were
+// embedded, and every MCP server has its tools listed.
+func (a *assembly) vectors(ctx context.Context, prev *Generation, base *match.Index, baseSpace vectorSpace, cat *catalog.Catalog, winners []*skill.Skill, pass *Pass) (map[*skill.Skill][]float32, vectorSpace, bool, error) {
+	in := tierInput{prev: prev, base: base, baseSpace: baseSpace, cat: cat, winners: winners, pass: pass}
+	t, err := a.tierVectors(ctx, a.embedder, a.syncDocs, in)
+	if err != nil || t.state == tierComplete {
+		if a.backfill != nil {
+			a.backfill.clear()
+		}
+		return t.vectors, t.space, t.prune, err
+	}
+	backlog, primary := t.backlog, t.space.model
+	if t.state == tierUnavailable {
+		backlog = nil
+	}
+	var fast tierResult
+	if a.fast != nil {
+		if fast, err = a.tierVectors(ctx, a.fast, -1, in); err != nil {
+			return nil, vectorSpace{}, false, err
+		}
+	}
+	if len(backlog) > 0 && a.backfill != nil {
+		serving := "keyword-only matching"
+		if fast.state == tierComplete {
+			serving = "the vectors of " + fast.space.model.Name
+		}
+		a.backfill.want(primary, backlog, serving)
+	}
+	if fast.state != tierComplete {
 		return nil, vectorSpace{}, false, nil
+	}
+	return fast.vectors, fast.space, fast.prune, nil
+}
+
+// tierInput is what a pass gives each model's vectors: the previous
+// generation, the restored index and its space, the catalog and its
+// winners, and the pass to count in.
+type tierInput struct {
+	prev      *Generation
+	base      *match.Index
+	baseSpace vectorSpace
+	cat       *catalog.Catalog
+	winners   []*skill.Skill
+	pass      *Pass
+}
+
+// tierState says whether a model gave every winner its vector.
+type tierState int
+
+const (
+	tierUnavailable tierState = iota // no model, or it failed: no vectors
+	tierComplete                     // every winner has its vector
+	tierBacklog                      // more texts are new than the pass may embed: backlog lists them
+)
+
+// tierResult is one model's vectors for a pass.
+type tierResult struct {
+	state   tierState
+	vectors map[*skill.Skill][]float32
+	space   vectorSpace
+	prune   bool
+	backlog []string // the texts not cached, when state is tierBacklog
+}
+
+// tierVectors returns m's vectors of in's winners, embedding at most limit
+// texts that are in neither an earlier generation nor the store's cache
+// (any number when limit is negative). A degraded m is reloaded first, so a
+// model fixed on disk is picked up by the next pass.
+func (a *assembly) tierVectors(ctx context.Context, m *embed.Manager, limit int, in tierInput) (tierResult, error) {
+	if m == nil {
+		return tierResult{}, nil
 	}
 	if m.Status().Degraded {
 		// The Manager logs the outcome: loaded, or recovered after a
@@ -35,37 +99,52 @@ func (a *assembly) vectors(ctx context.Context, prev *Generation, base *match.In
 	}
 	id := m.Identity()
 	if id.Fingerprint == "" {
-		return nil, vectorSpace{}, false, nil
+		return tierResult{}, nil
 	}
 	bodyChars := m.Config().BodyChars
-	space := vectorSpace{model: id, bodyChars: bodyChars}
-	fromPrev := prev != nil && prev.vectors != nil && space.reuses(prev.space)
-	if fromPrev && cat == prev.Catalog {
-		return prev.vectors, space, false, nil
+	space := vectorSpace{model: id, bodyChars: bodyChars, by: m}
+	prev := in.prev
+	if prev != nil && prev.vectors != nil && space.reuses(prev.space) && in.cat == prev.Catalog {
+		return tierResult{state: tierComplete, vectors: prev.vectors, space: space}, nil
 	}
-	if err := a.recordModel(id); err != nil {
-		a.log.Warn("cannot record the embedding model in the cache; matching uses keywords only", "err", err)
-		return nil, vectorSpace{}, false, nil
+	if err := a.recordModels(); err != nil {
+		a.log.Warn("cannot record the embedding models in the cache; matching uses keywords only", "err", err)
+		return tierResult{}, nil
 	}
-	out, todo := reusedVectors(prev, base, baseSpace, space, winners)
-	pass.DocumentsCached = len(winners) - len(todo)
+	out, todo := reusedVectors(prev, in.base, in.baseSpace, space, in.winners)
 	if len(todo) == 0 {
-		return out, space, false, nil
+		in.pass.DocumentsCached = len(in.winners)
+		return tierResult{state: tierComplete, vectors: out, space: space}, nil
 	}
-	computed, err := a.embed(ctx, todo, bodyChars, out, pass)
+	texts, err := a.documentTexts(todo, bodyChars)
+	if err != nil {
+		a.log.Warn("reading skill bodies for embedding failed; embedding without them", "err", err)
+	}
+	if limit >= 0 && len(todo) > limit {
+		missing, err := embed.UncachedDocuments(id, a.db, texts)
+		if err != nil {
+			a.log.Warn("reading the vector cache failed; embedding skills in the background", "err", err)
+			missing = texts
+		}
+		if len(missing) > limit {
+			return tierResult{state: tierBacklog, space: space, backlog: missing}, nil
+		}
+	}
+	in.pass.DocumentsCached = len(in.winners) - len(todo)
+	computed, err := a.embed(ctx, m, todo, texts, out, in.pass)
 	if err != nil {
 		if ctx.Err() != nil {
-			return nil, vectorSpace{}, false, err
+			return tierResult{}, err
 		}
 		if !errors.Is(err, embed.ErrUnavailable) && !errors.Is(err, embed.ErrModelChanged) {
-			a.log.Warn("embedding skills failed; matching uses keywords only until the next reindex", "err", err)
+			a.log.Warn("embedding skills failed; matching uses keywords only until the next reindex", "model", id.Name, "err", err)
 		}
-		return nil, vectorSpace{}, false, nil
+		return tierResult{}, nil
 	}
 	// While a server is not settled its tools are missing from winners:
 	// their vectors stay in the cache for when it is back.
-	prune = computed > 0 && (a.tools == nil || a.tools.Settled())
-	return out, space, prune, nil
+	prune := computed > 0 && (a.tools == nil || a.tools.Settled())
+	return tierResult{state: tierComplete, vectors: out, space: space, prune: prune}, nil
 }
 
 // reusedVectors returns the vectors, made in space, that winners keep from
@@ -109,19 +188,22 @@ func reusedVectors(prev *Generation, base *match.Index, baseSpace, space vectorS
 	return out, todo
 }
 
-// embed puts in out the vectors of todo, their texts holding bodyChars
-// characters of each body, embedded through the store's vector cache, and
-// returns how many it computed; it counts them in pass.
-func (a *assembly) embed(ctx context.Context, todo []*skill.Skill, bodyChars int, out map[*skill.Skill][]float32, pass *Pass) (int, error) {
-	bodies, err := a.bodyStarts(todo, bodyChars)
-	if err != nil {
-		a.log.Warn("reading skill bodies for embedding failed; embedding without them", "err", err)
-	}
-	texts := make([]string, len(todo))
-	for i, s := range todo {
+// documentTexts returns the embedded texts of skills, holding bodyChars
+// characters of each body; on an error reading the bodies, the texts
+// without them.
+func (a *assembly) documentTexts(skills []*skill.Skill, bodyChars int) ([]string, error) {
+	bodies, err := a.bodyStarts(skills, bodyChars)
+	texts := make([]string, len(skills))
+	for i, s := range skills {
 		texts[i] = s.DocumentText(bodies[s.ContentHash], bodyChars)
 	}
-	m := a.embedder
+	return texts, err
+}
+
+// embed puts in out the vectors of todo, whose texts are texts, embedded by
+// m through the store's vector cache, and returns how many it computed; it
+// counts them in pass.
+func (a *assembly) embed(ctx context.Context, m *embed.Manager, todo []*skill.Skill, texts []string, out map[*skill.Skill][]float32, pass *Pass) (int, error) {
 	vecs, computed, err := embed.EmbedDocuments(ctx, m, a.db, texts, m.Config().BatchSize)
 	pass.Stats.Embedded = computed
 	pass.DocumentsEmbedded = computed
@@ -141,6 +223,9 @@ func (a *assembly) embed(ctx context.Context, todo []*skill.Skill, bodyChars int
 type vectorSpace struct {
 	model     embed.Identity
 	bodyChars int
+	// by embeds the tasks matched against these vectors; nil for a space
+	// read from a snapshot.
+	by *embed.Manager
 }
 
 // reuses reports whether vectors made in t are valid in s: the same model
@@ -225,20 +310,43 @@ func sameVectors(prev *Generation, vectors map[*skill.Skill][]float32, space vec
 	return len(vectors) == len(prev.vectors)
 }
 
-// recordModel notes the model in the store's meta bucket; a new model drops
-// the vectors of the previous one.
-func (a *assembly) recordModel(id embed.Identity) error {
+// recordModels notes the primary model in the store's meta bucket and keeps
+// the vectors of both models (primary and fast); vectors of any other model
+// are dropped. It writes only when the models differ from those it last
+// recorded.
+func (a *assembly) recordModels() error {
+	var primary, fast embed.Identity
+	if a.embedder != nil {
+		primary = a.embedder.Identity()
+	}
+	if a.fast != nil {
+		fast = a.fast.Identity()
+	}
+	fps := [2]string{primary.Fingerprint, fast.Fingerprint}
+	if fps == a.recorded {
+		return nil
+	}
 	fp, _, err := a.db.Model()
 	if err != nil {
 		return fmt.Errorf("read model identity: %w", err)
 	}
-	if fp == id.Fingerprint {
+	if fp != "" && fp != primary.Fingerprint {
+		a.log.Info("embedding model changed; skills will be embedded again", "from", fp, "to", primary.Fingerprint, "model", primary.Name)
+	}
+	if primary.Fingerprint == "" {
+		// The primary model is unavailable: its vectors stay for when it
+		// is back, and nothing is recorded.
 		return nil
 	}
-	if fp != "" {
-		a.log.Info("embedding model changed; skills will be embedded again", "from", fp, "to", id.Fingerprint, "model", id.Name)
+	var keep []string
+	if fast.Fingerprint != "" {
+		keep = append(keep, fast.Fingerprint)
 	}
-	return a.db.SetModel(id.Fingerprint, id.Name)
+	if err := a.db.SetModel(primary.Fingerprint, primary.Name, keep...); err != nil {
+		return err
+	}
+	a.recorded = fps
+	return nil
 }
 
 // bodyStarts reads the bodies of skills in one read transaction and keeps,

@@ -39,6 +39,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime/debug"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -330,10 +331,12 @@ func (d *DB) Model() (fingerprint, name string, err error) {
 	return fingerprint, name, err
 }
 
-// SetModel records the model in use. Vectors of other models are deleted in
-// the same transaction, so the cache never mixes models and does not grow with
-// every model tried.
-func (d *DB) SetModel(fingerprint, name string) error {
+// SetModel records the model in use. Vectors of other models than it and
+// keep (the fast model's, which the router serves while the model's vectors
+// are computed) are deleted in the same transaction, so the cache does not
+// grow with every model tried.
+func (d *DB) SetModel(fingerprint, name string, keep ...string) error {
+	kept := func(fp string) bool { return fp == fingerprint || slices.Contains(keep, fp) }
 	d.vectorsMu.Lock()
 	defer d.vectorsMu.Unlock()
 	h := d.h.Load()
@@ -345,11 +348,11 @@ func (d *DB) SetModel(fingerprint, name string) error {
 		if err := m.Put(keyModelName, []byte(name)); err != nil {
 			return err
 		}
-		_, err := deleteUnless(tx.Bucket(bucketVectors), func(k []byte) bool { return string(k) == fingerprint })
+		_, err := deleteUnless(tx.Bucket(bucketVectors), func(k []byte) bool { return kept(string(k)) })
 		return err
 	})
 	if err == nil {
-		maps.DeleteFunc(h.vectorCount, func(fp string, _ int) bool { return fp != fingerprint })
+		maps.DeleteFunc(h.vectorCount, func(fp string, _ int) bool { return !kept(fp) })
 	}
 	return err
 }
