@@ -20,6 +20,17 @@ import (
 // DefaultName is the bundled model's name and folder.
 const DefaultName = "mcpsag-static-v1"
 
+// FastName is the bundled fast model's name and folder: a static model served
+// while the model's vectors are computed, and when it is unavailable; empty
+// when none is bundled.
+const FastName = ""
+
+// Fast writes the bundled fast model under dir, as Default does the model,
+// and returns its folder.
+func Fast(dir string) (string, error) {
+	return "", fmt.Errorf("no fast model is bundled")
+}
+
 //go:embed mcpsag-static-v1/model.onnx mcpsag-static-v1/tokenizer.json mcpsag-static-v1/mcpsag-model.json
 var bundled embed.FS
 

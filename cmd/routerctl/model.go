@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -28,7 +29,15 @@ model verify checks a model folder offline.`,
 
 // modelInfoOutput is model info's JSON output.
 type modelInfoOutput struct {
-	Model          json.RawMessage `json:"model"` // a ModelStatus
+	Model json.RawMessage `json:"model"` // a ModelStatus
+	// FastModel is the fast model's ModelStatus, null when there is none.
+	FastModel json.RawMessage `json:"fast_model"`
+	// Serving names the model whose vectors matching uses; empty for
+	// keywords only.
+	Serving string `json:"serving"`
+	// Backfill is the background embedding's progress (an
+	// EmbeddingBackfill), null when none is under way.
+	Backfill       json.RawMessage `json:"backfill"`
 	Degraded       bool            `json:"degraded"`
 	DegradedReason string          `json:"degraded_reason"`
 }
@@ -40,7 +49,9 @@ func newModelInfoCmd(e *env) *cobra.Command {
 		Long: `Asks the running router which embedding model it uses: name, dimension,
 fingerprint, load time, measured query latency, embeddings computed since
 start, vectors cached, and whether it has fallen back to keyword-only
-matching (and why).`,
+matching (and why). It also names the fast model, served while the model's
+vectors are computed in the background (with their progress) or when the
+model is unavailable, and says whose vectors matching uses now.`,
 		Example: `  routerctl model info
   routerctl model info --json`,
 		Args: noArgs,
@@ -50,8 +61,17 @@ matching (and why).`,
 		if err != nil {
 			return err
 		}
+		serving := servingModel(st)
 		if e.json {
-			return e.printJSON(modelInfoOutput{Model: protoRaw(st.GetModel()), Degraded: st.Degraded, DegradedReason: st.DegradedReason})
+			out := modelInfoOutput{Model: protoRaw(st.GetModel()), FastModel: json.RawMessage("null"), Serving: serving,
+				Backfill: json.RawMessage("null"), Degraded: st.Degraded, DegradedReason: st.DegradedReason}
+			if st.GetFastModel() != nil {
+				out.FastModel = protoRaw(st.GetFastModel())
+			}
+			if st.GetBackfill() != nil {
+				out.Backfill = protoRaw(st.GetBackfill())
+			}
+			return e.printJSON(out)
 		}
 		if m := st.Model; m != nil && m.Name != "" {
 			fmt.Fprintf(e.stdout, "model:          %s\n", m.Name)
@@ -65,12 +85,31 @@ matching (and why).`,
 		} else {
 			fmt.Fprintln(e.stdout, "no embedding model loaded")
 		}
+		if f := st.FastModel; f != nil {
+			fmt.Fprintf(e.stdout, "fast model:     %s (dim %d, query latency %s)\n", f.Name, f.Dimension,
+				f.QueryLatency.AsDuration().Round(time.Microsecond))
+		}
+		fmt.Fprintf(e.stdout, "serving:        %s\n", cmp.Or(serving, "keywords only"))
+		if b := st.Backfill; b != nil {
+			fmt.Fprintf(e.stdout, "background:     %s has embedded %d of %d skill texts\n", b.Model, b.Done, b.Total)
+		}
 		if st.Degraded {
 			fmt.Fprintf(e.stdout, "DEGRADED: %s\n", st.DegradedReason)
 		}
 		return nil
 	})
 	return cmd
+}
+
+// servingModel names the model whose vectors matching uses; empty for
+// keywords only.
+func servingModel(st *routerv1.StatusResponse) string {
+	for _, m := range []*routerv1.ModelStatus{st.GetModel(), st.GetFastModel()} {
+		if m.GetServing() {
+			return m.GetName()
+		}
+	}
+	return ""
 }
 
 // verifyOutput is model verify's JSON output.

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"io"
@@ -91,6 +92,10 @@ func writeStatus(w io.Writer, st *routerv1.StatusResponse) error {
 	fmt.Fprintf(w, "flags: skills_v1=%v skills_exec=%v tools_call=%v\n", st.Flags.GetSkillsV1(), st.Flags.GetSkillsExec(), st.Flags.GetToolsCall())
 	if m := st.Model; m != nil && m.Name != "" {
 		fmt.Fprintf(w, "model: %s (dim %d, %d embeddings computed, %d cached)\n", m.Name, m.Dimension, m.EmbeddingsComputed, m.CacheEntries)
+	}
+	if b := st.Backfill; b != nil {
+		fmt.Fprintf(w, "embedding in the background: %s, %d of %d skill texts; matching uses %s meanwhile\n",
+			b.Model, b.Done, b.Total, cmp.Or(servingModel(st), "keywords only"))
 	}
 	if st.Degraded {
 		fmt.Fprintf(w, "DEGRADED: %s\n", st.DegradedReason)

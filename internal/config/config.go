@@ -177,6 +177,25 @@ type Model struct {
 	Timeout time.Duration `yaml:"timeout"`
 	// QueryCacheSize is how many task embeddings are kept (LRU).
 	QueryCacheSize int `yaml:"query_cache_size"`
+	// SyncDocuments is the most new skill texts a reindex embeds with the
+	// model before it publishes; when more are new (a first start, a new
+	// model, a large change), they are embedded in the background while
+	// the fast model's vectors are served, and the model's are served
+	// once all are computed. -1 embeds every text before publishing: a
+	// start then waits for embeddings.
+	SyncDocuments int `yaml:"sync_documents"`
+	// Fast is the fast model.
+	Fast FastModel `yaml:"fast"`
+}
+
+// FastModel configures the fast model: a static model, embedding in well
+// under a millisecond, whose vectors are served while the model's are
+// computed in the background, and when the model is unavailable.
+type FastModel struct {
+	// Dir is its folder; empty means the bundled fast model.
+	Dir string `yaml:"dir"`
+	// Disabled serves keywords only in those times.
+	Disabled bool `yaml:"disabled"`
 }
 
 // Exec configures script execution approvals.
@@ -252,6 +271,7 @@ func builtin() Config {
 		Flags:    Flags{SkillsV1: true, SkillsExec: false},
 		Shutdown: Shutdown{Drain: 0, Grace: 10 * time.Second},
 		Match:    match.DefaultConfig(),
+		Model:    Model{SyncDocuments: 64},
 		MCP:      MCP{SessionTimeout: 30 * time.Minute, MaxBodyBytes: 2 << 20, MaxSessions: 1000},
 	}
 }
@@ -496,6 +516,9 @@ func (c *Config) validateCore() []error {
 	}
 	if c.Model.MaxTokens < 0 || c.Model.BatchSize < 0 || c.Model.BodyChars < 0 || c.Model.Timeout < 0 {
 		errs = append(errs, errors.New("model: max_tokens, batch_size, body_chars and timeout must not be negative"))
+	}
+	if c.Model.SyncDocuments < -1 {
+		errs = append(errs, fmt.Errorf("model: sync_documents %d: want -1 (every text before publishing) or more", c.Model.SyncDocuments))
 	}
 	if c.Model.MatchThreshold < -1 || c.Model.MatchThreshold > 1 {
 		errs = append(errs, fmt.Errorf("model: match_threshold %g is not a cosine (-1 to 1)", c.Model.MatchThreshold))

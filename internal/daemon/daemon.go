@@ -56,6 +56,8 @@ type Main struct {
 	tel      *telemetry.Telemetry
 	db       *store.DB
 	embedder *embed.Manager
+	// fast is the fast model (config.FastModel); nil when there is none.
+	fast *embed.Manager
 	// modelLoaded is closed when the first model load, started by
 	// openCore beside the first scan, has ended.
 	modelLoaded chan struct{}
@@ -256,6 +258,9 @@ func (m *Main) openCore(ctx context.Context, holder, stateDir string, lockWait t
 	rec := m.tel.Recorder()
 	if !cfg.Model.Disabled {
 		m.embedder = embed.NewManager(m.embedConfig(cfg), m.log, rec)
+		if fc, ok := m.fastConfig(cfg, db.Dir()); ok {
+			m.fast = embed.NewManager(fc, m.log.With("tier", "fast"), rec)
+		}
 	}
 	getenv := m.Getenv
 	if getenv == nil {
@@ -281,12 +286,20 @@ func (m *Main) openCore(ctx context.Context, holder, stateDir string, lockWait t
 	if m.embedder == nil {
 		close(m.modelLoaded)
 	} else {
-		go func(cfg embed.Config) {
+		go func(cfg embed.Config, fast *embed.Manager) {
 			defer close(m.modelLoaded)
-			if err := m.embedder.Reload(ctx, cfg); err != nil {
-				m.log.Warn("embedding model not loaded; matching uses keywords only until it is fixed", "dir", cfg.Dir, "err", err)
+			// The fast model first: it loads in milliseconds, and the
+			// first pass serves its vectors when the model's are not
+			// all there.
+			if fast != nil {
+				if err := fast.Reload(ctx, fast.Config()); err != nil {
+					m.log.Warn("fast embedding model not loaded", "dir", fast.Config().Dir, "err", err)
+				}
 			}
-		}(m.embedConfig(cfg))
+			if err := m.embedder.Reload(ctx, cfg); err != nil {
+				m.log.Warn("embedding model not loaded; matching uses the fast model or keywords until it is fixed", "dir", cfg.Dir, "err", err)
+			}
+		}(m.embedConfig(cfg), m.fast)
 		// This embedder, not the field, which closeEmbedder clears before
 		// telemetry's last collection (see the index gauge below).
 		emb := m.embedder
@@ -316,6 +329,10 @@ func (m *Main) openCore(ctx context.Context, holder, stateDir string, lockWait t
 		return telemetry.IndexSize{Served: int64(st.Skills), Disabled: int64(st.Disabled), Shadowed: int64(st.Shadowed),
 			AgentScoped: int64(st.AgentScoped), Invalid: int64(st.FilesInvalid)}
 	})
+	rec.RegisterEmbeddingGauge(func() telemetry.Embedding {
+		st, _ := rt.Status(context.Background())
+		return embeddingGauge(*st)
+	})
 	m.served = &telemetry.Router{Next: m.router, Rec: rec, Tracer: m.tel.Tracer()}
 	return nil
 }
@@ -331,6 +348,7 @@ func (m *Main) closeCore() error {
 	}
 	if m.router != nil {
 		m.tel.Recorder().RegisterIndexGauge(nil)
+		m.tel.Recorder().RegisterEmbeddingGauge(nil)
 		errs = append(errs, m.router.Close())
 		m.router = nil
 	}
@@ -432,6 +450,10 @@ func (m *Main) closeEmbedder() error {
 	<-m.modelLoaded
 	err := m.embedder.Close()
 	m.embedder = nil
+	if m.fast != nil {
+		err = errors.Join(err, m.fast.Close())
+		m.fast = nil
+	}
 	return err
 }
 

@@ -16,6 +16,7 @@ import (
 	"github.com/mcpsag/router/internal/skill"
 	"github.com/mcpsag/router/internal/skillfs"
 	"github.com/mcpsag/router/internal/skillmd"
+	"github.com/mcpsag/router/internal/statedir"
 	"github.com/mcpsag/router/internal/telemetry"
 	"github.com/mcpsag/router/models"
 )
@@ -86,6 +87,9 @@ func (m *Main) loaderConfig(rec *telemetry.Recorder) loader.Config {
 		Precedence:     prec,
 		Limits:         skillmd.Limits{MaxFileBytes: cfg.Limits.MaxSkillFileBytes, MaxFrontmatterBytes: cfg.Limits.MaxFrontmatterBytes},
 		Embedder:       m.embedder,
+		Fast:           m.fast,
+		Background:     cfg.Model.SyncDocuments >= 0,
+		SyncDocuments:  cfg.Model.SyncDocuments,
 		Match:          cfg.Match,
 		ServeLastScan:  cfg.Watch.ServeLastScan,
 		Watch:          cfg.Watch.Enabled,
@@ -129,6 +133,40 @@ func (m *Main) embedConfig(cfg config.Config) embed.Config {
 		MaxTokens: mc.MaxTokens, BatchSize: mc.BatchSize, MatchThreshold: mc.MatchThreshold,
 		BodyChars: mc.BodyChars, Timeout: mc.Timeout, QueryCacheSize: mc.QueryCacheSize,
 	}
+}
+
+// fastConfig is the fast model's configuration: the configured folder, else
+// the bundled fast model unpacked under state; ok is false when there is
+// none, or it is the model itself.
+func (m *Main) fastConfig(cfg config.Config, state string) (embed.Config, bool) {
+	fc := cfg.Model.Fast
+	if fc.Disabled {
+		return embed.Config{}, false
+	}
+	dir := fc.Dir
+	if dir == "" && models.FastName != "" {
+		var err error
+		if dir, err = models.Fast(filepath.Join(state, statedir.ModelsDir)); err != nil {
+			m.log.Warn("bundled fast model could not be unpacked; keywords are served while the model's vectors are computed", "err", err)
+			return embed.Config{}, false
+		}
+	}
+	if dir == "" || dir == m.embedConfig(cfg).Dir {
+		return embed.Config{}, false
+	}
+	return embed.Config{Dir: dir, Timeout: cfg.Model.Timeout}, true
+}
+
+// embeddingGauge is what the embedding gauges report of a Status.
+func embeddingGauge(st skill.Status) telemetry.Embedding {
+	e := telemetry.Embedding{Tier: "none", Backlog: int64(st.Backfill.Total - st.Backfill.Done)}
+	switch {
+	case st.Model != nil && st.Model.Serving:
+		e.Tier, e.Model = "primary", st.Model.Name
+	case st.FastModel != nil && st.FastModel.Serving:
+		e.Tier, e.Model = "fast", st.FastModel.Name
+	}
+	return e
 }
 
 // settingsOf extracts the hot-reloadable settings from a configuration.

@@ -162,6 +162,20 @@ type ModelStatus struct {
 	// VectorsCached counts the model's vectors in the cache.
 	VectorsCached  int
 	MatchThreshold float64
+	// Serving is set when the served generation's vectors are this
+	// model's.
+	Serving bool
+}
+
+// Backfill is the progress of the skill texts the model embeds in the
+// background, while the fast model's vectors (or keywords) are served.
+type Backfill struct {
+	// Model names the model computing vectors; empty when none are being
+	// computed.
+	Model string
+	// Done and Total count the texts embedded so far and to embed.
+	Done, Total int
+	Started     time.Time
 }
 
 // Status describes the router for operators.
@@ -202,6 +216,12 @@ type Status struct {
 
 	// Model is the embedding model's state; nil when no model is loaded.
 	Model *ModelStatus
+	// FastModel is the fast model's state, the model served while Model's
+	// vectors are computed or when Model is unavailable; nil when there
+	// is none.
+	FastModel *ModelStatus
+	// Backfill says how far the background embedding has come.
+	Backfill Backfill
 	// Degraded is set when matching uses keywords only.
 	Degraded       bool
 	DegradedReason string

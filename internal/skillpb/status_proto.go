@@ -58,14 +58,37 @@ func StatusPB(st *skill.Status) *routerv1.StatusResponse {
 	for _, sv := range st.Servers {
 		out.Servers = append(out.Servers, ServerStatusPB(sv))
 	}
-	if m := st.Model; m != nil {
-		out.Model = &routerv1.ModelStatus{
-			Name: m.Name, Dimension: int32(m.Dimension), Fingerprint: m.Fingerprint,
-			Path: m.Path, LoadDuration: durationpb.New(m.LoadDuration), QueryLatency: durationpb.New(m.QueryLatency),
-			EmbeddingsComputed: m.EmbeddingsComputed, CacheEntries: int64(m.VectorsCached), MatchThreshold: m.MatchThreshold,
-		}
+	out.Model, out.FastModel = modelStatusPB(st.Model), modelStatusPB(st.FastModel)
+	if b := st.Backfill; b.Model != "" {
+		out.Backfill = &routerv1.EmbeddingBackfill{Model: b.Model, Done: int32(b.Done), Total: int32(b.Total), Started: timePB(b.Started)}
 	}
 	return out
+}
+
+// modelStatusPB carries a model's state; nil for none.
+func modelStatusPB(m *skill.ModelStatus) *routerv1.ModelStatus {
+	if m == nil {
+		return nil
+	}
+	return &routerv1.ModelStatus{
+		Name: m.Name, Dimension: int32(m.Dimension), Fingerprint: m.Fingerprint,
+		Path: m.Path, LoadDuration: durationpb.New(m.LoadDuration), QueryLatency: durationpb.New(m.QueryLatency),
+		EmbeddingsComputed: m.EmbeddingsComputed, CacheEntries: int64(m.VectorsCached), MatchThreshold: m.MatchThreshold,
+		Serving: m.Serving,
+	}
+}
+
+// modelStatus is the inverse of modelStatusPB.
+func modelStatus(m *routerv1.ModelStatus) *skill.ModelStatus {
+	if m == nil {
+		return nil
+	}
+	return &skill.ModelStatus{
+		Name: m.GetName(), Dimension: int(m.GetDimension()), Fingerprint: m.GetFingerprint(), Path: m.GetPath(),
+		LoadDuration: m.GetLoadDuration().AsDuration(), QueryLatency: m.GetQueryLatency().AsDuration(),
+		EmbeddingsComputed: m.GetEmbeddingsComputed(), VectorsCached: int(m.GetCacheEntries()), MatchThreshold: m.GetMatchThreshold(),
+		Serving: m.GetServing(),
+	}
 }
 
 // Status is the inverse of StatusPB. The API reports the build behind the
@@ -98,12 +121,9 @@ func Status(r *routerv1.StatusResponse) *skill.Status {
 			out.ProblemsByCode[k] = int(v)
 		}
 	}
-	if m := r.GetModel(); m != nil {
-		out.Model = &skill.ModelStatus{
-			Name: m.GetName(), Dimension: int(m.GetDimension()), Fingerprint: m.GetFingerprint(), Path: m.GetPath(),
-			LoadDuration: m.GetLoadDuration().AsDuration(), QueryLatency: m.GetQueryLatency().AsDuration(),
-			EmbeddingsComputed: m.GetEmbeddingsComputed(), VectorsCached: int(m.GetCacheEntries()), MatchThreshold: m.GetMatchThreshold(),
-		}
+	out.Model, out.FastModel = modelStatus(r.GetModel()), modelStatus(r.GetFastModel())
+	if b := r.GetBackfill(); b != nil {
+		out.Backfill = skill.Backfill{Model: b.GetModel(), Done: int(b.GetDone()), Total: int(b.GetTotal()), Started: timeOf(b.GetStarted())}
 	}
 	return out
 }

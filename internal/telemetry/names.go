@@ -43,6 +43,8 @@ const (
 	MetricEmbedCacheHits    = "skillrouter.embed.cache.hits"       // skillrouter_embed_cache_hits_total
 	MetricEmbedCacheMisses  = "skillrouter.embed.cache.misses"     // skillrouter_embed_cache_misses_total
 	MetricIndexSkills       = "skillrouter.index.skills"           // skillrouter_index_skills
+	MetricEmbedBacklog      = "skillrouter.embed.backlog"          // skillrouter_embed_backlog
+	MetricEmbedServed       = "skillrouter.embed.served"           // skillrouter_embed_served
 	MetricReindexDuration   = "skillrouter.index.reindex.duration" // skillrouter_index_reindex_duration_seconds_{bucket,sum,count}
 	MetricAdminCalls        = "skillrouter.admin.calls"            // skillrouter_admin_calls_total
 	MetricMCPCalls          = "skillrouter.mcp.calls"              // skillrouter_mcp_calls_total
@@ -69,6 +71,8 @@ const (
 	keyErrorType     = "error.type"
 	keyCache         = "cache"
 	keyState         = "state"
+	keyTier          = "tier"
+	keyModel         = "model"
 	keyFull          = "full"
 	keyMode          = "mode"
 	keyDegraded      = "degraded"

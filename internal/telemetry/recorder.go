@@ -57,7 +57,8 @@ type Recorder struct {
 	toolCalls       metric.Int64Counter
 	toolDuration    metric.Float64Histogram
 
-	indexFn atomic.Pointer[func() IndexSize]
+	indexFn     atomic.Pointer[func() IndexSize]
+	embeddingFn atomic.Pointer[func() Embedding]
 
 	// instruments are the counters and histograms made above, for the
 	// zero series /metrics serves until they record.
@@ -155,6 +156,26 @@ func newRecorder(mp metric.MeterProvider, lp otellog.LoggerProvider, log *slog.L
 		metric.WithInt64Callback(r.observeIndex))
 	errs = append(errs, err)
 
+	backlog, err := m.Int64ObservableGauge(MetricEmbedBacklog, metric.WithUnit("{text}"),
+		metric.WithDescription("Skill texts the model still has to embed in the background; 0 once its vectors are served."))
+	errs = append(errs, err)
+	served, err := m.Int64ObservableGauge(MetricEmbedServed, metric.WithUnit("1"),
+		metric.WithDescription("1 for the embedding model whose vectors matching uses, by tier (primary, fast, none) and model."))
+	errs = append(errs, err)
+	if backlog != nil && served != nil {
+		_, err = m.RegisterCallback(func(_ context.Context, o metric.Observer) error {
+			fp := r.embeddingFn.Load()
+			if fp == nil || *fp == nil {
+				return nil
+			}
+			e := (*fp)()
+			o.ObserveInt64(backlog, e.Backlog)
+			o.ObserveInt64(served, 1, metric.WithAttributes(attribute.String(keyTier, e.Tier), attribute.String(keyModel, e.Model)))
+			return nil
+		}, backlog, served)
+		errs = append(errs, err)
+	}
+
 	for _, err := range errs {
 		if err != nil {
 			return nil, fmt.Errorf("telemetry: create instrument: %w", err)
@@ -171,6 +192,27 @@ type IndexSize struct {
 	Shadowed    int64 // lost a name collision
 	AgentScoped int64 // visible to one agent only
 	Invalid     int64 // SKILL.md files skipped because of errors
+}
+
+// Embedding is a snapshot of the embedding state for the
+// skillrouter.embed.backlog and skillrouter.embed.served gauges.
+type Embedding struct {
+	// Tier is the model whose vectors matching uses: "primary", "fast"
+	// (served while the primary model's are computed, or when it is
+	// unavailable) or "none" (keywords only); Model names it.
+	Tier, Model string
+	// Backlog counts the texts the primary model still has to embed in
+	// the background.
+	Backlog int64
+}
+
+// RegisterEmbeddingGauge sets the function the embedding gauges read at
+// each collection; like RegisterIndexGauge's, it must be fast.
+func (r *Recorder) RegisterEmbeddingGauge(f func() Embedding) {
+	if r == nil {
+		return
+	}
+	r.embeddingFn.Store(&f)
 }
 
 // RegisterIndexGauge sets the function the skillrouter.index.skills gauge

@@ -3321,8 +3321,10 @@ type ModelStatus struct {
 	// Embeddings stored in the cache.
 	CacheEntries   int64   `protobuf:"varint,8,opt,name=cache_entries,json=cacheEntries,proto3" json:"cache_entries,omitempty"`
 	MatchThreshold float64 `protobuf:"fixed64,9,opt,name=match_threshold,json=matchThreshold,proto3" json:"match_threshold,omitempty"`
-	unknownFields  protoimpl.UnknownFields
-	sizeCache      protoimpl.SizeCache
+	// The served index generation's vectors are this model's.
+	Serving       bool `protobuf:"varint,10,opt,name=serving,proto3" json:"serving,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *ModelStatus) Reset() {
@@ -3418,6 +3420,85 @@ func (x *ModelStatus) GetMatchThreshold() float64 {
 	return 0
 }
 
+func (x *ModelStatus) GetServing() bool {
+	if x != nil {
+		return x.Serving
+	}
+	return false
+}
+
+// EmbeddingBackfill is the progress of the skill texts the model embeds in
+// the background while the fast model's vectors (or keywords) are served.
+type EmbeddingBackfill struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The model computing vectors; empty when none are being computed.
+	Model string `protobuf:"bytes,1,opt,name=model,proto3" json:"model,omitempty"`
+	// Texts embedded so far, and to embed.
+	Done          int32                  `protobuf:"varint,2,opt,name=done,proto3" json:"done,omitempty"`
+	Total         int32                  `protobuf:"varint,3,opt,name=total,proto3" json:"total,omitempty"`
+	Started       *timestamppb.Timestamp `protobuf:"bytes,4,opt,name=started,proto3" json:"started,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *EmbeddingBackfill) Reset() {
+	*x = EmbeddingBackfill{}
+	mi := &file_mcpsag_router_v1_router_proto_msgTypes[30]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *EmbeddingBackfill) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*EmbeddingBackfill) ProtoMessage() {}
+
+func (x *EmbeddingBackfill) ProtoReflect() protoreflect.Message {
+	mi := &file_mcpsag_router_v1_router_proto_msgTypes[30]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use EmbeddingBackfill.ProtoReflect.Descriptor instead.
+func (*EmbeddingBackfill) Descriptor() ([]byte, []int) {
+	return file_mcpsag_router_v1_router_proto_rawDescGZIP(), []int{30}
+}
+
+func (x *EmbeddingBackfill) GetModel() string {
+	if x != nil {
+		return x.Model
+	}
+	return ""
+}
+
+func (x *EmbeddingBackfill) GetDone() int32 {
+	if x != nil {
+		return x.Done
+	}
+	return 0
+}
+
+func (x *EmbeddingBackfill) GetTotal() int32 {
+	if x != nil {
+		return x.Total
+	}
+	return 0
+}
+
+func (x *EmbeddingBackfill) GetStarted() *timestamppb.Timestamp {
+	if x != nil {
+		return x.Started
+	}
+	return nil
+}
+
 type FeatureFlags struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// Routing: when off, Match abstains with reason DISABLED.
@@ -3432,7 +3513,7 @@ type FeatureFlags struct {
 
 func (x *FeatureFlags) Reset() {
 	*x = FeatureFlags{}
-	mi := &file_mcpsag_router_v1_router_proto_msgTypes[30]
+	mi := &file_mcpsag_router_v1_router_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3444,7 +3525,7 @@ func (x *FeatureFlags) String() string {
 func (*FeatureFlags) ProtoMessage() {}
 
 func (x *FeatureFlags) ProtoReflect() protoreflect.Message {
-	mi := &file_mcpsag_router_v1_router_proto_msgTypes[30]
+	mi := &file_mcpsag_router_v1_router_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3457,7 +3538,7 @@ func (x *FeatureFlags) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FeatureFlags.ProtoReflect.Descriptor instead.
 func (*FeatureFlags) Descriptor() ([]byte, []int) {
-	return file_mcpsag_router_v1_router_proto_rawDescGZIP(), []int{30}
+	return file_mcpsag_router_v1_router_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *FeatureFlags) GetSkillsV1() bool {
@@ -3493,7 +3574,7 @@ type ValidationSummary struct {
 
 func (x *ValidationSummary) Reset() {
 	*x = ValidationSummary{}
-	mi := &file_mcpsag_router_v1_router_proto_msgTypes[31]
+	mi := &file_mcpsag_router_v1_router_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3505,7 +3586,7 @@ func (x *ValidationSummary) String() string {
 func (*ValidationSummary) ProtoMessage() {}
 
 func (x *ValidationSummary) ProtoReflect() protoreflect.Message {
-	mi := &file_mcpsag_router_v1_router_proto_msgTypes[31]
+	mi := &file_mcpsag_router_v1_router_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3518,7 +3599,7 @@ func (x *ValidationSummary) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ValidationSummary.ProtoReflect.Descriptor instead.
 func (*ValidationSummary) Descriptor() ([]byte, []int) {
-	return file_mcpsag_router_v1_router_proto_rawDescGZIP(), []int{31}
+	return file_mcpsag_router_v1_router_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *ValidationSummary) GetErrors() int32 {
@@ -3557,7 +3638,7 @@ type ReindexProgress struct {
 
 func (x *ReindexProgress) Reset() {
 	*x = ReindexProgress{}
-	mi := &file_mcpsag_router_v1_router_proto_msgTypes[32]
+	mi := &file_mcpsag_router_v1_router_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3569,7 +3650,7 @@ func (x *ReindexProgress) String() string {
 func (*ReindexProgress) ProtoMessage() {}
 
 func (x *ReindexProgress) ProtoReflect() protoreflect.Message {
-	mi := &file_mcpsag_router_v1_router_proto_msgTypes[32]
+	mi := &file_mcpsag_router_v1_router_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3582,7 +3663,7 @@ func (x *ReindexProgress) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReindexProgress.ProtoReflect.Descriptor instead.
 func (*ReindexProgress) Descriptor() ([]byte, []int) {
-	return file_mcpsag_router_v1_router_proto_rawDescGZIP(), []int{32}
+	return file_mcpsag_router_v1_router_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *ReindexProgress) GetRunning() bool {
@@ -3625,7 +3706,7 @@ type ConfigStatus struct {
 
 func (x *ConfigStatus) Reset() {
 	*x = ConfigStatus{}
-	mi := &file_mcpsag_router_v1_router_proto_msgTypes[33]
+	mi := &file_mcpsag_router_v1_router_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3637,7 +3718,7 @@ func (x *ConfigStatus) String() string {
 func (*ConfigStatus) ProtoMessage() {}
 
 func (x *ConfigStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_mcpsag_router_v1_router_proto_msgTypes[33]
+	mi := &file_mcpsag_router_v1_router_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3650,7 +3731,7 @@ func (x *ConfigStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ConfigStatus.ProtoReflect.Descriptor instead.
 func (*ConfigStatus) Descriptor() ([]byte, []int) {
-	return file_mcpsag_router_v1_router_proto_rawDescGZIP(), []int{33}
+	return file_mcpsag_router_v1_router_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *ConfigStatus) GetPath() string {
@@ -3712,14 +3793,20 @@ type StatusResponse struct {
 	// the state directory, not from the roots (watch.serve_last_scan): the
 	// router is scanning them for changes made while it was stopped.
 	// Cleared once a scan of the roots has been served.
-	CatchingUp    bool `protobuf:"varint,25,opt,name=catching_up,json=catchingUp,proto3" json:"catching_up,omitempty"`
+	CatchingUp bool `protobuf:"varint,25,opt,name=catching_up,json=catchingUp,proto3" json:"catching_up,omitempty"`
+	// The fast model: a static model served while the model's vectors are
+	// computed in the background, or when the model is unavailable. Unset
+	// when there is none.
+	FastModel *ModelStatus `protobuf:"bytes,26,opt,name=fast_model,json=fastModel,proto3" json:"fast_model,omitempty"`
+	// The background embedding's progress.
+	Backfill      *EmbeddingBackfill `protobuf:"bytes,27,opt,name=backfill,proto3" json:"backfill,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *StatusResponse) Reset() {
 	*x = StatusResponse{}
-	mi := &file_mcpsag_router_v1_router_proto_msgTypes[34]
+	mi := &file_mcpsag_router_v1_router_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3731,7 +3818,7 @@ func (x *StatusResponse) String() string {
 func (*StatusResponse) ProtoMessage() {}
 
 func (x *StatusResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_mcpsag_router_v1_router_proto_msgTypes[34]
+	mi := &file_mcpsag_router_v1_router_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3744,7 +3831,7 @@ func (x *StatusResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StatusResponse.ProtoReflect.Descriptor instead.
 func (*StatusResponse) Descriptor() ([]byte, []int) {
-	return file_mcpsag_router_v1_router_proto_rawDescGZIP(), []int{34}
+	return file_mcpsag_router_v1_router_proto_rawDescGZIP(), []int{35}
 }
 
 func (x *StatusResponse) GetVersion() string {
@@ -3922,6 +4009,20 @@ func (x *StatusResponse) GetCatchingUp() bool {
 	return false
 }
 
+func (x *StatusResponse) GetFastModel() *ModelStatus {
+	if x != nil {
+		return x.FastModel
+	}
+	return nil
+}
+
+func (x *StatusResponse) GetBackfill() *EmbeddingBackfill {
+	if x != nil {
+		return x.Backfill
+	}
+	return nil
+}
+
 // ServerStatus describes one configured MCP server. The command, its
 // arguments, environment values and secrets never appear in it.
 type ServerStatus struct {
@@ -3966,7 +4067,7 @@ type ServerStatus struct {
 
 func (x *ServerStatus) Reset() {
 	*x = ServerStatus{}
-	mi := &file_mcpsag_router_v1_router_proto_msgTypes[35]
+	mi := &file_mcpsag_router_v1_router_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3978,7 +4079,7 @@ func (x *ServerStatus) String() string {
 func (*ServerStatus) ProtoMessage() {}
 
 func (x *ServerStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_mcpsag_router_v1_router_proto_msgTypes[35]
+	mi := &file_mcpsag_router_v1_router_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3991,7 +4092,7 @@ func (x *ServerStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ServerStatus.ProtoReflect.Descriptor instead.
 func (*ServerStatus) Descriptor() ([]byte, []int) {
-	return file_mcpsag_router_v1_router_proto_rawDescGZIP(), []int{35}
+	return file_mcpsag_router_v1_router_proto_rawDescGZIP(), []int{36}
 }
 
 func (x *ServerStatus) GetName() string {
@@ -4183,7 +4284,7 @@ type AuthorizeExecRequest struct {
 
 func (x *AuthorizeExecRequest) Reset() {
 	*x = AuthorizeExecRequest{}
-	mi := &file_mcpsag_router_v1_router_proto_msgTypes[36]
+	mi := &file_mcpsag_router_v1_router_proto_msgTypes[37]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4195,7 +4296,7 @@ func (x *AuthorizeExecRequest) String() string {
 func (*AuthorizeExecRequest) ProtoMessage() {}
 
 func (x *AuthorizeExecRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_mcpsag_router_v1_router_proto_msgTypes[36]
+	mi := &file_mcpsag_router_v1_router_proto_msgTypes[37]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4208,7 +4309,7 @@ func (x *AuthorizeExecRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AuthorizeExecRequest.ProtoReflect.Descriptor instead.
 func (*AuthorizeExecRequest) Descriptor() ([]byte, []int) {
-	return file_mcpsag_router_v1_router_proto_rawDescGZIP(), []int{36}
+	return file_mcpsag_router_v1_router_proto_rawDescGZIP(), []int{37}
 }
 
 func (x *AuthorizeExecRequest) GetSkill() string {
@@ -4254,7 +4355,7 @@ type AuthorizeExecResponse struct {
 
 func (x *AuthorizeExecResponse) Reset() {
 	*x = AuthorizeExecResponse{}
-	mi := &file_mcpsag_router_v1_router_proto_msgTypes[37]
+	mi := &file_mcpsag_router_v1_router_proto_msgTypes[38]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4266,7 +4367,7 @@ func (x *AuthorizeExecResponse) String() string {
 func (*AuthorizeExecResponse) ProtoMessage() {}
 
 func (x *AuthorizeExecResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_mcpsag_router_v1_router_proto_msgTypes[37]
+	mi := &file_mcpsag_router_v1_router_proto_msgTypes[38]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4279,7 +4380,7 @@ func (x *AuthorizeExecResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AuthorizeExecResponse.ProtoReflect.Descriptor instead.
 func (*AuthorizeExecResponse) Descriptor() ([]byte, []int) {
-	return file_mcpsag_router_v1_router_proto_rawDescGZIP(), []int{37}
+	return file_mcpsag_router_v1_router_proto_rawDescGZIP(), []int{38}
 }
 
 func (x *AuthorizeExecResponse) GetDecision() ExecDecision {
@@ -4334,7 +4435,7 @@ type ReportExecResultRequest struct {
 
 func (x *ReportExecResultRequest) Reset() {
 	*x = ReportExecResultRequest{}
-	mi := &file_mcpsag_router_v1_router_proto_msgTypes[38]
+	mi := &file_mcpsag_router_v1_router_proto_msgTypes[39]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4346,7 +4447,7 @@ func (x *ReportExecResultRequest) String() string {
 func (*ReportExecResultRequest) ProtoMessage() {}
 
 func (x *ReportExecResultRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_mcpsag_router_v1_router_proto_msgTypes[38]
+	mi := &file_mcpsag_router_v1_router_proto_msgTypes[39]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4359,7 +4460,7 @@ func (x *ReportExecResultRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReportExecResultRequest.ProtoReflect.Descriptor instead.
 func (*ReportExecResultRequest) Descriptor() ([]byte, []int) {
-	return file_mcpsag_router_v1_router_proto_rawDescGZIP(), []int{38}
+	return file_mcpsag_router_v1_router_proto_rawDescGZIP(), []int{39}
 }
 
 func (x *ReportExecResultRequest) GetDecisionId() string {
@@ -4420,7 +4521,7 @@ type ReportExecResultResponse struct {
 
 func (x *ReportExecResultResponse) Reset() {
 	*x = ReportExecResultResponse{}
-	mi := &file_mcpsag_router_v1_router_proto_msgTypes[39]
+	mi := &file_mcpsag_router_v1_router_proto_msgTypes[40]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4432,7 +4533,7 @@ func (x *ReportExecResultResponse) String() string {
 func (*ReportExecResultResponse) ProtoMessage() {}
 
 func (x *ReportExecResultResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_mcpsag_router_v1_router_proto_msgTypes[39]
+	mi := &file_mcpsag_router_v1_router_proto_msgTypes[40]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4445,7 +4546,7 @@ func (x *ReportExecResultResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReportExecResultResponse.ProtoReflect.Descriptor instead.
 func (*ReportExecResultResponse) Descriptor() ([]byte, []int) {
-	return file_mcpsag_router_v1_router_proto_rawDescGZIP(), []int{39}
+	return file_mcpsag_router_v1_router_proto_rawDescGZIP(), []int{40}
 }
 
 func (x *ReportExecResultResponse) GetRecorded() bool {
@@ -4470,7 +4571,7 @@ type CallToolRequest struct {
 
 func (x *CallToolRequest) Reset() {
 	*x = CallToolRequest{}
-	mi := &file_mcpsag_router_v1_router_proto_msgTypes[40]
+	mi := &file_mcpsag_router_v1_router_proto_msgTypes[41]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4482,7 +4583,7 @@ func (x *CallToolRequest) String() string {
 func (*CallToolRequest) ProtoMessage() {}
 
 func (x *CallToolRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_mcpsag_router_v1_router_proto_msgTypes[40]
+	mi := &file_mcpsag_router_v1_router_proto_msgTypes[41]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4495,7 +4596,7 @@ func (x *CallToolRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CallToolRequest.ProtoReflect.Descriptor instead.
 func (*CallToolRequest) Descriptor() ([]byte, []int) {
-	return file_mcpsag_router_v1_router_proto_rawDescGZIP(), []int{40}
+	return file_mcpsag_router_v1_router_proto_rawDescGZIP(), []int{41}
 }
 
 func (x *CallToolRequest) GetName() string {
@@ -4546,7 +4647,7 @@ type ToolContent struct {
 
 func (x *ToolContent) Reset() {
 	*x = ToolContent{}
-	mi := &file_mcpsag_router_v1_router_proto_msgTypes[41]
+	mi := &file_mcpsag_router_v1_router_proto_msgTypes[42]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4558,7 +4659,7 @@ func (x *ToolContent) String() string {
 func (*ToolContent) ProtoMessage() {}
 
 func (x *ToolContent) ProtoReflect() protoreflect.Message {
-	mi := &file_mcpsag_router_v1_router_proto_msgTypes[41]
+	mi := &file_mcpsag_router_v1_router_proto_msgTypes[42]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4571,7 +4672,7 @@ func (x *ToolContent) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ToolContent.ProtoReflect.Descriptor instead.
 func (*ToolContent) Descriptor() ([]byte, []int) {
-	return file_mcpsag_router_v1_router_proto_rawDescGZIP(), []int{41}
+	return file_mcpsag_router_v1_router_proto_rawDescGZIP(), []int{42}
 }
 
 func (x *ToolContent) GetType() string {
@@ -4649,7 +4750,7 @@ type CallToolResponse struct {
 
 func (x *CallToolResponse) Reset() {
 	*x = CallToolResponse{}
-	mi := &file_mcpsag_router_v1_router_proto_msgTypes[42]
+	mi := &file_mcpsag_router_v1_router_proto_msgTypes[43]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4661,7 +4762,7 @@ func (x *CallToolResponse) String() string {
 func (*CallToolResponse) ProtoMessage() {}
 
 func (x *CallToolResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_mcpsag_router_v1_router_proto_msgTypes[42]
+	mi := &file_mcpsag_router_v1_router_proto_msgTypes[43]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4674,7 +4775,7 @@ func (x *CallToolResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CallToolResponse.ProtoReflect.Descriptor instead.
 func (*CallToolResponse) Descriptor() ([]byte, []int) {
-	return file_mcpsag_router_v1_router_proto_rawDescGZIP(), []int{42}
+	return file_mcpsag_router_v1_router_proto_rawDescGZIP(), []int{43}
 }
 
 func (x *CallToolResponse) GetName() string {
@@ -5013,7 +5114,7 @@ const file_mcpsag_router_v1_router_proto_rawDesc = "" +
 	"finishedAt\"G\n" +
 	"\x0fReindexResponse\x124\n" +
 	"\x05stats\x18\x01 \x01(\v2\x1e.mcpsag.router.v1.ReindexStatsR\x05stats\"\x0f\n" +
-	"\rStatusRequest\"\xf4\x02\n" +
+	"\rStatusRequest\"\x8e\x03\n" +
 	"\vModelStatus\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x1c\n" +
 	"\tdimension\x18\x02 \x01(\x05R\tdimension\x12 \n" +
@@ -5023,7 +5124,14 @@ const file_mcpsag_router_v1_router_proto_rawDesc = "" +
 	"\rquery_latency\x18\x06 \x01(\v2\x19.google.protobuf.DurationR\fqueryLatency\x12/\n" +
 	"\x13embeddings_computed\x18\a \x01(\x03R\x12embeddingsComputed\x12#\n" +
 	"\rcache_entries\x18\b \x01(\x03R\fcacheEntries\x12'\n" +
-	"\x0fmatch_threshold\x18\t \x01(\x01R\x0ematchThreshold\"k\n" +
+	"\x0fmatch_threshold\x18\t \x01(\x01R\x0ematchThreshold\x12\x18\n" +
+	"\aserving\x18\n" +
+	" \x01(\bR\aserving\"\x89\x01\n" +
+	"\x11EmbeddingBackfill\x12\x14\n" +
+	"\x05model\x18\x01 \x01(\tR\x05model\x12\x12\n" +
+	"\x04done\x18\x02 \x01(\x05R\x04done\x12\x14\n" +
+	"\x05total\x18\x03 \x01(\x05R\x05total\x124\n" +
+	"\astarted\x18\x04 \x01(\v2\x1a.google.protobuf.TimestampR\astarted\"k\n" +
 	"\fFeatureFlags\x12\x1b\n" +
 	"\tskills_v1\x18\x01 \x01(\bR\bskillsV1\x12\x1f\n" +
 	"\vskills_exec\x18\x02 \x01(\bR\n" +
@@ -5045,7 +5153,7 @@ const file_mcpsag_router_v1_router_proto_rawDesc = "" +
 	"\fConfigStatus\x12\x12\n" +
 	"\x04path\x18\x01 \x01(\tR\x04path\x127\n" +
 	"\tloaded_at\x18\x02 \x01(\v2\x1a.google.protobuf.TimestampR\bloadedAt\x12\x14\n" +
-	"\x05error\x18\x03 \x01(\tR\x05error\"\xe5\b\n" +
+	"\x05error\x18\x03 \x01(\tR\x05error\"\xe4\t\n" +
 	"\x0eStatusResponse\x12\x18\n" +
 	"\aversion\x18\x01 \x01(\tR\aversion\x129\n" +
 	"\n" +
@@ -5076,7 +5184,10 @@ const file_mcpsag_router_v1_router_proto_rawDesc = "" +
 	"\aservers\x18\x17 \x03(\v2\x1e.mcpsag.router.v1.ServerStatusR\aservers\x12#\n" +
 	"\rgeneration_id\x18\x18 \x01(\tR\fgenerationId\x12\x1f\n" +
 	"\vcatching_up\x18\x19 \x01(\bR\n" +
-	"catchingUp\"\xbe\a\n" +
+	"catchingUp\x12<\n" +
+	"\n" +
+	"fast_model\x18\x1a \x01(\v2\x1d.mcpsag.router.v1.ModelStatusR\tfastModel\x12?\n" +
+	"\bbackfill\x18\x1b \x01(\v2#.mcpsag.router.v1.EmbeddingBackfillR\bbackfill\"\xbe\a\n" +
 	"\fServerStatus\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x1c\n" +
 	"\ttransport\x18\x02 \x01(\tR\ttransport\x12\x1a\n" +
@@ -5259,7 +5370,7 @@ func file_mcpsag_router_v1_router_proto_rawDescGZIP() []byte {
 }
 
 var file_mcpsag_router_v1_router_proto_enumTypes = make([]protoimpl.EnumInfo, 13)
-var file_mcpsag_router_v1_router_proto_msgTypes = make([]protoimpl.MessageInfo, 46)
+var file_mcpsag_router_v1_router_proto_msgTypes = make([]protoimpl.MessageInfo, 47)
 var file_mcpsag_router_v1_router_proto_goTypes = []any{
 	(SourceKind)(0),                  // 0: mcpsag.router.v1.SourceKind
 	(EntryKind)(0),                   // 1: mcpsag.router.v1.EntryKind
@@ -5304,24 +5415,25 @@ var file_mcpsag_router_v1_router_proto_goTypes = []any{
 	(*ReindexResponse)(nil),          // 40: mcpsag.router.v1.ReindexResponse
 	(*StatusRequest)(nil),            // 41: mcpsag.router.v1.StatusRequest
 	(*ModelStatus)(nil),              // 42: mcpsag.router.v1.ModelStatus
-	(*FeatureFlags)(nil),             // 43: mcpsag.router.v1.FeatureFlags
-	(*ValidationSummary)(nil),        // 44: mcpsag.router.v1.ValidationSummary
-	(*ReindexProgress)(nil),          // 45: mcpsag.router.v1.ReindexProgress
-	(*ConfigStatus)(nil),             // 46: mcpsag.router.v1.ConfigStatus
-	(*StatusResponse)(nil),           // 47: mcpsag.router.v1.StatusResponse
-	(*ServerStatus)(nil),             // 48: mcpsag.router.v1.ServerStatus
-	(*AuthorizeExecRequest)(nil),     // 49: mcpsag.router.v1.AuthorizeExecRequest
-	(*AuthorizeExecResponse)(nil),    // 50: mcpsag.router.v1.AuthorizeExecResponse
-	(*ReportExecResultRequest)(nil),  // 51: mcpsag.router.v1.ReportExecResultRequest
-	(*ReportExecResultResponse)(nil), // 52: mcpsag.router.v1.ReportExecResultResponse
-	(*CallToolRequest)(nil),          // 53: mcpsag.router.v1.CallToolRequest
-	(*ToolContent)(nil),              // 54: mcpsag.router.v1.ToolContent
-	(*CallToolResponse)(nil),         // 55: mcpsag.router.v1.CallToolResponse
-	nil,                              // 56: mcpsag.router.v1.Frontmatter.MetadataEntry
-	nil,                              // 57: mcpsag.router.v1.Frontmatter.ExtraEntry
-	nil,                              // 58: mcpsag.router.v1.ValidationSummary.ByCodeEntry
-	(*timestamppb.Timestamp)(nil),    // 59: google.protobuf.Timestamp
-	(*durationpb.Duration)(nil),      // 60: google.protobuf.Duration
+	(*EmbeddingBackfill)(nil),        // 43: mcpsag.router.v1.EmbeddingBackfill
+	(*FeatureFlags)(nil),             // 44: mcpsag.router.v1.FeatureFlags
+	(*ValidationSummary)(nil),        // 45: mcpsag.router.v1.ValidationSummary
+	(*ReindexProgress)(nil),          // 46: mcpsag.router.v1.ReindexProgress
+	(*ConfigStatus)(nil),             // 47: mcpsag.router.v1.ConfigStatus
+	(*StatusResponse)(nil),           // 48: mcpsag.router.v1.StatusResponse
+	(*ServerStatus)(nil),             // 49: mcpsag.router.v1.ServerStatus
+	(*AuthorizeExecRequest)(nil),     // 50: mcpsag.router.v1.AuthorizeExecRequest
+	(*AuthorizeExecResponse)(nil),    // 51: mcpsag.router.v1.AuthorizeExecResponse
+	(*ReportExecResultRequest)(nil),  // 52: mcpsag.router.v1.ReportExecResultRequest
+	(*ReportExecResultResponse)(nil), // 53: mcpsag.router.v1.ReportExecResultResponse
+	(*CallToolRequest)(nil),          // 54: mcpsag.router.v1.CallToolRequest
+	(*ToolContent)(nil),              // 55: mcpsag.router.v1.ToolContent
+	(*CallToolResponse)(nil),         // 56: mcpsag.router.v1.CallToolResponse
+	nil,                              // 57: mcpsag.router.v1.Frontmatter.MetadataEntry
+	nil,                              // 58: mcpsag.router.v1.Frontmatter.ExtraEntry
+	nil,                              // 59: mcpsag.router.v1.ValidationSummary.ByCodeEntry
+	(*timestamppb.Timestamp)(nil),    // 60: google.protobuf.Timestamp
+	(*durationpb.Duration)(nil),      // 61: google.protobuf.Duration
 }
 var file_mcpsag_router_v1_router_proto_depIdxs = []int32{
 	13, // 0: mcpsag.router.v1.ToolInfo.params:type_name -> mcpsag.router.v1.ToolParam
@@ -5350,8 +5462,8 @@ var file_mcpsag_router_v1_router_proto_depIdxs = []int32{
 	24, // 23: mcpsag.router.v1.ListSkillsResponse.catalog:type_name -> mcpsag.router.v1.RenderedCatalog
 	25, // 24: mcpsag.router.v1.ListSkillsResponse.shadowed:type_name -> mcpsag.router.v1.ShadowedSkill
 	8,  // 25: mcpsag.router.v1.Problem.severity:type_name -> mcpsag.router.v1.Severity
-	56, // 26: mcpsag.router.v1.Frontmatter.metadata:type_name -> mcpsag.router.v1.Frontmatter.MetadataEntry
-	57, // 27: mcpsag.router.v1.Frontmatter.extra:type_name -> mcpsag.router.v1.Frontmatter.ExtraEntry
+	57, // 26: mcpsag.router.v1.Frontmatter.metadata:type_name -> mcpsag.router.v1.Frontmatter.MetadataEntry
+	58, // 27: mcpsag.router.v1.Frontmatter.extra:type_name -> mcpsag.router.v1.Frontmatter.ExtraEntry
 	30, // 28: mcpsag.router.v1.SkillDetail.frontmatter:type_name -> mcpsag.router.v1.Frontmatter
 	16, // 29: mcpsag.router.v1.SkillDetail.source:type_name -> mcpsag.router.v1.SkillSource
 	16, // 30: mcpsag.router.v1.SkillDetail.shadows:type_name -> mcpsag.router.v1.SkillSource
@@ -5359,7 +5471,7 @@ var file_mcpsag_router_v1_router_proto_depIdxs = []int32{
 	29, // 32: mcpsag.router.v1.SkillDetail.resources:type_name -> mcpsag.router.v1.Resource
 	28, // 33: mcpsag.router.v1.SkillDetail.problems:type_name -> mcpsag.router.v1.Problem
 	3,  // 34: mcpsag.router.v1.SkillDetail.trust:type_name -> mcpsag.router.v1.Trust
-	59, // 35: mcpsag.router.v1.SkillDetail.modified:type_name -> google.protobuf.Timestamp
+	60, // 35: mcpsag.router.v1.SkillDetail.modified:type_name -> google.protobuf.Timestamp
 	1,  // 36: mcpsag.router.v1.SkillDetail.kind:type_name -> mcpsag.router.v1.EntryKind
 	15, // 37: mcpsag.router.v1.SkillDetail.tool:type_name -> mcpsag.router.v1.ToolInfo
 	31, // 38: mcpsag.router.v1.GetSkillResponse.skill:type_name -> mcpsag.router.v1.SkillDetail
@@ -5372,57 +5484,60 @@ var file_mcpsag_router_v1_router_proto_depIdxs = []int32{
 	17, // 45: mcpsag.router.v1.LoadResponse.summary:type_name -> mcpsag.router.v1.SkillSummary
 	29, // 46: mcpsag.router.v1.LoadResponse.resources:type_name -> mcpsag.router.v1.Resource
 	36, // 47: mcpsag.router.v1.LoadResponse.provenance:type_name -> mcpsag.router.v1.Provenance
-	60, // 48: mcpsag.router.v1.ReindexStats.duration:type_name -> google.protobuf.Duration
-	59, // 49: mcpsag.router.v1.ReindexStats.finished_at:type_name -> google.protobuf.Timestamp
+	61, // 48: mcpsag.router.v1.ReindexStats.duration:type_name -> google.protobuf.Duration
+	60, // 49: mcpsag.router.v1.ReindexStats.finished_at:type_name -> google.protobuf.Timestamp
 	39, // 50: mcpsag.router.v1.ReindexResponse.stats:type_name -> mcpsag.router.v1.ReindexStats
-	60, // 51: mcpsag.router.v1.ModelStatus.load_duration:type_name -> google.protobuf.Duration
-	60, // 52: mcpsag.router.v1.ModelStatus.query_latency:type_name -> google.protobuf.Duration
-	58, // 53: mcpsag.router.v1.ValidationSummary.by_code:type_name -> mcpsag.router.v1.ValidationSummary.ByCodeEntry
-	59, // 54: mcpsag.router.v1.ConfigStatus.loaded_at:type_name -> google.protobuf.Timestamp
-	59, // 55: mcpsag.router.v1.StatusResponse.started_at:type_name -> google.protobuf.Timestamp
-	39, // 56: mcpsag.router.v1.StatusResponse.last_reindex:type_name -> mcpsag.router.v1.ReindexStats
-	45, // 57: mcpsag.router.v1.StatusResponse.reindex_progress:type_name -> mcpsag.router.v1.ReindexProgress
-	44, // 58: mcpsag.router.v1.StatusResponse.validation:type_name -> mcpsag.router.v1.ValidationSummary
-	25, // 59: mcpsag.router.v1.StatusResponse.shadowed:type_name -> mcpsag.router.v1.ShadowedSkill
-	42, // 60: mcpsag.router.v1.StatusResponse.model:type_name -> mcpsag.router.v1.ModelStatus
-	43, // 61: mcpsag.router.v1.StatusResponse.flags:type_name -> mcpsag.router.v1.FeatureFlags
-	46, // 62: mcpsag.router.v1.StatusResponse.config:type_name -> mcpsag.router.v1.ConfigStatus
-	48, // 63: mcpsag.router.v1.StatusResponse.servers:type_name -> mcpsag.router.v1.ServerStatus
-	10, // 64: mcpsag.router.v1.ServerStatus.state:type_name -> mcpsag.router.v1.ServerState
-	3,  // 65: mcpsag.router.v1.ServerStatus.trust:type_name -> mcpsag.router.v1.Trust
-	59, // 66: mcpsag.router.v1.ServerStatus.last_error_at:type_name -> google.protobuf.Timestamp
-	59, // 67: mcpsag.router.v1.ServerStatus.connected_at:type_name -> google.protobuf.Timestamp
-	59, // 68: mcpsag.router.v1.ServerStatus.listed_at:type_name -> google.protobuf.Timestamp
-	59, // 69: mcpsag.router.v1.ServerStatus.next_attempt:type_name -> google.protobuf.Timestamp
-	11, // 70: mcpsag.router.v1.AuthorizeExecResponse.decision:type_name -> mcpsag.router.v1.ExecDecision
-	12, // 71: mcpsag.router.v1.AuthorizeExecResponse.deny_reason:type_name -> mcpsag.router.v1.ExecDenyReason
-	60, // 72: mcpsag.router.v1.ReportExecResultRequest.duration:type_name -> google.protobuf.Duration
-	54, // 73: mcpsag.router.v1.CallToolResponse.content:type_name -> mcpsag.router.v1.ToolContent
-	3,  // 74: mcpsag.router.v1.CallToolResponse.trust:type_name -> mcpsag.router.v1.Trust
-	60, // 75: mcpsag.router.v1.CallToolResponse.duration:type_name -> google.protobuf.Duration
-	19, // 76: mcpsag.router.v1.SkillRouter.Match:input_type -> mcpsag.router.v1.MatchRequest
-	23, // 77: mcpsag.router.v1.SkillRouter.ListSkills:input_type -> mcpsag.router.v1.ListSkillsRequest
-	27, // 78: mcpsag.router.v1.SkillRouter.GetSkill:input_type -> mcpsag.router.v1.GetSkillRequest
-	35, // 79: mcpsag.router.v1.SkillRouter.Load:input_type -> mcpsag.router.v1.LoadRequest
-	38, // 80: mcpsag.router.v1.SkillRouter.Reindex:input_type -> mcpsag.router.v1.ReindexRequest
-	41, // 81: mcpsag.router.v1.SkillRouter.Status:input_type -> mcpsag.router.v1.StatusRequest
-	49, // 82: mcpsag.router.v1.SkillRouter.AuthorizeExec:input_type -> mcpsag.router.v1.AuthorizeExecRequest
-	51, // 83: mcpsag.router.v1.SkillRouter.ReportExecResult:input_type -> mcpsag.router.v1.ReportExecResultRequest
-	53, // 84: mcpsag.router.v1.SkillRouter.CallTool:input_type -> mcpsag.router.v1.CallToolRequest
-	22, // 85: mcpsag.router.v1.SkillRouter.Match:output_type -> mcpsag.router.v1.MatchResponse
-	26, // 86: mcpsag.router.v1.SkillRouter.ListSkills:output_type -> mcpsag.router.v1.ListSkillsResponse
-	32, // 87: mcpsag.router.v1.SkillRouter.GetSkill:output_type -> mcpsag.router.v1.GetSkillResponse
-	37, // 88: mcpsag.router.v1.SkillRouter.Load:output_type -> mcpsag.router.v1.LoadResponse
-	40, // 89: mcpsag.router.v1.SkillRouter.Reindex:output_type -> mcpsag.router.v1.ReindexResponse
-	47, // 90: mcpsag.router.v1.SkillRouter.Status:output_type -> mcpsag.router.v1.StatusResponse
-	50, // 91: mcpsag.router.v1.SkillRouter.AuthorizeExec:output_type -> mcpsag.router.v1.AuthorizeExecResponse
-	52, // 92: mcpsag.router.v1.SkillRouter.ReportExecResult:output_type -> mcpsag.router.v1.ReportExecResultResponse
-	55, // 93: mcpsag.router.v1.SkillRouter.CallTool:output_type -> mcpsag.router.v1.CallToolResponse
-	85, // [85:94] is the sub-list for method output_type
-	76, // [76:85] is the sub-list for method input_type
-	76, // [76:76] is the sub-list for extension type_name
-	76, // [76:76] is the sub-list for extension extendee
-	0,  // [0:76] is the sub-list for field type_name
+	61, // 51: mcpsag.router.v1.ModelStatus.load_duration:type_name -> google.protobuf.Duration
+	61, // 52: mcpsag.router.v1.ModelStatus.query_latency:type_name -> google.protobuf.Duration
+	60, // 53: mcpsag.router.v1.EmbeddingBackfill.started:type_name -> google.protobuf.Timestamp
+	59, // 54: mcpsag.router.v1.ValidationSummary.by_code:type_name -> mcpsag.router.v1.ValidationSummary.ByCodeEntry
+	60, // 55: mcpsag.router.v1.ConfigStatus.loaded_at:type_name -> google.protobuf.Timestamp
+	60, // 56: mcpsag.router.v1.StatusResponse.started_at:type_name -> google.protobuf.Timestamp
+	39, // 57: mcpsag.router.v1.StatusResponse.last_reindex:type_name -> mcpsag.router.v1.ReindexStats
+	46, // 58: mcpsag.router.v1.StatusResponse.reindex_progress:type_name -> mcpsag.router.v1.ReindexProgress
+	45, // 59: mcpsag.router.v1.StatusResponse.validation:type_name -> mcpsag.router.v1.ValidationSummary
+	25, // 60: mcpsag.router.v1.StatusResponse.shadowed:type_name -> mcpsag.router.v1.ShadowedSkill
+	42, // 61: mcpsag.router.v1.StatusResponse.model:type_name -> mcpsag.router.v1.ModelStatus
+	44, // 62: mcpsag.router.v1.StatusResponse.flags:type_name -> mcpsag.router.v1.FeatureFlags
+	47, // 63: mcpsag.router.v1.StatusResponse.config:type_name -> mcpsag.router.v1.ConfigStatus
+	49, // 64: mcpsag.router.v1.StatusResponse.servers:type_name -> mcpsag.router.v1.ServerStatus
+	42, // 65: mcpsag.router.v1.StatusResponse.fast_model:type_name -> mcpsag.router.v1.ModelStatus
+	43, // 66: mcpsag.router.v1.StatusResponse.backfill:type_name -> mcpsag.router.v1.EmbeddingBackfill
+	10, // 67: mcpsag.router.v1.ServerStatus.state:type_name -> mcpsag.router.v1.ServerState
+	3,  // 68: mcpsag.router.v1.ServerStatus.trust:type_name -> mcpsag.router.v1.Trust
+	60, // 69: mcpsag.router.v1.ServerStatus.last_error_at:type_name -> google.protobuf.Timestamp
+	60, // 70: mcpsag.router.v1.ServerStatus.connected_at:type_name -> google.protobuf.Timestamp
+	60, // 71: mcpsag.router.v1.ServerStatus.listed_at:type_name -> google.protobuf.Timestamp
+	60, // 72: mcpsag.router.v1.ServerStatus.next_attempt:type_name -> google.protobuf.Timestamp
+	11, // 73: mcpsag.router.v1.AuthorizeExecResponse.decision:type_name -> mcpsag.router.v1.ExecDecision
+	12, // 74: mcpsag.router.v1.AuthorizeExecResponse.deny_reason:type_name -> mcpsag.router.v1.ExecDenyReason
+	61, // 75: mcpsag.router.v1.ReportExecResultRequest.duration:type_name -> google.protobuf.Duration
+	55, // 76: mcpsag.router.v1.CallToolResponse.content:type_name -> mcpsag.router.v1.ToolContent
+	3,  // 77: mcpsag.router.v1.CallToolResponse.trust:type_name -> mcpsag.router.v1.Trust
+	61, // 78: mcpsag.router.v1.CallToolResponse.duration:type_name -> google.protobuf.Duration
+	19, // 79: mcpsag.router.v1.SkillRouter.Match:input_type -> mcpsag.router.v1.MatchRequest
+	23, // 80: mcpsag.router.v1.SkillRouter.ListSkills:input_type -> mcpsag.router.v1.ListSkillsRequest
+	27, // 81: mcpsag.router.v1.SkillRouter.GetSkill:input_type -> mcpsag.router.v1.GetSkillRequest
+	35, // 82: mcpsag.router.v1.SkillRouter.Load:input_type -> mcpsag.router.v1.LoadRequest
+	38, // 83: mcpsag.router.v1.SkillRouter.Reindex:input_type -> mcpsag.router.v1.ReindexRequest
+	41, // 84: mcpsag.router.v1.SkillRouter.Status:input_type -> mcpsag.router.v1.StatusRequest
+	50, // 85: mcpsag.router.v1.SkillRouter.AuthorizeExec:input_type -> mcpsag.router.v1.AuthorizeExecRequest
+	52, // 86: mcpsag.router.v1.SkillRouter.ReportExecResult:input_type -> mcpsag.router.v1.ReportExecResultRequest
+	54, // 87: mcpsag.router.v1.SkillRouter.CallTool:input_type -> mcpsag.router.v1.CallToolRequest
+	22, // 88: mcpsag.router.v1.SkillRouter.Match:output_type -> mcpsag.router.v1.MatchResponse
+	26, // 89: mcpsag.router.v1.SkillRouter.ListSkills:output_type -> mcpsag.router.v1.ListSkillsResponse
+	32, // 90: mcpsag.router.v1.SkillRouter.GetSkill:output_type -> mcpsag.router.v1.GetSkillResponse
+	37, // 91: mcpsag.router.v1.SkillRouter.Load:output_type -> mcpsag.router.v1.LoadResponse
+	40, // 92: mcpsag.router.v1.SkillRouter.Reindex:output_type -> mcpsag.router.v1.ReindexResponse
+	48, // 93: mcpsag.router.v1.SkillRouter.Status:output_type -> mcpsag.router.v1.StatusResponse
+	51, // 94: mcpsag.router.v1.SkillRouter.AuthorizeExec:output_type -> mcpsag.router.v1.AuthorizeExecResponse
+	53, // 95: mcpsag.router.v1.SkillRouter.ReportExecResult:output_type -> mcpsag.router.v1.ReportExecResultResponse
+	56, // 96: mcpsag.router.v1.SkillRouter.CallTool:output_type -> mcpsag.router.v1.CallToolResponse
+	88, // [88:97] is the sub-list for method output_type
+	79, // [79:88] is the sub-list for method input_type
+	79, // [79:79] is the sub-list for extension type_name
+	79, // [79:79] is the sub-list for extension extendee
+	0,  // [0:79] is the sub-list for field type_name
 }
 
 func init() { file_mcpsag_router_v1_router_proto_init() }
@@ -5439,7 +5554,7 @@ func file_mcpsag_router_v1_router_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_mcpsag_router_v1_router_proto_rawDesc), len(file_mcpsag_router_v1_router_proto_rawDesc)),
 			NumEnums:      13,
-			NumMessages:   46,
+			NumMessages:   47,
 			NumExtensions: 0,
 			NumServices:   1,
 		},
