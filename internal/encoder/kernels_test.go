@@ -1,0 +1,209 @@
+package encoder
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"testing"
+)
+
+func randomValues(r *rand.Rand, n int, scale float64) []float32 {
+	v := make([]float32, n)
+	for i := range v {
+		v[i] = float32(r.NormFloat64() * scale)
+	}
+	return v
+}
+
+// TestGemm checks every kernel set's product against a float64 one, on
+// shapes with ragged edges (sizes that are not multiples of the tile, the
+// panel or the k block), with B packed from rows and from columns, and
+// with the panels shared out as the workers share them.
+func TestGemm(t *testing.T) {
+	r := rand.New(rand.NewPCG(1, 2))
+	shapes := [][3]int{ // m, n, k
+		{1, 1, 1}, {1, 64, 384}, {5, 17, 3}, {6, 16, 64}, {7, 65, 255}, {13, 130, 256}, {37, 63, 257},
+		{12, 128, 600}, {2, 200, 1}, {64, 64, 64}, {100, 70, 513},
+	}
+	for _, ks := range kernelSets() {
+		for _, sh := range shapes {
+			m, n, k := sh[0], sh[1], sh[2]
+			for _, cols := range []bool{false, true} {
+				t.Run(fmt.Sprintf("%s/%dx%dx%d/cols=%v", ks.name, m, n, k, cols), func(t *testing.T) {
+					lda, ldb := k+3, k+1
+					if cols {
+						ldb = n + 2
+					}
+					a := randomValues(r, (m+mr-1)*lda, 1) // the kernels read whole blocks of rows
+					b := randomValues(r, max(n*ldb, k*ldb), 1)
+					c := randomValues(r, m*(n+5), 1)
+					want := make([]float64, len(c))
+					for i := range m {
+						for j := range n + 5 {
+							want[i*(n+5)+j] = float64(c[i*(n+5)+j])
+							if j >= n {
+								continue
+							}
+							for p := range k {
+								bv := b[j*ldb+p]
+								if cols {
+									bv = b[p*ldb+j]
+								}
+								want[i*(n+5)+j] += float64(a[i*lda+p]) * float64(bv)
+							}
+						}
+					}
+					pb := make([]float32, packedSize(n, k))
+					if cols {
+						packCols(pb, b, n, k, ldb)
+					} else {
+						packRows(pb, b, n, k, ldb, 1)
+					}
+					tmp := make([]float32, mr*panelWidth)
+					np := panels(n)
+					ks.gemm(a, lda, m, k, pb, n, c, n+5, 0, np/2, tmp)
+					ks.gemm(a, lda, m, k, pb, n, c, n+5, np/2, np, tmp)
+					tol := 1e-5 * math.Sqrt(float64(k))
+					for i, w := range want {
+						if math.Abs(float64(c[i])-w) > tol*(1+math.Abs(w)) {
+							t.Fatalf("C[%d][%d] = %v, want %v", i/(n+5), i%(n+5), c[i], w)
+						}
+					}
+				})
+			}
+		}
+	}
+}
+
+// TestPackRowsScales checks that packRows multiplies by its scale and
+// pads the last panel with zeros.
+func TestPackRowsScales(t *testing.T) {
+	src := []float32{1, 2, 3, 4, 5, 6} // 2 rows of 2 values, 3 apart
+	dst := make([]float32, packedSize(2, 2))
+	for i := range dst {
+		dst[i] = 9
+	}
+	packRows(dst, src, 2, 2, 3, 0.5)
+	want := map[int]float32{0: 0.5, 1: 2, panelWidth: 1, panelWidth + 1: 2.5}
+	for i, v := range dst {
+		if v != want[i] {
+			t.Fatalf("packed[%d] = %v, want %v", i, v, want[i])
+		}
+	}
+}
+
+// TestVectorKernels checks each kernel set's max, exp-and-sum, scale and
+// GELU against float64 on every length up to 70 (whole registers and
+// tails), with values as softmax and GELU meet them.
+func TestVectorKernels(t *testing.T) {
+	r := rand.New(rand.NewPCG(3, 4))
+	for _, ks := range kernelSets() {
+		t.Run(ks.name, func(t *testing.T) {
+			for n := range 71 {
+				x := randomValues(r, n, 4)
+				if n > 3 {
+					x[1], x[2] = -10000, 30 // a masked score, a large one
+				}
+				wantMax := math.Inf(-1)
+				for _, v := range x {
+					wantMax = math.Max(wantMax, float64(v))
+				}
+				if got := ks.max(x); float64(got) != wantMax {
+					t.Fatalf("n=%d: max %v, want %v", n, got, wantMax)
+				}
+
+				e := append([]float32(nil), x...)
+				sub := float32(wantMax)
+				if n == 0 {
+					sub = 0
+				}
+				sum := ks.expSum(e, sub)
+				var wantSum float64
+				for i, v := range x {
+					d := float64(v - sub) // as the kernels subtract, in float32
+					w := math.Exp(d)
+					if d < expMin {
+						w = 0
+					}
+					wantSum += w
+					if math.Abs(float64(e[i])-w) > 2e-7*w {
+						t.Fatalf("n=%d: exp(%v) = %v, want %v", n, d, e[i], w)
+					}
+				}
+				if math.Abs(float64(sum)-wantSum) > 1e-6*wantSum {
+					t.Fatalf("n=%d: sum %v, want %v", n, sum, wantSum)
+				}
+
+				s := append([]float32(nil), x...)
+				ks.scale(s, 0.25)
+				for i := range s {
+					if s[i] != x[i]*0.25 {
+						t.Fatalf("n=%d: scale %v, want %v", n, s[i], x[i]*0.25)
+					}
+				}
+
+				g := append([]float32(nil), x...)
+				ks.gelu(g)
+				for i, v := range x {
+					z := float64(v)
+					w := z * 0.5 * (1 + math.Erf(z/math.Sqrt2))
+					if math.Abs(float64(g[i])-w) > 3e-7*math.Max(1, math.Abs(z)) {
+						t.Fatalf("n=%d: gelu(%v) = %v, want %v", n, v, g[i], w)
+					}
+				}
+			}
+		})
+	}
+}
+
+// TestKernelSetsAgree checks that the kernel sets give the same GELU and
+// exp values on a dense grid, within a few units in the last place.
+func TestKernelSetsAgree(t *testing.T) {
+	sets := kernelSets()
+	var grid []float32
+	for v := -12.0; v <= 12; v += 1.0 / 512 {
+		grid = append(grid, float32(v))
+	}
+	ref := sets[len(sets)-1] // portable
+	want := append([]float32(nil), grid...)
+	ref.gelu(want)
+	wantExp := append([]float32(nil), grid...)
+	ref.expSum(wantExp, 12)
+	for _, ks := range sets[:len(sets)-1] {
+		got := append([]float32(nil), grid...)
+		ks.gelu(got)
+		gotExp := append([]float32(nil), grid...)
+		ks.expSum(gotExp, 12)
+		for i := range grid {
+			if math.Abs(float64(got[i]-want[i])) > 2e-7*math.Max(1, math.Abs(float64(grid[i]))) {
+				t.Fatalf("%s: gelu(%v) = %v, portable %v", ks.name, grid[i], got[i], want[i])
+			}
+			if math.Abs(float64(gotExp[i]-wantExp[i])) > 3e-7*float64(wantExp[i]) {
+				t.Fatalf("%s: exp(%v) = %v, portable %v", ks.name, grid[i]-12, gotExp[i], wantExp[i])
+			}
+		}
+	}
+}
+
+// TestErf checks the float32 erf and exp against math.Erf and math.Exp on
+// a dense grid.
+func TestErf(t *testing.T) {
+	var worstErf, worstExp float64
+	for v := -7.0; v <= 7; v += 1.0 / 4096 {
+		got := float64(erff(float32(v)))
+		worstErf = math.Max(worstErf, math.Abs(got-math.Erf(float64(float32(v)))))
+	}
+	for v := -80.0; v <= 80; v += 1.0 / 1024 {
+		x := float64(float32(v))
+		worstExp = math.Max(worstExp, math.Abs(float64(expf(float32(v)))-math.Exp(x))/math.Exp(x))
+	}
+	if worstErf > 2e-7 {
+		t.Errorf("erf is %g from math.Erf at worst, want at most 2e-7", worstErf)
+	}
+	if worstExp > 2e-7 {
+		t.Errorf("exp is %g from math.Exp at worst (relative), want at most 2e-7", worstExp)
+	}
+	if expf(-80.5) != 0 || expf(-1e4) != 0 {
+		t.Errorf("exp below -80 = %v, %v; want 0", expf(-80.5), expf(-1e4))
+	}
+}

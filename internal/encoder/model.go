@@ -1,0 +1,248 @@
+package encoder
+
+import (
+	"errors"
+	"fmt"
+	"sync"
+
+	"github.com/mcpsag/router/internal/onnxgraph"
+)
+
+// ErrInput means a sequence given to the model is not one it can run: empty
+// or longer than its positions, lengths that differ, an id, token type or
+// mask value out of range.
+var ErrInput = errors.New("invalid encoder input")
+
+// Sequence is one text's tokens. TypeIDs and Mask are optional (nil means
+// all 0 and all 1); when given, they are as long as IDs. Positions whose
+// mask is 0 take no part in the attention of the others, as in BERT, but
+// still get a hidden state.
+type Sequence struct {
+	IDs, TypeIDs, Mask []int
+}
+
+// Pooling selects how Pool turns a sequence's hidden states into one
+// vector.
+type Pooling int
+
+const (
+	// Mean averages the hidden states of the positions whose mask is 1.
+	Mean Pooling = iota
+	// CLS takes the hidden state of the first position.
+	CLS
+)
+
+// Model is an encoder ready to run: its weights in float32, its matrices
+// packed for the kernels of the CPU it runs on. It is safe for concurrent
+// use; each call takes its work buffers from a pool.
+type Model struct {
+	cfg     onnxgraph.EncoderConfig
+	ks      kernels
+	word    []float32 // [VocabSize, Hidden]
+	pos     []float32 // [MaxPositions, Hidden]
+	types   []float32 // [TypeVocab, Hidden]
+	embNorm norm
+	layers  []layer
+	scratch sync.Pool // of *scratch
+}
+
+// layer is one transformer layer with its matrices packed.
+type layer struct {
+	qkv      packedLinear // query, key and value side by side: 3·Hidden outputs
+	attnOut  packedLinear
+	attnNorm norm
+	inter    packedLinear
+	out      packedLinear
+	outNorm  norm
+}
+
+// packedLinear is a dense layer whose weight is packed for gemm.
+type packedLinear struct {
+	n, k int // outputs, inputs
+	w    []float32
+	bias []float32
+}
+
+type norm struct {
+	scale, bias []float32
+	eps         float32
+}
+
+// New returns the model for e, which it keeps only the embedding tables
+// of: the matrices are packed into new memory. It picks the fastest
+// kernels the CPU runs.
+func New(e *onnxgraph.Encoder) (*Model, error) {
+	return newWithKernels(e, bestKernels())
+}
+
+func newWithKernels(e *onnxgraph.Encoder, ks kernels) (*Model, error) {
+	c := e.Config
+	if err := c.Validate(); err != nil {
+		return nil, err
+	}
+	h := c.Hidden
+	if len(e.Layers) != c.Layers || len(e.WordEmbeddings) != c.VocabSize*h ||
+		len(e.PositionEmbeddings) != c.MaxPositions*h || len(e.TypeEmbeddings) != c.TypeVocab*h {
+		return nil, fmt.Errorf("encoder: weights do not match the config %+v", c)
+	}
+	m := &Model{
+		cfg: c, ks: ks,
+		word: e.WordEmbeddings, pos: e.PositionEmbeddings, types: e.TypeEmbeddings,
+	}
+	var err error
+	if m.embNorm, err = newNorm(e.EmbeddingNorm, c); err != nil {
+		return nil, fmt.Errorf("encoder: embeddings: %w", err)
+	}
+	for i, l := range e.Layers {
+		pl, err := packLayer(l, c)
+		if err != nil {
+			return nil, fmt.Errorf("encoder: layer %d: %w", i, err)
+		}
+		m.layers = append(m.layers, pl)
+	}
+	return m, nil
+}
+
+func newNorm(n onnxgraph.LayerNorm, c onnxgraph.EncoderConfig) (norm, error) {
+	if len(n.Scale) != c.Hidden || len(n.Bias) != c.Hidden {
+		return norm{}, fmt.Errorf("layer norm of %d and %d values, want %d", len(n.Scale), len(n.Bias), c.Hidden)
+	}
+	return norm{scale: n.Scale, bias: n.Bias, eps: c.LayerNormEps}, nil
+}
+
+// packLinears packs the dense layers ls, all of k inputs, side by side as
+// one layer whose outputs are theirs in order.
+func packLinears(k int, ls ...onnxgraph.Linear) (packedLinear, error) {
+	var w, bias []float32
+	for _, l := range ls {
+		if len(l.Bias) == 0 || len(l.Weight) != len(l.Bias)*k {
+			return packedLinear{}, fmt.Errorf("dense layer of %d weights and %d biases, want %d inputs each", len(l.Weight), len(l.Bias), k)
+		}
+		w = append(w, l.Weight...)
+		bias = append(bias, l.Bias...)
+	}
+	n := len(bias)
+	p := packedLinear{n: n, k: k, w: make([]float32, packedSize(n, k)), bias: bias}
+	packRows(p.w, w, n, k, k, 1)
+	return p, nil
+}
+
+func packLayer(l onnxgraph.EncoderLayer, c onnxgraph.EncoderConfig) (layer, error) {
+	var pl layer
+	var err error
+	h := c.Hidden
+	steps := []struct {
+		dst *packedLinear
+		k   int
+		ls  []onnxgraph.Linear
+	}{
+		{&pl.qkv, h, []onnxgraph.Linear{l.Query, l.Key, l.Value}},
+		{&pl.attnOut, h, []onnxgraph.Linear{l.AttentionOutput}},
+		{&pl.inter, h, []onnxgraph.Linear{l.Intermediate}},
+		{&pl.out, c.Intermediate, []onnxgraph.Linear{l.Output}},
+	}
+	for _, s := range steps {
+		if *s.dst, err = packLinears(s.k, s.ls...); err != nil {
+			return pl, err
+		}
+	}
+	if pl.qkv.n != 3*h || pl.attnOut.n != h || pl.inter.n != c.Intermediate || pl.out.n != h {
+		return pl, fmt.Errorf("dense layers of %d, %d, %d and %d outputs do not match the config", pl.qkv.n, pl.attnOut.n, pl.inter.n, pl.out.n)
+	}
+	if pl.attnNorm, err = newNorm(l.AttentionNorm, c); err != nil {
+		return pl, err
+	}
+	pl.outNorm, err = newNorm(l.OutputNorm, c)
+	return pl, err
+}
+
+// Config returns the encoder's shape.
+func (m *Model) Config() onnxgraph.EncoderConfig { return m.cfg }
+
+// Kernels names the kernels the model runs: "avx512", "avx2" or "go".
+func (m *Model) Kernels() string { return m.ks.name }
+
+// LastHiddenState returns each sequence's hidden states, len(IDs) rows of
+// Hidden values, computed on up to workers goroutines. The result does not
+// depend on workers.
+func (m *Model) LastHiddenState(seqs []Sequence, workers int) ([][]float32, error) {
+	s, err := m.forward(seqs, workers)
+	if err != nil {
+		return nil, err
+	}
+	defer m.scratch.Put(s)
+	h := m.cfg.Hidden
+	out := make([][]float32, len(seqs))
+	for i := range seqs {
+		out[i] = append([]float32(nil), s.x[s.offsets[i]*h:s.offsets[i+1]*h]...)
+	}
+	return out, nil
+}
+
+// Pool returns one vector per sequence, pooled from its hidden states as
+// pooling says (the mean: their sum in position order divided by their
+// count), computed on up to workers goroutines. The vectors are not
+// normalised.
+func (m *Model) Pool(seqs []Sequence, pooling Pooling, workers int) ([][]float32, error) {
+	if pooling != Mean && pooling != CLS {
+		return nil, fmt.Errorf("encoder: unknown pooling %d", pooling)
+	}
+	s, err := m.forward(seqs, workers)
+	if err != nil {
+		return nil, err
+	}
+	defer m.scratch.Put(s)
+	h := m.cfg.Hidden
+	out := make([][]float32, len(seqs))
+	for i, seq := range seqs {
+		v := make([]float32, h)
+		x := s.x[s.offsets[i]*h : s.offsets[i+1]*h]
+		if pooling == CLS {
+			copy(v, x[:h])
+			out[i] = v
+			continue
+		}
+		var n float32
+		for t := range seq.IDs {
+			if seq.Mask != nil && seq.Mask[t] == 0 {
+				continue
+			}
+			for j, y := range x[t*h : (t+1)*h] {
+				v[j] += y
+			}
+			n++
+		}
+		for j := range v {
+			v[j] /= max(n, 1)
+		}
+		out[i] = v
+	}
+	return out, nil
+}
+
+// check returns an error wrapping ErrInput for the first sequence the model
+// cannot run.
+func (m *Model) check(seqs []Sequence) error {
+	c := m.cfg
+	for i, s := range seqs {
+		n := len(s.IDs)
+		switch {
+		case n == 0 || n > c.MaxPositions:
+			return fmt.Errorf("%w: sequence %d has %d tokens, want 1 to %d", ErrInput, i, n, c.MaxPositions)
+		case s.TypeIDs != nil && len(s.TypeIDs) != n, s.Mask != nil && len(s.Mask) != n:
+			return fmt.Errorf("%w: sequence %d has %d ids, %d token types and %d mask values", ErrInput, i, n, len(s.TypeIDs), len(s.Mask))
+		}
+		for t, id := range s.IDs {
+			if id < 0 || id >= c.VocabSize {
+				return fmt.Errorf("%w: sequence %d token %d: id %d is outside [0, %d)", ErrInput, i, t, id, c.VocabSize)
+			}
+			if s.TypeIDs != nil && (s.TypeIDs[t] < 0 || s.TypeIDs[t] >= c.TypeVocab) {
+				return fmt.Errorf("%w: sequence %d token %d: token type %d is outside [0, %d)", ErrInput, i, t, s.TypeIDs[t], c.TypeVocab)
+			}
+			if s.Mask != nil && s.Mask[t] != 0 && s.Mask[t] != 1 {
+				return fmt.Errorf("%w: sequence %d token %d: mask value %d is not 0 or 1", ErrInput, i, t, s.Mask[t])
+			}
+		}
+	}
+	return nil
+}
