@@ -1,9 +1,5 @@
 package encoder
 
-import (
-	"math"
-)
-
 // scratch holds the work buffers of one forward pass. The tokens of all
 // sequences are stacked, so that the dense layers run once over the batch
 // with no padding; attention runs per sequence. Every buffer that is the A
@@ -137,27 +133,7 @@ func (m *Model) layerNorm(x []float32, p norm, tokens, workers int) {
 	h := m.cfg.Hidden
 	parallel(workers, tokens, func(_, lo, hi int) {
 		for t := lo; t < hi; t++ {
-			normalize(x[t*h:(t+1)*h], p)
+			m.ks.layerNorm(x[t*h:(t+1)*h], p.scale, p.bias, p.eps)
 		}
 	})
-}
-
-// normalize applies layer normalisation to one row: mean and variance in
-// float64, the rest in float32.
-func normalize(row []float32, p norm) {
-	var sum float64
-	for _, v := range row {
-		sum += float64(v)
-	}
-	mean := float32(sum / float64(len(row)))
-	var sq float64
-	for _, v := range row {
-		d := float64(v - mean)
-		sq += d * d
-	}
-	inv := float32(1 / math.Sqrt(sq/float64(len(row))+float64(p.eps)))
-	scale, bias := p.scale[:len(row)], p.bias[:len(row)]
-	for j, v := range row {
-		row[j] = (v-mean)*inv*scale[j] + bias[j]
-	}
 }

@@ -17,6 +17,8 @@ type kernels struct {
 	expSum func(x []float32, sub float32) float32
 	scale  func(x []float32, s float32)
 	gelu   func(x []float32)
+	// layerNorm normalises x in place: (x-mean)/√(var+eps)·scale+bias.
+	layerNorm func(x, scale, bias []float32, eps float32)
 }
 
 // The micro-kernels' shape: mr rows of A at a time, B packed in panels of
@@ -28,13 +30,14 @@ const (
 
 // portable is the pure-Go kernel set.
 var portableKernels = kernels{
-	name:   "go",
-	tile:   tileGo,
-	width:  16,
-	max:    maxGo,
-	expSum: expSumGo,
-	scale:  scaleGo,
-	gelu:   geluGo,
+	name:      "go",
+	tile:      tileGo,
+	width:     16,
+	max:       maxGo,
+	expSum:    expSumGo,
+	scale:     scaleGo,
+	gelu:      geluGo,
+	layerNorm: layerNormGo,
 }
 
 // tileGo is the portable micro-kernel for a 6×16 tile.

@@ -4,9 +4,10 @@ import (
 	"golang.org/x/sys/cpu"
 )
 
-// The assembly kernels (gemm_amd64.s, mathf_amd64.s). The vector functions
-// take whole registers' worth of values; the wrappers below do the rest in
-// Go.
+// The assembly kernels (gemm_amd64.s, mathf_amd64.s, norm_amd64.s). The
+// AVX-512 max, exp-and-sum and scale take any length (a mask covers the
+// last values); the other vector functions take whole registers' worth of
+// values, and the wrappers below do the rest in Go.
 
 //go:noescape
 func tile6x64AVX512(k int, a *float32, lda int, b, c *float32, ldc int)
@@ -36,6 +37,12 @@ func scaleAVX2(x *float32, n int, s float32)
 func geluAVX512(x *float32, n int)
 
 //go:noescape
+func normAVX512(x *float32, n int, scale, bias *float32, eps float32)
+
+//go:noescape
+func normAVX2(x *float32, n int, scale, bias *float32, eps float32)
+
+//go:noescape
 func geluAVX2(x *float32, n int)
 
 // avx512Kernels needs AVX-512 F (the OS saving its registers included).
@@ -48,10 +55,25 @@ var avx512Kernels = kernels{
 		_, _, _ = a[(mr-1)*lda+k-1], b[panelWidth*(k-1)+63], c[(mr-1)*ldc+63]
 		tile6x64AVX512(k, &a[0], lda, &b[0], &c[0], ldc)
 	},
-	max:    vectorMax(16, maxAVX512),
-	expSum: vectorExpSum(16, expSumAVX512),
-	scale:  vectorScale(16, scaleAVX512),
-	gelu:   vectorGelu(16, geluAVX512),
+	max: func(x []float32) float32 {
+		if len(x) == 0 {
+			return maxGo(x)
+		}
+		return maxAVX512(&x[0], len(x))
+	},
+	expSum: func(x []float32, sub float32) float32 {
+		if len(x) == 0 {
+			return 0
+		}
+		return expSumAVX512(&x[0], len(x), sub)
+	},
+	scale: func(x []float32, s float32) {
+		if len(x) > 0 {
+			scaleAVX512(&x[0], len(x), s)
+		}
+	},
+	gelu:      vectorGelu(16, geluAVX512),
+	layerNorm: vectorNorm(16, normAVX512),
 }
 
 // avx2Kernels needs AVX2 and FMA.
@@ -62,10 +84,11 @@ var avx2Kernels = kernels{
 		_, _, _ = a[(mr-1)*lda+k-1], b[panelWidth*(k-1)+15], c[(mr-1)*ldc+15]
 		tile6x16AVX2(k, &a[0], lda, &b[0], &c[0], ldc)
 	},
-	max:    vectorMax(8, maxAVX2),
-	expSum: vectorExpSum(8, expSumAVX2),
-	scale:  vectorScale(8, scaleAVX2),
-	gelu:   vectorGelu(8, geluAVX2),
+	max:       vectorMax(8, maxAVX2),
+	expSum:    vectorExpSum(8, expSumAVX2),
+	scale:     vectorScale(8, scaleAVX2),
+	gelu:      vectorGelu(8, geluAVX2),
+	layerNorm: vectorNorm(8, normAVX2),
 }
 
 // kernelSets returns the kernel sets this CPU runs, fastest first.
@@ -122,5 +145,16 @@ func vectorGelu(lanes int, f func(*float32, int)) func([]float32) {
 		if n > 0 {
 			f(&x[0], n)
 		}
+	}
+}
+
+func vectorNorm(lanes int, f func(*float32, int, *float32, *float32, float32)) func(x, scale, bias []float32, eps float32) {
+	return func(x, scale, bias []float32, eps float32) {
+		if len(x) == 0 || len(x)%lanes != 0 {
+			layerNormGo(x, scale, bias, eps)
+			return
+		}
+		_, _ = scale[len(x)-1], bias[len(x)-1]
+		f(&x[0], len(x), &scale[0], &bias[0], eps)
 	}
 }

@@ -207,3 +207,35 @@ func TestErf(t *testing.T) {
 		t.Errorf("exp below -80 = %v, %v; want 0", expf(-80.5), expf(-1e4))
 	}
 }
+
+// TestLayerNorm checks each kernel set's layer normalisation against
+// float64, on lengths that are and are not whole registers.
+func TestLayerNorm(t *testing.T) {
+	r := rand.New(rand.NewPCG(5, 6))
+	for _, ks := range kernelSets() {
+		for _, n := range []int{1, 7, 8, 16, 40, 384, 1536} {
+			x := randomValues(r, n, 3)
+			for i := range x {
+				x[i] += 5 // a mean far from 0
+			}
+			scale, bias := randomValues(r, n, 1), randomValues(r, n, 1)
+			var mean, sq float64
+			for _, v := range x {
+				mean += float64(v)
+			}
+			mean /= float64(n)
+			for _, v := range x {
+				sq += (float64(v) - mean) * (float64(v) - mean)
+			}
+			inv := 1 / math.Sqrt(sq/float64(n)+1e-12)
+			got := append([]float32(nil), x...)
+			ks.layerNorm(got, scale, bias, 1e-12)
+			for i, v := range x {
+				want := (float64(v)-mean)*inv*float64(scale[i]) + float64(bias[i])
+				if math.Abs(float64(got[i])-want) > 2e-5*(1+math.Abs(want)) {
+					t.Fatalf("%s n=%d: value %d is %v, want %v", ks.name, n, i, got[i], want)
+				}
+			}
+		}
+	}
+}

@@ -156,3 +156,23 @@ func scaleGo(x []float32, s float32) {
 		x[i] *= s
 	}
 }
+
+// layerNormGo normalises x in place: mean and variance in float64, the
+// rest in float32.
+func layerNormGo(x, scale, bias []float32, eps float32) {
+	var sum float64
+	for _, v := range x {
+		sum += float64(v)
+	}
+	mean := float32(sum / float64(len(x)))
+	var sq float64
+	for _, v := range x {
+		d := float64(v - mean)
+		sq += d * d
+	}
+	inv := float32(1 / math.Sqrt(sq/float64(len(x))+float64(eps)))
+	scale, bias = scale[:len(x)], bias[:len(x)]
+	for j, v := range x {
+		x[j] = (v-mean)*inv*scale[j] + bias[j]
+	}
+}

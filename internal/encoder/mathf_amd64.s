@@ -4,7 +4,7 @@
 // AVX2 code reads all 8, AVX-512 code broadcasts the first. The names
 // and values are those of mathf.go.
 
-// one +0, half +32, expMin +64, expMax +96, log2e +128, ln2Hi +160, ln2Lo +192, expP0 +224, expP1 +256, expP2 +288, expP3 +320, expP4 +352, expP5 +384, invSqrt2 +416, erfClamp +448, erfClampNeg +480, erfA1 +512, erfA3 +544, erfA5 +576, erfA7 +608, erfA9 +640, erfA11 +672, erfA13 +704, erfB0 +736, erfB2 +768, erfB4 +800, erfB6 +832, erfB8 +864, erfcC0 +896, erfcC1 +928, erfcC2 +960, erfcC3 +992, erfcC4 +1024, erfcC5 +1056, erfcC6 +1088, erfcC7 +1120, erfcC8 +1152, erfcC9 +1184, absMask +1216, signMask +1248, bias127 +1280
+// one +0, half +32, expMin +64, expMax +96, log2e +128, ln2Hi +160, ln2Lo +192, expP0 +224, expP1 +256, expP2 +288, expP3 +320, expP4 +352, expP5 +384, invSqrt2 +416, erfClamp +448, erfClampNeg +480, erfA1 +512, erfA3 +544, erfA5 +576, erfA7 +608, erfA9 +640, erfA11 +672, erfA13 +704, erfB0 +736, erfB2 +768, erfB4 +800, erfB6 +832, erfB8 +864, erfcC0 +896, erfcC1 +928, erfcC2 +960, erfcC3 +992, erfcC4 +1024, erfcC5 +1056, erfcC6 +1088, erfcC7 +1120, erfcC8 +1152, erfcC9 +1184, absMask +1216, signMask +1248, bias127 +1280, negInf +1312
 DATA consts<>+0(SB)/8, $0x3f8000003f800000
 DATA consts<>+8(SB)/8, $0x3f8000003f800000
 DATA consts<>+16(SB)/8, $0x3f8000003f800000
@@ -169,24 +169,39 @@ DATA consts<>+1280(SB)/8, $0x0000007f0000007f
 DATA consts<>+1288(SB)/8, $0x0000007f0000007f
 DATA consts<>+1296(SB)/8, $0x0000007f0000007f
 DATA consts<>+1304(SB)/8, $0x0000007f0000007f
-GLOBL consts<>(SB), RODATA|NOPTR, $1312
+DATA consts<>+1312(SB)/8, $0xff800000ff800000
+DATA consts<>+1320(SB)/8, $0xff800000ff800000
+DATA consts<>+1328(SB)/8, $0xff800000ff800000
+DATA consts<>+1336(SB)/8, $0xff800000ff800000
+GLOBL consts<>(SB), RODATA|NOPTR, $1344
 
 // func maxAVX512(x *float32, n int) float32
 //
-// n is a positive multiple of 16.
+// n is positive; the last n%16 values are read under a mask.
 TEXT ·maxAVX512(SB), NOSPLIT, $0-20
 	MOVQ x+0(FP), SI
 	MOVQ n+8(FP), CX
-	VMOVUPS (SI), Z0
-	ADDQ $64, SI
-	SUBQ $16, CX
-	JEQ max512reduce
+	VBROADCASTSS consts<>+1312(SB), Z0
+	CMPQ CX, $16
+	JLT max512tail
 
 max512loop:
 	VMAXPS (SI), Z0, Z0
 	ADDQ $64, SI
 	SUBQ $16, CX
-	JNE max512loop
+	CMPQ CX, $16
+	JGE max512loop
+
+max512tail:
+	TESTQ CX, CX
+	JEQ max512reduce
+	MOVQ $1, AX
+	SHLQ CX, AX
+	DECQ AX
+	KMOVW AX, K2
+	VMOVAPS Z0, Z1
+	VMOVUPS (SI), K2, Z1
+	VMAXPS Z1, Z0, Z0
 
 max512reduce:
 	VEXTRACTF64X4 $1, Z0, Y1
@@ -231,18 +246,34 @@ max2reduce:
 
 // func scaleAVX512(x *float32, n int, s float32)
 //
-// n is a positive multiple of 16.
+// n is positive; the last n%16 values are read and written under a mask.
 TEXT ·scaleAVX512(SB), NOSPLIT, $0-20
 	MOVQ x+0(FP), SI
 	MOVQ n+8(FP), CX
 	VBROADCASTSS s+16(FP), Z1
+	CMPQ CX, $16
+	JLT scale512tail
 
 scale512loop:
 	VMULPS (SI), Z1, Z0
 	VMOVUPS Z0, (SI)
 	ADDQ $64, SI
 	SUBQ $16, CX
-	JNE scale512loop
+	CMPQ CX, $16
+	JGE scale512loop
+
+scale512tail:
+	TESTQ CX, CX
+	JEQ scale512done
+	MOVQ $1, AX
+	SHLQ CX, AX
+	DECQ AX
+	KMOVW AX, K2
+	VMOVUPS.Z (SI), K2, Z0
+	VMULPS Z0, Z1, Z0
+	VMOVUPS Z0, K2, (SI)
+
+scale512done:
 	VZEROUPPER
 	RET
 
@@ -266,13 +297,16 @@ scale2loop:
 // func expSumAVX512(x *float32, n int, sub float32) float32
 //
 // Replaces each value v with exp(v-sub), 0 below expMin, and returns their
-// sum. n is a positive multiple of 16. Z16 holds the sum.
+// sum. n is positive; the last n%16 values are read and written under a
+// mask. Z16 holds the sum.
 TEXT ·expSumAVX512(SB), NOSPLIT, $0-28
 	MOVQ x+0(FP), SI
 	MOVQ n+8(FP), CX
 	VBROADCASTSS sub+16(FP), Z31
 	VBROADCASTSS consts<>+64(SB), Z30
 	VPXORD Z16, Z16, Z16
+	CMPQ CX, $16
+	JLT expsum512tail
 
 expsum512loop:
 	VMOVUPS (SI), Z0
@@ -300,7 +334,42 @@ expsum512loop:
 	VADDPS Z1, Z16, Z16
 	ADDQ $64, SI
 	SUBQ $16, CX
-	JNE expsum512loop
+	CMPQ CX, $16
+	JGE expsum512loop
+
+expsum512tail:
+	TESTQ CX, CX
+	JEQ expsum512reduce
+	MOVQ $1, AX
+	SHLQ CX, AX
+	DECQ AX
+	KMOVW AX, K2
+	VMOVUPS.Z (SI), K2, Z0
+	VSUBPS Z31, Z0, Z0
+	VCMPPS $13, Z30, Z0, K1
+	VMAXPS Z30, Z0, Z0
+	VMINPS.BCST consts<>+96(SB), Z0, Z0
+	VMULPS.BCST consts<>+128(SB), Z0, Z2
+	VRNDSCALEPS $0, Z2, Z2
+	VMOVAPS Z0, Z3
+	VFNMADD231PS.BCST consts<>+160(SB), Z2, Z3
+	VFNMADD231PS.BCST consts<>+192(SB), Z2, Z3
+	VBROADCASTSS consts<>+224(SB), Z1
+	VFMADD213PS.BCST consts<>+256(SB), Z3, Z1
+	VFMADD213PS.BCST consts<>+288(SB), Z3, Z1
+	VFMADD213PS.BCST consts<>+320(SB), Z3, Z1
+	VFMADD213PS.BCST consts<>+352(SB), Z3, Z1
+	VFMADD213PS.BCST consts<>+384(SB), Z3, Z1
+	VMULPS Z3, Z3, Z4
+	VFMADD213PS Z3, Z4, Z1
+	VADDPS.BCST consts<>+0(SB), Z1, Z1
+	VSCALEFPS Z2, Z1, Z1
+	KANDW K1, K2, K1
+	VMOVAPS.Z Z1, K1, Z1
+	VMOVUPS Z1, K2, (SI)
+	VADDPS Z1, Z16, Z16
+
+expsum512reduce:
 	VMOVAPS Z16, Z0
 	VEXTRACTF64X4 $1, Z0, Y1
 	VADDPS Y1, Y0, Y0
