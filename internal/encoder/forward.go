@@ -23,12 +23,10 @@ func grow(s []float32, n int) []float32 {
 	return s[:n]
 }
 
-// forward runs the encoder over seqs and returns the scratch holding the
-// result in x; the caller puts it back in the pool.
-func (m *Model) forward(seqs []Sequence, workers int) (*scratch, error) {
-	if err := m.check(seqs); err != nil {
-		return nil, err
-	}
+// forward runs the encoder over seqs, which check accepted, and returns
+// the scratch holding the result in x; the caller puts it back in the
+// pool.
+func (m *Model) forward(seqs []Sequence, workers int) *scratch {
 	workers = max(1, workers)
 	c := m.cfg
 	s, _ := m.scratch.Get().(*scratch)
@@ -62,7 +60,7 @@ func (m *Model) forward(seqs []Sequence, workers int) (*scratch, error) {
 	for i := range m.layers {
 		m.layer(&m.layers[i], s, seqs, workers)
 	}
-	return s, nil
+	return s
 }
 
 // embed writes the normalised sum of the word, position and token type

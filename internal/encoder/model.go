@@ -162,19 +162,22 @@ func (m *Model) Config() onnxgraph.EncoderConfig { return m.cfg }
 // Kernels names the kernels the model runs: "avx512", "avx2" or "go".
 func (m *Model) Kernels() string { return m.ks.name }
 
+// passTokens bounds the tokens of one forward pass: a larger batch runs in
+// several passes, which keeps the work buffers small (about 15 MB for
+// MiniLM) and changes no result, while a pass of this size keeps the
+// matrix kernels busy.
+const passTokens = 2048
+
 // LastHiddenState returns each sequence's hidden states, len(IDs) rows of
 // Hidden values, computed on up to workers goroutines. The result does not
-// depend on workers.
+// depend on workers, nor on the other sequences of the batch.
 func (m *Model) LastHiddenState(seqs []Sequence, workers int) ([][]float32, error) {
-	s, err := m.forward(seqs, workers)
+	out := make([][]float32, len(seqs))
+	err := m.passes(seqs, workers, func(i int, _ Sequence, x []float32) {
+		out[i] = append([]float32(nil), x...)
+	})
 	if err != nil {
 		return nil, err
-	}
-	defer m.scratch.Put(s)
-	h := m.cfg.Hidden
-	out := make([][]float32, len(seqs))
-	for i := range seqs {
-		out[i] = append([]float32(nil), s.x[s.offsets[i]*h:s.offsets[i+1]*h]...)
 	}
 	return out, nil
 }
@@ -187,20 +190,14 @@ func (m *Model) Pool(seqs []Sequence, pooling Pooling, workers int) ([][]float32
 	if pooling != Mean && pooling != CLS {
 		return nil, fmt.Errorf("encoder: unknown pooling %d", pooling)
 	}
-	s, err := m.forward(seqs, workers)
-	if err != nil {
-		return nil, err
-	}
-	defer m.scratch.Put(s)
 	h := m.cfg.Hidden
 	out := make([][]float32, len(seqs))
-	for i, seq := range seqs {
+	err := m.passes(seqs, workers, func(i int, seq Sequence, x []float32) {
 		v := make([]float32, h)
-		x := s.x[s.offsets[i]*h : s.offsets[i+1]*h]
+		out[i] = v
 		if pooling == CLS {
 			copy(v, x[:h])
-			out[i] = v
-			continue
+			return
 		}
 		var n float32
 		for t := range seq.IDs {
@@ -215,9 +212,35 @@ func (m *Model) Pool(seqs []Sequence, pooling Pooling, workers int) ([][]float32
 		for j := range v {
 			v[j] /= max(n, 1)
 		}
-		out[i] = v
+	})
+	if err != nil {
+		return nil, err
 	}
 	return out, nil
+}
+
+// passes checks seqs, runs them in forward passes of at most passTokens
+// tokens (or one sequence), and calls each with every sequence's index
+// and hidden states, which it must not keep.
+func (m *Model) passes(seqs []Sequence, workers int, each func(i int, seq Sequence, x []float32)) error {
+	if err := m.check(seqs); err != nil {
+		return err
+	}
+	h := m.cfg.Hidden
+	for lo := 0; lo < len(seqs); {
+		hi, tokens := lo, 0
+		for hi < len(seqs) && (hi == lo || tokens+len(seqs[hi].IDs) <= passTokens) {
+			tokens += len(seqs[hi].IDs)
+			hi++
+		}
+		s := m.forward(seqs[lo:hi], workers)
+		for i := lo; i < hi; i++ {
+			each(i, seqs[i], s.x[s.offsets[i-lo]*h:s.offsets[i-lo+1]*h])
+		}
+		m.scratch.Put(s)
+		lo = hi
+	}
+	return nil
 }
 
 // check returns an error wrapping ErrInput for the first sequence the model

@@ -136,6 +136,25 @@ func TestSameResultAnyWay(t *testing.T) {
 			t.Fatalf("sequence %d alone differs from in the batch", i)
 		}
 	}
+	// A batch of more tokens than one pass takes runs in several passes,
+	// with the same results.
+	var big []Sequence
+	for len(big)*c.MaxPositions <= passTokens {
+		big = append(big, randomSequence(r, c, c.MaxPositions, len(big)%2 == 0))
+	}
+	all, err := m.LastHiddenState(big, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, i := range []int{0, len(big) - 1} {
+		alone, err := m.LastHiddenState(big[i:i+1], 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !slices.Equal(alone[0], all[i]) {
+			t.Fatalf("sequence %d of a batch of %d tokens differs from alone", i, len(big)*c.MaxPositions)
+		}
+	}
 	// Padding: two masked positions at the end change no other position.
 	s := seqs[0]
 	padded := Sequence{IDs: append(slices.Clone(s.IDs), 3, 4), TypeIDs: append(slices.Clone(s.TypeIDs), 0, 0), Mask: append(slices.Clone(s.Mask), 0, 0)}
