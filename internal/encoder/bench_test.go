@@ -39,10 +39,14 @@ func BenchmarkForward(b *testing.B) {
 		for _, in := range inputs {
 			for _, workers := range []int{1, 2} {
 				b.Run(fmt.Sprintf("%s/%s/workers=%d", ks.name, in.name, workers), func(b *testing.B) {
+					cpu := processCPU()
 					for b.Loop() {
 						if _, err := m.Pool(in.seqs, Mean, workers); err != nil {
 							b.Fatal(err)
 						}
+					}
+					if cpu := processCPU() - cpu; cpu > 0 {
+						b.ReportMetric(float64(cpu.Microseconds())/1e3/float64(b.N), "cpu-ms/op")
 					}
 				})
 			}

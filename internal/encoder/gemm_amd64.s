@@ -4,7 +4,9 @@
 //
 // C[6×64] += A·B over k steps: A is 6 rows lda values apart (SI: rows 0-2,
 // R11: rows 3-5), b holds 64 values per step, 64 values (256 bytes) apart.
-// Z0-Z23 hold C, four registers a row.
+// Z0-Z23 hold C, four registers a row. B is prefetched 8 steps ahead: a
+// short A (a query's few tokens) leaves the kernel waiting on memory for
+// B, and the hardware prefetcher stops at every 4 KiB page.
 TEXT ·tile6x64AVX512(SB), NOSPLIT, $0-48
 	MOVQ k+0(FP), CX
 	MOVQ a+8(FP), SI
@@ -44,6 +46,10 @@ TEXT ·tile6x64AVX512(SB), NOSPLIT, $0-48
 	JEQ tile512store
 
 tile512loop:
+	PREFETCHT0 2048(DI)
+	PREFETCHT0 2112(DI)
+	PREFETCHT0 2176(DI)
+	PREFETCHT0 2240(DI)
 	VMOVUPS (DI), Z24
 	VMOVUPS 64(DI), Z25
 	VMOVUPS 128(DI), Z26
