@@ -59,12 +59,18 @@ func BenchmarkEncoder(b *testing.B) {
 					b.Fatalf("%s is not evaluated natively", dir)
 				}
 				var ds []time.Duration
+				cpu := processCPU()
 				for b.Loop() {
 					t0 := time.Now()
 					if _, err := m.Embed(ctx, c.texts, embed.Document); err != nil {
 						b.Fatal(err)
 					}
 					ds = append(ds, time.Since(t0))
+				}
+				// CPU time tells less than the wall clock on an idle machine,
+				// and more on a busy one.
+				if cpu := processCPU() - cpu; cpu > 0 {
+					b.ReportMetric(float64(cpu.Microseconds())/1e3/float64(b.N), "cpu-ms/op")
 				}
 				reportPercentiles(b, ds)
 				if len(c.texts) > 1 {
