@@ -46,7 +46,7 @@ func (m *Model) head(hs *headScratch, s *scratch, seq Sequence, base, head int) 
 	h, dh, n := c.Hidden, c.HeadDim(), len(seq.IDs)
 	ld := 3 * h
 	rows := s.qkv[base*ld:]
-	packRows(hs.k, rows[h+head*dh:], n, dh, ld, float32(1/math.Sqrt(float64(dh))))
+	packScaled(hs.k, rows[h+head*dh:], n, dh, ld, float32(1/math.Sqrt(float64(dh))))
 
 	scores := hs.scores[:n*n]
 	masked := false
@@ -64,7 +64,7 @@ func (m *Model) head(hs *headScratch, s *scratch, seq Sequence, base, head int) 
 	} else {
 		clear(scores)
 	}
-	m.ks.gemm(rows[head*dh:], ld, n, dh, hs.k, n, scores, n, 0, panels(n), hs.tile)
+	m.ks.gemm(rows[head*dh:], ld, n, dh, &bPanels{f: hs.k}, n, scores, n, 0, panels(n), hs.tile)
 	for r := range n {
 		row := scores[r*n : (r+1)*n]
 		top := m.ks.max(row)
@@ -73,5 +73,5 @@ func (m *Model) head(hs *headScratch, s *scratch, seq Sequence, base, head int) 
 	}
 
 	packCols(hs.v, rows[2*h+head*dh:], dh, n, ld)
-	m.ks.gemm(hs.scores, n, n, n, hs.v, dh, s.ctx[base*h+head*dh:], h, 0, panels(dh), hs.tile)
+	m.ks.gemm(hs.scores, n, n, n, &bPanels{f: hs.v}, dh, s.ctx[base*h+head*dh:], h, 0, panels(dh), hs.tile)
 }

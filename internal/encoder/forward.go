@@ -5,13 +5,14 @@ package encoder
 // with no padding; attention runs per sequence. Every buffer that is the A
 // of a product has mr-1 rows more than the tokens, which the kernels read.
 type scratch struct {
-	offsets []int     // sequence i holds tokens [offsets[i], offsets[i+1])
-	x       []float32 // [tokens, Hidden]: the layer input, then its output
-	qkv     []float32 // [tokens, 3·Hidden]
-	ctx     []float32 // [tokens, Hidden]: attention's output
-	attn    []float32 // [tokens, Hidden]: after attention and its norm
-	inter   []float32 // [tokens, Intermediate]
-	tiles   [][]float32
+	offsets []int         // sequence i holds tokens [offsets[i], offsets[i+1])
+	x       []float32     // [tokens, Hidden]: the layer input, then its output
+	qkv     []float32     // [tokens, 3·Hidden]
+	ctx     []float32     // [tokens, Hidden]: attention's output
+	attn    []float32     // [tokens, Hidden]: after attention and its norm
+	inter   []float32     // [tokens, Intermediate]
+	tiles   [][]float32   // one per worker: mr·panelWidth values
+	blocks  [][]float32   // one per worker: a dequantised block of a panel
 	heads   []headScratch // one per worker
 }
 
@@ -48,6 +49,7 @@ func (m *Model) forward(seqs []Sequence, workers int) *scratch {
 	s.inter = grow(s.inter, rows*c.Intermediate)
 	for len(s.tiles) < workers {
 		s.tiles = append(s.tiles, make([]float32, mr*panelWidth))
+		s.blocks = append(s.blocks, make([]float32, kBlock*panelWidth))
 	}
 	for len(s.heads) < workers {
 		s.heads = append(s.heads, headScratch{})
@@ -74,13 +76,13 @@ func (m *Model) embed(s *scratch, seqs []Sequence, workers int) {
 			if q.TypeIDs != nil {
 				typ = q.TypeIDs[t]
 			}
+			// As the graph adds them: the word and position rows, then the
+			// token type row.
 			row := s.x[(base+t)*h : (base+t+1)*h]
-			w := m.word[id*h : (id+1)*h]
-			p := m.pos[t*h : (t+1)*h]
-			ty := m.types[typ*h : (typ+1)*h]
-			for j := range row {
-				row[j] = w[j] + p[j] + ty[j]
-			}
+			clear(row)
+			m.word.add(row, id)
+			m.pos.add(row, t)
+			m.types.add(row, typ)
 		}
 	}
 	m.layerNorm(s.x, m.embNorm, s.offsets[len(seqs)], workers)
@@ -117,7 +119,8 @@ func (m *Model) dense(s *scratch, l *packedLinear, in []float32, tokens int, out
 				}
 			}
 		}
-		m.ks.gemm(in, k, tokens, k, l.w, n, out, n, p0, p1, s.tiles[w])
+		b := bPanels{q: l.q, scales: l.scales, buf: s.blocks[w]}
+		m.ks.gemm(in, k, tokens, k, &b, n, out, n, p0, p1, s.tiles[w])
 		if gelu {
 			for t := range tokens {
 				m.ks.gelu(out[t*n+c0 : t*n+c1])

@@ -19,6 +19,9 @@ type kernels struct {
 	gelu   func(x []float32)
 	// layerNorm normalises x in place: (x-mean)/√(var+eps)·scale+bias.
 	layerNorm func(x, scale, bias []float32, eps float32)
+	// dequant sets dst[i] = float32(q[i])·scales[i%panelWidth], for whole
+	// rows of a panel.
+	dequant func(dst []float32, q []int8, scales []float32)
 }
 
 // The micro-kernels' shape: mr rows of A at a time, B packed in panels of
@@ -38,6 +41,18 @@ var portableKernels = kernels{
 	scale:     scaleGo,
 	gelu:      geluGo,
 	layerNorm: layerNormGo,
+	dequant:   dequantGo,
+}
+
+// dequantGo is the portable dequant.
+func dequantGo(dst []float32, q []int8, scales []float32) {
+	scales = scales[:panelWidth]
+	for r := 0; r+panelWidth <= len(q); r += panelWidth {
+		out := dst[r : r+panelWidth]
+		for j, x := range q[r : r+panelWidth] {
+			out[j] = float32(x) * scales[j]
+		}
+	}
 }
 
 // tileGo is the portable micro-kernel for a 6×16 tile.

@@ -4,7 +4,8 @@ import (
 	"golang.org/x/sys/cpu"
 )
 
-// The assembly kernels (gemm_amd64.s, mathf_amd64.s, norm_amd64.s). The
+// The assembly kernels (gemm_amd64.s, mathf_amd64.s, norm_amd64.s,
+// dequant_amd64.s). The
 // AVX-512 max, exp-and-sum and scale take any length (a mask covers the
 // last values); the other vector functions take whole registers' worth of
 // values, and the wrappers below do the rest in Go.
@@ -35,6 +36,12 @@ func scaleAVX2(x *float32, n int, s float32)
 
 //go:noescape
 func geluAVX512(x *float32, n int)
+
+//go:noescape
+func dequantAVX512(dst *float32, q *int8, scales *float32, rows int)
+
+//go:noescape
+func dequantAVX2(dst *float32, q *int8, scales *float32, rows int)
 
 //go:noescape
 func normAVX512(x *float32, n int, scale, bias *float32, eps float32)
@@ -74,6 +81,7 @@ var avx512Kernels = kernels{
 	},
 	gelu:      vectorGelu(16, geluAVX512),
 	layerNorm: vectorNorm(16, normAVX512),
+	dequant:   vectorDequant(dequantAVX512),
 }
 
 // avx2Kernels needs AVX2 and FMA.
@@ -89,6 +97,7 @@ var avx2Kernels = kernels{
 	scale:     vectorScale(8, scaleAVX2),
 	gelu:      vectorGelu(8, geluAVX2),
 	layerNorm: vectorNorm(8, normAVX2),
+	dequant:   vectorDequant(dequantAVX2),
 }
 
 // kernelSets returns the kernel sets this CPU runs, fastest first.
@@ -156,5 +165,16 @@ func vectorNorm(lanes int, f func(*float32, int, *float32, *float32, float32)) f
 		}
 		_, _ = scale[len(x)-1], bias[len(x)-1]
 		f(&x[0], len(x), &scale[0], &bias[0], eps)
+	}
+}
+
+func vectorDequant(f func(*float32, *int8, *float32, int)) func(dst []float32, q []int8, scales []float32) {
+	return func(dst []float32, q []int8, scales []float32) {
+		rows := len(q) / panelWidth
+		if rows == 0 {
+			return
+		}
+		_, _ = dst[rows*panelWidth-1], scales[panelWidth-1]
+		f(&dst[0], &q[0], &scales[0], rows)
 	}
 }

@@ -28,14 +28,40 @@ func TestGemm(t *testing.T) {
 	for _, ks := range kernelSets() {
 		for _, sh := range shapes {
 			m, n, k := sh[0], sh[1], sh[2]
-			for _, cols := range []bool{false, true} {
-				t.Run(fmt.Sprintf("%s/%dx%dx%d/cols=%v", ks.name, m, n, k, cols), func(t *testing.T) {
+			for _, mode := range []string{"rows", "cols", "int8"} {
+				t.Run(fmt.Sprintf("%s/%dx%dx%d/%s", ks.name, m, n, k, mode), func(t *testing.T) {
 					lda, ldb := k+3, k+1
-					if cols {
+					if mode == "cols" {
 						ldb = n + 2
 					}
 					a := randomValues(r, (m+mr-1)*lda, 1) // the kernels read whole blocks of rows
 					b := randomValues(r, max(n*ldb, k*ldb), 1)
+					var bp bPanels
+					switch mode {
+					case "rows":
+						bp.f = make([]float32, packedSize(n, k))
+						packRows(bp.f, b, n, k, ldb)
+					case "cols":
+						bp.f = make([]float32, packedSize(n, k))
+						packCols(bp.f, b, n, k, ldb)
+					case "int8":
+						q := make([]int8, len(b))
+						for i := range q {
+							q[i] = int8(r.IntN(255) - 127)
+						}
+						bp.scales = make([]float32, panels(n)*panelWidth)
+						for j := range n {
+							bp.scales[j] = float32(r.Float64()) / 64
+						}
+						for col := range n {
+							for p := range k {
+								b[col*ldb+p] = float32(q[col*ldb+p]) * bp.scales[col]
+							}
+						}
+						bp.q = make([]int8, packedSize(n, k))
+						packRows(bp.q, q, n, k, ldb)
+						bp.buf = make([]float32, kBlock*panelWidth)
+					}
 					c := randomValues(r, m*(n+5), 1)
 					want := make([]float64, len(c))
 					for i := range m {
@@ -46,23 +72,17 @@ func TestGemm(t *testing.T) {
 							}
 							for p := range k {
 								bv := b[j*ldb+p]
-								if cols {
+								if mode == "cols" {
 									bv = b[p*ldb+j]
 								}
 								want[i*(n+5)+j] += float64(a[i*lda+p]) * float64(bv)
 							}
 						}
 					}
-					pb := make([]float32, packedSize(n, k))
-					if cols {
-						packCols(pb, b, n, k, ldb)
-					} else {
-						packRows(pb, b, n, k, ldb, 1)
-					}
 					tmp := make([]float32, mr*panelWidth)
 					np := panels(n)
-					ks.gemm(a, lda, m, k, pb, n, c, n+5, 0, np/2, tmp)
-					ks.gemm(a, lda, m, k, pb, n, c, n+5, np/2, np, tmp)
+					ks.gemm(a, lda, m, k, &bp, n, c, n+5, 0, np/2, tmp)
+					ks.gemm(a, lda, m, k, &bp, n, c, n+5, np/2, np, tmp)
 					tol := 1e-5 * math.Sqrt(float64(k))
 					for i, w := range want {
 						if math.Abs(float64(c[i])-w) > tol*(1+math.Abs(w)) {
@@ -75,15 +95,35 @@ func TestGemm(t *testing.T) {
 	}
 }
 
-// TestPackRowsScales checks that packRows multiplies by its scale and
-// pads the last panel with zeros.
-func TestPackRowsScales(t *testing.T) {
+// TestDequant checks each kernel set's dequantisation of int8 panel rows:
+// exactly float32(q)·scale.
+func TestDequant(t *testing.T) {
+	r := rand.New(rand.NewPCG(7, 8))
+	q := make([]int8, 5*panelWidth)
+	for i := range q {
+		q[i] = int8(r.IntN(256) - 128)
+	}
+	scales := randomValues(r, panelWidth, 0.01)
+	for _, ks := range kernelSets() {
+		got := make([]float32, len(q))
+		ks.dequant(got, q, scales)
+		for i, x := range q {
+			if want := float32(x) * scales[i%panelWidth]; got[i] != want {
+				t.Fatalf("%s: value %d is %v, want %v", ks.name, i, got[i], want)
+			}
+		}
+	}
+}
+
+// TestPackScaled checks that packScaled multiplies by its scale and pads
+// the last panel with zeros.
+func TestPackScaled(t *testing.T) {
 	src := []float32{1, 2, 3, 4, 5, 6} // 2 rows of 2 values, 3 apart
 	dst := make([]float32, packedSize(2, 2))
 	for i := range dst {
 		dst[i] = 9
 	}
-	packRows(dst, src, 2, 2, 3, 0.5)
+	packScaled(dst, src, 2, 2, 3, 0.5)
 	want := map[int]float32{0: 0.5, 1: 2, panelWidth: 1, panelWidth + 1: 2.5}
 	for i, v := range dst {
 		if v != want[i] {

@@ -32,15 +32,17 @@ const (
 	CLS
 )
 
-// Model is an encoder ready to run: its weights in float32, its matrices
-// packed for the kernels of the CPU it runs on. It is safe for concurrent
-// use; each call takes its work buffers from a pool.
+// Model is an encoder ready to run. Its matrices and embedding tables are
+// held as the encoder graph stores them, int8 rows with one scale each
+// (about 23 MB for MiniLM), the matrices packed for the kernels of the CPU
+// it runs on; each value is used as the graph uses it, float32(q)·scale. It
+// is safe for concurrent use; each call takes its work buffers from a pool.
 type Model struct {
 	cfg     onnxgraph.EncoderConfig
 	ks      kernels
-	word    []float32 // [VocabSize, Hidden]
-	pos     []float32 // [MaxPositions, Hidden]
-	types   []float32 // [TypeVocab, Hidden]
+	word    table // [VocabSize, Hidden]
+	pos     table // [MaxPositions, Hidden]
+	types   table // [TypeVocab, Hidden]
 	embNorm norm
 	layers  []layer
 	scratch sync.Pool // of *scratch
@@ -56,11 +58,34 @@ type layer struct {
 	outNorm  norm
 }
 
-// packedLinear is a dense layer whose weight is packed for gemm.
+// table is an embedding table: int8 rows of cols values, one scale each.
+type table struct {
+	q      []int8
+	scales []float32
+	cols   int
+}
+
+func newTable(v []float32, rows, cols int) table {
+	q, scales := onnxgraph.QuantizeRows(v, rows, cols)
+	return table{q: q, scales: scales, cols: cols}
+}
+
+// add adds row id, dequantised, to dst.
+func (t *table) add(dst []float32, id int) {
+	s := t.scales[id]
+	for j, x := range t.q[id*t.cols : (id+1)*t.cols] {
+		dst[j] += float32(x) * s
+	}
+}
+
+// packedLinear is a dense layer whose weight is packed for gemm: int8
+// panels (packRows' layout) and one scale per output, padded to whole
+// panels with zeros.
 type packedLinear struct {
-	n, k int // outputs, inputs
-	w    []float32
-	bias []float32
+	n, k   int // outputs, inputs
+	q      []int8
+	scales []float32
+	bias   []float32
 }
 
 type norm struct {
@@ -68,9 +93,11 @@ type norm struct {
 	eps         float32
 }
 
-// New returns the model for e, which it keeps only the embedding tables
-// of: the matrices are packed into new memory. It picks the fastest
-// kernels the CPU runs.
+// New returns the model for e, quantizing its matrices and tables as the
+// encoder graph does (onnxgraph.QuantizeRows): the weights of an encoder
+// that ReadEncoder returned come back as the graph stores them, scales to
+// within a unit in the last place. It keeps the layer norms and biases of
+// e, and picks the fastest kernels the CPU runs.
 func New(e *onnxgraph.Encoder) (*Model, error) {
 	return newWithKernels(e, bestKernels())
 }
@@ -87,7 +114,9 @@ func newWithKernels(e *onnxgraph.Encoder, ks kernels) (*Model, error) {
 	}
 	m := &Model{
 		cfg: c, ks: ks,
-		word: e.WordEmbeddings, pos: e.PositionEmbeddings, types: e.TypeEmbeddings,
+		word:  newTable(e.WordEmbeddings, c.VocabSize, h),
+		pos:   newTable(e.PositionEmbeddings, c.MaxPositions, h),
+		types: newTable(e.TypeEmbeddings, c.TypeVocab, h),
 	}
 	var err error
 	if m.embNorm, err = newNorm(e.EmbeddingNorm, c); err != nil {
@@ -122,8 +151,10 @@ func packLinears(k int, ls ...onnxgraph.Linear) (packedLinear, error) {
 		bias = append(bias, l.Bias...)
 	}
 	n := len(bias)
-	p := packedLinear{n: n, k: k, w: make([]float32, packedSize(n, k)), bias: bias}
-	packRows(p.w, w, n, k, k, 1)
+	q, scales := onnxgraph.QuantizeRows(w, n, k)
+	p := packedLinear{n: n, k: k, q: make([]int8, packedSize(n, k)), scales: make([]float32, panels(n)*panelWidth), bias: bias}
+	packRows(p.q, q, n, k, k)
+	copy(p.scales, scales)
 	return p, nil
 }
 

@@ -251,6 +251,20 @@ func (e *Encoder) validate() error {
 	return nil
 }
 
+// QuantizeRows returns a row-major [rows, cols] matrix or table as the
+// encoder graph stores it: int8 values and one scale per row, each value
+// standing for float32(q)·scale. Quantizing values that ReadEncoder
+// returned gives back the stored values, and scales within a unit in the
+// last place of the stored ones.
+func QuantizeRows(v []float32, rows, cols int) ([]int8, []float32) {
+	b, scales := quantizeRows(v, rows, cols)
+	q := make([]int8, len(b))
+	for i, x := range b {
+		q[i] = int8(x)
+	}
+	return q, scales
+}
+
 // ErrNotEncoder is returned by ReadEncoder for a model that is not an
 // encoder graph of this package.
 var ErrNotEncoder = errors.New("not an encoder graph")
