@@ -96,7 +96,7 @@ func TestRealEncoderNativeIsTheRuntime(t *testing.T) {
 			}
 		}
 		slices.Sort(cosines)
-		t.Logf("%v: cosine native/runtime min %.7f, median %.7f over %d texts", kind, cosines[0], cosines[len(cosines)/2], len(cosines))
+		t.Logf("%v: cosine native/runtime min %.9f, median %.9f over %d texts", kind, cosines[0], cosines[len(cosines)/2], len(cosines))
 	}
 }
 
