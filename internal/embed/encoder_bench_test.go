@@ -18,7 +18,7 @@ import (
 // tokenizer) and cut at 256 tokens, and a batch of 32 skill documents
 // (texts/s). MCPSAG_BENCH_ENCODER names the model folder (one the recipe's
 // encoder command wrote). The same texts run through onnxruntime give the
-// figures to compare with (docs/benchmarks.md).
+// figures to compare with (models/README.md).
 func BenchmarkEncoder(b *testing.B) {
 	dir := os.Getenv("MCPSAG_BENCH_ENCODER")
 	if dir == "" {

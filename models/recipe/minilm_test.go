@@ -46,11 +46,11 @@ func realEncoder(t *testing.T, cfg embed.Config) *embed.Model {
 	return m
 }
 
-// realTexts are varied texts: short queries, a long one past 400 tokens,
+// realTexts are varied texts: short queries, a long one past 512 tokens,
 // words outside ASCII, code and punctuation.
 func realTexts() []string {
 	long := strings.Repeat("Set up a deployment pipeline that builds the container image, runs the tests, scans for "+
-		"vulnerabilities and rolls back the Helm release when the smoke test fails. ", 12)
+		"vulnerabilities and rolls back the Helm release when the smoke test fails. ", 20) // past 512 tokens
 	return []string{
 		"fill in a pdf form", "deploy my app to kubernetes", "rebase my git branch onto main",
 		"How do I reset my password?", "résumé of the café's naïve owner", "Straße → İstanbul, ﬁle ‘quoted’ — dash",
