@@ -35,7 +35,10 @@ func runEncoderGraph(t *testing.T, model []byte, ids, mask, types []int64, batch
 	if err := m.VariablesToContext(ctx); err != nil {
 		t.Fatalf("VariablesToContext: %v", err)
 	}
-	backend, err := backends.NewWithConfig("go")
+	// Ops one after another: the backend's parallel executor updates its
+	// bookkeeping without a lock, which the race detector sees on this
+	// graph's parallel branches.
+	backend, err := backends.NewWithConfig("go:ops_sequential")
 	if err != nil {
 		t.Fatal(err)
 	}
