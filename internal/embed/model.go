@@ -48,7 +48,7 @@ type Model struct {
 	static    *onnxgraph.Static // native evaluation of a static embedding graph; nil for others
 	enc       *encoder.Model    // native evaluation of an encoder graph; nil for others
 	// The runtime: built by Open for a model it runs, by runtime on first
-	// use for a static graph evaluated natively.
+	// use for a graph evaluated natively.
 	runtimeOnce sync.Once
 	runtimeErr  error
 	hm          *backends.Model
@@ -91,7 +91,8 @@ type LoadInfo struct {
 	TokenizerVocab int
 	// Native is set when the model is evaluated natively (no runtime, no
 	// shapes to compile), with NativeTokenizer when its tokenizer is
-	// encoded natively too (for ASCII text).
+	// encoded natively too (ASCII text for a static graph, all text
+	// without an added token for an encoder graph).
 	Native, NativeTokenizer bool
 	// Evaluator names what evaluates the model: "static" for a static
 	// embedding graph, "encoder-avx512", "encoder-avx2" or "encoder-go"
