@@ -58,9 +58,11 @@ func (r *VerifyReport) check(name string, ok bool, format string, args ...any) b
 // Verify loads the model folder dir with cfg (cfg.Dir is replaced by dir),
 // embeds sample and hostile texts, and checks dimension, norms, finite
 // values, that different texts give different vectors, that a text gives
-// the same vector alone and inside a padded batch, and the tokenizer
-// vocabulary against the model. It returns an error only when the model
-// cannot be loaded; failed checks are in the report (see OK).
+// the same vector alone and inside a padded batch, the tokenizer
+// vocabulary against the model, and, for a model evaluated natively, that
+// its vectors are those of hugot's runtime on the same graph (cosine at
+// least 0.9999). It returns an error only when the model cannot be loaded;
+// failed checks are in the report (see OK).
 func Verify(ctx context.Context, dir string, cfg Config) (VerifyReport, error) {
 	var r VerifyReport
 	cfg.Dir = dir
