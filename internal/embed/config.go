@@ -98,6 +98,10 @@ type Config struct {
 	// than cores add memory and tail latency, not throughput (see
 	// BenchmarkConcurrency). Tokenizing is not bounded.
 	Concurrency int
+	// Workers is the most goroutines one run of a natively evaluated
+	// encoder graph uses; 0 means GOMAXPROCS. It does not change the
+	// vectors.
+	Workers int
 }
 
 // ManifestFile is the optional file in a model folder that carries the
@@ -312,6 +316,8 @@ func (c Config) validate() error {
 		return fmt.Errorf("timeout %v is negative", c.Timeout)
 	case c.Concurrency < 0:
 		return fmt.Errorf("concurrency %d is negative", c.Concurrency)
+	case c.Workers < 0:
+		return fmt.Errorf("workers %d is negative", c.Workers)
 	case c.BodyChars < 0:
 		return fmt.Errorf("body chars %d is negative", c.BodyChars)
 	case c.MatchThreshold < -1 || c.MatchThreshold > 1:

@@ -1,6 +1,7 @@
 // Package embed turns skill texts and queries into vectors with a local ONNX
 // sentence-embedding model, run by hugot's pure-Go backend (no cgo, no shared
-// libraries).
+// libraries), or natively when the model is one of onnxgraph's: a static
+// embedding table, or a BERT encoder graph that internal/encoder evaluates.
 //
 // How it fits: the generation builder calls EmbedDocuments when it builds a
 // generation, with a VectorCache backed by the store, so unchanged skills are never

@@ -89,6 +89,7 @@ func Open(ctx context.Context, cfg Config) (*Model, error) {
 	var onnxSum [32]byte
 	var fingerprint string
 	var static *onnxgraph.Static // nil: not a static graph
+	var enc *onnxgraph.Encoder   // nil: not an encoder graph
 	err = mapfile.Guard(files.onnx, func() error {
 		h := sha256.New()
 		h.Write(onnxBytes)
@@ -96,10 +97,13 @@ func Open(ctx context.Context, cfg Config) (*Model, error) {
 		h.Write(tokBytes)
 		fingerprint = hex.EncodeToString(h.Sum(nil))
 		static, _ = onnxgraph.ReadStatic(onnxBytes)
+		if static == nil {
+			enc, _ = onnxgraph.ReadEncoder(onnxBytes)
+		}
 		return nil
 	})
 	var wp *wordPiece
-	if static != nil {
+	if static != nil || enc != nil {
 		wp = newWordPiece(tokBytes)
 	}
 	tl := <-tokDone
@@ -125,9 +129,16 @@ func Open(ctx context.Context, cfg Config) (*Model, error) {
 		return nil, err
 	}
 	m.info.TokenizerVocab = tk.GetVocabSize(true)
-	// A static embedding graph is evaluated natively: the runtime is built
-	// only if something asks for it (Verify, a test comparing the two).
-	if !m.useNative(static, wp) {
+	// A static embedding graph or an encoder graph is evaluated natively:
+	// the runtime is built only if something asks for it (Verify, a test
+	// comparing the two).
+	native := m.useNative(static, wp)
+	if !native && enc != nil {
+		if native, err = m.useEncoder(enc, wp); err != nil {
+			return fail(withReason(ReasonModelInvalid, err))
+		}
+	}
+	if !native {
 		// The runtime keeps the graph's bytes: a copy of the mapping.
 		var graph []byte
 		if err := mapfile.Guard(files.onnx, func() error { graph = bytes.Clone(onnxBytes); return nil }); err != nil {
@@ -213,11 +224,12 @@ func (m *Model) build(onnxPath string, onnxBytes []byte) error {
 		return err
 	}
 	m.hm = hm
+	m.info.Evaluator = "runtime"
 	return nil
 }
 
-// runtime returns the model runtime, building it on first use for a static
-// graph evaluated natively. It reads the ONNX file again and refuses it
+// runtime returns the model runtime, building it on first use for a graph
+// evaluated natively. It reads the ONNX file again and refuses it
 // when it is not the one Open loaded.
 func (m *Model) runtime() (*backends.Model, *pipelines.FeatureExtractionPipeline, error) {
 	m.runtimeOnce.Do(func() {
@@ -486,6 +498,7 @@ func (m *Model) useNative(st *onnxgraph.Static, wp *wordPiece) bool {
 	m.setOutput(outs, out, pooling)
 	m.static = st
 	m.info.Native = true
+	m.info.Evaluator = "static"
 	if wp != nil {
 		top := 0
 		for _, id := range wp.vocab {
@@ -500,12 +513,12 @@ func (m *Model) useNative(st *onnxgraph.Static, wp *wordPiece) bool {
 }
 
 // warm compiles the batch-1 shapes (one per sequence bucket), checks the
-// output, and measures the query latency. A static graph evaluated natively
-// compiles nothing.
+// output, and measures the query latency. A graph evaluated natively
+// compiles nothing: one shape checks the output.
 func (m *Model) warm(ctx context.Context) error {
 	start := time.Now()
 	buckets := m.cfg.SequenceBuckets
-	if m.static != nil {
+	if m.static != nil || m.enc != nil {
 		buckets = buckets[:min(1, len(buckets))]
 	}
 	for _, seq := range buckets {

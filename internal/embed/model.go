@@ -17,6 +17,7 @@ import (
 	"github.com/knights-analytics/hugot/pipelines"
 	"github.com/sugarme/tokenizer"
 
+	"github.com/mcpsag/router/internal/encoder"
 	"github.com/mcpsag/router/internal/onnxgraph"
 )
 
@@ -39,11 +40,15 @@ type Model struct {
 	// onnxSum is the SHA-256 of the ONNX bytes loaded.
 	onnxSum [32]byte
 
-	tk     *tokenizer.Tokenizer
-	wp     *wordPiece        // native encoder for the texts it handles; nil for other tokenizers
-	static *onnxgraph.Static // native evaluation of a static embedding graph; nil for others
+	tk *tokenizer.Tokenizer
+	wp *wordPiece // native encoder for the texts it handles; nil for other tokenizers
+	// wpUnicode has wp encode every text without an added token itself
+	// (encodeUnicode), not only ASCII words.
+	wpUnicode bool
+	static    *onnxgraph.Static // native evaluation of a static embedding graph; nil for others
+	enc       *encoder.Model    // native evaluation of an encoder graph; nil for others
 	// The runtime: built by Open for a model it runs, by runtime on first
-	// use for a static graph evaluated natively.
+	// use for a graph evaluated natively.
 	runtimeOnce sync.Once
 	runtimeErr  error
 	hm          *backends.Model
@@ -84,10 +89,16 @@ type LoadInfo struct {
 	// TokenizerVocab is the tokenizer's vocabulary size, added tokens
 	// included.
 	TokenizerVocab int
-	// Native is set when the model is a static embedding graph evaluated
-	// natively (no runtime, no shapes to compile), with NativeTokenizer
-	// when its tokenizer is encoded natively too (for ASCII text).
+	// Native is set when the model is evaluated natively (no runtime, no
+	// shapes to compile), with NativeTokenizer when its tokenizer is
+	// encoded natively too (ASCII text for a static graph, all text
+	// without an added token for an encoder graph).
 	Native, NativeTokenizer bool
+	// Evaluator names what evaluates the model: "static" for a static
+	// embedding graph, "encoder-avx512", "encoder-avx2" or "encoder-go"
+	// for an encoder graph (with the kernels it runs), "runtime" for
+	// hugot's ONNX runtime.
+	Evaluator string
 	// Outputs lists the model's output names; Output is the one used.
 	Outputs []string
 	Output  string
@@ -144,9 +155,22 @@ func (m *Model) Embed(ctx context.Context, texts []string, kind Kind) ([][]float
 	return vecs, err
 }
 
+// EmbedRuntime is Embed through hugot's ONNX runtime even when the model
+// is evaluated natively, building the runtime on first use: verification
+// compares the two. It does not count the texts in Computed.
+func (m *Model) EmbedRuntime(ctx context.Context, texts []string, kind Kind) ([][]float32, error) {
+	vecs, _, err := m.embedWith(ctx, texts, kind, m.runTimed)
+	return vecs, err
+}
+
 // embed is Embed without the counter; it also returns the number of texts
 // run through the model.
 func (m *Model) embed(ctx context.Context, texts []string, kind Kind) ([][]float32, int, error) {
+	return m.embedWith(ctx, texts, kind, m.runBatch)
+}
+
+// embedWith is embed with the batches run by run.
+func (m *Model) embedWith(ctx context.Context, texts []string, kind Kind, run func(context.Context, []tokenized) ([][]float32, error)) ([][]float32, int, error) {
 	var prefix string
 	switch kind {
 	case Query:
@@ -164,7 +188,7 @@ func (m *Model) embed(ctx context.Context, texts []string, kind Kind) ([][]float
 		if len(batch) == 0 {
 			return nil
 		}
-		vecs, err := m.runBatch(ctx, batch)
+		vecs, err := run(ctx, batch)
 		if err != nil {
 			return err
 		}
@@ -274,10 +298,19 @@ func (m *Model) wordPieces(word string) (ids []int, ok bool) {
 	return enc.Ids[1 : len(enc.Ids)-1], true
 }
 
+// nativeIDs returns the ids of text from the native tokenizer; ok is false
+// when the text is not for it.
+func (m *Model) nativeIDs(text string) (ids []int, ok bool) {
+	if m.wpUnicode {
+		return m.wp.encodeUnicode(text, m.cfg.MaxTokens)
+	}
+	return m.wp.encode(text, m.cfg.MaxTokens, m.wordPieces)
+}
+
 // tokenize encodes one sanitised text, turning tokenizer panics into errors.
 func (m *Model) tokenize(text string) (in tokenized, err error) {
 	if m.wp != nil {
-		if ids, ok := m.wp.encode(text, m.cfg.MaxTokens, m.wordPieces); ok {
+		if ids, ok := m.nativeIDs(text); ok {
 			n := min(len(ids), m.cfg.MaxTokens)
 			in = tokenized{ids: ids[:n], typeIDs: make([]int, n), mask: make([]int, n)}
 			for i := range in.mask {
@@ -302,9 +335,12 @@ func (m *Model) tokenize(text string) (in tokenized, err error) {
 	return tokenized{ids: enc.Ids[:n], typeIDs: enc.TypeIds[:n], mask: enc.AttentionMask[:n]}, nil
 }
 
-// runBatch runs one batch: natively for a static embedding graph, else
-// through the model runtime.
+// runBatch runs one batch: natively for a static embedding graph or an
+// encoder graph, else through the model runtime.
 func (m *Model) runBatch(ctx context.Context, batch []tokenized) ([][]float32, error) {
+	if m.enc != nil {
+		return m.runEncoder(ctx, batch)
+	}
 	if m.static == nil {
 		return m.runTimed(ctx, batch)
 	}

@@ -58,9 +58,11 @@ func (r *VerifyReport) check(name string, ok bool, format string, args ...any) b
 // Verify loads the model folder dir with cfg (cfg.Dir is replaced by dir),
 // embeds sample and hostile texts, and checks dimension, norms, finite
 // values, that different texts give different vectors, that a text gives
-// the same vector alone and inside a padded batch, and the tokenizer
-// vocabulary against the model. It returns an error only when the model
-// cannot be loaded; failed checks are in the report (see OK).
+// the same vector alone and inside a padded batch, the tokenizer
+// vocabulary against the model, and, for a model evaluated natively, that
+// its vectors are those of hugot's runtime on the same graph (cosine at
+// least 0.9999). It returns an error only when the model cannot be loaded;
+// failed checks are in the report (see OK).
 func Verify(ctx context.Context, dir string, cfg Config) (VerifyReport, error) {
 	var r VerifyReport
 	cfg.Dir = dir
@@ -96,6 +98,9 @@ func Verify(ctx context.Context, dir string, cfg Config) (VerifyReport, error) {
 	docs, err := m.Embed(ctx, samples, Document)
 	if r.check("embed documents", err == nil, "%d sample documents: %v", len(samples), errString(err)) {
 		r.checkVectors("document vectors", docs, r.Identity.Dimension, false)
+	}
+	if r.Load.Native {
+		r.checkNative(ctx, m, samples, vecs)
 	}
 
 	// Distinct texts must give distinct vectors.
@@ -156,6 +161,31 @@ func (r *VerifyReport) checkVocab(m *Model) {
 			"tokenizer has %d tokens, embedding table has %d rows", r.Load.TokenizerVocab, rows)
 		return
 	}
+}
+
+// minNativeCosine is the least cosine Verify accepts between a native
+// vector and the runtime's for the same text.
+const minNativeCosine = 0.9999
+
+// checkNative compares the vectors of a model evaluated natively (vecs,
+// of the query samples) with those of hugot's runtime on the same graph.
+func (r *VerifyReport) checkNative(ctx context.Context, m *Model, samples []string, vecs [][]float32) {
+	want, err := m.EmbedRuntime(ctx, samples, Query)
+	if err != nil {
+		r.check("native evaluation", false, "the runtime, to compare with, fails on the samples: %v", err)
+		return
+	}
+	least := 1.0
+	var low []string
+	for i := range vecs {
+		c := cosine(vecs[i], want[i])
+		least = min(least, c)
+		if c < minNativeCosine {
+			low = append(low, fmt.Sprintf("%q %.6f", samples[i], c))
+		}
+	}
+	r.check("native evaluation", len(low) == 0, "%s: cosine with the runtime's vectors at least %.6f over %d sample queries (want %v)%s",
+		r.Load.Evaluator, least, len(samples), minNativeCosine, problemList(low))
 }
 
 // checkVectors checks lengths, finite values and unit norms; allowZero

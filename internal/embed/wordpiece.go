@@ -6,8 +6,8 @@ import (
 )
 
 // wordPiece is a native encoder for one common tokenizer.json: a BERT
-// WordPiece vocabulary with the BERT normalizer (lowercase, no accent
-// stripping), the BERT pre-tokenizer and [CLS]/[SEP] post-processing. It
+// WordPiece vocabulary with the lowercasing BERT normalizer, the BERT
+// pre-tokenizer and [CLS]/[SEP] post-processing. It
 // encodes printable ASCII words itself, text that holds no added token;
 // for that text it gives exactly the ids the general tokenizer gives (the tests
 // compare the two on the dev sets, real skill texts and random text), at a
@@ -23,6 +23,7 @@ type wordPiece struct {
 	// addedNonASCII is set when an added token holds a character outside
 	// ASCII: such text always goes to the general tokenizer.
 	addedNonASCII bool
+	norm          bertNormalizer // for encodeUnicode
 }
 
 // tokenizerJSON is the part of tokenizer.json wordPiece reads.
@@ -61,9 +62,7 @@ type tokenizerJSON struct {
 			IDs []int `json:"ids"`
 		} `json:"special_tokens"`
 	} `json:"post_processor"`
-	Truncation json.RawMessage `json:"truncation"`
-	Padding    json.RawMessage `json:"padding"`
-	Model      struct {
+	Model struct {
 		Type                    string         `json:"type"`
 		UnkToken                string         `json:"unk_token"`
 		ContinuingSubwordPrefix string         `json:"continuing_subword_prefix"`
@@ -80,7 +79,7 @@ func newWordPiece(data []byte) *wordPiece {
 		return nil
 	}
 	m := t.Model
-	wp := &wordPiece{vocab: m.Vocab, cont: map[string]int{}, maxChars: m.MaxInputCharsPerWord}
+	wp := &wordPiece{vocab: m.Vocab, cont: map[string]int{}, maxChars: m.MaxInputCharsPerWord, norm: newBertNormalizer(&t)}
 	var ok bool
 	if wp.cls, wp.sep, ok = t.specials(); !ok {
 		return nil
@@ -105,14 +104,24 @@ func newWordPiece(data []byte) *wordPiece {
 }
 
 // native reports whether wordPiece encodes as t does: a lowercasing BERT
-// normalizer that keeps accents, the BERT pre-tokenizer, a WordPiece model,
-// a post-processor, and no truncation or padding of its own.
+// normalizer, the BERT pre-tokenizer, a WordPiece model and a
+// post-processor. Accents matter only outside ASCII, which the general
+// tokenizer encodes; t's own truncation and padding do not matter, since
+// loadTokenizer replaces them.
 func (t *tokenizerJSON) native() bool {
 	n, pre, post, m := t.Normalizer, t.PreTokenizer, t.PostProcessor, t.Model
-	return n != nil && n.Type == "BertNormalizer" && n.Lowercase && (n.StripAccents == nil || !*n.StripAccents) &&
+	return n != nil && n.Type == "BertNormalizer" && n.Lowercase &&
 		pre != nil && pre.Type == "BertPreTokenizer" && post != nil &&
-		m.Type == "WordPiece" && m.ContinuingSubwordPrefix != "" && m.MaxInputCharsPerWord > 0 &&
-		(len(t.Truncation) == 0 || string(t.Truncation) == "null") && (len(t.Padding) == 0 || string(t.Padding) == "null")
+		m.Type == "WordPiece" && m.ContinuingSubwordPrefix != "" && m.MaxInputCharsPerWord > 0
+}
+
+// maxID returns the largest id of the vocabulary.
+func (wp *wordPiece) maxID() int {
+	top := 0
+	for _, id := range wp.vocab {
+		top = max(top, id)
+	}
+	return top
 }
 
 // specials returns the ids of [CLS] and [SEP] as t's post-processor names
@@ -277,6 +286,13 @@ func (wp *wordPiece) appendWord(ids []int, word string) []int {
 	if len(word) > wp.maxChars {
 		return append(ids, wp.unk)
 	}
+	return wp.appendPieces(ids, word)
+}
+
+// appendPieces appends the word pieces of a lowercased word to ids: greedy
+// longest match first, [UNK] for a word that does not split. Pieces are
+// matched on bytes: a cut inside a UTF-8 sequence is never a piece.
+func (wp *wordPiece) appendPieces(ids []int, word string) []int {
 	start := len(ids)
 	for pos := 0; pos < len(word); {
 		end := len(word)

@@ -1,6 +1,8 @@
 package onnxgraph
 
 import (
+	"math"
+
 	"google.golang.org/protobuf/encoding/protowire"
 )
 
@@ -17,8 +19,10 @@ const (
 
 // AttributeProto.AttributeType values.
 const (
+	attrFloat  = 1
 	attrInt    = 2
 	attrTensor = 4
+	attrInts   = 7
 )
 
 const (
@@ -108,19 +112,35 @@ func (n *node) marshal() []byte {
 	return b
 }
 
-// attribute is AttributeProto: 1 name, 3 i, 5 t, 20 type. Only INT and
-// TENSOR attributes are written.
+// attribute is AttributeProto: 1 name, 2 f, 3 i, 5 t, 8 ints, 20 type.
+// INT, FLOAT, INTS and TENSOR attributes are written; typ says which (the
+// zero value is INT).
 type attribute struct {
 	name string
+	typ  int
 	i    int64
+	f    float32
+	ints []int64
 	t    *tensor // set for a TENSOR attribute
 }
 
 func (a *attribute) marshal() []byte {
 	b := appendStringField(nil, 1, a.name)
-	if a.t != nil {
+	switch {
+	case a.t != nil:
 		b = appendMessageField(b, 5, a.t.marshal())
 		return appendVarintField(b, 20, attrTensor)
+	case a.typ == attrFloat:
+		b = protowire.AppendTag(b, 2, protowire.Fixed32Type)
+		b = protowire.AppendFixed32(b, math.Float32bits(a.f))
+		return appendVarintField(b, 20, attrFloat)
+	case a.typ == attrInts:
+		var packed []byte
+		for _, v := range a.ints {
+			packed = protowire.AppendVarint(packed, uint64(v))
+		}
+		b = appendMessageField(b, 8, packed)
+		return appendVarintField(b, 20, attrInts)
 	}
 	b = protowire.AppendTag(b, 3, protowire.VarintType)
 	b = protowire.AppendVarint(b, uint64(a.i))

@@ -200,7 +200,8 @@ func sameNode(a, b node) bool {
 	}
 	for i, x := range a.attrs {
 		y := b.attrs[i]
-		if x.name != y.name || x.i != y.i || (x.t == nil) != (y.t == nil) {
+		if x.name != y.name || x.typ != y.typ || x.i != y.i || math.Float32bits(x.f) != math.Float32bits(y.f) ||
+			!slices.Equal(x.ints, y.ints) || (x.t == nil) != (y.t == nil) {
 			return false
 		}
 		if x.t != nil && (x.t.dataType != y.t.dataType || !slices.Equal(x.t.dims, y.t.dims) || string(x.t.raw) != string(y.t.raw)) {
@@ -272,22 +273,8 @@ func readNode(data []byte) (node, error) {
 		case 4:
 			n.opType = string(v)
 		case 5:
-			var a attribute
-			if err := fields(v, func(an protowire.Number, at protowire.Type, av []byte, x uint64) error {
-				switch {
-				case an == 1 && at == protowire.BytesType:
-					a.name = string(av)
-				case an == 3 && at == protowire.VarintType:
-					a.i = int64(x)
-				case an == 5 && at == protowire.BytesType:
-					t, err := readTensor(av)
-					if err != nil {
-						return err
-					}
-					a.t = &t
-				}
-				return nil
-			}); err != nil {
+			a, err := readAttribute(v)
+			if err != nil {
 				return err
 			}
 			n.attrs = append(n.attrs, a)
@@ -295,6 +282,46 @@ func readNode(data []byte) (node, error) {
 		return nil
 	})
 	return n, err
+}
+
+// readAttribute parses an AttributeProto: its name, type, and an INT,
+// FLOAT, INTS (packed or not) or TENSOR value.
+func readAttribute(data []byte) (attribute, error) {
+	var a attribute
+	err := fields(data, func(an protowire.Number, at protowire.Type, av []byte, x uint64) error {
+		switch {
+		case an == 1 && at == protowire.BytesType:
+			a.name = string(av)
+		case an == 2 && at == protowire.Fixed32Type:
+			a.f = math.Float32frombits(uint32(x))
+		case an == 3 && at == protowire.VarintType:
+			a.i = int64(x)
+		case an == 5 && at == protowire.BytesType:
+			t, err := readTensor(av)
+			if err != nil {
+				return err
+			}
+			a.t = &t
+		case an == 8 && at == protowire.BytesType:
+			for len(av) > 0 {
+				v, n := protowire.ConsumeVarint(av)
+				if n < 0 {
+					return protowire.ParseError(n)
+				}
+				a.ints = append(a.ints, int64(v))
+				av = av[n:]
+			}
+		case an == 8 && at == protowire.VarintType:
+			a.ints = append(a.ints, int64(x))
+		case an == 20 && at == protowire.VarintType:
+			a.typ = int(x)
+		}
+		return nil
+	})
+	if a.typ == attrInt || a.typ == attrTensor {
+		a.typ = 0 // as this package writes them
+	}
+	return a, err
 }
 
 func readTensor(data []byte) (tensor, error) {
@@ -325,7 +352,7 @@ func readTensor(data []byte) (tensor, error) {
 }
 
 // fields calls f for every field of a protobuf message: bytes fields with
-// their content, varint fields with their value.
+// their content, varint and fixed32 fields with their value.
 func fields(data []byte, f func(num protowire.Number, typ protowire.Type, v []byte, x uint64) error) error {
 	for len(data) > 0 {
 		num, typ, n := protowire.ConsumeTag(data)
@@ -340,6 +367,10 @@ func fields(data []byte, f func(num protowire.Number, typ protowire.Type, v []by
 			v, n = protowire.ConsumeBytes(data)
 		case protowire.VarintType:
 			x, n = protowire.ConsumeVarint(data)
+		case protowire.Fixed32Type:
+			var x32 uint32
+			x32, n = protowire.ConsumeFixed32(data)
+			x = uint64(x32)
 		default:
 			n = protowire.ConsumeFieldValue(num, typ, data)
 		}

@@ -160,6 +160,12 @@ func (m *StaticEmbedding) WriteFile(path string) error {
 	if err != nil {
 		return err
 	}
+	return writeAtomic(path, b)
+}
+
+// writeAtomic writes b to path through a temporary file in the same
+// directory renamed over path.
+func writeAtomic(path string, b []byte) error {
 	dir := filepath.Dir(path)
 	f, err := os.CreateTemp(dir, ".onnxgraph-*")
 	if err != nil {

@@ -18,6 +18,7 @@
 //	go run ./models/recipe validate [-work DIR] [-model DIR] # held-out Debian retrieval through hugot
 //	go run ./models/recipe eval [-model DIR] [-w 0.4] SET_DIR...  # BM25, dense, hybrid on eval sets
 //	go run ./models/recipe calibrate [-eval DIR] [-eval-transfer DIR] [-corpora DIR]   # verdict classifier -> calibration.yaml
+//	go run ./models/recipe encoder -src DIR -out DIR        # BERT safetensors -> model folder with the int8 encoder graph
 //
 // Every step is deterministic: the same inputs give the same model.onnx bytes.
 package main
@@ -60,6 +61,8 @@ func main() {
 		err = runEval(args)
 	case "calibrate":
 		err = runCalibrate(args)
+	case "encoder":
+		err = runEncoder(args)
 	case "-h", "-help", "--help", "help":
 		usage()
 		return
@@ -88,6 +91,8 @@ commands:
   validate  held-out Debian retrieval through hugot (BM25, dense, hybrid)
   eval      BM25, dense and hybrid on an eval set (skills/ + queries.jsonl)
   calibrate fit the verdict classifier on the five dev sets and foreign tasks
+  encoder   convert a BERT encoder (model.safetensors, config.json, tokenizer.json)
+            into a model folder with the int8 encoder graph
 
 Run a command with -h for its flags.
 `)

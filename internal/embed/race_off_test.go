@@ -1,0 +1,6 @@
+//go:build !race
+
+package embed
+
+// raceDetector is set when the tests run under the race detector.
+const raceDetector = false
