@@ -237,13 +237,10 @@ func (m *Manager) run(ctx context.Context, g *generation, texts []string, kind K
 	return nil, fmt.Errorf("%w (%s): %v", ErrUnavailable, ReasonOf(err), err)
 }
 
-// EmbedQuery embeds one task text as a query (for the matcher).
-func (m *Manager) EmbedQuery(ctx context.Context, text string) ([]float32, error) {
-	v, err := m.Embed(ctx, []string{text}, Query)
-	if err != nil {
-		return nil, err
-	}
-	return v[0], nil
+// EmbedQueries embeds task texts as queries (for the matcher), in one run
+// for those the query cache does not hold.
+func (m *Manager) EmbedQueries(ctx context.Context, texts []string) ([][]float32, error) {
+	return m.Embed(ctx, texts, Query)
 }
 
 // Identity returns the current model's identity, or the zero Identity when

@@ -155,15 +155,15 @@ type switchEmbedder struct {
 	cached bool
 }
 
-func (e *switchEmbedder) EmbedQuery(ctx context.Context, text string) ([]float32, error) {
+func (e *switchEmbedder) EmbedQueries(ctx context.Context, texts []string) ([][]float32, error) {
 	if e.cached {
-		return e.cache[text], nil
+		out := make([][]float32, len(texts))
+		for i, t := range texts {
+			out[i] = e.cache[t]
+		}
+		return out, nil
 	}
-	v, err := e.m.Embed(ctx, []string{text}, embed.Query)
-	if err != nil {
-		return nil, err
-	}
-	return v[0], nil
+	return e.m.Embed(ctx, texts, embed.Query)
 }
 
 // BenchmarkMatch measures in-process Match (hybrid, default config, bodies

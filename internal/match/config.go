@@ -179,6 +179,8 @@ type Config struct {
 	// Abstain holds the abstention and cut-off rules.
 	Abstain  AbstainConfig `json:"abstain" yaml:"abstain"`
 	Triggers TriggerConfig `json:"triggers" yaml:"triggers"`
+	// Parts splits a task of several sentences for dense matching.
+	Parts PartsConfig `json:"parts" yaml:"parts"`
 	// TopK is the number of candidates when a request asks for 0.
 	TopK int `json:"top_k" yaml:"top_k"`
 	// MaxTopK is the largest top_k a request may ask for.
@@ -242,6 +244,7 @@ func DefaultConfig() Config {
 			PhraseInfo:  1,
 			Explicit:    true,
 		},
+		Parts:        PartsConfig{Max: 8, Weight: 0.5},
 		TopK:         DefaultTopK,
 		MaxTopK:      DefaultMaxTopK,
 		MaxTaskBytes: DefaultMaxTaskBytes,
@@ -315,6 +318,10 @@ func (c Config) Validate() error {
 	c.Fusion.check(&v)
 	c.Abstain.check(&v)
 	c.Triggers.check(&v)
+	v.unit("parts.weight", c.Parts.Weight)
+	if c.Parts.Max < 0 || c.Parts.Max > 64 {
+		v.bad("parts.max", "%d is outside [0, 64]", c.Parts.Max)
+	}
 	if c.TopK < 1 || c.TopK > c.MaxTopK {
 		v.bad("top_k", "%d is outside [1, max_top_k=%d]", c.TopK, c.MaxTopK)
 	}

@@ -215,8 +215,12 @@ func checkExact(t *testing.T, ix *Index, tasks []string) {
 // fakeQuery returns a fixed vector per task.
 type fakeQuery struct{ vecs map[string][]float32 }
 
-func (f fakeQuery) EmbedQuery(_ context.Context, text string) ([]float32, error) {
-	return f.vecs[text], nil
+func (f fakeQuery) EmbedQueries(_ context.Context, texts []string) ([][]float32, error) {
+	out := make([][]float32, len(texts))
+	for i, t := range texts {
+		out[i] = f.vecs[t]
+	}
+	return out, nil
 }
 
 // TestScratchClearedAfterEverySlot checks that a task whose postings cover

@@ -15,8 +15,16 @@ type fakeEmbedder struct {
 	embed func(ctx context.Context, text string) ([]float32, error)
 }
 
-func (f fakeEmbedder) EmbedQuery(ctx context.Context, text string) ([]float32, error) {
-	return f.embed(ctx, text)
+func (f fakeEmbedder) EmbedQueries(ctx context.Context, texts []string) ([][]float32, error) {
+	out := make([][]float32, len(texts))
+	for i, t := range texts {
+		v, err := f.embed(ctx, t)
+		if err != nil {
+			return nil, err
+		}
+		out[i] = v
+	}
+	return out, nil
 }
 
 // constEmbedder returns v for every task.

@@ -12,10 +12,11 @@ import (
 
 // QueryEmbedder embeds a task for dense matching; embed.Manager is one.
 type QueryEmbedder interface {
-	// EmbedQuery returns the task's vector. Any error (model unavailable,
-	// timeout) makes the request keyword-only: Match answers from BM25
-	// and sets MatchResult.Degraded.
-	EmbedQuery(ctx context.Context, text string) ([]float32, error)
+	// EmbedQueries returns one vector per text: a task's, then its parts'
+	// (see PartsConfig). Any error (model unavailable, timeout) makes the
+	// request keyword-only: Match answers from BM25 and sets
+	// MatchResult.Degraded.
+	EmbedQueries(ctx context.Context, texts []string) ([][]float32, error)
 }
 
 // BuildInput is what an Index is built from: one catalog generation.

@@ -92,7 +92,9 @@ type scratch struct {
 	dots       []int32
 	q2         []float32
 	rescore    []int32
-	bins       []uint16 // dense.top: each slot's lower-bound bin
+	bins       []uint16  // dense.top: each slot's lower-bound bin
+	part       []float32 // denseQuery: one part's cosines
+	partBest   []float32 // denseQuery: the best part's cosines
 	candidates []candidate
 	pairs      []qpair
 	// The maps of a task's analysis, kept empty between calls.
@@ -161,11 +163,11 @@ func (ix *Index) rank(ctx context.Context, req skill.MatchRequest, visible Visib
 	pool := max(ix.cfg.Fusion.Pool, r.topK, RankDepth)
 
 	res := skill.MatchResult{Generation: ix.generation, GenerationID: ix.generationID, Mode: r.mode}
-	uq, err := ix.queryVector(ctx, r, &res)
+	dq, err := ix.queryVectors(ctx, r, &res)
 	if err != nil {
 		return nil, err
 	}
-	useDense := uq != nil
+	useDense := dq.whole != nil
 	mode := r.mode
 	if !useDense {
 		mode = skill.ModeKeyword
@@ -177,7 +179,7 @@ func (ix *Index) rank(ctx context.Context, req skill.MatchRequest, visible Visib
 
 	var denseList, bm25List []entry
 	if useDense {
-		denseList = ix.dense.top(uq, pool, n, isVisible, ix.ord, sc)
+		denseList = dq.top(ix.dense, pool, n, isVisible, ix.ord, sc)
 	}
 	task := ix.sparse.analyzeTask(r.task, sc)
 	var fired map[int32]*firing
@@ -194,7 +196,7 @@ func (ix *Index) rank(ctx context.Context, req skill.MatchRequest, visible Visib
 	qs := sres.stats
 	bm25List = visibleTop(pool, isVisible, func(k int) []entry { return topSparse(sc, ix.ord, k) })
 
-	cands := ix.candidates(sc, uq, denseList, bm25List, fired, isVisible)
+	cands := ix.candidates(sc, dq, denseList, bm25List, fired, isVisible)
 	scale := ix.fuse(mode, r.fusion, pool, cands, denseList, bm25List, qs.coverage())
 	ix.sortCandidates(mode, r.fusion, cands)
 	rk := ix.ranking(sc, cands, denseList, bm25List, qs, mode, max(r.topK, RankDepth))
@@ -235,31 +237,46 @@ func (ix *Index) visibility(sc *scratch, hidden bool, visible Visibility, view *
 	}
 }
 
-// queryVector returns the task's unit vector, or nil when the request
-// does not use embeddings or they are unavailable (res is then Degraded).
-// It fails only when ctx ended.
-func (ix *Index) queryVector(ctx context.Context, r resolved, res *skill.MatchResult) ([]float32, error) {
+// queryVectors returns the unit vectors of the task and of its parts (see
+// PartsConfig), with no vector when the request does not use embeddings or
+// they are unavailable (res is then Degraded). It fails only when ctx
+// ended.
+func (ix *Index) queryVectors(ctx context.Context, r resolved, res *skill.MatchResult) (denseQuery, error) {
 	if r.mode == skill.ModeKeyword {
-		return nil, nil
+		return denseQuery{}, nil
 	}
 	if !ix.DenseAvailable() {
 		res.Degraded = true
-		return nil, nil
+		return denseQuery{}, nil
 	}
-	q, err := ix.embedder.EmbedQuery(ctx, r.raw)
+	texts := append([]string{r.raw}, taskParts(r.raw, ix.cfg.Parts.Max)...)
+	vecs, err := ix.embedder.EmbedQueries(ctx, texts)
+	if err == nil && len(vecs) != len(texts) {
+		err = fmt.Errorf("embedded %d of %d texts", len(vecs), len(texts))
+	}
 	if err != nil {
 		if cerr := ctx.Err(); cerr != nil {
-			return nil, cerr
+			return denseQuery{}, cerr
 		}
 		res.Degraded = true
-		return nil, nil
+		return denseQuery{}, nil
 	}
-	u, ok := ix.dense.query(q)
-	if !ok {
-		res.Degraded = true
-		return nil, nil
+	q := denseQuery{weight: float32(ix.cfg.Parts.Weight)}
+	for i, v := range vecs {
+		u, ok := ix.dense.query(v)
+		switch {
+		case !ok && i == 0:
+			res.Degraded = true
+			return denseQuery{}, nil
+		case !ok:
+			continue // a part the model gave no usable vector adds nothing
+		case i == 0:
+			q.whole = u
+		default:
+			q.parts = append(q.parts, u)
+		}
 	}
-	return u, nil
+	return q, nil
 }
 
 // candidate returns the candidate of slot d, added the first time.
@@ -276,7 +293,7 @@ func (sc *scratch) candidate(d int32) *candidate {
 // candidates gathers the skills of both lists and every visible skill a
 // phrase fired for, with their ranks, cosines (those outside the dense
 // list scored exactly, eight rows at a time, when uq is set) and boosts.
-func (ix *Index) candidates(sc *scratch, uq []float32, denseList, bm25List []entry, fired map[int32]*firing, isVisible func(int32) bool) []*candidate {
+func (ix *Index) candidates(sc *scratch, dq denseQuery, denseList, bm25List []entry, fired map[int32]*firing, isVisible func(int32) bool) []*candidate {
 	for i, e := range denseList {
 		c := sc.candidate(e.doc)
 		c.drank = i + 1
@@ -290,7 +307,7 @@ func (ix *Index) candidates(sc *scratch, uq []float32, denseList, bm25List []ent
 			sc.candidate(d).fire = f
 		}
 	}
-	if uq != nil {
+	if dq.whole != nil {
 		need := sc.rescore[:0]
 		for i := range sc.candidates {
 			if c := &sc.candidates[i]; !c.hasCos && ix.dense.has(c.doc) {
@@ -298,7 +315,7 @@ func (ix *Index) candidates(sc *scratch, uq []float32, denseList, bm25List []ent
 			}
 		}
 		sc.rescore = need
-		ix.dense.exact(uq, need, sc, func(d int32, s float32) {
+		dq.exact(ix.dense, need, sc, func(d int32, s float32) {
 			c := &sc.candidates[sc.cand[d]-1]
 			c.cos, c.hasCos = float64(s), true
 		})
