@@ -420,16 +420,17 @@ func (m *Model) runTimed(ctx context.Context, batch []tokenized) ([][]float32, e
 		vecs, err := m.run(batch)
 		done <- result{vecs, err}
 	}()
-	timer := time.NewTimer(m.cfg.Timeout)
+	timeout := runTimeout(m.cfg.Timeout, batch)
+	timer := time.NewTimer(timeout)
 	defer timer.Stop()
 	timedOut := func() error {
-		return fmt.Errorf("embed %d texts: %w after %v", len(batch), ErrTimeout, m.cfg.Timeout)
+		return fmt.Errorf("embed %d texts: %w after %v", len(batch), ErrTimeout, timeout)
 	}
 	select {
 	case r := <-done:
 		// A run that took longer than the timeout is a timeout, whichever
 		// case the select saw first.
-		if r.err == nil && time.Since(start) > m.cfg.Timeout {
+		if r.err == nil && time.Since(start) > timeout {
 			return nil, timedOut()
 		}
 		return r.vecs, r.err
@@ -438,6 +439,20 @@ func (m *Model) runTimed(ctx context.Context, batch []tokenized) ([][]float32, e
 	case <-ctx.Done():
 		return nil, ctx.Err()
 	}
+}
+
+// timeoutTokens is how many tokens one Config.Timeout is for: a batch of
+// more gets one Timeout per timeoutTokens (a batch of long skill texts is
+// many times the work of one task).
+const timeoutTokens = 2048
+
+// runTimeout is the time a run of batch may take.
+func runTimeout(perRun time.Duration, batch []tokenized) time.Duration {
+	tokens := 0
+	for _, in := range batch {
+		tokens += len(in.ids)
+	}
+	return perRun * time.Duration(max(1, (tokens+timeoutTokens-1)/timeoutTokens))
 }
 
 // run runs one batch through the model and pools the output. It does not
