@@ -72,9 +72,11 @@ type Config struct {
 	// Dimension is the vector length the caller expects; 0 accepts any.
 	// A model with another dimension fails to load.
 	Dimension int
-	// Timeout bounds one model run (one batch) of up to 2,048 tokens; a
-	// batch of more tokens gets one Timeout per 2,048. A run that takes
-	// longer puts a Manager in degraded state.
+	// Timeout bounds one model run (one batch) of up to 2,048 tokens of
+	// queries; a batch of more tokens gets one Timeout per 2,048, and a
+	// batch of documents (skill texts, embedded in the background) eight
+	// times as long. A run that takes longer puts a Manager in degraded
+	// state.
 	Timeout time.Duration
 	// QueryCacheSize is the number of query vectors a Manager keeps in its
 	// LRU cache; negative disables the cache.

@@ -66,7 +66,7 @@ func (m *Model) workers() int {
 // the concurrency bound and the timeout of a runtime run. A run is not
 // interrupted: one that took longer than the timeout is reported as
 // ErrTimeout when it ends.
-func (m *Model) runEncoder(ctx context.Context, batch []tokenized) ([][]float32, error) {
+func (m *Model) runEncoder(ctx context.Context, batch []tokenized, limit time.Duration) ([][]float32, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
@@ -94,7 +94,7 @@ func (m *Model) runEncoder(ctx context.Context, batch []tokenized) ([][]float32,
 	if err != nil {
 		return nil, withReason(ReasonEmbedError, fmt.Errorf("encoder: %w", err))
 	}
-	if d := time.Since(start); d > m.cfg.Timeout {
+	if d := time.Since(start); d > limit {
 		return nil, fmt.Errorf("embed %d texts: %w after %v", len(batch), ErrTimeout, d.Round(time.Microsecond))
 	}
 	return vecs, nil

@@ -187,3 +187,31 @@ func FuzzParseManifest(f *testing.F) {
 		}
 	})
 }
+
+// TestRunTimeout: a run gets one Timeout per 2,048 tokens, at least one,
+// and a run of documents eight times as long.
+func TestRunTimeout(t *testing.T) {
+	batch := func(lens ...int) []tokenized {
+		var b []tokenized
+		for _, n := range lens {
+			b = append(b, tokenized{ids: make([]int, n)})
+		}
+		return b
+	}
+	for _, c := range []struct {
+		name  string
+		batch []tokenized
+		kind  Kind
+		want  time.Duration
+	}{
+		{"one short query", batch(12), Query, time.Second},
+		{"queries up to 2,048 tokens", batch(1024, 1024), Query, time.Second},
+		{"queries of 2,049 tokens", batch(1024, 1025), Query, 2 * time.Second},
+		{"32 skill texts of 256 tokens", batch(slices.Repeat([]int{256}, 32)...), Document, 32 * time.Second},
+		{"one short skill text", batch(20), Document, 8 * time.Second},
+	} {
+		if got := runTimeout(time.Second, c.batch, c.kind); got != c.want {
+			t.Errorf("%s: %v, want %v", c.name, got, c.want)
+		}
+	}
+}

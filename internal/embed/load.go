@@ -530,7 +530,7 @@ func (m *Model) warm(ctx context.Context) error {
 		for i := range in.mask {
 			in.mask[i] = 1
 		}
-		vecs, err := m.runBatch(ctx, []tokenized{in})
+		vecs, err := m.runBatch(ctx, []tokenized{in}, m.cfg.Timeout)
 		if err != nil {
 			return withReason(ReasonModelInvalid, fmt.Errorf("warm up shape [1, %d]: %w", seq, err))
 		}

@@ -170,7 +170,7 @@ func (m *Model) embed(ctx context.Context, texts []string, kind Kind) ([][]float
 }
 
 // embedWith is embed with the batches run by run.
-func (m *Model) embedWith(ctx context.Context, texts []string, kind Kind, run func(context.Context, []tokenized) ([][]float32, error)) ([][]float32, int, error) {
+func (m *Model) embedWith(ctx context.Context, texts []string, kind Kind, run func(context.Context, []tokenized, time.Duration) ([][]float32, error)) ([][]float32, int, error) {
 	var prefix string
 	switch kind {
 	case Query:
@@ -188,7 +188,7 @@ func (m *Model) embedWith(ctx context.Context, texts []string, kind Kind, run fu
 		if len(batch) == 0 {
 			return nil
 		}
-		vecs, err := run(ctx, batch)
+		vecs, err := run(ctx, batch, runTimeout(m.cfg.Timeout, batch, kind))
 		if err != nil {
 			return err
 		}
@@ -337,12 +337,12 @@ func (m *Model) tokenize(text string) (in tokenized, err error) {
 
 // runBatch runs one batch: natively for a static embedding graph or an
 // encoder graph, else through the model runtime.
-func (m *Model) runBatch(ctx context.Context, batch []tokenized) ([][]float32, error) {
+func (m *Model) runBatch(ctx context.Context, batch []tokenized, limit time.Duration) ([][]float32, error) {
 	if m.enc != nil {
-		return m.runEncoder(ctx, batch)
+		return m.runEncoder(ctx, batch, limit)
 	}
 	if m.static == nil {
-		return m.runTimed(ctx, batch)
+		return m.runTimed(ctx, batch, limit)
 	}
 	if err := ctx.Err(); err != nil {
 		return nil, err
@@ -354,7 +354,7 @@ func (m *Model) runBatch(ctx context.Context, batch []tokenized) ([][]float32, e
 	}
 	start := time.Now()
 	vecs := m.runStatic(batch)
-	if d := time.Since(start); d > m.cfg.Timeout {
+	if d := time.Since(start); d > limit {
 		return nil, fmt.Errorf("embed %d texts: %w after %v", len(batch), ErrTimeout, d.Round(time.Microsecond))
 	}
 	return vecs, nil
@@ -391,7 +391,7 @@ func (m *Model) runStatic(batch []tokenized) [][]float32 {
 // runTimed runs one batch with the configured timeout. On timeout the run
 // goes on in the background, holding its concurrency slot and the read lock
 // that keeps Close waiting, and runTimed returns ErrTimeout.
-func (m *Model) runTimed(ctx context.Context, batch []tokenized) ([][]float32, error) {
+func (m *Model) runTimed(ctx context.Context, batch []tokenized, timeout time.Duration) ([][]float32, error) {
 	// A select with a free slot and a closed Done picks either at random;
 	// a call whose context already ended must never start a run.
 	if err := ctx.Err(); err != nil {
@@ -420,7 +420,6 @@ func (m *Model) runTimed(ctx context.Context, batch []tokenized) ([][]float32, e
 		vecs, err := m.run(batch)
 		done <- result{vecs, err}
 	}()
-	timeout := runTimeout(m.cfg.Timeout, batch)
 	timer := time.NewTimer(timeout)
 	defer timer.Stop()
 	timedOut := func() error {
@@ -446,13 +445,22 @@ func (m *Model) runTimed(ctx context.Context, batch []tokenized) ([][]float32, e
 // many times the work of one task).
 const timeoutTokens = 2048
 
-// runTimeout is the time a run of batch may take.
-func runTimeout(perRun time.Duration, batch []tokenized) time.Duration {
+// documentTimeouts is how many Timeouts a run of documents gets per
+// timeoutTokens: skill texts are embedded in the background, where a busy
+// machine slows a run without anything being wrong with the model.
+const documentTimeouts = 8
+
+// runTimeout is the time a run of batch, texts of kind, may take.
+func runTimeout(perRun time.Duration, batch []tokenized, kind Kind) time.Duration {
 	tokens := 0
 	for _, in := range batch {
 		tokens += len(in.ids)
 	}
-	return perRun * time.Duration(max(1, (tokens+timeoutTokens-1)/timeoutTokens))
+	n := max(1, (tokens+timeoutTokens-1)/timeoutTokens)
+	if kind == Document {
+		n *= documentTimeouts
+	}
+	return perRun * time.Duration(n)
 }
 
 // run runs one batch through the model and pools the output. It does not
