@@ -339,8 +339,11 @@ func (h *httpFront) serveView(w http.ResponseWriter, r *http.Request, p *auth.Pr
 	if v := r.Header.Get("Mcp-Protocol-Version"); v >= statelessProtocol {
 		sdk = h.stateless
 	}
+	sid := r.Header.Get("Mcp-Session-Id")
 	if r.Method != http.MethodPost {
-		sdk.ServeHTTP(w, r)
+		rw := &rpcErrorWriter{ResponseWriter: w}
+		sdk.ServeHTTP(rw, r)
+		rw.finish(postedCall{}, sid)
 		return
 	}
 	call, ok := peekCall(r, h.o.MaxBodyBytes)
@@ -351,9 +354,13 @@ func (h *httpFront) serveView(w http.ResponseWriter, r *http.Request, p *auth.Pr
 		}
 		rw := &rpcErrorWriter{ResponseWriter: w}
 		sdk.ServeHTTP(rw, r)
-		rw.finish(call)
+		rw.finish(call, sid)
 	}
-	if sdk == h.sdk && r.Header.Get("Mcp-Session-Id") == "" {
+	if sdk == h.sdk && sid == "" {
+		if ok && !call.opensSession() {
+			refuseSessionless(w, call)
+			return
+		}
 		// The body is read: a slow client holds no session's place.
 		h.openSession(w, r, serve)
 		return

@@ -721,3 +721,68 @@ func TestRateLimitRefusalsAreAuditedSampled(t *testing.T) {
 		t.Errorf("rate-limited calls: %d audited, %d counted only; want 1 audited and the rest counted", audited, counted)
 	}
 }
+
+// TestHTTPSessionErrors: on the endpoint with sessions, a message without
+// Mcp-Session-Id that is not initialize gets HTTP 400, and one naming a
+// session the server does not hold gets 404, each with a JSON-RPC -32600
+// that says what to do; the refused message opens no session.
+func TestHTTPSessionErrors(t *testing.T) {
+	h := newHTTPHarness(t, HTTPOptions{})
+	before := h.front.liveSessions()
+	for _, tc := range []struct {
+		name, method, body, sid string
+		status                  int
+		id                      string
+		want                    string
+	}{
+		{"a call without a session", http.MethodPost, `{"jsonrpc":"2.0","id":2,"method":"tools/list"}`, "",
+			http.StatusBadRequest, "2", `"tools/list\" needs a session and the request has no Mcp-Session-Id header`},
+		{"a notification without a session", http.MethodPost, `{"jsonrpc":"2.0","method":"notifications/initialized"}`, "",
+			http.StatusBadRequest, "", `needs a session`},
+		{"a call to an unknown session", http.MethodPost, `{"jsonrpc":"2.0","id":"x","method":"tools/list"}`, "no-such-session",
+			http.StatusNotFound, `"x"`, `Session not found: Mcp-Session-Id \"no-such-session\" names no live session`},
+		{"initialize naming an unknown session", http.MethodPost, initializeBody, "gone",
+			http.StatusNotFound, "1", `start a new session with initialize`},
+		{"a stream without a session", http.MethodGet, "", "", http.StatusBadRequest, "", `GET requires an Mcp-Session-Id header`},
+		{"a stream of an unknown session", http.MethodGet, "", "gone", http.StatusNotFound, "", `Session not found`},
+		{"closing an unknown session", http.MethodDelete, "", "gone", http.StatusNotFound, "", `Session not found`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			req, _ := http.NewRequest(tc.method, h.srv.URL+Path, strings.NewReader(tc.body))
+			req.Header.Set("Content-Type", "application/json")
+			req.Header.Set("Accept", "application/json, text/event-stream")
+			if tc.sid != "" {
+				req.Header.Set("Mcp-Session-Id", tc.sid)
+			}
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer resp.Body.Close()
+			b, _ := io.ReadAll(resp.Body)
+			var msg struct {
+				ID    json.RawMessage
+				Error struct {
+					Code    int64
+					Message string
+				}
+			}
+			if err := json.Unmarshal(b, &msg); err != nil || resp.Header.Get("Content-Type") != "application/json" {
+				t.Fatalf("%d %s %q: not a JSON-RPC answer (%v)", resp.StatusCode, resp.Header.Get("Content-Type"), b, err)
+			}
+			id := string(msg.ID)
+			if id == "null" {
+				id = ""
+			}
+			if resp.StatusCode != tc.status || msg.Error.Code != -32600 || id != tc.id || !strings.Contains(string(b), tc.want) {
+				t.Errorf("got %d %s, want %d, code -32600, id %q and %q", resp.StatusCode, b, tc.status, tc.id, tc.want)
+			}
+		})
+	}
+	if resp, body := h.post(Path, initializeBody, nil); resp.StatusCode != http.StatusOK || resp.Header.Get("Mcp-Session-Id") == "" {
+		t.Errorf("initialize: %d %q", resp.StatusCode, body)
+	}
+	if got := h.front.liveSessions(); got != before+1 {
+		t.Errorf("live sessions %d, want %d (only initialize opens one)", got, before+1)
+	}
+}
