@@ -189,7 +189,12 @@ func (f *Front) listSkillEntries(ctx context.Context, vw *view, p *listSkillsPar
 		cursor = p.Cursor
 	}
 	page, err := f.router.List(ctx, skill.ListRequest{Agent: agent, PageSize: f.opts.PageSize, PageToken: cursor, Kinds: skill.KindsSkills})
-	if err != nil {
+	var de *skill.Error
+	switch {
+	case errors.As(err, &de) && de.Field == skill.FieldPageToken:
+		callFrom(ctx).outcome = de.Code.String()
+		return nil, badCursor(methodSkillsList, cursor)
+	case err != nil:
 		return nil, f.rpcError(ctx, "", err)
 	}
 	// Each entry reads its skill's files: a few at a time.
@@ -262,7 +267,7 @@ func (f *Front) getSkillEntry(ctx context.Context, vw *view, p *getSkillParams) 
 		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams,
 			Message: fmt.Sprintf("No skill is served at %s: %s", skill.Clip(uri, 200), describe(de))}
 	case err != nil:
-		return nil, f.rpcError(ctx, uri, err)
+		return nil, f.uriError(ctx, uri, err)
 	}
 	return &getSkillResult{Cacheable: uncached, ResultType: resultComplete, Skill: e}, nil
 }
@@ -282,7 +287,7 @@ func (f *Front) readDirectory(ctx context.Context, vw *view, p *readDirectoryPar
 	start := 0
 	if cursor != "" {
 		if start, err = strconv.Atoi(cursor); err != nil || start < 0 {
-			return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("cursor %q is not one this server gave", skill.Clip(cursor, 40))}
+			return nil, badCursor(methodDirectoryRead, cursor)
 		}
 	}
 	agent, err := f.viewAgent(ctx, vw, name)
@@ -291,7 +296,7 @@ func (f *Front) readDirectory(ctx context.Context, vw *view, p *readDirectoryPar
 	}
 	res, err := f.servedSkill(ctx, agent, name, true)
 	if err != nil {
-		return nil, f.rpcError(ctx, uri, err)
+		return nil, f.uriError(ctx, uri, err)
 	}
 	var files []skill.FileDigest
 	if res.Manifest != nil {
@@ -302,7 +307,7 @@ func (f *Front) readDirectory(ctx context.Context, vw *view, p *readDirectoryPar
 		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("%s is not a directory resource of this server", skill.Clip(uri, 200))}
 	}
 	if start > len(children) {
-		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("cursor %q is past the end of the listing", skill.Clip(cursor, 40))}
+		return nil, badCursor(methodDirectoryRead, cursor)
 	}
 	end := min(start+f.opts.PageSize, len(children))
 	out := &readDirectoryResult{ResultType: resultComplete, Resources: children[start:end]}

@@ -120,6 +120,18 @@ func (k KindFilter) Allows(s *Skill) bool {
 	return true
 }
 
+// Noun names what the filter selects, for messages: "skill", "tool", or
+// "skill or tool"; plural is "skills", "tools" or "skills or tools".
+func (k KindFilter) Noun() (singular, plural string) {
+	switch k {
+	case KindsSkills:
+		return "skill", "skills"
+	case KindsTools:
+		return "tool", "tools"
+	}
+	return "skill or tool", "skills or tools"
+}
+
 func validateKinds(field string, k KindFilter) error {
 	if !k.Valid() {
 		return InvalidArgument(field, "%q is not a kind filter; want skills, tools or both", Clip(string(k), 40))

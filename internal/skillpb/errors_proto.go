@@ -41,8 +41,10 @@ var otherCodes = map[codes.Code]skill.Code{
 	codes.DataLoss:        skill.CodeInternal,
 }
 
-// StatusOf converts a domain error into a gRPC status error. Invalid
-// arguments carry a BadRequest field violation; errors with a reason carry
+// StatusOf converts a domain error into a gRPC status error. Errors about
+// a request field (invalid arguments, and refusals such as a path that
+// leaves the skill folder) carry a BadRequest field violation; errors with a
+// reason carry
 // ErrorInfo. Context errors keep their meaning (deadline, cancellation).
 // An internal error (not a *skill.Error, or CodeInternal) is handed to
 // internal, which logs it and returns the request id the answer quotes:
@@ -71,7 +73,7 @@ func StatusOf(err error, internal func(error) string) error {
 	}
 	st := status.New(code, msg)
 	var details []protoadapt.MessageV1
-	if de.Code == skill.CodeInvalidArgument && de.Field != "" {
+	if de.Field != "" {
 		details = append(details, &errdetails.BadRequest{FieldViolations: []*errdetails.BadRequest_FieldViolation{
 			{Field: de.Field, Description: de.Message},
 		}})
