@@ -73,7 +73,9 @@ func rpcCode(err error) (int64, string) {
 
 // TestHostFacingWording: what a host reads when it sends something wrong
 // names the parameter it sent, as it sent it, and says what to do; the
-// words of find_tools speak of tools. Through the Go SDK's client, over HTTP, against a router with one MCP
+// words of find_tools speak of tools; a client that sets a log level is
+// told when the skills change, and the server declares that it logs.
+// Through the Go SDK's client, over HTTP, against a router with one MCP
 // server.
 func TestHostFacingWording(t *testing.T) {
 	ws := daemontest.CopyExamples(t)
@@ -165,6 +167,35 @@ func TestHostFacingWording(t *testing.T) {
 			if res.IsError || strings.Contains(words, "skill") || !strings.Contains(words, "tool") {
 				t.Errorf("find_tools %q: %q", task, words)
 			}
+		}
+	})
+
+	t.Run("logging", func(t *testing.T) {
+		// Protocol 2026-07-28 deprecates logging/setLevel: a client of
+		// 2025-11-25 sets the level of its session.
+		logs := make(chan string, 16)
+		c := mcpsdk.NewClient(&mcpsdk.Implementation{Name: "wording-logs", Version: "1"}, &mcpsdk.ClientOptions{
+			LoggingMessageHandler: func(_ context.Context, req *mcpsdk.LoggingMessageRequest) {
+				logs <- fmt.Sprintf("%s %v", req.Params.Level, req.Params.Data)
+			},
+		})
+		cs, err := c.Connect(ctx, &mcpsdk.StreamableClientTransport{Endpoint: url}, &mcpsdk.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
+		must(t, err)
+		defer cs.Close()
+		if cs.InitializeResult().Capabilities.Logging == nil {
+			t.Fatalf("no logging capability: %+v", cs.InitializeResult().Capabilities)
+		}
+		must(t, cs.SetLoggingLevel(ctx, &mcpsdk.SetLoggingLevelParams{Level: "info"}))
+		dir := filepath.Join(ws, "skills", "terraform-plan-review")
+		must(t, os.MkdirAll(dir, 0o755))
+		must(t, os.WriteFile(filepath.Join(dir, "SKILL.md"), []byte("---\nname: terraform-plan-review\ndescription: Review terraform plans.\n---\nRead the plan.\n"), 0o644))
+		select {
+		case msg := <-logs:
+			if !strings.Contains(msg, "info the skills changed: 1 added (terraform-plan-review), 0 removed") {
+				t.Errorf("log message %q", msg)
+			}
+		case <-time.After(30 * time.Second):
+			t.Error("no log message within 30s of a new skill")
 		}
 	})
 }

@@ -27,8 +27,8 @@ func TestInitialize(t *testing.T) {
 	if caps.Prompts == nil || !caps.Prompts.ListChanged || caps.Resources == nil || !caps.Resources.ListChanged {
 		t.Errorf("prompts %+v, resources %+v: want both with listChanged", caps.Prompts, caps.Resources)
 	}
-	if caps.Logging != nil {
-		t.Error("logging capability declared; the server sends no log messages")
+	if caps.Logging == nil {
+		t.Error("no logging capability: logging/setLevel is answered and changes are logged")
 	}
 	if init.ServerInfo.Name != "mcpsag-router" {
 		t.Errorf("server name %q", init.ServerInfo.Name)
