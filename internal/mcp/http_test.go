@@ -1,6 +1,7 @@
 package mcp
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -785,4 +786,48 @@ func TestHTTPSessionErrors(t *testing.T) {
 	if got := h.front.liveSessions(); got != before+1 {
 		t.Errorf("live sessions %d, want %d (only initialize opens one)", got, before+1)
 	}
+}
+
+// TestHTTPEventStreamsResume: on protocol 2025-11-25 every event stream
+// starts with a priming event that carries an id and no data (SEP-1699), and
+// a client whose stream broke gets what it missed by reconnecting with
+// Last-Event-ID.
+func TestHTTPEventStreamsResume(t *testing.T) {
+	h := newHTTPHarness(t, HTTPOptions{})
+	resp, _ := h.post(Path, initializeBody, nil)
+	sid := resp.Header.Get("Mcp-Session-Id")
+	hdr := map[string]string{"Mcp-Session-Id": sid, "Mcp-Protocol-Version": "2025-11-25"}
+	h.post(Path, `{"jsonrpc":"2.0","method":"notifications/initialized"}`, hdr)
+	_, body := h.post(Path, `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"find_skills","arguments":{"task":"fill in a PDF form"}}}`, hdr)
+	events := strings.Split(strings.TrimSpace(body), "\n\n")
+	if len(events) != 2 || !strings.HasPrefix(events[0], "event: prime\nid: ") || !strings.HasSuffix(events[0], "\ndata: ") {
+		t.Fatalf("the stream does not start with a priming event:\n%s", body)
+	}
+	prime := strings.TrimPrefix(strings.Split(events[0], "\n")[1], "id: ")
+	if !strings.Contains(events[1], `"id":2,"result"`) {
+		t.Fatalf("second event %q", events[1])
+	}
+
+	// The client lost the stream after the priming event: it reconnects
+	// and gets the answer again.
+	req, _ := http.NewRequest(http.MethodGet, h.srv.URL+Path, nil)
+	req.Header.Set("Accept", "text/event-stream")
+	req.Header.Set("Mcp-Session-Id", sid)
+	req.Header.Set("Mcp-Protocol-Version", "2025-11-25")
+	req.Header.Set("Last-Event-ID", prime)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	r, err := http.DefaultClient.Do(req.WithContext(ctx))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Body.Close()
+	sc := bufio.NewScanner(r.Body)
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		if strings.Contains(sc.Text(), `"id":2,"result"`) {
+			return
+		}
+	}
+	t.Errorf("no answer replayed after Last-Event-ID %s (status %d, %v)", prime, r.StatusCode, sc.Err())
 }
