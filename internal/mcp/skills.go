@@ -214,6 +214,9 @@ func (f *Front) listSkillEntries(ctx context.Context, vw *view, p *listSkillsPar
 	}
 	wg.Wait()
 	out := &listSkillsResult{Cacheable: uncached, ResultType: resultComplete, Skills: []skillEntry{}, NextCursor: page.NextPageToken}
+	if page.Total > f.opts.PageSize && vw.key.Features&FeatureFind != 0 {
+		out.Meta = largeCatalog(page.Total, f.opts.PageSize)
+	}
 	for i, s := range page.Skills {
 		switch err := errs[i]; {
 		case s == nil:
@@ -226,6 +229,26 @@ func (f *Front) listSkillEntries(ctx context.Context, vw *view, p *listSkillsPar
 		}
 	}
 	return out, nil
+}
+
+// Keys of the _meta of a skills/list page of a catalog larger than a page.
+const (
+	metaTotal = "mcpsag/total"
+	metaHint  = "mcpsag/hint"
+)
+
+// largeCatalog is the _meta of every page of a listing of more than one
+// page: how many skills the listing holds, and, in words, that a model is
+// better served by find_skills than by the whole list in its context. The
+// listing stays complete; what a host does with it is the host's choice.
+func largeCatalog(total, pageSize int) mcpsdk.Meta {
+	pages := (total + pageSize - 1) / pageSize
+	return mcpsdk.Meta{
+		metaTotal: total,
+		metaHint: fmt.Sprintf("This listing holds %d skills in %d pages. Pasting them into a model's context costs "+
+			"their tokens on every turn: for a catalog this large, let the model call the find_skills tool, which "+
+			"returns the few skills that fit a task, and keep the listing for the host's registry and approvals.", total, pages),
+	}
 }
 
 // entryWorkers bounds the entries of a skills/list page built at once.
