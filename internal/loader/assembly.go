@@ -22,6 +22,7 @@ import (
 type assembly struct {
 	workspace  string // absolute
 	precedence []skill.SourceKind
+	size       skill.SizeLimits
 	embedder   *embed.Manager // nil: keyword-only
 	tools      ToolSource     // nil: none
 	db         *store.DB

@@ -208,8 +208,14 @@ func (a *assembly) freshMemos(files []skillfs.Found, recs map[string]*store.File
 				Resources: f.Resources, ResourcesTruncated: f.ResourcesTruncated,
 				Problems: rec.Problems,
 			}
+			if s.Oversize = a.size.Oversize(s); s.Oversize != "" {
+				s.Problems = append(slices.Clip(s.Problems), skill.Problem{
+					Severity: skill.SeverityWarning, Code: "skill-too-large", File: f.Path,
+					Message: "not served: " + s.Oversize,
+				})
+			}
 			if g.ContentHash != rec.ContentHash {
-				s.Problems = append(append([]skill.Problem(nil), rec.Problems...), skill.Problem{
+				s.Problems = append(slices.Clip(s.Problems), skill.Problem{
 					Severity: skill.SeverityWarning, Code: "serving-last-good", File: f.Path,
 					Message: fmt.Sprintf("the file has errors; serving the last version that parsed (sha256 %.12s)", g.ContentHash),
 				})

@@ -165,14 +165,24 @@ func badURI(ctx context.Context, uri, why string) error {
 
 // explain rewrites the SDK's terse refusals of requests it answers itself
 // so that they name what the host sent and say what to do: a list cursor
-// it cannot decode, and a resources/read of a URI that matches none of the
-// resource templates.
-func explain(method string, req mcpsdk.Request, err error) error {
+// it cannot decode, a resources/read of a URI that matches none of the
+// resource templates, and a prompts/get of a skill that has no prompt
+// because the router does not serve it (which says why, as every other
+// request for that skill does).
+func (f *Front) explain(ctx context.Context, vw *view, method string, req mcpsdk.Request, err error) error {
 	var je *jsonrpc.Error
 	if !errors.As(err, &je) {
 		return err
 	}
 	switch params := req.GetParams().(type) {
+	case *mcpsdk.GetPromptParams:
+		if params != nil && vw.key.Features&FeatureLoad != 0 {
+			if res, gerr := f.router.Get(ctx, skill.GetRequest{Name: params.Name, Agent: vw.key.Agent}); gerr == nil && res.Entry != nil {
+				if r := res.Entry.Skill.Refusal(); r != nil {
+					return f.rpcError(ctx, skillURI(params.Name, skillFile), r)
+				}
+			}
+		}
 	case *mcpsdk.ListToolsParams, *mcpsdk.ListPromptsParams, *mcpsdk.ListResourcesParams, *mcpsdk.ListResourceTemplatesParams:
 		if je.Code == jsonrpc.CodeInvalidParams {
 			return badCursor(method, cursorOf(params))

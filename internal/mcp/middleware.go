@@ -156,7 +156,7 @@ func (f *Front) middleware(vw *view) mcpsdk.Middleware {
 			}
 			if res == nil && err == nil {
 				if res, err = next(ctx, method, req); err != nil {
-					err = explain(method, req, err)
+					err = f.explain(ctx, vw, method, req, err)
 				}
 			}
 			switch r := res.(type) {

@@ -33,13 +33,6 @@ const (
 	mimeDirectory       = "inode/directory"
 )
 
-// The extension's per-skill limits: a skill over either is not served
-// through it, since a host need not accept it.
-const (
-	maxSkillResources = 512
-	maxSkillBytes     = 16 << 20
-)
-
 // skillResourceOut is one file of a skill entry.
 type skillResourceOut struct {
 	URI string `json:"uri"`
@@ -131,7 +124,8 @@ func (f *Front) servedSkill(ctx context.Context, agent, name string, manifest bo
 	res, err := f.router.Get(ctx, skill.GetRequest{Name: name, Agent: agent, Manifest: manifest})
 	if err != nil {
 		var de *skill.Error
-		if errors.As(err, &de) && de.Code == skill.CodeFailedPrecondition && de.Reason != skill.ReasonSkillDisabled {
+		if errors.As(err, &de) && de.Code == skill.CodeFailedPrecondition &&
+			de.Reason != skill.ReasonSkillDisabled && de.Reason != skill.ReasonSkillTooLarge {
 			// A tool, or a SKILL.md that no longer parses: not a skill
 			// this server serves now.
 			return nil, skill.Errorf(skill.CodeNotFound, "%s", de.Message)
@@ -145,33 +139,24 @@ func (f *Front) servedSkill(ctx context.Context, agent, name string, manifest bo
 	switch {
 	case s.IsTool():
 		return nil, skill.Errorf(skill.CodeNotFound, "%s is a tool of MCP server %s, not a skill", s.Name, s.Tool.Server)
+	case !s.Enabled():
+		return nil, s.Refusal()
 	case s.Frontmatter.Hidden:
 		return nil, skill.Errorf(skill.CodeNotFound, "skill %q is hidden: it is not served as resources (load_skill loads it by name)", s.Name)
-	case !s.Enabled():
-		return nil, skill.Errorf(skill.CodeFailedPrecondition, "skill %q is %s", s.Name, s.DisabledReason()).WithReason(skill.ReasonSkillDisabled)
 	}
 	return res, nil
 }
 
-// entryOf renders a skill and its manifest as an extension entry, or says
-// why the extension cannot serve it.
+// entryOf renders a skill and its manifest as an extension entry. Whether
+// a skill is served at all (within the size limits, which default to the
+// extension's) the router decided: every surface serves the same skills.
 func entryOf(s *skill.Skill, m *skill.Manifest) (skillEntry, error) {
 	if m == nil {
 		return skillEntry{}, fmt.Errorf("router returned no manifest for %q", s.Name)
 	}
-	if s.ResourcesTruncated || len(m.Files) > maxSkillResources {
-		return skillEntry{}, skill.Errorf(skill.CodeNotFound,
-			"skill %q has more files than the Skills extension allows (%d); load_skill and read_skill_file serve it", s.Name, maxSkillResources)
-	}
 	e := skillEntry{URI: skillURI(s.Name, skillFile), Frontmatter: m.Frontmatter, Resources: make([]skillResourceOut, 0, len(m.Files))}
-	var total int64
 	for _, fd := range m.Files {
-		total += fd.Size
 		e.Resources = append(e.Resources, skillResourceOut{URI: skillURI(s.Name, fd.Path), Digest: "sha256:" + fd.SHA256, Size: fd.Size})
-	}
-	if total > maxSkillBytes {
-		return skillEntry{}, skill.Errorf(skill.CodeNotFound,
-			"skill %q holds %d bytes, over the Skills extension's %d; load_skill and read_skill_file serve it", s.Name, total, maxSkillBytes)
 	}
 	return e, nil
 }
