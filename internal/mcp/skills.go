@@ -330,35 +330,19 @@ func (f *Front) readDirectory(ctx context.Context, vw *view, p *readDirectoryPar
 // folders as directory resources. isDir is false when no file lies under
 // dir.
 func dirChildren(name, dir string, files []skill.FileDigest) (children []*mcpsdk.Resource, isDir bool) {
-	prefix := ""
-	if dir != "" {
-		prefix = dir + "/"
+	res := make([]skill.Resource, len(files))
+	for i, fd := range files {
+		res[i] = skill.Resource{Path: fd.Path, Size: fd.Size}
 	}
-	seen := map[string]bool{}
-	for _, fd := range files {
-		rest, ok := strings.CutPrefix(fd.Path, prefix)
-		if !ok {
-			continue
-		}
-		isDir = true
-		child, _, nested := strings.Cut(rest, "/")
-		if seen[child] {
-			continue
-		}
-		seen[child] = true
-		if nested {
-			children = append(children, &mcpsdk.Resource{URI: skillURI(name, prefix+child), Name: child, MIMEType: mimeDirectory})
-			continue
-		}
-		children = append(children, &mcpsdk.Resource{URI: skillURI(name, fd.Path), Name: child, MIMEType: mimeOf(fd.Path), Size: fd.Size})
+	direct, folders, isDir := newFileTree(name, res).children(dir)
+	children = make([]*mcpsdk.Resource, 0, len(direct)+len(folders))
+	for _, f := range direct {
+		children = append(children, &mcpsdk.Resource{URI: skillURI(name, f.Path), Name: path.Base(f.Path), MIMEType: mimeOf(f.Path), Size: f.Size})
 	}
-	if dir == "" {
-		isDir = true // the skill's folder always holds SKILL.md
+	for _, d := range folders {
+		children = append(children, &mcpsdk.Resource{URI: d.URI, Name: path.Base(d.Path), MIMEType: mimeDirectory})
 	}
 	slices.SortFunc(children, func(a, b *mcpsdk.Resource) int { return strings.Compare(a.Name, b.Name) })
-	if children == nil {
-		children = []*mcpsdk.Resource{}
-	}
 	return children, isDir
 }
 
