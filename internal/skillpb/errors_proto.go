@@ -127,7 +127,10 @@ func ErrorOf(ctx context.Context, err error) error {
 	case st.Code() == codes.Unauthenticated:
 		de.Message = "the router refused the credentials: " + st.Message()
 	case st.Code() == codes.Unavailable && transportFailure(st.Message()):
-		de.Message = "cannot reach the router"
+		de.Message, de.Reason = "cannot reach the router", skill.ReasonRouterLost
+		if notSent(st.Message()) {
+			de.Reason = skill.ReasonRouterUnreachable
+		}
 	}
 	for _, d := range st.Details() {
 		switch d := d.(type) {
@@ -144,6 +147,13 @@ func ErrorOf(ctx context.Context, err error) error {
 		}
 	}
 	return de
+}
+
+// notSent reports whether a transport failure happened before the call was
+// sent: no connection could be made (gRPC fails such a call at once with
+// the connection's error), so the router never saw it.
+func notSent(msg string) bool {
+	return strings.HasPrefix(msg, "connection error") || strings.Contains(msg, "name resolver")
 }
 
 // transportFailure reports whether an Unavailable status came from the
