@@ -150,8 +150,8 @@ func (ix *Index) decide(rk *Ranking, res *skill.MatchResult, r resolved, mode sk
 			// A task that names a skill or fires a trigger is never
 			// abstained on, however weakly it does.
 			serve(skill.VerdictLowConfidence,
-				"the calibrated classifier gives %.2f that one of these %s fits the task, under its cutoff %.2f, "+
-					"but the task names one or fires a trigger: they may not fit", p, r.nouns, cls.Cutoff)
+				"the calibrated classifier gives %.2f that these candidates hold a %s for the task, under its cutoff %.2f, "+
+					"but the task names a %s or fires a trigger: they may not fit", p, r.noun, cls.Cutoff, r.noun)
 			return
 		case p < cls.Cutoff:
 			abstain(RuleClassifier, skill.AbstainCalibrated,
@@ -161,10 +161,10 @@ func (ix *Index) decide(rk *Ranking, res *skill.MatchResult, r resolved, mode sk
 	}
 	if p < cls.Confident {
 		serve(skill.VerdictLowConfidence,
-			"the calibrated classifier gives %.2f that one of these %s fits the task, under %.2f: they may not fit", p, r.nouns, cls.Confident)
+			"the calibrated classifier gives %.2f that these candidates hold a %s for the task, under %.2f: they may not fit", p, r.noun, cls.Confident)
 		return
 	}
-	serve(skill.VerdictConfident, "the calibrated classifier gives %.2f that one of these %s fits the task", p, r.nouns)
+	serve(skill.VerdictConfident, "the calibrated classifier gives %.2f that these candidates hold a %s for the task", p, r.noun)
 }
 
 // decideThreshold decides by a single score: the best cosine against the

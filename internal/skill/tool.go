@@ -120,16 +120,14 @@ func (k KindFilter) Allows(s *Skill) bool {
 	return true
 }
 
-// Noun names what the filter selects, for messages: "skill", "tool", or
-// "skill or tool"; plural is "skills", "tools" or "skills or tools".
-func (k KindFilter) Noun() (singular, plural string) {
-	switch k {
-	case KindsSkills:
-		return "skill", "skills"
-	case KindsTools:
-		return "tool", "tools"
+// Noun names what the filter selects, for messages: "tool" for tools
+// alone, else "skill", as the verdicts of every request without a filter
+// have always said.
+func (k KindFilter) Noun() string {
+	if k == KindsTools {
+		return "tool"
 	}
-	return "skill or tool", "skills or tools"
+	return "skill"
 }
 
 func validateKinds(field string, k KindFilter) error {
