@@ -107,6 +107,13 @@ func TestOversizeSkillsAreServedNowhere(t *testing.T) {
 		})
 	}
 
+	t.Run("status", func(t *testing.T) {
+		st := routerStatus(t, r)
+		if got := st.GetValidation().GetByCode()["skill-too-large"]; got != 2 || st.GetSkillsDisabled() < 2 {
+			t.Errorf("status: %d skill-too-large problems, %d skills disabled; want 2 and at least 2", got, st.GetSkillsDisabled())
+		}
+	})
+
 	t.Run("512 files", func(t *testing.T) {
 		for surface, names := range listed {
 			if !slices.Contains(names, "many-files") {

@@ -28,6 +28,7 @@ type skillMemo struct {
 	key      string // the folded name
 	skill    *skill.Skill
 	stale    *skill.Problem // the serving-last-good warning, when any
+	tooLarge *skill.Problem // the skill-too-large warning, when any
 	digestIn []byte         // the skill's part of digestInput
 }
 
@@ -126,6 +127,9 @@ func (a *assembly) catalogInput(f *found, recs map[string]*store.FileRecord) (ca
 		if m.stale != nil {
 			in.Problems = append(in.Problems, *m.stale)
 		}
+		if m.tooLarge != nil {
+			in.Problems = append(in.Problems, *m.tooLarge)
+		}
 		in.Skills = append(in.Skills, m.skill)
 	}
 	for root, entries := range registries {
@@ -209,10 +213,11 @@ func (a *assembly) freshMemos(files []skillfs.Found, recs map[string]*store.File
 				Problems: rec.Problems,
 			}
 			if s.Oversize = a.size.Oversize(s); s.Oversize != "" {
-				s.Problems = append(slices.Clip(s.Problems), skill.Problem{
+				m.tooLarge = &skill.Problem{
 					Severity: skill.SeverityWarning, Code: "skill-too-large", File: f.Path,
 					Message: "not served: " + s.Oversize,
-				})
+				}
+				s.Problems = append(slices.Clip(s.Problems), *m.tooLarge)
 			}
 			if g.ContentHash != rec.ContentHash {
 				s.Problems = append(slices.Clip(s.Problems), skill.Problem{
