@@ -115,6 +115,11 @@ type Limits struct {
 	MaxSkillFileBytes   int64 `yaml:"max_skill_file_bytes"`
 	MaxFrontmatterBytes int   `yaml:"max_frontmatter_bytes"`
 	MaxResourceBytes    int64 `yaml:"max_resource_bytes"`
+	// MaxSkillFiles and MaxSkillBytes bound one skill (its SKILL.md and
+	// the other files the router lists, and their bytes): a skill over
+	// either is served by no front (skill.SizeLimits).
+	MaxSkillFiles int   `yaml:"max_skill_files"`
+	MaxSkillBytes int64 `yaml:"max_skill_bytes"`
 }
 
 // Watch configures hot reload.
@@ -257,6 +262,10 @@ func Default() Config {
 	return cfg
 }
 
+// maxSkillFiles bounds limits.max_skill_files: the scan lists that many
+// files of every skill.
+const maxSkillFiles = 100000
+
 func builtin() Config {
 	return Config{
 		Addr:     "127.0.0.1:7443",
@@ -265,6 +274,8 @@ func builtin() Config {
 			MaxSkillFileBytes:   1 << 20,
 			MaxFrontmatterBytes: 64 << 10,
 			MaxResourceBytes:    1 << 20,
+			MaxSkillFiles:       skill.DefaultSizeLimits.MaxFiles,
+			MaxSkillBytes:       skill.DefaultSizeLimits.MaxBytes,
 		},
 		Watch:    Watch{Enabled: true, Debounce: 250 * time.Millisecond, RescanInterval: time.Minute, ServeLastScan: true},
 		Load:     Load{DefaultTokenBudget: 5000, MaxTokenBudget: 50000},
@@ -508,8 +519,12 @@ func (c *Config) validateCore() []error {
 	if c.Addr == "" {
 		errs = append(errs, errors.New("addr: empty; want host:port such as 127.0.0.1:7443"))
 	}
-	if c.Limits.MaxSkillFileBytes <= 0 || c.Limits.MaxFrontmatterBytes <= 0 || c.Limits.MaxResourceBytes <= 0 {
+	if c.Limits.MaxSkillFileBytes <= 0 || c.Limits.MaxFrontmatterBytes <= 0 || c.Limits.MaxResourceBytes <= 0 ||
+		c.Limits.MaxSkillFiles <= 0 || c.Limits.MaxSkillBytes <= 0 {
 		errs = append(errs, errors.New("limits: every limit must be positive"))
+	}
+	if c.Limits.MaxSkillFiles > maxSkillFiles {
+		errs = append(errs, fmt.Errorf("limits: max_skill_files %d is over %d", c.Limits.MaxSkillFiles, maxSkillFiles))
 	}
 	if c.Load.DefaultTokenBudget <= 0 || c.Load.MaxTokenBudget < c.Load.DefaultTokenBudget {
 		errs = append(errs, fmt.Errorf("load: want 0 < default_token_budget (%d) <= max_token_budget (%d)", c.Load.DefaultTokenBudget, c.Load.MaxTokenBudget))

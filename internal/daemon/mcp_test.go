@@ -139,11 +139,22 @@ func exerciseRouter(t *testing.T, c *mcpClient, ws string) {
 
 	var listed struct {
 		Skills  []struct{ Name string }
-		Catalog *struct{ Text string }
+		Total   int
+		Catalog *struct {
+			Text          string
+			Included, Cut int
+		}
 	}
-	c.call("list_skills", map[string]any{"budget_chars": 600}, &listed)
-	if len(listed.Skills) < 7 || listed.Catalog == nil || len([]rune(listed.Catalog.Text)) > 600 {
+	c.call("list_skills", nil, &listed)
+	if len(listed.Skills) < 7 || listed.Catalog != nil {
 		t.Errorf("list_skills: %d skills, catalog %+v", len(listed.Skills), listed.Catalog)
+	}
+	// With budget_chars the catalog replaces the page, and the whole reply
+	// fits.
+	res = c.call("list_skills", map[string]any{"budget_chars": 1200}, &listed)
+	if n := len([]rune(text(res))); n > 1200 || len(listed.Skills) != 0 || listed.Catalog == nil ||
+		listed.Catalog.Included == 0 || listed.Catalog.Included+listed.Catalog.Cut != listed.Total {
+		t.Errorf("list_skills within 1200 characters: a reply of %d, %d skills, catalog %+v", n, len(listed.Skills), listed.Catalog)
 	}
 
 	for _, bad := range []map[string]any{

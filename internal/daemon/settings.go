@@ -86,6 +86,7 @@ func (m *Main) loaderConfig(rec *telemetry.Recorder) loader.Config {
 		Workspace:      cfg.Workspace,
 		Precedence:     prec,
 		Limits:         skillmd.Limits{MaxFileBytes: cfg.Limits.MaxSkillFileBytes, MaxFrontmatterBytes: cfg.Limits.MaxFrontmatterBytes},
+		Size:           skill.SizeLimits{MaxFiles: cfg.Limits.MaxSkillFiles, MaxBytes: cfg.Limits.MaxSkillBytes},
 		Embedder:       m.embedder,
 		Fast:           m.fast,
 		Background:     cfg.Model.SyncDocuments >= 0,

@@ -13,7 +13,9 @@ import (
 	"time"
 
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+	"google.golang.org/grpc/status"
 
 	routerv1 "github.com/mcpsag/router/api/proto/mcpsag/router/v1"
 	"github.com/mcpsag/router/internal/mcp"
@@ -56,6 +58,7 @@ func (m *Main) serveSocket() {
 		return
 	}
 	m.sock, m.sockPath = m.newServer(), path
+	m.sock.Health.SetServingStatus(holderService, healthpb.HealthCheckResponse_SERVING)
 	go func() { _ = m.sock.GRPC.Serve(lis) }()
 }
 
@@ -94,13 +97,30 @@ func listenSocket(stateDir string) (string, net.Listener, error) {
 	return path, lis, nil
 }
 
-// stopSocket stops serving the socket and removes it.
+// socketGrace bounds how long the calls sessions made over the socket have
+// to finish when this process lets the workspace go.
+const socketGrace = 5 * time.Second
+
+// stopSocket stops serving the socket and removes it: its health says the
+// holder is stopping (attached sessions start taking over), the calls in
+// flight finish (within socketGrace), new ones are refused.
 func (m *Main) stopSocket() {
-	if m.sock != nil {
-		m.sock.GRPC.Stop()
-		_ = os.Remove(m.sockPath)
-		m.sock, m.sockPath = nil, ""
+	if m.sock == nil {
+		return
 	}
+	m.sock.Health.Shutdown()
+	stopped := make(chan struct{})
+	go func() { m.sock.GRPC.GracefulStop(); close(stopped) }()
+	t := time.NewTimer(socketGrace)
+	select {
+	case <-stopped:
+	case <-t.C:
+		m.sock.GRPC.Stop()
+		<-stopped
+	}
+	t.Stop()
+	_ = os.Remove(m.sockPath)
+	m.sock, m.sockPath = nil, ""
 }
 
 // attachTimeout bounds the wait for the holder's socket to answer.
@@ -142,17 +162,44 @@ func (m *Main) getenv(key string) string {
 // holder's over the socket until it takes the state directory over. Calls
 // go to the current one; WaitGeneration also returns when it changes, so
 // that the MCP front lists everything again.
+//
+// A call that finds the holder gone does not fail: it tells the takeover
+// (lost) and waits until the session holds the workspace itself, or the
+// holder (or another session that took over) answers again, at most
+// takeoverWait, then runs again. A call that may run twice (it reads, or
+// reindexes) runs again however it failed; one that acts (CallTool,
+// AuthorizeExec, ReportExecResult) only when it never reached the holder,
+// so that it never runs twice.
 type sharedRouter struct {
 	cur     atomic.Pointer[routerRef]
 	mu      sync.Mutex
 	swapped chan struct{} // closed and replaced at each swap
+	// lost receives a value, without blocking, when a call finds the
+	// holder out of reach.
+	lost chan struct{}
+	// taking is set while this process takes the workspace over: it may
+	// already serve the socket its remote router reaches (its own router,
+	// not ready until the takeover ends), and a call that finds a router
+	// not ready waits for the swap.
+	taking atomic.Bool
 }
 
-type routerRef struct{ r skill.Router }
+type routerRef struct {
+	r skill.Router
+	// remote is set while r is the holder's, reached over the socket.
+	remote bool
+}
+
+// takeoverWait bounds how long a call waits for the holder to come back or
+// for the takeover; retryEvery is how often it tries meanwhile.
+const (
+	takeoverWait = 30 * time.Second
+	retryEvery   = 20 * time.Millisecond
+)
 
 func newSharedRouter(r skill.Router) *sharedRouter {
-	s := &sharedRouter{swapped: make(chan struct{})}
-	s.cur.Store(&routerRef{r})
+	s := &sharedRouter{swapped: make(chan struct{}), lost: make(chan struct{}, 1)}
+	s.cur.Store(&routerRef{r: r, remote: true})
 	return s
 }
 
@@ -160,44 +207,116 @@ func (s *sharedRouter) get() skill.Router { return s.cur.Load().r }
 
 func (s *sharedRouter) swap(r skill.Router) {
 	s.mu.Lock()
-	s.cur.Store(&routerRef{r})
+	s.cur.Store(&routerRef{r: r})
 	close(s.swapped)
 	s.swapped = make(chan struct{})
 	s.mu.Unlock()
 }
 
+// current returns the router calls go to and a channel closed at the next
+// swap.
+func (s *sharedRouter) current() (*routerRef, chan struct{}) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.cur.Load(), s.swapped
+}
+
+// retries reports whether a call that failed with err waits for the
+// takeover and runs again: the holder could not be reached, and either the
+// call may run twice or it was never sent.
+func retries(err error, twice bool) bool {
+	var de *skill.Error
+	if !errors.As(err, &de) {
+		return false
+	}
+	return de.Reason == skill.ReasonRouterUnreachable || twice && de.Reason == skill.ReasonRouterLost
+}
+
+// notReadyDuringTakeover reports whether err is a router's "not ready"
+// answer during a takeover (taking, or a swap since the call began: the
+// socket may have led to this process's own router before it was ready).
+// Such a router acted on nothing, so any call may wait and run again; a
+// call cut off mid-way only when it may run twice.
+func notReadyDuringTakeover(err error, twice, taking bool, swapped <-chan struct{}) bool {
+	var de *skill.Error
+	if !errors.As(err, &de) || de.Code != skill.CodeUnavailable || de.Reason == skill.ReasonRouterLost && !twice {
+		return false
+	}
+	select {
+	case <-swapped:
+		return true
+	default:
+		return taking
+	}
+}
+
+// do runs call on the current router, waiting out the holder's departure
+// as sharedRouter says; twice says the call may run twice without harm.
+func do[T any](ctx context.Context, s *sharedRouter, twice bool, call func(skill.Router) (T, error)) (T, error) {
+	var deadline time.Time
+	for {
+		ref, swapped := s.current()
+		res, err := call(ref.r)
+		if err == nil || !ref.remote || ctx.Err() != nil {
+			return res, err
+		}
+		if !retries(err, twice) && !notReadyDuringTakeover(err, twice, s.taking.Load(), swapped) {
+			return res, err
+		}
+		now := time.Now()
+		if deadline.IsZero() {
+			deadline = now.Add(takeoverWait)
+		} else if now.After(deadline) {
+			return res, err
+		}
+		select {
+		case s.lost <- struct{}{}:
+		default:
+		}
+		t := time.NewTimer(retryEvery)
+		select {
+		case <-swapped:
+		case <-t.C:
+		case <-ctx.Done():
+		}
+		t.Stop()
+	}
+}
+
 func (s *sharedRouter) Match(ctx context.Context, req skill.MatchRequest) (*skill.MatchResult, error) {
-	return s.get().Match(ctx, req)
+	return do(ctx, s, true, func(r skill.Router) (*skill.MatchResult, error) { return r.Match(ctx, req) })
 }
 
 func (s *sharedRouter) List(ctx context.Context, req skill.ListRequest) (*skill.ListResult, error) {
-	return s.get().List(ctx, req)
+	return do(ctx, s, true, func(r skill.Router) (*skill.ListResult, error) { return r.List(ctx, req) })
 }
 
 func (s *sharedRouter) Get(ctx context.Context, req skill.GetRequest) (*skill.GetResult, error) {
-	return s.get().Get(ctx, req)
+	return do(ctx, s, true, func(r skill.Router) (*skill.GetResult, error) { return r.Get(ctx, req) })
 }
 
 func (s *sharedRouter) Load(ctx context.Context, req skill.LoadRequest) (*skill.LoadResult, error) {
-	return s.get().Load(ctx, req)
+	return do(ctx, s, true, func(r skill.Router) (*skill.LoadResult, error) { return r.Load(ctx, req) })
 }
 
 func (s *sharedRouter) Reindex(ctx context.Context, req skill.ReindexRequest) (*skill.ReindexStats, error) {
-	return s.get().Reindex(ctx, req)
+	return do(ctx, s, true, func(r skill.Router) (*skill.ReindexStats, error) { return r.Reindex(ctx, req) })
 }
 
-func (s *sharedRouter) Status(ctx context.Context) (*skill.Status, error) { return s.get().Status(ctx) }
+func (s *sharedRouter) Status(ctx context.Context) (*skill.Status, error) {
+	return do(ctx, s, true, func(r skill.Router) (*skill.Status, error) { return r.Status(ctx) })
+}
 
 func (s *sharedRouter) AuthorizeExec(ctx context.Context, req skill.ExecRequest) (*skill.ExecDecision, error) {
-	return s.get().AuthorizeExec(ctx, req)
+	return do(ctx, s, false, func(r skill.Router) (*skill.ExecDecision, error) { return r.AuthorizeExec(ctx, req) })
 }
 
 func (s *sharedRouter) ReportExecResult(ctx context.Context, req skill.ExecReport) (*skill.ExecReport, error) {
-	return s.get().ReportExecResult(ctx, req)
+	return do(ctx, s, false, func(r skill.Router) (*skill.ExecReport, error) { return r.ReportExecResult(ctx, req) })
 }
 
 func (s *sharedRouter) CallTool(ctx context.Context, call skill.ToolCall) (*skill.ToolResult, error) {
-	return s.get().CallTool(ctx, call)
+	return do(ctx, s, false, func(r skill.Router) (*skill.ToolResult, error) { return r.CallTool(ctx, call) })
 }
 
 // WaitGeneration waits on the current router; a swap ends the wait with a
@@ -270,34 +389,114 @@ func (m *Main) startCore(ctx context.Context, stateDir string, lockWait time.Dur
 
 // takeOver follows the holder a session is attached to and, once it stops
 // answering, takes the state directory over and swaps shared to this
-// process's router. A holder that another session took over answers on
-// the same socket: the connection follows it. It returns when ctx ends or
-// after the takeover.
+// process's router. It looks when the holder's health says it is stopping
+// (or its stream breaks), when a call finds the holder out of reach
+// (shared.lost), and every interval. A holder that another session took
+// over answers on the same socket: the connection follows it. It returns
+// when ctx ends or after the takeover.
 func (m *Main) takeOver(ctx context.Context, conn *grpc.ClientConn, shared *sharedRouter, every time.Duration) {
 	t := time.NewTicker(every)
 	defer t.Stop()
+	stopping := make(chan struct{}, 1)
+	wctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	go watchHolder(wctx, conn, stopping, every)
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case <-t.C:
+		case <-shared.lost:
+		case <-stopping:
 		}
-		if alive(ctx, conn, every) == nil {
+		if reachable(ctx, conn, every) == nil {
 			continue
 		}
+		start := time.Now()
+		shared.taking.Store(true)
 		err := m.holdWorkspace(ctx, every)
 		switch {
 		case err == nil:
 			shared.swap(m.served)
-			m.log.Info("the process that held the workspace went away; this session now holds it", "state_dir", m.Config.StateDir)
+			shared.taking.Store(false)
+			m.log.Info("the process that held the workspace went away; this session now holds it", "state_dir", m.Config.StateDir,
+				"took", time.Since(start).Round(time.Millisecond).String())
 			return
 		case errors.Is(err, store.ErrLocked), ctx.Err() != nil:
-			// Another session took it over, or is stopping: go on following.
+			// Another session took it over, the holder is still letting
+			// go, or this one is stopping: go on following.
+			shared.taking.Store(false)
 		default:
+			shared.taking.Store(false)
 			m.log.Warn("cannot take the workspace over; retrying", "err", err)
 		}
 	}
 }
+
+// watchHolder follows the holder's health over conn (holderService) and
+// sends on stopping (without blocking) when the holder says it is stopping
+// or the stream ends; it starts again after every interval until ctx ends.
+func watchHolder(ctx context.Context, conn *grpc.ClientConn, stopping chan<- struct{}, every time.Duration) {
+	tell := func() {
+		select {
+		case stopping <- struct{}{}:
+		default:
+		}
+	}
+	for ctx.Err() == nil {
+		wctx, cancel := context.WithCancel(ctx)
+		stream, err := healthpb.NewHealthClient(conn).Watch(wctx, &healthpb.HealthCheckRequest{Service: holderService}, grpc.WaitForReady(true))
+		for err == nil {
+			var res *healthpb.HealthCheckResponse
+			if res, err = stream.Recv(); err == nil && res.GetStatus() == healthpb.HealthCheckResponse_NOT_SERVING {
+				break // stopping: ending this stream lets its graceful stop end
+			}
+		}
+		cancel()
+		if ctx.Err() != nil {
+			return
+		}
+		tell()
+		if !sleep(ctx, every) {
+			return
+		}
+	}
+}
+
+// sleep waits d or until ctx ends; it reports whether d passed.
+func sleep(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}
+
+// reachable checks the holder over conn without waiting for a connection:
+// a holder that stopped, or says it is stopping, is not reachable. A holder
+// that does not report holderService (an older router) is, while it
+// answers.
+func reachable(ctx context.Context, conn *grpc.ClientConn, timeout time.Duration) error {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	res, err := healthpb.NewHealthClient(conn).Check(ctx, &healthpb.HealthCheckRequest{Service: holderService})
+	switch {
+	case status.Code(err) == codes.NotFound:
+		return nil
+	case err == nil && res.GetStatus() != healthpb.HealthCheckResponse_SERVING:
+		return errHolderStopping
+	}
+	return err
+}
+
+// holderService is the health service a holder reports on its socket:
+// SERVING from the moment it serves the socket, NOT_SERVING once it stops.
+const holderService = "mcpsag.workspace.holder"
+
+var errHolderStopping = errors.New("the process holding the workspace is stopping")
 
 // stdioSession is how a standalone session serves: over its own index, over
 // the holder's, or over a private one when the holder cannot be reached.

@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"strings"
 	"testing"
 	"time"
 
@@ -39,6 +40,9 @@ type skillsSummary struct {
 	VerifiedSkills, VerifiedFiles int
 	Refused                       int
 	Directory                     []string
+	// Total and Hint are the _meta of a listing of more than one page.
+	Total int
+	Hint  string
 }
 
 // runSkills runs skills.mjs with args and decodes its summary.
@@ -86,7 +90,8 @@ func TestTypeScriptSkillsExtension(t *testing.T) {
 	} {
 		t.Run(name, func(t *testing.T) {
 			s := runSkills(t, node, dir, 90*time.Second, args...)
-			if s.Skills < 7 || s.VerifiedSkills != s.Skills || s.VerifiedFiles <= s.Skills || s.Refused == 0 || len(s.Directory) == 0 {
+			if s.Skills < 7 || s.VerifiedSkills != s.Skills || s.VerifiedFiles <= s.Skills || s.Refused == 0 || len(s.Directory) == 0 ||
+				s.Total != 0 || s.Hint != "" {
 				t.Errorf("summary %+v", s)
 			}
 		})
@@ -124,7 +129,8 @@ func TestTypeScriptSkillsExtensionLargeCatalog(t *testing.T) {
 	} {
 		t.Run(name, func(t *testing.T) {
 			s := runSkills(t, node, dir, 5*time.Minute, append([]string{"--verify", "20", "--expect", "synthetic-09999", "--absent", "synthetic-10000"}, args...)...)
-			if s.Skills != n || s.Pages != n/100 || s.VerifiedSkills != 20 || s.VerifiedFiles != 21 {
+			if s.Skills != n || s.Pages != n/100 || s.VerifiedSkills != 20 || s.VerifiedFiles != 21 ||
+				s.Total != n || !strings.Contains(s.Hint, "This listing holds 10000 skills in 100 pages") || !strings.Contains(s.Hint, "find_skills") {
 				t.Errorf("summary %+v", s)
 			}
 		})

@@ -198,8 +198,8 @@ func pct(xs []int, p float64) int {
 	return s[min(len(s)-1, max(0, int(math.Ceil(p/100*float64(len(s))))-1))]
 }
 
-// measureLargestSkill loads the skill with the most files and compares the
-// result's tokens with its body's.
+// measureLargestSkill loads the served skill with the most files and
+// compares the result's tokens with its body's.
 func measureLargestSkill(b *testing.B, name string, r *daemontest.Router, cs *mcpsdk.ClientSession) {
 	ctx := context.Background()
 	most, files := "", 0
@@ -214,7 +214,7 @@ func measureLargestSkill(b *testing.B, name string, r *daemontest.Router, cs *mc
 			if err != nil {
 				b.Fatal(err)
 			}
-			if n := len(d.GetSkill().GetResources()); n > files {
+			if n := len(d.GetSkill().GetResources()); n > files && d.GetSkill().GetEnabled() {
 				most, files = s.GetName(), n
 			}
 		}

@@ -22,6 +22,7 @@ import (
 type assembly struct {
 	workspace  string // absolute
 	precedence []skill.SourceKind
+	size       skill.SizeLimits
 	embedder   *embed.Manager // the primary model; nil: none
 	fast       *embed.Manager // the fast model; nil: none
 	syncDocs   int            // texts a pass embeds with embedder itself; negative: any number

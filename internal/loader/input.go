@@ -28,6 +28,7 @@ type skillMemo struct {
 	key      string // the folded name
 	skill    *skill.Skill
 	stale    *skill.Problem // the serving-last-good warning, when any
+	tooLarge *skill.Problem // the skill-too-large warning, when any
 	digestIn []byte         // the skill's part of digestInput
 }
 
@@ -126,6 +127,9 @@ func (a *assembly) catalogInput(f *found, recs map[string]*store.FileRecord) (ca
 		if m.stale != nil {
 			in.Problems = append(in.Problems, *m.stale)
 		}
+		if m.tooLarge != nil {
+			in.Problems = append(in.Problems, *m.tooLarge)
+		}
 		in.Skills = append(in.Skills, m.skill)
 	}
 	for root, entries := range registries {
@@ -208,8 +212,15 @@ func (a *assembly) freshMemos(files []skillfs.Found, recs map[string]*store.File
 				Resources: f.Resources, ResourcesTruncated: f.ResourcesTruncated,
 				Problems: rec.Problems,
 			}
+			if s.Oversize = a.size.Oversize(s); s.Oversize != "" {
+				m.tooLarge = &skill.Problem{
+					Severity: skill.SeverityWarning, Code: "skill-too-large", File: f.Path,
+					Message: "not served: " + s.Oversize,
+				}
+				s.Problems = append(slices.Clip(s.Problems), *m.tooLarge)
+			}
 			if g.ContentHash != rec.ContentHash {
-				s.Problems = append(append([]skill.Problem(nil), rec.Problems...), skill.Problem{
+				s.Problems = append(slices.Clip(s.Problems), skill.Problem{
 					Severity: skill.SeverityWarning, Code: "serving-last-good", File: f.Path,
 					Message: fmt.Sprintf("the file has errors; serving the last version that parsed (sha256 %.12s)", g.ContentHash),
 				})

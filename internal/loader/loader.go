@@ -51,7 +51,12 @@ type Config struct {
 	Roots      []skillfs.RootSpec
 	Precedence []skill.SourceKind
 	Limits     skillmd.Limits
-	Scan       skillfs.ScanLimits
+	// Size bounds one skill (skill.DefaultSizeLimits when zero): a skill
+	// over it is in the catalog but not served (skill.Skill.Oversize).
+	// The scan lists at most Size.MaxFiles files of a skill besides its
+	// SKILL.md.
+	Size skill.SizeLimits
+	Scan skillfs.ScanLimits
 	// Workers parse files in parallel; 0 means GOMAXPROCS.
 	Workers int
 	// Embedder embeds skills and tasks; nil means keyword-only matching
@@ -164,9 +169,15 @@ func New(cfg Config, db *store.DB) (*Loader, error) {
 	if cfg.Limits == (skillmd.Limits{}) {
 		cfg.Limits = skillmd.DefaultLimits
 	}
+	if cfg.Size == (skill.SizeLimits{}) {
+		cfg.Size = skill.DefaultSizeLimits
+	}
 	if cfg.Scan == (skillfs.ScanLimits{}) {
 		cfg.Scan = skillfs.DefaultScanLimits
 	}
+	// A listing that stops at MaxFiles files besides SKILL.md says
+	// whether the skill holds more than MaxFiles in all.
+	cfg.Scan.MaxResources = cfg.Size.MaxFiles
 	if len(cfg.Roots) == 0 {
 		cfg.Roots = skillfs.DefaultRoots()
 	}
@@ -189,7 +200,7 @@ func New(cfg Config, db *store.DB) (*Loader, error) {
 	l.tracker = &tracker{workspace: cfg.Workspace, specs: cfg.Roots, limits: cfg.Scan,
 		listings:  listingsFile{path: filepath.Join(state, statedir.ListingsFile), log: cfg.Logger},
 		lastScans: lastScanFile{path: filepath.Join(state, statedir.ScanFile), log: cfg.Logger}}
-	l.assembly = &assembly{workspace: workspace, precedence: cfg.Precedence, embedder: cfg.Embedder, fast: cfg.Fast,
+	l.assembly = &assembly{workspace: workspace, precedence: cfg.Precedence, size: cfg.Size, embedder: cfg.Embedder, fast: cfg.Fast,
 		syncDocs: -1, tools: cfg.Tools, db: db, log: cfg.Logger, progress: &l.progress}
 	if cfg.Background && cfg.Embedder != nil {
 		l.assembly.syncDocs = max(0, cfg.SyncDocuments)

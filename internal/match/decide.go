@@ -101,10 +101,10 @@ func (ix *Index) decide(rk *Ranking, res *skill.MatchResult, r resolved, mode sk
 	}
 	if len(cands) == 0 {
 		if !ix.anyVisible(visible) {
-			abstain(RuleNoSkills, skill.AbstainNoSkills, "no skill is visible to this caller")
+			abstain(RuleNoSkills, skill.AbstainNoSkills, "no %s is visible to this caller", r.noun)
 			return
 		}
-		abstain(RuleNoMatch, skill.AbstainNoMatch, "no skill shares a word with the task")
+		abstain(RuleNoMatch, skill.AbstainNoMatch, "no %s shares a word with the task", r.noun)
 		return
 	}
 	anyFired := false
@@ -112,7 +112,7 @@ func (ix *Index) decide(rk *Ranking, res *skill.MatchResult, r resolved, mode sk
 		anyFired = anyFired || c.fire != nil
 	}
 	if len(bm25List) == 0 && !anyFired && (len(denseList) == 0 || denseList[0].score <= 0) {
-		abstain(RuleNoMatch, skill.AbstainNoMatch, "no skill shares a word with the task")
+		abstain(RuleNoMatch, skill.AbstainNoMatch, "no %s shares a word with the task", r.noun)
 		return
 	}
 	if top := cands[0]; top.fire != nil && top.fire.explicit && ix.cfg.Triggers.Explicit {
@@ -140,7 +140,7 @@ func (ix *Index) decide(rk *Ranking, res *skill.MatchResult, r resolved, mode sk
 		rk.Rule = RuleKeywordless
 		if c1 := float64(denseList[0].score); c1 < thr {
 			abstain(RuleKeywordless, skill.AbstainBelowThreshold,
-				"no skill shares a word with the task, and the best cosine %.3f is below the model's threshold %.3f", c1, thr)
+				"no %s shares a word with the task, and the best cosine %.3f is below the model's threshold %.3f", r.noun, c1, thr)
 			return
 		}
 	} else {
@@ -150,21 +150,21 @@ func (ix *Index) decide(rk *Ranking, res *skill.MatchResult, r resolved, mode sk
 			// A task that names a skill or fires a trigger is never
 			// abstained on, however weakly it does.
 			serve(skill.VerdictLowConfidence,
-				"the calibrated classifier gives %.2f that these candidates hold a skill for the task, under its cutoff %.2f, "+
-					"but the task names a skill or fires a trigger: they may not fit", p, cls.Cutoff)
+				"the calibrated classifier gives %.2f that these candidates hold a %s for the task, under its cutoff %.2f, "+
+					"but the task names a %s or fires a trigger: they may not fit", p, r.noun, cls.Cutoff, r.noun)
 			return
 		case p < cls.Cutoff:
 			abstain(RuleClassifier, skill.AbstainCalibrated,
-				"the calibrated classifier gives %.2f that a skill fits, below its cutoff %.2f", p, cls.Cutoff)
+				"the calibrated classifier gives %.2f that a %s fits, below its cutoff %.2f", p, r.noun, cls.Cutoff)
 			return
 		}
 	}
 	if p < cls.Confident {
 		serve(skill.VerdictLowConfidence,
-			"the calibrated classifier gives %.2f that these candidates hold a skill for the task, under %.2f: they may not fit", p, cls.Confident)
+			"the calibrated classifier gives %.2f that these candidates hold a %s for the task, under %.2f: they may not fit", p, r.noun, cls.Confident)
 		return
 	}
-	serve(skill.VerdictConfident, "the calibrated classifier gives %.2f that these candidates hold a skill for the task", p)
+	serve(skill.VerdictConfident, "the calibrated classifier gives %.2f that these candidates hold a %s for the task", p, r.noun)
 }
 
 // decideThreshold decides by a single score: the best cosine against the

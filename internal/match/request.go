@@ -22,6 +22,9 @@ type resolved struct {
 	threshold *float64
 	hidden    bool
 	visible   Visibility
+	// noun names what the request asks for in the verdict's words:
+	// "tool" for tools alone, else "skill".
+	noun string
 }
 
 // Limits returns the request limits of the index's configuration.
@@ -39,6 +42,7 @@ func resolve(req skill.MatchRequest, visible Visibility, cfg Config) (resolved, 
 	}
 	o := req.Options
 	r := resolved{topK: req.TopK, mode: o.Mode, fusion: o.Fusion, hidden: o.IncludeHidden, visible: visible}
+	r.noun = o.Kinds.Noun()
 	if r.topK == 0 {
 		r.topK = cfg.TopK
 	}

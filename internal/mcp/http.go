@@ -44,6 +44,10 @@ const (
 	DefaultBodyTimeout    = 30 * time.Second
 )
 
+// eventStoreBytes bounds the messages kept for clients that reconnect to a
+// broken event stream, across every session; the oldest go first.
+const eventStoreBytes = 8 << 20
+
 // statelessProtocol is the first protocol revision without sessions: its
 // requests go to a stateless handler, the only kind the SDK serves it on.
 const statelessProtocol = "2026-07-28"
@@ -106,10 +110,16 @@ func (f *Front) HTTPHandler(o HTTPOptions) http.Handler {
 		o.Failures = auth.NewFailureLimiter()
 	}
 	h := &httpFront{f: f, o: o, sessions: &sessionGate{max: o.MaxSessions, live: f.liveSessions}}
+	events := mcpsdk.NewMemoryEventStore(nil)
+	events.SetMaxBytes(eventStoreBytes)
 	h.sdk = mcpsdk.NewStreamableHTTPHandler(serverOf, &mcpsdk.StreamableHTTPOptions{
 		Logger:              f.log,
 		SessionTimeout:      o.SessionTimeout,
 		MaxRequestBodyBytes: o.MaxBodyBytes,
+		// Each event stream starts with an event id (SEP-1699's priming
+		// event), and a client whose stream broke reconnects with
+		// Last-Event-ID and gets what it missed, while it is kept.
+		EventStore: events,
 	})
 	h.stateless = mcpsdk.NewStreamableHTTPHandler(serverOf, &mcpsdk.StreamableHTTPOptions{
 		Logger:              f.log,
@@ -339,8 +349,11 @@ func (h *httpFront) serveView(w http.ResponseWriter, r *http.Request, p *auth.Pr
 	if v := r.Header.Get("Mcp-Protocol-Version"); v >= statelessProtocol {
 		sdk = h.stateless
 	}
+	sid := r.Header.Get("Mcp-Session-Id")
 	if r.Method != http.MethodPost {
-		sdk.ServeHTTP(w, r)
+		rw := &rpcErrorWriter{ResponseWriter: w}
+		sdk.ServeHTTP(rw, r)
+		rw.finish(postedCall{}, sid)
 		return
 	}
 	call, ok := peekCall(r, h.o.MaxBodyBytes)
@@ -351,9 +364,13 @@ func (h *httpFront) serveView(w http.ResponseWriter, r *http.Request, p *auth.Pr
 		}
 		rw := &rpcErrorWriter{ResponseWriter: w}
 		sdk.ServeHTTP(rw, r)
-		rw.finish(call)
+		rw.finish(call, sid)
 	}
-	if sdk == h.sdk && r.Header.Get("Mcp-Session-Id") == "" {
+	if sdk == h.sdk && sid == "" {
+		if ok && !call.opensSession() {
+			refuseSessionless(w, call)
+			return
+		}
 		// The body is read: a slow client holds no session's place.
 		h.openSession(w, r, serve)
 		return

@@ -1,6 +1,7 @@
 package mcp
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -720,4 +721,113 @@ func TestRateLimitRefusalsAreAuditedSampled(t *testing.T) {
 	if audited != 1 || counted < 40 {
 		t.Errorf("rate-limited calls: %d audited, %d counted only; want 1 audited and the rest counted", audited, counted)
 	}
+}
+
+// TestHTTPSessionErrors: on the endpoint with sessions, a message without
+// Mcp-Session-Id that is not initialize gets HTTP 400, and one naming a
+// session the server does not hold gets 404, each with a JSON-RPC -32600
+// that says what to do; the refused message opens no session.
+func TestHTTPSessionErrors(t *testing.T) {
+	h := newHTTPHarness(t, HTTPOptions{})
+	before := h.front.liveSessions()
+	for _, tc := range []struct {
+		name, method, body, sid string
+		status                  int
+		id                      string
+		want                    string
+	}{
+		{"a call without a session", http.MethodPost, `{"jsonrpc":"2.0","id":2,"method":"tools/list"}`, "",
+			http.StatusBadRequest, "2", `"tools/list\" needs a session and the request has no Mcp-Session-Id header`},
+		{"a notification without a session", http.MethodPost, `{"jsonrpc":"2.0","method":"notifications/initialized"}`, "",
+			http.StatusBadRequest, "", `needs a session`},
+		{"a call to an unknown session", http.MethodPost, `{"jsonrpc":"2.0","id":"x","method":"tools/list"}`, "no-such-session",
+			http.StatusNotFound, `"x"`, `Session not found: Mcp-Session-Id \"no-such-session\" names no live session`},
+		{"initialize naming an unknown session", http.MethodPost, initializeBody, "gone",
+			http.StatusNotFound, "1", `start a new session with initialize`},
+		{"a stream without a session", http.MethodGet, "", "", http.StatusBadRequest, "", `GET requires an Mcp-Session-Id header`},
+		{"a stream of an unknown session", http.MethodGet, "", "gone", http.StatusNotFound, "", `Session not found`},
+		{"closing an unknown session", http.MethodDelete, "", "gone", http.StatusNotFound, "", `Session not found`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			req, _ := http.NewRequest(tc.method, h.srv.URL+Path, strings.NewReader(tc.body))
+			req.Header.Set("Content-Type", "application/json")
+			req.Header.Set("Accept", "application/json, text/event-stream")
+			if tc.sid != "" {
+				req.Header.Set("Mcp-Session-Id", tc.sid)
+			}
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer resp.Body.Close()
+			b, _ := io.ReadAll(resp.Body)
+			var msg struct {
+				ID    json.RawMessage
+				Error struct {
+					Code    int64
+					Message string
+				}
+			}
+			if err := json.Unmarshal(b, &msg); err != nil || resp.Header.Get("Content-Type") != "application/json" {
+				t.Fatalf("%d %s %q: not a JSON-RPC answer (%v)", resp.StatusCode, resp.Header.Get("Content-Type"), b, err)
+			}
+			id := string(msg.ID)
+			if id == "null" {
+				id = ""
+			}
+			if resp.StatusCode != tc.status || msg.Error.Code != -32600 || id != tc.id || !strings.Contains(string(b), tc.want) {
+				t.Errorf("got %d %s, want %d, code -32600, id %q and %q", resp.StatusCode, b, tc.status, tc.id, tc.want)
+			}
+		})
+	}
+	if resp, body := h.post(Path, initializeBody, nil); resp.StatusCode != http.StatusOK || resp.Header.Get("Mcp-Session-Id") == "" {
+		t.Errorf("initialize: %d %q", resp.StatusCode, body)
+	}
+	if got := h.front.liveSessions(); got != before+1 {
+		t.Errorf("live sessions %d, want %d (only initialize opens one)", got, before+1)
+	}
+}
+
+// TestHTTPEventStreamsResume: on protocol 2025-11-25 every event stream
+// starts with a priming event that carries an id and no data (SEP-1699), and
+// a client whose stream broke gets what it missed by reconnecting with
+// Last-Event-ID.
+func TestHTTPEventStreamsResume(t *testing.T) {
+	h := newHTTPHarness(t, HTTPOptions{})
+	resp, _ := h.post(Path, initializeBody, nil)
+	sid := resp.Header.Get("Mcp-Session-Id")
+	hdr := map[string]string{"Mcp-Session-Id": sid, "Mcp-Protocol-Version": "2025-11-25"}
+	h.post(Path, `{"jsonrpc":"2.0","method":"notifications/initialized"}`, hdr)
+	_, body := h.post(Path, `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"find_skills","arguments":{"task":"fill in a PDF form"}}}`, hdr)
+	events := strings.Split(strings.TrimSpace(body), "\n\n")
+	if len(events) != 2 || !strings.HasPrefix(events[0], "event: prime\nid: ") || !strings.HasSuffix(events[0], "\ndata: ") {
+		t.Fatalf("the stream does not start with a priming event:\n%s", body)
+	}
+	prime := strings.TrimPrefix(strings.Split(events[0], "\n")[1], "id: ")
+	if !strings.Contains(events[1], `"id":2,"result"`) {
+		t.Fatalf("second event %q", events[1])
+	}
+
+	// The client lost the stream after the priming event: it reconnects
+	// and gets the answer again.
+	req, _ := http.NewRequest(http.MethodGet, h.srv.URL+Path, nil)
+	req.Header.Set("Accept", "text/event-stream")
+	req.Header.Set("Mcp-Session-Id", sid)
+	req.Header.Set("Mcp-Protocol-Version", "2025-11-25")
+	req.Header.Set("Last-Event-ID", prime)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	r, err := http.DefaultClient.Do(req.WithContext(ctx))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Body.Close()
+	sc := bufio.NewScanner(r.Body)
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		if strings.Contains(sc.Text(), `"id":2,"result"`) {
+			return
+		}
+	}
+	t.Errorf("no answer replayed after Last-Event-ID %s (status %d, %v)", prime, r.StatusCode, sc.Err())
 }

@@ -155,7 +155,9 @@ func (f *Front) middleware(vw *view) mcpsdk.Middleware {
 				res = f.notOffered(c, vw, tgt)
 			}
 			if res == nil && err == nil {
-				res, err = next(ctx, method, req)
+				if res, err = next(ctx, method, req); err != nil {
+					err = f.explain(ctx, vw, method, req, err)
+				}
 			}
 			switch r := res.(type) {
 			case *mcpsdk.CallToolResult:

@@ -161,11 +161,11 @@ func (f *Front) resourceHandler(vw *view) mcpsdk.ResourceHandler {
 			return nil, err
 		}
 		if _, err := f.servedSkill(ctx, agent, name, false); err != nil {
-			return nil, f.rpcError(ctx, uri, err)
+			return nil, f.uriError(ctx, uri, err)
 		}
 		res, err := f.router.Load(ctx, skill.LoadRequest{Name: name, Agent: agent, Level: skill.LevelResource, ResourcePath: file, Raw: true})
 		if err != nil {
-			return nil, f.rpcError(ctx, uri, err)
+			return nil, f.uriError(ctx, uri, err)
 		}
 		rc := &mcpsdk.ResourceContents{URI: uri, MIMEType: res.MediaType}
 		switch {

@@ -51,17 +51,22 @@ type loadOutput struct {
 	Description string `json:"description"`
 	// Content is the framed body.
 	Content       string    `json:"content" jsonschema:"the SKILL.md body inside <skill_content> delimiters that give its provenance and mark it as data from a skill file"`
-	Truncated     bool      `json:"truncated" jsonschema:"true when the body was cut to token_budget"`
-	Tokens        int       `json:"tokens" jsonschema:"estimated tokens returned"`
+	Truncated     bool      `json:"truncated" jsonschema:"true when the body was cut so that the reply fits token_budget"`
+	Tokens        int       `json:"tokens" jsonschema:"estimated tokens of the body returned"`
 	TotalTokens   int       `json:"total_tokens" jsonschema:"estimated tokens of the whole body"`
-	TokenBudget   int       `json:"token_budget"`
+	TokenBudget   int       `json:"token_budget" jsonschema:"the most tokens of the whole reply: body, file list and the rest"`
 	TokenCounting string    `json:"token_counting"`
 	SHA256        string    `json:"sha256" jsonschema:"hash of the SKILL.md the body came from"`
 	Trust         string    `json:"trust"`
 	Source        sourceOut `json:"source"`
-	Files         []fileOut `json:"files" jsonschema:"the other files in the skill folder, not read"`
-	// FilesTruncated is set when the folder held more files than listed.
-	FilesTruncated bool `json:"files_truncated,omitempty"`
+	Files         []fileOut `json:"files" jsonschema:"the other files in the skill folder, not read; all of them unless files_truncated"`
+	// Folders summarise the files not listed, when they do not fit.
+	Folders []folderOut `json:"folders,omitempty" jsonschema:"folders whose files are not listed one by one, to fit token_budget"`
+	// FilesTotal counts the skill's files besides SKILL.md.
+	FilesTotal int `json:"files_total" jsonschema:"the files of the skill folder besides SKILL.md"`
+	// FilesTruncated is set when files does not list every file.
+	FilesTruncated bool   `json:"files_truncated,omitempty" jsonschema:"true when files does not list every file of the skill"`
+	FilesNote      string `json:"files_note,omitempty" jsonschema:"how to list the files not listed"`
 }
 
 type readOutput struct {
@@ -74,9 +79,13 @@ type readOutput struct {
 	// DataBase64 holds a binary file.
 	DataBase64 string    `json:"data_base64,omitempty" jsonschema:"the file's bytes, base64, when it is not UTF-8 text"`
 	Tokens     int       `json:"tokens,omitempty"`
-	SHA256     string    `json:"sha256"`
+	SHA256     string    `json:"sha256,omitempty" jsonschema:"the file's sha256; absent for a folder"`
 	Trust      string    `json:"trust"`
 	Source     sourceOut `json:"source"`
+	// Entries list a folder, when path names one.
+	Entries       []entryOut `json:"entries,omitempty" jsonschema:"when path names a folder: its files and folders, sorted by path"`
+	EntriesTotal  int        `json:"entries_total,omitempty" jsonschema:"the folder's entries across all pages"`
+	NextPageToken string     `json:"next_page_token,omitempty" jsonschema:"pass as page_token for the folder's next entries"`
 }
 
 type summaryOut struct {
@@ -89,16 +98,16 @@ type summaryOut struct {
 }
 
 type catalogOut struct {
-	Text      string   `json:"text" jsonschema:"a prompt-ready list of skills within budget_chars"`
-	Chars     int      `json:"chars"`
-	Budget    int      `json:"budget"`
-	Included  []string `json:"included"`
-	Shortened []string `json:"shortened,omitempty" jsonschema:"skills listed with a shortened description"`
-	Cut       []string `json:"cut,omitempty" jsonschema:"skills left out to fit the budget"`
+	Text      string `json:"text" jsonschema:"a prompt-ready list of skills"`
+	Chars     int    `json:"chars" jsonschema:"the characters of text"`
+	Budget    int    `json:"budget" jsonschema:"budget_chars: the most characters of the whole reply"`
+	Included  int    `json:"included" jsonschema:"the skills text lists"`
+	Shortened int    `json:"shortened,omitempty" jsonschema:"the skills text lists with a shortened description, or none"`
+	Cut       int    `json:"cut,omitempty" jsonschema:"the skills left out to fit budget_chars; list_skills without budget_chars pages through every skill"`
 }
 
 type listOutput struct {
-	Skills        []summaryOut `json:"skills"`
+	Skills        []summaryOut `json:"skills" jsonschema:"a page of skills; empty with budget_chars, whose catalog lists them instead"`
 	Total         int          `json:"total" jsonschema:"skills across all pages"`
 	NextPageToken string       `json:"next_page_token,omitempty" jsonschema:"pass as page_token for the next page"`
 	Catalog       *catalogOut  `json:"catalog,omitempty"`
@@ -157,17 +166,14 @@ func verdictSentence(r *skill.MatchResult, what string) string {
 	return "No " + what + " fits this task: go ahead without one."
 }
 
+// loadOut is a load_skill reply without its files (see withFiles).
 func loadOut(r *skill.LoadResult) loadOutput {
 	s := r.Skill
-	out := loadOutput{
+	return loadOutput{
 		Name: s.Name, Description: s.Description(), Content: r.Content, Truncated: r.Truncated,
 		Tokens: r.Tokens, TotalTokens: r.TotalTokens, TokenBudget: r.TokenBudget, TokenCounting: skill.TokenCounting,
-		SHA256: r.SHA256, Trust: trustOf(s), Source: sourceOf(s), Files: []fileOut{}, FilesTruncated: s.ResourcesTruncated,
+		SHA256: r.SHA256, Trust: trustOf(s), Source: sourceOf(s), Files: []fileOut{},
 	}
-	for _, f := range s.Resources {
-		out.Files = append(out.Files, fileOut{Path: f.Path, SizeBytes: f.Size, URI: skillURI(s.Name, f.Path)})
-	}
-	return out
 }
 
 func listOut(r *skill.ListResult) listOutput {
@@ -183,14 +189,7 @@ func listOut(r *skill.ListResult) listOutput {
 	}
 	if c := r.Catalog; c != nil {
 		out.Catalog = &catalogOut{Text: c.Text, Chars: c.Chars, Budget: c.Budget,
-			Included: nonNil(c.Included), Shortened: c.Shortened, Cut: c.Cut}
+			Included: len(c.Included), Shortened: len(c.Shortened), Cut: len(c.Cut)}
 	}
 	return out
-}
-
-func nonNil(s []string) []string {
-	if s == nil {
-		return []string{}
-	}
-	return s
 }

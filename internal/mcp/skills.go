@@ -33,13 +33,6 @@ const (
 	mimeDirectory       = "inode/directory"
 )
 
-// The extension's per-skill limits: a skill over either is not served
-// through it, since a host need not accept it.
-const (
-	maxSkillResources = 512
-	maxSkillBytes     = 16 << 20
-)
-
 // skillResourceOut is one file of a skill entry.
 type skillResourceOut struct {
 	URI string `json:"uri"`
@@ -131,7 +124,8 @@ func (f *Front) servedSkill(ctx context.Context, agent, name string, manifest bo
 	res, err := f.router.Get(ctx, skill.GetRequest{Name: name, Agent: agent, Manifest: manifest})
 	if err != nil {
 		var de *skill.Error
-		if errors.As(err, &de) && de.Code == skill.CodeFailedPrecondition && de.Reason != skill.ReasonSkillDisabled {
+		if errors.As(err, &de) && de.Code == skill.CodeFailedPrecondition &&
+			de.Reason != skill.ReasonSkillDisabled && de.Reason != skill.ReasonSkillTooLarge {
 			// A tool, or a SKILL.md that no longer parses: not a skill
 			// this server serves now.
 			return nil, skill.Errorf(skill.CodeNotFound, "%s", de.Message)
@@ -145,33 +139,24 @@ func (f *Front) servedSkill(ctx context.Context, agent, name string, manifest bo
 	switch {
 	case s.IsTool():
 		return nil, skill.Errorf(skill.CodeNotFound, "%s is a tool of MCP server %s, not a skill", s.Name, s.Tool.Server)
+	case !s.Enabled():
+		return nil, s.Refusal()
 	case s.Frontmatter.Hidden:
 		return nil, skill.Errorf(skill.CodeNotFound, "skill %q is hidden: it is not served as resources (load_skill loads it by name)", s.Name)
-	case !s.Enabled():
-		return nil, skill.Errorf(skill.CodeFailedPrecondition, "skill %q is %s", s.Name, s.DisabledReason()).WithReason(skill.ReasonSkillDisabled)
 	}
 	return res, nil
 }
 
-// entryOf renders a skill and its manifest as an extension entry, or says
-// why the extension cannot serve it.
+// entryOf renders a skill and its manifest as an extension entry. Whether
+// a skill is served at all (within the size limits, which default to the
+// extension's) the router decided: every surface serves the same skills.
 func entryOf(s *skill.Skill, m *skill.Manifest) (skillEntry, error) {
 	if m == nil {
 		return skillEntry{}, fmt.Errorf("router returned no manifest for %q", s.Name)
 	}
-	if s.ResourcesTruncated || len(m.Files) > maxSkillResources {
-		return skillEntry{}, skill.Errorf(skill.CodeNotFound,
-			"skill %q has more files than the Skills extension allows (%d); load_skill and read_skill_file serve it", s.Name, maxSkillResources)
-	}
 	e := skillEntry{URI: skillURI(s.Name, skillFile), Frontmatter: m.Frontmatter, Resources: make([]skillResourceOut, 0, len(m.Files))}
-	var total int64
 	for _, fd := range m.Files {
-		total += fd.Size
 		e.Resources = append(e.Resources, skillResourceOut{URI: skillURI(s.Name, fd.Path), Digest: "sha256:" + fd.SHA256, Size: fd.Size})
-	}
-	if total > maxSkillBytes {
-		return skillEntry{}, skill.Errorf(skill.CodeNotFound,
-			"skill %q holds %d bytes, over the Skills extension's %d; load_skill and read_skill_file serve it", s.Name, total, maxSkillBytes)
 	}
 	return e, nil
 }
@@ -189,7 +174,12 @@ func (f *Front) listSkillEntries(ctx context.Context, vw *view, p *listSkillsPar
 		cursor = p.Cursor
 	}
 	page, err := f.router.List(ctx, skill.ListRequest{Agent: agent, PageSize: f.opts.PageSize, PageToken: cursor, Kinds: skill.KindsSkills})
-	if err != nil {
+	var de *skill.Error
+	switch {
+	case errors.As(err, &de) && de.Field == skill.FieldPageToken:
+		callFrom(ctx).outcome = de.Code.String()
+		return nil, badCursor(methodSkillsList, cursor)
+	case err != nil:
 		return nil, f.rpcError(ctx, "", err)
 	}
 	// Each entry reads its skill's files: a few at a time.
@@ -209,6 +199,9 @@ func (f *Front) listSkillEntries(ctx context.Context, vw *view, p *listSkillsPar
 	}
 	wg.Wait()
 	out := &listSkillsResult{Cacheable: uncached, ResultType: resultComplete, Skills: []skillEntry{}, NextCursor: page.NextPageToken}
+	if page.Total > f.opts.PageSize && vw.key.Features&FeatureFind != 0 {
+		out.Meta = largeCatalog(page.Total, f.opts.PageSize)
+	}
 	for i, s := range page.Skills {
 		switch err := errs[i]; {
 		case s == nil:
@@ -221,6 +214,26 @@ func (f *Front) listSkillEntries(ctx context.Context, vw *view, p *listSkillsPar
 		}
 	}
 	return out, nil
+}
+
+// Keys of the _meta of a skills/list page of a catalog larger than a page.
+const (
+	metaTotal = "mcpsag/total"
+	metaHint  = "mcpsag/hint"
+)
+
+// largeCatalog is the _meta of every page of a listing of more than one
+// page: how many skills the listing holds, and, in words, that a model is
+// better served by find_skills than by the whole list in its context. The
+// listing stays complete; what a host does with it is the host's choice.
+func largeCatalog(total, pageSize int) mcpsdk.Meta {
+	pages := (total + pageSize - 1) / pageSize
+	return mcpsdk.Meta{
+		metaTotal: total,
+		metaHint: fmt.Sprintf("This listing holds %d skills in %d pages. Pasting them into a model's context costs "+
+			"their tokens on every turn: for a catalog this large, let the model call the find_skills tool, which "+
+			"returns the few skills that fit a task, and keep the listing for the host's registry and approvals.", total, pages),
+	}
 }
 
 // entryWorkers bounds the entries of a skills/list page built at once.
@@ -262,7 +275,7 @@ func (f *Front) getSkillEntry(ctx context.Context, vw *view, p *getSkillParams) 
 		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams,
 			Message: fmt.Sprintf("No skill is served at %s: %s", skill.Clip(uri, 200), describe(de))}
 	case err != nil:
-		return nil, f.rpcError(ctx, uri, err)
+		return nil, f.uriError(ctx, uri, err)
 	}
 	return &getSkillResult{Cacheable: uncached, ResultType: resultComplete, Skill: e}, nil
 }
@@ -282,7 +295,7 @@ func (f *Front) readDirectory(ctx context.Context, vw *view, p *readDirectoryPar
 	start := 0
 	if cursor != "" {
 		if start, err = strconv.Atoi(cursor); err != nil || start < 0 {
-			return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("cursor %q is not one this server gave", skill.Clip(cursor, 40))}
+			return nil, badCursor(methodDirectoryRead, cursor)
 		}
 	}
 	agent, err := f.viewAgent(ctx, vw, name)
@@ -291,7 +304,7 @@ func (f *Front) readDirectory(ctx context.Context, vw *view, p *readDirectoryPar
 	}
 	res, err := f.servedSkill(ctx, agent, name, true)
 	if err != nil {
-		return nil, f.rpcError(ctx, uri, err)
+		return nil, f.uriError(ctx, uri, err)
 	}
 	var files []skill.FileDigest
 	if res.Manifest != nil {
@@ -302,7 +315,7 @@ func (f *Front) readDirectory(ctx context.Context, vw *view, p *readDirectoryPar
 		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("%s is not a directory resource of this server", skill.Clip(uri, 200))}
 	}
 	if start > len(children) {
-		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("cursor %q is past the end of the listing", skill.Clip(cursor, 40))}
+		return nil, badCursor(methodDirectoryRead, cursor)
 	}
 	end := min(start+f.opts.PageSize, len(children))
 	out := &readDirectoryResult{ResultType: resultComplete, Resources: children[start:end]}
@@ -317,35 +330,19 @@ func (f *Front) readDirectory(ctx context.Context, vw *view, p *readDirectoryPar
 // folders as directory resources. isDir is false when no file lies under
 // dir.
 func dirChildren(name, dir string, files []skill.FileDigest) (children []*mcpsdk.Resource, isDir bool) {
-	prefix := ""
-	if dir != "" {
-		prefix = dir + "/"
+	res := make([]skill.Resource, len(files))
+	for i, fd := range files {
+		res[i] = skill.Resource{Path: fd.Path, Size: fd.Size}
 	}
-	seen := map[string]bool{}
-	for _, fd := range files {
-		rest, ok := strings.CutPrefix(fd.Path, prefix)
-		if !ok {
-			continue
-		}
-		isDir = true
-		child, _, nested := strings.Cut(rest, "/")
-		if seen[child] {
-			continue
-		}
-		seen[child] = true
-		if nested {
-			children = append(children, &mcpsdk.Resource{URI: skillURI(name, prefix+child), Name: child, MIMEType: mimeDirectory})
-			continue
-		}
-		children = append(children, &mcpsdk.Resource{URI: skillURI(name, fd.Path), Name: child, MIMEType: mimeOf(fd.Path), Size: fd.Size})
+	direct, folders, isDir := newFileTree(name, res).children(dir)
+	children = make([]*mcpsdk.Resource, 0, len(direct)+len(folders))
+	for _, f := range direct {
+		children = append(children, &mcpsdk.Resource{URI: skillURI(name, f.Path), Name: path.Base(f.Path), MIMEType: mimeOf(f.Path), Size: f.Size})
 	}
-	if dir == "" {
-		isDir = true // the skill's folder always holds SKILL.md
+	for _, d := range folders {
+		children = append(children, &mcpsdk.Resource{URI: d.URI, Name: path.Base(d.Path), MIMEType: mimeDirectory})
 	}
 	slices.SortFunc(children, func(a, b *mcpsdk.Resource) int { return strings.Compare(a.Name, b.Name) })
-	if children == nil {
-		children = []*mcpsdk.Resource{}
-	}
 	return children, isDir
 }
 

@@ -26,19 +26,20 @@ type findInput struct {
 
 type loadInput struct {
 	Name        string `json:"name" jsonschema:"the skill's name, as find_skills or list_skills gives it"`
-	TokenBudget int    `json:"token_budget,omitempty" jsonschema:"the most tokens of body to return; 0 or absent means the router's default"`
+	TokenBudget int    `json:"token_budget,omitempty" jsonschema:"the most tokens of the whole reply (the body, the file list and the rest); 0 or absent means the router's default"`
 	Agent       string `json:"agent,omitempty" jsonschema:"the agent whose copy of the skill to load; absent means this connection's agent"`
 }
 
 type readInput struct {
-	Name  string `json:"name" jsonschema:"the skill's name"`
-	Path  string `json:"path" jsonschema:"the file's path relative to the skill folder, such as references/api.md"`
-	Agent string `json:"agent,omitempty" jsonschema:"the agent whose copy of the skill to read; absent means this connection's agent"`
+	Name      string `json:"name" jsonschema:"the skill's name"`
+	Path      string `json:"path" jsonschema:"the file's path relative to the skill folder, such as references/api.md; a folder's path (or . for the skill's folder) lists the folder"`
+	PageToken string `json:"page_token,omitempty" jsonschema:"next_page_token from the previous page of a folder listing"`
+	Agent     string `json:"agent,omitempty" jsonschema:"the agent whose copy of the skill to read; absent means this connection's agent"`
 }
 
 type listInput struct {
 	Agent       string `json:"agent,omitempty" jsonschema:"the agent whose skills to list; absent means this connection's agent"`
-	BudgetChars int    `json:"budget_chars,omitempty" jsonschema:"when set, also return a catalog of all skills that fits in this many characters"`
+	BudgetChars int    `json:"budget_chars,omitempty" jsonschema:"when set, return instead of a page a catalog of every skill, as a prompt-ready text, in a reply of at most this many characters"`
 	PageToken   string `json:"page_token,omitempty" jsonschema:"next_page_token from the previous page"`
 }
 
@@ -77,8 +78,8 @@ func (f *Front) addTools(vw *view) {
 			Name:  toolList,
 			Title: "List skills",
 			Description: "List the available skills by name and description, sorted by name, one page at a time. " +
-				"Use find_skills to choose skills for a task; use this to browse, or with budget_chars to get a " +
-				"compact catalog of every skill that fits a character budget.",
+				"Use find_skills to choose skills for a task; use this to browse, or with budget_chars to get, in a " +
+				"reply of at most that many characters, a compact catalog of every skill that fits.",
 			Annotations: readOnly("List skills"),
 		}, structured(func(ctx context.Context, _ *mcpsdk.CallToolRequest, in listInput) (*mcpsdk.CallToolResult, listOutput, error) {
 			return f.listSkills(ctx, vw, in)
@@ -90,8 +91,9 @@ func (f *Front) addTools(vw *view) {
 			Title: "Load a skill",
 			Description: "Load a skill's instructions (the body of its SKILL.md) by name, as find_skills or list_skills " +
 				"gives it. The body comes inside <skill_content> delimiters that mark it as data from a skill file. " +
-				"A long body is cut to token_budget and truncated says so. The skill's other files are listed, not " +
-				"read: read one with read_skill_file when the instructions call for it.",
+				"The reply stays within token_budget: a long body is cut (truncated says so), and when the skill's other " +
+				"files do not all fit, folders are summarised (files_note says how to list them). The files are listed, " +
+				"not read: read one with read_skill_file when the instructions call for it.",
 			Annotations: readOnly("Load a skill"),
 		}, structured(func(ctx context.Context, _ *mcpsdk.CallToolRequest, in loadInput) (*mcpsdk.CallToolResult, loadOutput, error) {
 			return f.loadSkill(ctx, vw, in)
@@ -101,7 +103,8 @@ func (f *Front) addTools(vw *view) {
 			Title: "Read a skill file",
 			Description: "Read one file from a skill's folder (a reference, a template, a script) by the skill's name and " +
 				"the file's path relative to the folder, such as references/api.md; load_skill lists the files. Text " +
-				"comes inside <skill_resource> delimiters. Paths that leave the skill folder are refused.",
+				"comes inside <skill_resource> delimiters. A folder's path (. for the skill's folder) lists the folder " +
+				"instead, 100 entries at a time. Paths that leave the skill folder are refused.",
 			Annotations: readOnly("Read a skill file"),
 		}, structured(func(ctx context.Context, _ *mcpsdk.CallToolRequest, in readInput) (*mcpsdk.CallToolResult, readOutput, error) {
 			return f.readSkillFile(ctx, vw, in)
@@ -184,8 +187,15 @@ func (f *Front) listSkills(ctx context.Context, vw *view, in listInput) (*mcpsdk
 	if err != nil {
 		return nil, listOutput{}, err
 	}
-	res, err := f.router.List(ctx, skill.ListRequest{Agent: agent, PageToken: in.PageToken, CatalogBudget: in.BudgetChars,
-		Kinds: skill.KindsSkills})
+	req := skill.ListRequest{Agent: agent, PageToken: in.PageToken, Kinds: skill.KindsSkills}
+	if in.BudgetChars != 0 {
+		out, err := f.listWithin(ctx, req, in.BudgetChars)
+		if err != nil {
+			return nil, listOutput{}, f.toolError(ctx, toolList, err)
+		}
+		return nil, out, nil
+	}
+	res, err := f.router.List(ctx, req)
 	if err != nil {
 		return nil, listOutput{}, f.toolError(ctx, toolList, err)
 	}
@@ -199,14 +209,11 @@ func (f *Front) loadSkill(ctx context.Context, vw *view, in loadInput) (*mcpsdk.
 	}
 	c := callFrom(ctx)
 	c.skill = in.Name
-	res, err := f.router.Load(ctx, skill.LoadRequest{Name: in.Name, Agent: agent, Level: skill.LevelBody, TokenBudget: in.TokenBudget})
+	out, err := f.loadWithin(ctx, skill.LoadRequest{Name: in.Name, Agent: agent, Level: skill.LevelBody, TokenBudget: in.TokenBudget})
 	if err != nil {
 		return nil, loadOutput{}, f.toolError(ctx, toolLoad, err)
 	}
-	if res.Skill == nil {
-		return nil, loadOutput{}, f.toolError(ctx, toolLoad, fmt.Errorf("router returned a load result without its skill"))
-	}
-	return nil, loadOut(res), nil
+	return nil, out, nil
 }
 
 func (f *Front) readSkillFile(ctx context.Context, vw *view, in readInput) (*mcpsdk.CallToolResult, readOutput, error) {
@@ -216,8 +223,14 @@ func (f *Front) readSkillFile(ctx context.Context, vw *view, in readInput) (*mcp
 	}
 	callFrom(ctx).skill = in.Name
 	res, err := f.router.Load(ctx, skill.LoadRequest{Name: in.Name, Agent: agent, Level: skill.LevelResource, ResourcePath: in.Path})
+	if dir, ok := folderAsked(in.Path, err); ok {
+		return f.readFolder(ctx, agent, in, dir, err)
+	}
 	if err != nil {
 		return nil, readOutput{}, f.toolError(ctx, toolRead, err)
+	}
+	if in.PageToken != "" {
+		return nil, readOutput{}, f.toolError(ctx, toolRead, skill.InvalidArgument(skill.FieldPageToken, "only used when path names a folder"))
 	}
 	if res.Skill == nil {
 		return nil, readOutput{}, f.toolError(ctx, toolRead, fmt.Errorf("router returned a load result without its skill"))

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	mcpsdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -27,8 +28,8 @@ func TestInitialize(t *testing.T) {
 	if caps.Prompts == nil || !caps.Prompts.ListChanged || caps.Resources == nil || !caps.Resources.ListChanged {
 		t.Errorf("prompts %+v, resources %+v: want both with listChanged", caps.Prompts, caps.Resources)
 	}
-	if caps.Logging != nil {
-		t.Error("logging capability declared; the server sends no log messages")
+	if caps.Logging == nil {
+		t.Error("no logging capability: logging/setLevel is answered and changes are logged")
 	}
 	if init.ServerInfo.Name != "mcpsag-router" {
 		t.Errorf("server name %q", init.ServerInfo.Name)
@@ -157,9 +158,14 @@ func TestLoadSkill(t *testing.T) {
 		t.Errorf("a host path leaked into the result")
 	}
 
-	h.ok(toolLoad, map[string]any{"name": "kubernetes-debugging", "token_budget": 50}, &out)
-	if !out.Truncated || out.TokenBudget != 50 || out.Tokens > 50 || out.TotalTokens <= 50 {
-		t.Errorf("budgeted load = truncated %v tokens %d/%d budget %d", out.Truncated, out.Tokens, out.TotalTokens, out.TokenBudget)
+	// The budget bounds the whole reply, not only the body.
+	res = h.ok(toolLoad, map[string]any{"name": "kubernetes-debugging", "token_budget": 200}, &out)
+	if n := skill.EstimateTokens(text(res)); !out.Truncated || out.TokenBudget != 200 || n > 200 || out.TotalTokens <= out.Tokens {
+		t.Errorf("budgeted load = truncated %v, reply %d tokens, body %d/%d, budget %d", out.Truncated, n, out.Tokens, out.TotalTokens, out.TokenBudget)
+	}
+	msg := h.toolErr(toolLoad, map[string]any{"name": "kubernetes-debugging", "token_budget": 50})
+	if !strings.HasPrefix(msg, "invalid_argument: token_budget: 50 is too small for this skill's reply, which takes ") {
+		t.Errorf("a budget smaller than the reply without its body: %q", msg)
 	}
 
 	h.ok(toolLoad, map[string]any{"name": "learned-trick"}, &out)
@@ -202,9 +208,16 @@ func TestListSkills(t *testing.T) {
 	if out.Skills[0].URI != "skill://data%20tools/SKILL.md" {
 		t.Errorf("uri of a name with a space = %q", out.Skills[0].URI)
 	}
-	h.ok(toolList, map[string]any{"budget_chars": 120}, &out)
-	if out.Catalog == nil || out.Catalog.Chars > 120 || len(out.Catalog.Cut) == 0 || out.Catalog.Budget != 120 {
-		t.Errorf("catalog = %+v", out.Catalog)
+	// With budget_chars, the whole reply fits: the catalog replaces the
+	// page, and what it cuts is counted.
+	for _, budget := range []int{120, 400, 4000} {
+		var out listOutput
+		res := h.ok(toolList, map[string]any{"budget_chars": budget}, &out)
+		n := utf8.RuneCountInString(res.Content[0].(*mcpsdk.TextContent).Text)
+		if out.Catalog == nil || n > budget || out.Catalog.Budget != budget || len(out.Skills) != 0 ||
+			out.Catalog.Included+out.Catalog.Cut != out.Total || budget == 4000 && out.Catalog.Cut != 0 {
+			t.Errorf("budget_chars %d: a reply of %d characters, catalog %+v, %d skills", budget, n, out.Catalog, len(out.Skills))
+		}
 	}
 	h.ok(toolList, map[string]any{"agent": "reviewer"}, &out)
 	if !slices.ContainsFunc(out.Skills, func(s summaryOut) bool { return s.Name == "reviewer-checklist" }) {

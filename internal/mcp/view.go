@@ -2,6 +2,8 @@ package mcp
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"net/url"
 	"slices"
 	"strings"
@@ -60,7 +62,9 @@ type resourceSpec struct{ name, description string }
 // subscriptions and the Skills extension.
 func (f *Front) newView(v View) *view {
 	vw := &view{key: v, ready: make(chan struct{}), prompts: map[string]promptSpec{}, resources: map[string]resourceSpec{}}
-	caps := &mcpsdk.ServerCapabilities{Tools: &mcpsdk.ToolCapabilities{ListChanged: true}}
+	// logging: a client that sets a level is told when the skills or the
+	// tools it is offered change, and when they cannot be listed.
+	caps := &mcpsdk.ServerCapabilities{Tools: &mcpsdk.ToolCapabilities{ListChanged: true}, Logging: &mcpsdk.LoggingCapabilities{}}
 	opts := &mcpsdk.ServerOptions{
 		Instructions: instructions,
 		Logger:       f.log.With("view_agent", v.Agent),
@@ -106,6 +110,7 @@ func (f *Front) refresh(ctx context.Context, vw *view) {
 	skills, err := f.listAll(ctx, vw.key.Agent)
 	if err != nil {
 		f.log.Warn("cannot list skills; prompts and resources unchanged", "agent", vw.key.Agent, "err", err)
+		f.tell(ctx, vw, mcpsdk.LoggingLevel("warning"), "cannot list the skills (%s); prompts and resources are unchanged", brief(err))
 		return
 	}
 	prompts := map[string]promptSpec{}
@@ -125,6 +130,12 @@ func (f *Front) refresh(ctx context.Context, vw *view) {
 		resources[uri] = resourceSpec{name: s.Name, description: s.Description()}
 	}
 	slices.SortFunc(names, func(a, b string) int { return strings.Compare(strings.ToLower(a), strings.ToLower(b)) })
+	if old := vw.names.Load(); old != nil {
+		if added, removed := diffNames(*old, names); len(added)+len(removed) > 0 {
+			f.tell(ctx, vw, mcpsdk.LoggingLevel("info"), "the skills changed: %d added%s, %d removed%s; %d served",
+				len(added), listed(added), len(removed), listed(removed), len(names))
+		}
+	}
 	vw.names.Store(&names)
 	f.applyPrompts(vw, prompts)
 	f.applyResources(vw, resources)
@@ -172,10 +183,68 @@ func (f *Front) toggle(vw *view, on *atomic.Bool, need Features, want bool, name
 	switch was := on.Load(); {
 	case want && !was:
 		add(vw)
+		f.tell(context.Background(), vw, mcpsdk.LoggingLevel("info"), "%s is offered now", name)
 	case !want && was:
 		vw.srv.RemoveTools(name)
+		f.tell(context.Background(), vw, mcpsdk.LoggingLevel("info"), "%s is no longer offered", name)
 	}
 	on.Store(want)
+}
+
+// tell sends a log message to every session of the view whose client set
+// a level that lets it through (the SDK sends nothing to a client that set
+// none). Protocol 2026-07-28 deprecates logging; its clients set no level
+// on a session and get none.
+func (f *Front) tell(ctx context.Context, vw *view, level mcpsdk.LoggingLevel, format string, args ...any) {
+	msg := &mcpsdk.LoggingMessageParams{Level: level, Logger: f.opts.Name, Data: fmt.Sprintf(format, args...)}
+	for ss := range vw.srv.Sessions() {
+		_ = ss.Log(ctx, msg)
+	}
+}
+
+// brief is an error's text for a client: a router error's message, never
+// its wrapped cause (which may name host paths).
+func brief(err error) string {
+	var de *skill.Error
+	if errors.As(err, &de) {
+		return describe(de)
+	}
+	return "the router could not be reached or failed; its log says why"
+}
+
+// diffNames returns the names in b and not in a, and those in a and not in
+// b; both lists are sorted the same way.
+func diffNames(a, b []string) (added, removed []string) {
+	in := func(list []string) map[string]bool {
+		m := make(map[string]bool, len(list))
+		for _, n := range list {
+			m[n] = true
+		}
+		return m
+	}
+	ina, inb := in(a), in(b)
+	for _, n := range b {
+		if !ina[n] {
+			added = append(added, n)
+		}
+	}
+	for _, n := range a {
+		if !inb[n] {
+			removed = append(removed, n)
+		}
+	}
+	return added, removed
+}
+
+// listed names up to five skills of list, for a log message.
+func listed(list []string) string {
+	switch {
+	case len(list) == 0:
+		return ""
+	case len(list) > 5:
+		return " (" + strings.Join(list[:5], ", ") + ", ...)"
+	}
+	return " (" + strings.Join(list, ", ") + ")"
 }
 
 func (f *Front) applyPrompts(vw *view, want map[string]promptSpec) {

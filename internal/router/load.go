@@ -31,8 +31,8 @@ func (r *Router) Load(ctx context.Context, req skill.LoadRequest) (*skill.LoadRe
 		return nil, skill.Errorf(skill.CodeFailedPrecondition,
 			"%s is a tool of MCP server %s: it has no body or files; find_tools (MCP) or Match (gRPC) returns its input schema, and call_tool or CallTool calls it", s.Name, s.Tool.Server)
 	}
-	if !s.Enabled() {
-		return nil, skill.Errorf(skill.CodeFailedPrecondition, "skill %q is %s", s.Name, s.DisabledReason()).WithReason(skill.ReasonSkillDisabled)
+	if err := s.Refusal(); err != nil {
+		return nil, err
 	}
 	res := &skill.LoadResult{Skill: s, Level: req.Level, Generation: g.ID, SHA256: s.ContentHash}
 	switch req.Level {

@@ -17,8 +17,8 @@ func (r *Router) manifest(s *skill.Skill) (*skill.Manifest, error) {
 	if s.IsTool() {
 		return nil, skill.Errorf(skill.CodeFailedPrecondition, "%s is a tool of MCP server %s: it has no files", s.Name, s.Tool.Server)
 	}
-	if !s.Enabled() {
-		return nil, skill.Errorf(skill.CodeFailedPrecondition, "skill %q is %s", s.Name, s.DisabledReason()).WithReason(skill.ReasonSkillDisabled)
+	if err := s.Refusal(); err != nil {
+		return nil, err
 	}
 	lim := r.cfg.Limits
 	f, err := skillfs.ReadResource(s.Dir, skillfs.SkillFile, max(lim.MaxFileBytes, r.cfg.MaxResourceBytes))

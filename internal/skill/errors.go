@@ -45,7 +45,7 @@ func (c Code) String() string {
 // machine-readable Reason (such as "RESOURCE_TOO_LARGE").
 type Error struct {
 	Code    Code
-	Field   string // request field at fault, for CodeInvalidArgument
+	Field   string // request field at fault, for CodeInvalidArgument and some refusals
 	Reason  string // stable UPPER_SNAKE identifier, optional
 	Message string // what went wrong and what to do about it
 	Err     error  // wrapped cause, optional
@@ -72,6 +72,14 @@ func Errorf(code Code, format string, args ...any) *Error {
 // InvalidArgument returns a CodeInvalidArgument error about one request field.
 func InvalidArgument(field, format string, args ...any) *Error {
 	return &Error{Code: CodeInvalidArgument, Field: field, Message: fmt.Sprintf(format, args...)}
+}
+
+// WithField sets the request field at fault and returns the error: for
+// codes other than CodeInvalidArgument (InvalidArgument sets it), a field
+// that is well formed but refused.
+func (e *Error) WithField(field string) *Error {
+	e.Field = field
+	return e
 }
 
 // WithReason sets the error's machine-readable reason and returns it.

@@ -51,6 +51,13 @@ const (
 	ReasonUpstreamTimeout    = "UPSTREAM_TIMEOUT"
 	ReasonServerRateLimited  = "SERVER_RATE_LIMITED"
 	ReasonNotATool           = "NOT_A_TOOL"
+
+	// ReasonRouterUnreachable: a router reached over the network could
+	// not be reached, and the call was never sent to it.
+	ReasonRouterUnreachable = "ROUTER_UNREACHABLE"
+	// ReasonRouterLost: the connection to a router reached over the
+	// network broke while the call was under way; it may have run.
+	ReasonRouterLost = "ROUTER_LOST"
 )
 
 // Request limits that do not depend on configuration.

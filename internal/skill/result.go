@@ -2,6 +2,7 @@ package skill
 
 import (
 	"fmt"
+	"strings"
 	"time"
 )
 
@@ -268,10 +269,42 @@ type ExecDecision struct {
 	DecisionID string
 }
 
-// DisabledReason says why s is not listed or matched, or "" when it is.
+// DisabledReason says why s is not served, or "" when it is: "disabled by
+// SOURCE (enabled: false)" for a skill its registry turns off, "too large:
+// ..." for one over the size limits.
 func (s *Skill) DisabledReason() string {
-	if s.Enabled() {
+	switch {
+	case s.Registry.Enabled != nil && !*s.Registry.Enabled:
+		return fmt.Sprintf("disabled by %s (enabled: false)", s.Registry.Source)
+	case s.Oversize != "":
+		return oversizePrefix + s.Oversize
+	}
+	return ""
+}
+
+// oversizePrefix starts the DisabledReason of a skill over the size limits.
+const oversizePrefix = "too large: "
+
+// OversizeOf reads Oversize back from a DisabledReason, "" when the reason
+// is another.
+func OversizeOf(disabledReason string) string {
+	o, _ := strings.CutPrefix(disabledReason, oversizePrefix)
+	if o == disabledReason {
 		return ""
 	}
-	return fmt.Sprintf("disabled by %s (enabled: false)", s.Registry.Source)
+	return o
+}
+
+// Refusal is the error every request for s gets when s is not served (nil
+// when it is): failed precondition, with reason ReasonSkillDisabled or
+// ReasonSkillTooLarge and the same message whatever asked.
+func (s *Skill) Refusal() *Error {
+	if s.Enabled() {
+		return nil
+	}
+	reason := ReasonSkillDisabled
+	if s.Registry.Enabled == nil || *s.Registry.Enabled {
+		reason = ReasonSkillTooLarge
+	}
+	return Errorf(CodeFailedPrecondition, "skill %q is %s", s.Name, s.DisabledReason()).WithReason(reason)
 }

@@ -116,7 +116,10 @@ type Skill struct {
 	// ResourcesTruncated is set when the folder held more files than the
 	// listing cap.
 	ResourcesTruncated bool
-	Problems           []Problem
+	// Oversize says how the skill exceeds the router's SizeLimits, "" when
+	// it does not; such a skill is not served (see Enabled).
+	Oversize string
+	Problems []Problem
 
 	Registry RegistryEntry
 
@@ -129,8 +132,13 @@ type Skill struct {
 // Description is a shortcut for the frontmatter description.
 func (s *Skill) Description() string { return s.Frontmatter.Description }
 
-// Enabled reports whether governance allows the skill to be listed and matched.
-func (s *Skill) Enabled() bool { return s.Registry.Enabled == nil || *s.Registry.Enabled }
+// Enabled reports whether the skill is served: governance allows it
+// (registry.json) and it is within the router's size limits. A skill that
+// is not is neither listed, matched, loaded nor read; DisabledReason and
+// Refusal say why.
+func (s *Skill) Enabled() bool {
+	return (s.Registry.Enabled == nil || *s.Registry.Enabled) && s.Oversize == ""
+}
 
 // Tags merges frontmatter tags with registry tags, without duplicates.
 func (s *Skill) Tags() []string {

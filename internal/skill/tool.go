@@ -120,6 +120,16 @@ func (k KindFilter) Allows(s *Skill) bool {
 	return true
 }
 
+// Noun names what the filter selects, for messages: "tool" for tools
+// alone, else "skill", as the verdicts of every request without a filter
+// have always said.
+func (k KindFilter) Noun() string {
+	if k == KindsTools {
+		return "tool"
+	}
+	return "skill"
+}
+
 func validateKinds(field string, k KindFilter) error {
 	if !k.Valid() {
 		return InvalidArgument(field, "%q is not a kind filter; want skills, tools or both", Clip(string(k), 40))

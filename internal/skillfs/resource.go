@@ -123,18 +123,18 @@ func checkResourcePath(rel string) (string, error) {
 	case strings.Contains(rel, `\`):
 		return "", bad("contains a backslash; use forward slashes")
 	case path.IsAbs(rel):
-		return "", skill.Errorf(skill.CodePermissionDenied, "resource_path %q is absolute; want %s", rel, resourcePathFormat).WithReason(ReasonPathEscape)
+		return "", skill.Errorf(skill.CodePermissionDenied, "%q is absolute; want %s", rel, resourcePathFormat).WithField(fieldResourcePath).WithReason(ReasonPathEscape)
 	}
 	clean := path.Clean(rel)
 	if !filepath.IsLocal(filepath.FromSlash(clean)) || strings.HasPrefix(clean, "../") || clean == ".." {
-		return "", skill.Errorf(skill.CodePermissionDenied, "resource_path %q leaves the skill folder", rel).WithReason(ReasonPathEscape)
+		return "", skill.Errorf(skill.CodePermissionDenied, "%q leaves the skill folder", rel).WithField(fieldResourcePath).WithReason(ReasonPathEscape)
 	}
 	if clean == "." {
 		return "", bad("names the skill folder itself; want %s", resourcePathFormat)
 	}
 	for _, seg := range strings.Split(clean, "/") {
 		if strings.HasPrefix(seg, ".") {
-			return "", skill.Errorf(skill.CodePermissionDenied, "resource_path %q names a hidden file or folder; those are not served", rel).WithReason(ReasonHiddenFile)
+			return "", skill.Errorf(skill.CodePermissionDenied, "%q names a hidden file or folder; those are not served", rel).WithField(fieldResourcePath).WithReason(ReasonHiddenFile)
 		}
 	}
 	return clean, nil

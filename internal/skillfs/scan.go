@@ -34,7 +34,7 @@ type ScanLimits struct {
 
 // DefaultScanLimits follow the Agent Skills client guide's advice to bound
 // scans, with room for large corpora.
-var DefaultScanLimits = ScanLimits{MaxDepth: 6, MaxDirs: 50000, MaxResources: 500}
+var DefaultScanLimits = ScanLimits{MaxDepth: 6, MaxDirs: 50000, MaxResources: skill.DefaultSizeLimits.MaxFiles}
 
 // Found is one SKILL.md found by a scan.
 type Found struct {

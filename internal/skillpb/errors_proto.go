@@ -41,8 +41,10 @@ var otherCodes = map[codes.Code]skill.Code{
 	codes.DataLoss:        skill.CodeInternal,
 }
 
-// StatusOf converts a domain error into a gRPC status error. Invalid
-// arguments carry a BadRequest field violation; errors with a reason carry
+// StatusOf converts a domain error into a gRPC status error. Errors about
+// a request field (invalid arguments, and refusals such as a path that
+// leaves the skill folder) carry a BadRequest field violation; errors with a
+// reason carry
 // ErrorInfo. Context errors keep their meaning (deadline, cancellation).
 // An internal error (not a *skill.Error, or CodeInternal) is handed to
 // internal, which logs it and returns the request id the answer quotes:
@@ -71,7 +73,7 @@ func StatusOf(err error, internal func(error) string) error {
 	}
 	st := status.New(code, msg)
 	var details []protoadapt.MessageV1
-	if de.Code == skill.CodeInvalidArgument && de.Field != "" {
+	if de.Field != "" {
 		details = append(details, &errdetails.BadRequest{FieldViolations: []*errdetails.BadRequest_FieldViolation{
 			{Field: de.Field, Description: de.Message},
 		}})
@@ -125,7 +127,10 @@ func ErrorOf(ctx context.Context, err error) error {
 	case st.Code() == codes.Unauthenticated:
 		de.Message = "the router refused the credentials: " + st.Message()
 	case st.Code() == codes.Unavailable && transportFailure(st.Message()):
-		de.Message = "cannot reach the router"
+		de.Message, de.Reason = "cannot reach the router", skill.ReasonRouterLost
+		if notSent(st.Message()) {
+			de.Reason = skill.ReasonRouterUnreachable
+		}
 	}
 	for _, d := range st.Details() {
 		switch d := d.(type) {
@@ -142,6 +147,13 @@ func ErrorOf(ctx context.Context, err error) error {
 		}
 	}
 	return de
+}
+
+// notSent reports whether a transport failure happened before the call was
+// sent: no connection could be made (gRPC fails such a call at once with
+// the connection's error), so the router never saw it.
+func notSent(msg string) bool {
+	return strings.HasPrefix(msg, "connection error") || strings.Contains(msg, "name resolver")
 }
 
 // transportFailure reports whether an Unavailable status came from the

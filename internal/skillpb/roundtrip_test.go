@@ -79,6 +79,9 @@ func (g *gen) skill() *skill.Skill {
 		v := g.bool()
 		s.Registry.Enabled, s.Registry.Source = &v, g.str()
 	}
+	if g.bool() {
+		s.Oversize = g.str()
+	}
 	for range g.intn(3) {
 		s.Resources = append(s.Resources, skill.Resource{Path: g.str(), Size: int64(g.num())})
 	}

@@ -180,7 +180,7 @@ func detail(d *routerv1.SkillDetail) *skill.Skill {
 		out.ModTime = m.AsTime()
 	}
 	out.Registry = skill.RegistryEntry{Owner: d.GetOwner()}
-	if !d.GetEnabled() {
+	if out.Oversize = skill.OversizeOf(d.GetDisabledReason()); !d.GetEnabled() && out.Oversize == "" {
 		no := false
 		out.Registry.Enabled = &no
 		// The API carries the reason as text: "disabled by SOURCE (enabled: false)".

@@ -1,5 +1,5 @@
 // Drives the router's MCP server with the official TypeScript SDK, a client
-// written elsewhere: initialize, list tools, resources, templates and
+// written elsewhere: initialize, set a log level, list tools, resources, templates and
 // prompts, call find_skills, load_skill, read_skill_file and list_skills,
 // read a resource, get a prompt, complete a template argument, subscribe to
 // a skill, and check every structured result against its tool's
@@ -98,6 +98,8 @@ async function main() {
     const caps = client.getServerCapabilities();
     check(caps?.tools?.listChanged && caps?.prompts?.listChanged && caps?.resources?.listChanged,
       `capabilities without listChanged: ${JSON.stringify(caps)}`);
+    check(caps?.logging, `no logging capability: ${JSON.stringify(caps)}`);
+    await client.setLoggingLevel("info");
     const instructions = client.getInstructions();
     check(instructions && instructions.includes("find_skills"), "no instructions naming find_skills");
     summary.server = client.getServerVersion();

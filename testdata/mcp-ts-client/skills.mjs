@@ -111,6 +111,14 @@ async function main() {
     for (;;) {
       const page = await client.request({ method: "skills/list", params: cursor ? { cursor } : {} }, ListSkillsResult);
       summary.pages++;
+      // A listing of more than one page says, on every page, how many
+      // skills it holds and that find_skills serves a model better.
+      const total = page._meta?.["mcpsag/total"], hint = page._meta?.["mcpsag/hint"];
+      if (summary.pages === 1) {
+        summary.total = total ?? 0;
+        summary.hint = hint ?? "";
+      }
+      check((total ?? 0) === summary.total && (hint ?? "") === summary.hint, `page ${summary.pages}: _meta ${JSON.stringify(page._meta)} differs from the first page's`);
       for (const s of page.skills) {
         check(!entries.has(s.uri), `${s.uri} is listed twice`);
         check(s.uri.endsWith("/SKILL.md") && nameOf(s.uri) === s.frontmatter.name, `${s.uri}: the last segment is not the name ${s.frontmatter.name}`);
