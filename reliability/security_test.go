@@ -159,9 +159,13 @@ func TestHostileResourcePaths(t *testing.T) {
 
 // TestHostileSkillFiles drops YAML bombs, over-deep nesting, oversized
 // frontmatter and files, broken encodings and tag tricks into the workspace
-// of a running router. The router must stay up, keep serving the other
-// skills unchanged, reindex in bounded time, serve none of the hostile files
-// as skills, and report each one in Status.
+// of a running router: among them a 33 KB file whose aliases name a 30,000-
+// character description 1,100 times (33 MB once expanded: it made every
+// GetSkill reply of it too large to send, and the router's memory grow), and
+// one nested 9,999 levels deep in a field (served, while GetSkill refused
+// it). The router must stay up, keep serving the other skills unchanged,
+// reindex in bounded time, serve none of the hostile files as skills, and
+// report each one in Status.
 func TestHostileSkillFiles(t *testing.T) {
 	ws := newWorkspace(t, 50, 31)
 	tasks := ws.Queries(5)
@@ -189,6 +193,10 @@ func TestHostileSkillFiles(t *testing.T) {
 		"bomb-nul":         "---\nname: bomb-nul\ndescription: \"nul \x00 inside\"\n---\nbody\n",
 		"bomb-utf8":        "---\nname: bomb-utf8\ndescription: \"\xff\xfe broken\"\n---\nbody\n",
 		"bomb-binary-tag":  "---\nname: !!binary Ym9tYi1iaW5hcnktdGFn\ndescription: !!python/object:os.system ls\n---\nbody\n",
+		"bomb-aliases": "---\nname: bomb-aliases\ndescription: &x " + strings.Repeat("a", 30000) + "\ntags:\n" +
+			strings.Repeat("  - *x\n", 1100) + "---\nbody\n",
+		"bomb-nested-field": "---\nname: bomb-nested-field\ndescription: nested in its tags\ntags: " +
+			strings.Repeat("[", 9999) + "x" + strings.Repeat("]", 9999) + "\n---\nbody\n",
 	}
 	for dirName, content := range hostile {
 		ws.writeFile(filepath.Join("skills", dirName, "SKILL.md"), content)
@@ -199,7 +207,7 @@ func TestHostileSkillFiles(t *testing.T) {
 	}
 	took := time.Since(t0)
 	if took > 20*time.Second {
-		t.Errorf("reindexing 9 hostile files took %v", took)
+		t.Errorf("reindexing %d hostile files took %v", len(hostile), took)
 	}
 	if !r.Serving() || r.Crashed() {
 		t.Fatalf("router not serving after hostile files:\n%s", r.logs.tail(20))

@@ -26,7 +26,9 @@ import (
 type Limits struct {
 	// MaxFileBytes caps the size of a SKILL.md; larger files are skipped.
 	MaxFileBytes int64
-	// MaxFrontmatterBytes caps the YAML header.
+	// MaxFrontmatterBytes caps the YAML header, as written and as read:
+	// the text of its keys and values with every alias expanded (an alias
+	// counts as what it names, every time it is used).
 	MaxFrontmatterBytes int
 }
 
@@ -34,7 +36,7 @@ type Limits struct {
 // cached record; a cache written by another version is parsed again, so a
 // change to what Parse returns never leaves stale records behind. Bump it with
 // any change to Parse's results or to skill.Frontmatter.
-const Version = 2
+const Version = 3
 
 // DefaultLimits are the caps the router uses unless configured otherwise.
 var DefaultLimits = Limits{MaxFileBytes: 1 << 20, MaxFrontmatterBytes: 64 << 10}
@@ -46,8 +48,11 @@ const (
 	maxCompatibilityLen = 500
 	maxBodyLines        = 500
 	maxBodyTokens       = 5000
-	// maxYAMLNodes bounds the work spent converting one frontmatter, so
-	// alias bombs cost milliseconds, not memory.
+	// maxYAMLNodes and maxYAMLDepth bound a frontmatter's nodes, aliases
+	// expanded, and how deep they nest: one rule, checked once for the
+	// whole document by every reader of it (measureYAML), so alias bombs
+	// cost milliseconds, not memory, and what Parse accepts the others
+	// read too.
 	maxYAMLNodes = 10000
 	maxYAMLDepth = 32
 )
@@ -125,7 +130,7 @@ func Parse(data []byte, dirName string, lim Limits) (*Parsed, []skill.Problem) {
 		BodyLine:        bodyLine,
 	}
 
-	root, ok := p.decodeYAML(fm)
+	root, ok := p.decodeYAML(fm, lim.MaxFrontmatterBytes)
 	if !ok {
 		return nil, p.problems
 	}
@@ -163,7 +168,6 @@ type parser struct {
 	// lineOffset converts YAML node lines to file lines.
 	lineOffset int
 	fieldLine  map[string]int
-	nodes      int
 }
 
 func (p *parser) add(sev skill.Severity, code, field string, line int, format string, args ...any) {
@@ -241,10 +245,13 @@ func isFence(line []byte, closing bool) bool {
 	return string(t) == "---" || (closing && string(t) == "...")
 }
 
-// decodeYAML parses the frontmatter into a mapping node. When the YAML does not
-// parse because of an unquoted ": " inside a value, which is the most common
-// breakage in real skills, it retries with such values quoted and warns.
-func (p *parser) decodeYAML(fm []byte) (*yaml.Node, bool) {
+// decodeYAML parses the frontmatter into a mapping node, and refuses one
+// that, its aliases expanded, holds more than maxBytes of text, more than
+// maxYAMLNodes nodes or nests deeper than maxYAMLDepth (measureYAML). When
+// the YAML does not parse because of an unquoted ": " inside a value, which
+// is the most common breakage in real skills, it retries with such values
+// quoted and warns.
+func (p *parser) decodeYAML(fm []byte, maxBytes int) (*yaml.Node, bool) {
 	p.lineOffset = 1 // the opening fence is line 1
 	if !utf8.Valid(fm) {
 		p.errorf(CodeInvalidUTF8, "", 1, "frontmatter is not valid UTF-8")
@@ -276,11 +283,74 @@ func (p *parser) decodeYAML(fm []byte) (*yaml.Node, bool) {
 		p.errorf(CodeYAMLNotMapping, "", root.Line+p.lineOffset, "frontmatter must be a mapping of fields (name: ..., description: ...)")
 		return nil, false
 	}
+	if m := measureYAML(root, maxBytes); m.problem != "" {
+		p.errorf(m.code, m.field, m.line+p.lineOffset, "%s", m.problem)
+		return nil, false
+	}
 	return root, true
 }
 
+// yamlMeasure is what measureYAML found wrong with a frontmatter: the
+// problem's code and text, and the field and line where the limit was
+// passed; problem is "" when the frontmatter is within the limits.
+type yamlMeasure struct {
+	nodes, bytes int
+	code         string
+	field        string
+	line         int
+	problem      string
+}
+
+// measureYAML walks the frontmatter root with every alias expanded, as
+// readers of its fields see it, and says whether it stays within maxBytes
+// of text (keys and scalar values), maxYAMLNodes nodes and maxYAMLDepth
+// levels (the root is level 0, a field's value level 1; following an alias
+// is a level). It stops at the first limit passed, so its work is bounded
+// whatever the aliases multiply.
+func measureYAML(root *yaml.Node, maxBytes int) yamlMeasure {
+	m := yamlMeasure{}
+	for i := 0; i+1 < len(root.Content) && m.problem == ""; i += 2 {
+		k := root.Content[i]
+		m.field, m.line = k.Value, k.Line
+		m.walk(k, 1, maxBytes)
+		m.walk(root.Content[i+1], 1, maxBytes)
+	}
+	return m
+}
+
+func (m *yamlMeasure) walk(n *yaml.Node, depth, maxBytes int) {
+	if m.problem != "" {
+		return
+	}
+	m.nodes++
+	switch {
+	case m.nodes > maxYAMLNodes:
+		m.code, m.problem = CodeYAMLTooComplex, fmt.Sprintf("frontmatter expands to more than %d YAML nodes (aliases?); the skill is skipped", maxYAMLNodes)
+		return
+	case depth > maxYAMLDepth:
+		m.code, m.problem = CodeYAMLTooComplex, fmt.Sprintf("frontmatter nests deeper than %d levels; the skill is skipped", maxYAMLDepth)
+		return
+	}
+	switch n.Kind {
+	case yaml.AliasNode:
+		if n.Alias != nil {
+			m.walk(n.Alias, depth+1, maxBytes)
+		}
+	case yaml.ScalarNode:
+		if m.bytes += len(n.Value); m.bytes > maxBytes {
+			m.code, m.problem = CodeFrontmatterTooLarge, fmt.Sprintf("frontmatter is over %d bytes once its aliases (*name) are expanded; "+
+				"the skill is skipped (write each value once, or raise limits.max_frontmatter_bytes)", maxBytes)
+		}
+	default:
+		for _, c := range n.Content {
+			m.walk(c, depth+1, maxBytes)
+		}
+	}
+}
+
 // safeUnmarshal parses YAML into a node tree, turning a library panic into an
-// error. Aliases are not expanded here; readFields bounds their expansion.
+// error. Aliases are not expanded here: decodeYAML bounds their expansion
+// before any field is read.
 func safeUnmarshal(b []byte, n *yaml.Node) (err error) {
 	defer func() {
 		if r := recover(); r != nil {
@@ -517,15 +587,10 @@ func (p *parser) stringMap(key string, v *yaml.Node) map[string]string {
 	return out
 }
 
-// toJSON renders a node as compact JSON with a bounded node budget and depth,
-// so an alias bomb is rejected instead of expanded.
+// toJSON renders a node as compact JSON. decodeYAML bounded the expansion
+// of the whole frontmatter before.
 func (p *parser) toJSON(key string, v *yaml.Node) (string, bool) {
-	val, err := p.nodeValue(v, 0)
-	if err != nil {
-		p.errorf(CodeYAMLTooComplex, key, v.Line+p.lineOffset, "%s: %v", key, err)
-		return "", false
-	}
-	b, err := json.Marshal(val)
+	b, err := json.Marshal(nodeValue(v))
 	if err != nil {
 		p.warnf(CodeWrongType, key, v.Line+p.lineOffset, "%s cannot be represented as JSON; ignored", key)
 		return "", false
@@ -533,51 +598,38 @@ func (p *parser) toJSON(key string, v *yaml.Node) (string, bool) {
 	return string(b), true
 }
 
-func (p *parser) nodeValue(v *yaml.Node, depth int) (any, error) {
-	p.nodes++
-	if p.nodes > maxYAMLNodes {
-		return nil, fmt.Errorf("frontmatter expands to more than %d YAML nodes (aliases?)", maxYAMLNodes)
-	}
-	if depth > maxYAMLDepth {
-		return nil, fmt.Errorf("frontmatter nests deeper than %d levels", maxYAMLDepth)
-	}
+// nodeValue is v as a Go value for encoding/json, aliases expanded. Its
+// work is what measureYAML allowed when the frontmatter was decoded.
+func nodeValue(v *yaml.Node) any {
 	switch v.Kind {
 	case yaml.AliasNode:
 		if v.Alias == nil {
-			return nil, nil
+			return nil
 		}
-		return p.nodeValue(v.Alias, depth+1)
+		return nodeValue(v.Alias)
 	case yaml.ScalarNode:
 		switch v.Tag {
 		case "!!int", "!!float", "!!bool", "!!null":
 			var x any
 			if err := v.Decode(&x); err == nil {
-				return x, nil
+				return x
 			}
 		}
-		return v.Value, nil
+		return v.Value
 	case yaml.SequenceNode:
 		out := make([]any, 0, len(v.Content))
 		for _, c := range v.Content {
-			x, err := p.nodeValue(c, depth+1)
-			if err != nil {
-				return nil, err
-			}
-			out = append(out, x)
+			out = append(out, nodeValue(c))
 		}
-		return out, nil
+		return out
 	case yaml.MappingNode:
 		out := make(map[string]any, len(v.Content)/2)
 		for i := 0; i+1 < len(v.Content); i += 2 {
-			x, err := p.nodeValue(v.Content[i+1], depth+1)
-			if err != nil {
-				return nil, err
-			}
-			out[v.Content[i].Value] = x
+			out[v.Content[i].Value] = nodeValue(v.Content[i+1])
 		}
-		return out, nil
+		return out
 	}
-	return nil, nil
+	return nil
 }
 
 func kindName(v *yaml.Node) string {
