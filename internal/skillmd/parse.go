@@ -654,10 +654,10 @@ func (p *parser) checkName(name, dirName string) string {
 	name = strings.TrimSpace(name)
 	if name == "" {
 		p.warnf(CodeNameMissing, "name", line, "name is missing; using the folder name %q", dirName)
-		p.checkNameControl(dirName, line)
+		p.checkNameText(dirName, line)
 		return dirName
 	}
-	p.checkNameControl(name, line)
+	p.checkNameText(name, line)
 	if n := utf8.RuneCountInString(name); n > maxNameLen {
 		p.warnf(CodeNameTooLong, "name", line, "name is %d characters; the spec allows %d", n, maxNameLen)
 	}
@@ -670,13 +670,19 @@ func (p *parser) checkName(name, dirName string) string {
 	return name
 }
 
-// checkNameControl refuses a name holding a control character (C0, DEL,
-// C1), a format character (bidirectional overrides and isolates, zero-width
-// characters) or a line or paragraph separator: such a name would reach
-// terminals and models as escape sequences or reordered text, and the spec
-// allows only lowercase letters, digits and hyphens. Other departures from
-// the spec's rules are warnings, the skill served under its name.
-func (p *parser) checkNameControl(name string, line int) {
+// checkNameText refuses a name that is no UTF-8 (a folder name, which a
+// skill without a name takes: file names are bytes) or holds a control
+// character (C0, DEL, C1), a format character (bidirectional overrides and
+// isolates, zero-width characters) or a line or paragraph separator: such a
+// name could not be sent to clients as it is, or would reach terminals and
+// models as escape sequences or reordered text, and the spec allows only
+// lowercase letters, digits and hyphens. Other departures from the spec's
+// rules are warnings, the skill served under its name.
+func (p *parser) checkNameText(name string, line int) {
+	if !utf8.ValidString(name) {
+		p.errorf(CodeInvalidUTF8, "name", line, "the name %q, taken from the folder since the frontmatter has none, is not valid UTF-8; the skill is skipped (give it a name)", name)
+		return
+	}
 	for _, r := range name {
 		if unicode.IsControl(r) || unicode.In(r, unicode.Cf, unicode.Zl, unicode.Zp) {
 			p.errorf(CodeNameControl, "name", line, "name %q contains the control character %U; the skill is skipped (the spec allows lowercase letters, digits and single hyphens)", name, r)

@@ -78,6 +78,16 @@ func TestParse(t *testing.T) {
 			wantSkip: true, wantCodes: []string{CodeNameMissing, CodeNameControl},
 		},
 		{
+			name: "folder name that is no UTF-8 skips when the name is missing", dir: "bad\xff",
+			in:       "---\ndescription: x\n---\nb\n",
+			wantSkip: true, wantCodes: []string{CodeNameMissing, CodeInvalidUTF8},
+		},
+		{
+			name: "folder name that is no UTF-8 under a named skill", dir: "bad\xff",
+			in:       "---\nname: bad\ndescription: x\n---\nb\n",
+			wantName: "bad", wantCodes: []string{CodeNameMismatch},
+		},
+		{
 			name: "missing name falls back to folder", dir: "pdf-forms",
 			in:       "---\ndescription: d\n---\n",
 			wantName: "pdf-forms", wantCodes: []string{CodeNameMissing},
