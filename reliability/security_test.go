@@ -8,6 +8,7 @@ import (
 	"io"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -440,11 +441,15 @@ func TestForgedFrameInABody(t *testing.T) {
 
 // TestInvalidUTF8InAFolderName: a skill folder, and a resource in another,
 // whose names are not UTF-8 (a byte string Linux allows) must not make
-// ListSkills, GetSkill or Status fail for every client: protobuf strings
-// must be UTF-8, and the names are shown with U+FFFD in their place.
+// ListSkills, GetSkill, Match or Status fail for every client: protobuf
+// strings must be UTF-8, and the names are shown with U+FFFD in their
+// place. A skill without a name in a folder whose name is not UTF-8 would
+// take that name: it is not served, and validate reports it (it failed
+// ListSkills, and Match whenever it was a candidate, with Internal).
 func TestInvalidUTF8InAFolderName(t *testing.T) {
 	ws := newWorkspace(t, 10, 59)
 	ws.writeFile(filepath.Join("skills", "bad-\xff\xfe-folder", "SKILL.md"), "---\nname: bad-folder\ndescription: A skill in a folder whose name is not UTF-8.\n---\nBody.\n")
+	ws.writeFile(filepath.Join("skills", "bad\xff", "SKILL.md"), "---\ndescription: x\n---\nb\n")
 	ws.writeFile(filepath.Join("skills", "odd-resource", "SKILL.md"), "---\nname: odd-resource\ndescription: A skill with a resource whose name is not UTF-8.\n---\nBody.\n")
 	ws.writeFile(filepath.Join("skills", "odd-resource", "notes-\xff.md"), "notes\n")
 	r := start(t, routerOpts{Workspace: ws.Dir, StateDir: t.TempDir()})
@@ -468,5 +473,16 @@ func TestInvalidUTF8InAFolderName(t *testing.T) {
 	}
 	if _, err := r.RPC.Status(ctx, &pb.StatusRequest{}); err != nil {
 		t.Errorf("Status: %v", err)
+	}
+	if _, err := r.RPC.Match(ctx, &pb.MatchRequest{Task: "x", TopK: 50}); err != nil {
+		t.Errorf("Match: %v", err)
+	}
+	out, err := exec.Command(builtBinary(t, "routerctl"), "--addr", r.Addr, "list").CombinedOutput()
+	if err != nil {
+		t.Errorf("routerctl list: %v\n%s", err, out)
+	}
+	out, _ = exec.Command(builtBinary(t, "routerctl"), "validate", "--json", filepath.Join(ws.Dir, "skills")).Output()
+	if !strings.Contains(string(out), `"invalid-utf8"`) {
+		t.Errorf("validate does not report the name that is no UTF-8:\n%s", out)
 	}
 }
