@@ -16,6 +16,7 @@ import (
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 
 	routerv1 "github.com/mcpsag/router/api/proto/mcpsag/router/v1"
+	"github.com/mcpsag/router/internal/auth"
 	"github.com/mcpsag/router/internal/mcp"
 	"github.com/mcpsag/router/internal/remote"
 	"github.com/mcpsag/router/internal/skill"
@@ -56,7 +57,9 @@ func (m *Main) serveSocket() {
 		return
 	}
 	m.sock, m.sockPath = m.newServer(), path
-	go func() { _ = m.sock.GRPC.Serve(lis) }()
+	// Each client is named by its process (SO_PEERCRED), which failed
+	// authentication is counted against.
+	go func() { _ = m.sock.GRPC.Serve(auth.PeerCredentials(lis)) }()
 }
 
 // listenSocket listens on the socket of stateDir, which only this user may
