@@ -494,7 +494,7 @@ func (p *parser) checkNameText(name string, line int) {
 		return
 	}
 	for _, r := range name {
-		if unicode.IsControl(r) || unicode.In(r, unicode.Cf, unicode.Zl, unicode.Zp) {
+		if skill.ControlChar(r) {
 			p.errorf(CodeNameControl, "name", line, "name %q contains the control character %U; the skill is skipped (the spec allows lowercase letters, digits and single hyphens)", name, r)
 			return
 		}
