@@ -104,22 +104,29 @@ func settleTime(r *routerProc, before string, t0 time.Time, quiet, limit time.Du
 // TestCrashConsistency kills a router with SIGKILL at random moments of its
 // start, of a reindex (Reindex RPC after skills were edited, added and
 // removed), of a full re-embedding (a config edit that changes what is
-// embedded), and of a hot reload (file and config edits picked up by the
-// watcher). After each kill a router restarts on the same state directory;
-// it must come up, and everything it serves (every agent's catalog, each
-// skill's detail and body, shadowing, counts and Match answers) must equal
-// what a router with an empty state directory serves on the same files.
+// embedded), of a hot reload (file and config edits picked up by the
+// watcher), and of a full reindex (Reindex with full, what routerctl
+// reindex --full asks, after edits), while that call is still in flight:
+// kills land within 0.9 of its measured duration, only those made before
+// the call returned count, and cycles are added until enough did. After
+// each kill a router restarts on the same state directory; it must come
+// up, and everything it serves (every agent's catalog, each skill's detail
+// and body, shadowing, counts and Match answers) must equal what a router
+// with an empty state directory serves on the same files.
 func TestCrashConsistency(t *testing.T) {
-	cycles := scale(4, 200)
+	cycles := scale(5, 250)
+	fullInFlightWanted := scale(1, 50)
 	n := scale(300, 600)
 	if testing.Short() {
-		cycles = 4
+		cycles, fullInFlightWanted = 5, 1
 	}
 	ws := newWorkspace(t, n, 42)
 	tasks := ws.Queries(12)
 	state := t.TempDir()
 	rng := rand.New(rand.NewPCG(2026, 16))
-	points := []string{"start", "reindex", "embed", "reload"}
+	points := []string{"start", "reindex", "embed", "reload", "full"}
+	// fullDone is closed when the full reindex last asked for returns.
+	var fullDone chan struct{}
 	weights := []string{"0.4", "0.5", "0.6"}
 	bodyChars := 0
 
@@ -149,6 +156,16 @@ func TestCrashConsistency(t *testing.T) {
 		case "reload":
 			ws.Mutate(15, 5, 5)
 			ws.SetConfig("match", fmt.Sprintf("match:\n  fusion: {rule: adaptive, adaptive_weight: %s}\n", weights[rng.IntN(len(weights))]))
+		case "full":
+			ws.Mutate(20, 10, 5)
+			done := make(chan struct{})
+			fullDone = done
+			go func(rpc pb.SkillRouterClient) {
+				defer close(done)
+				ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+				defer cancel()
+				_, _ = rpc.Reindex(ctx, &pb.ReindexRequest{Full: true})
+			}(r.RPC)
 		}
 	}
 	// Calibrate: how long each kind of work takes here, so kills are drawn
@@ -164,19 +181,31 @@ func TestCrashConsistency(t *testing.T) {
 			before, _ := workSignature(context.Background(), r.RPC)
 			t0 := time.Now()
 			trigger(point, r)
+			if point == "full" { // the call itself
+				<-fullDone
+				window[point] = time.Since(t0)
+				continue
+			}
 			window[point] = max(settleTime(r, before, t0, 500*time.Millisecond, 20*time.Second), 50*time.Millisecond)
 		}
 		r.Stop()
 		for p, d := range window {
 			window[p] = d * 12 / 10
 		}
-		t.Logf("kill windows (1.2 x the measured work): start %v, reindex %v, embed %v, reload %v",
+		// A full reindex is killed while its call is in flight: within
+		// 0.9 of the call's measured time, not 1.2.
+		window["full"] = window["full"] * 9 / 12
+		t.Logf("kill windows (1.2 x the measured work; 0.9 x for the full reindex): start %v, reindex %v, embed %v, reload %v, full %v",
 			window["start"].Round(time.Millisecond), window["reindex"].Round(time.Millisecond),
-			window["embed"].Round(time.Millisecond), window["reload"].Round(time.Millisecond))
+			window["embed"].Round(time.Millisecond), window["reload"].Round(time.Millisecond), window["full"].Round(time.Millisecond))
 	}
 
-	for i := range cycles {
+	fullInFlight, fullReturned := 0, 0
+	for i := 0; i < cycles || fullInFlight < fullInFlightWanted && i < cycles+4*fullInFlightWanted; i++ {
 		point := points[i%len(points)]
+		if i >= cycles {
+			point = "full" // more cycles until enough kills caught the call in flight
+		}
 		var r *routerProc
 		var err error
 		var phase string
@@ -195,11 +224,21 @@ func TestCrashConsistency(t *testing.T) {
 		delay := randDur(rng, window[point])
 		time.Sleep(delay)
 		phase = pw.Stop()
+		if point == "full" { // before the kill, which ends the call
+			select {
+			case <-fullDone:
+				fullReturned++
+				phase = "call-returned"
+			default:
+				fullInFlight++
+				phase = "call-in-flight/" + phase
+			}
+		}
 		r.Kill()
 		// Status shows the indexer's phases (scan, parse, store, index);
 		// embedding and the index swap run after them, so a kill while
 		// Status says "serving" is placed by its delay instead.
-		if phase == "serving" {
+		if phase == "serving" && point != "full" {
 			phase = "after-work"
 			if delay < window[point]*10/12 {
 				phase = "in-work"
@@ -266,8 +305,12 @@ func TestCrashConsistency(t *testing.T) {
 		where = append(where, fmt.Sprintf("%s=%d", k, hist[k]))
 	}
 	t.Logf("crash consistency: %d kill -9 cycles on %d skills (%s); %d restarts served; %d lost, %d stale skills; %d cycles with differences; %d restarts found the cache damaged",
-		cycles, n, corpusSize(), restarts, lost, stale, len(failures), quarantines)
+		len(outcomes), n, corpusSize(), restarts, lost, stale, len(failures), quarantines)
 	t.Logf("kills by point/phase seen just before: %s", strings.Join(where, " "))
+	t.Logf("kills during a full reindex: %d with the call in flight, %d after it returned", fullInFlight, fullReturned)
+	if fullInFlight < fullInFlightWanted {
+		t.Errorf("only %d kills caught a full reindex in flight, want %d", fullInFlight, fullInFlightWanted)
+	}
 	for _, f := range failures {
 		t.Error(f)
 	}

@@ -3,6 +3,7 @@ package reliability
 import (
 	"bufio"
 	"context"
+	"crypto/tls"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -19,6 +20,7 @@ import (
 	"time"
 
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/credentials/insecure"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 
@@ -100,6 +102,9 @@ type routerOpts struct {
 	Credential *syscall.Credential
 	// Admin serves /metrics (for go_goroutines).
 	Admin bool
+	// TLS is the client side of a router with TLS on (its tls section in
+	// the workspace's config); nil dials without TLS.
+	TLS *tls.Config
 }
 
 // routerProc is one router subprocess and a gRPC connection to it.
@@ -113,6 +118,7 @@ type routerProc struct {
 	err    error // cmd.Wait's result, once exited is closed
 
 	listening chan [2]string // the addresses from the "router listening" log line
+	tls       *tls.Config    // the client side of a router with TLS on
 	listen    sync.Once
 	listenErr error
 	mu        sync.Mutex // guards conn against Kill from another goroutine
@@ -151,7 +157,7 @@ func spawn(t testing.TB, o routerOpts) (*routerProc, error) {
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("start router: %w", err)
 	}
-	r := &routerProc{t: t, cmd: cmd, logs: &logLines{}, exited: make(chan struct{}), listening: make(chan [2]string, 1)}
+	r := &routerProc{t: t, cmd: cmd, logs: &logLines{}, exited: make(chan struct{}), listening: make(chan [2]string, 1), tls: o.TLS}
 	go func() {
 		sc := bufio.NewScanner(stderr)
 		sc.Buffer(make([]byte, 64<<10), 4<<20)
@@ -196,7 +202,11 @@ func (r *routerProc) listening1() error {
 		r.Kill()
 		return fmt.Errorf("router did not listen within 60s:\n%s", r.logs.tail(20))
 	}
-	conn, err := grpc.NewClient(r.Addr, grpc.WithTransportCredentials(insecure.NewCredentials()),
+	creds := insecure.NewCredentials()
+	if r.tls != nil {
+		creds = credentials.NewTLS(r.tls)
+	}
+	conn, err := grpc.NewClient(r.Addr, grpc.WithTransportCredentials(creds),
 		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(64<<20)))
 	if err != nil {
 		return err

@@ -94,3 +94,35 @@ func TestStatusShowsNoHostPaths(t *testing.T) {
 	}
 	noHostPaths(protojson.Format(st))
 }
+
+// TestStatusPathUnderTheTemporaryFolder runs a router whose config file
+// lies in a folder of the system's temporary folder that is none of the
+// router's: Status names it <temp>/…/router.yaml, with none of the host's
+// path between (it showed <temp>/ and the rest of the path).
+func TestStatusPathUnderTheTemporaryFolder(t *testing.T) {
+	ws := newWorkspace(t, 10, 73)
+	cfg := filepath.Join(t.TempDir(), "router.yaml")
+	if err := os.WriteFile(cfg, []byte("watch:\n  debounce: 100ms\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasPrefix(cfg, os.TempDir()+"/") {
+		t.Skipf("the test's folder %s is not in the temporary folder", cfg)
+	}
+	r := start(t, routerOpts{Workspace: ws.Dir, StateDir: t.TempDir(), Args: []string{"--config", cfg}})
+	defer r.Stop()
+	st, err := r.RPC.Status(ctxT(t, time.Minute), &pb.StatusRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := st.GetConfig().GetPath(); got != "<temp>/…/router.yaml" {
+		t.Errorf("Status config.path = %q, want <temp>/…/router.yaml", got)
+	}
+	text := protojson.Format(st)
+	for i := strings.Index(text, "<temp>/"); i >= 0; i = strings.Index(text, "<temp>/") {
+		rest := text[i+len("<temp>/"):]
+		if !strings.HasPrefix(rest, "…") && !strings.HasPrefix(rest, "mcpsag-") {
+			t.Errorf("Status names a host path after <temp>: %q", clip(text[i:], 80))
+		}
+		text = rest
+	}
+}

@@ -8,6 +8,7 @@ import (
 	"io"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -159,9 +160,13 @@ func TestHostileResourcePaths(t *testing.T) {
 
 // TestHostileSkillFiles drops YAML bombs, over-deep nesting, oversized
 // frontmatter and files, broken encodings and tag tricks into the workspace
-// of a running router. The router must stay up, keep serving the other
-// skills unchanged, reindex in bounded time, serve none of the hostile files
-// as skills, and report each one in Status.
+// of a running router: among them a 33 KB file whose aliases name a 30,000-
+// character description 1,100 times (33 MB once expanded: it made every
+// GetSkill reply of it too large to send, and the router's memory grow), and
+// one nested 9,999 levels deep in a field (served, while GetSkill refused
+// it). The router must stay up, keep serving the other skills unchanged,
+// reindex in bounded time, serve none of the hostile files as skills, and
+// report each one in Status.
 func TestHostileSkillFiles(t *testing.T) {
 	ws := newWorkspace(t, 50, 31)
 	tasks := ws.Queries(5)
@@ -189,6 +194,10 @@ func TestHostileSkillFiles(t *testing.T) {
 		"bomb-nul":         "---\nname: bomb-nul\ndescription: \"nul \x00 inside\"\n---\nbody\n",
 		"bomb-utf8":        "---\nname: bomb-utf8\ndescription: \"\xff\xfe broken\"\n---\nbody\n",
 		"bomb-binary-tag":  "---\nname: !!binary Ym9tYi1iaW5hcnktdGFn\ndescription: !!python/object:os.system ls\n---\nbody\n",
+		"bomb-aliases": "---\nname: bomb-aliases\ndescription: &x " + strings.Repeat("a", 30000) + "\ntags:\n" +
+			strings.Repeat("  - *x\n", 1100) + "---\nbody\n",
+		"bomb-nested-field": "---\nname: bomb-nested-field\ndescription: nested in its tags\ntags: " +
+			strings.Repeat("[", 9999) + "x" + strings.Repeat("]", 9999) + "\n---\nbody\n",
 	}
 	for dirName, content := range hostile {
 		ws.writeFile(filepath.Join("skills", dirName, "SKILL.md"), content)
@@ -199,7 +208,7 @@ func TestHostileSkillFiles(t *testing.T) {
 	}
 	took := time.Since(t0)
 	if took > 20*time.Second {
-		t.Errorf("reindexing 9 hostile files took %v", took)
+		t.Errorf("reindexing %d hostile files took %v", len(hostile), took)
 	}
 	if !r.Serving() || r.Crashed() {
 		t.Fatalf("router not serving after hostile files:\n%s", r.logs.tail(20))
@@ -263,13 +272,16 @@ func (c tokenCreds) GetRequestMetadata(context.Context, ...string) (map[string]s
 func (tokenCreds) RequireTransportSecurity() bool { return false }
 
 // TestTokenBruteForce guesses bearer tokens against a router with
-// authentication on. After 10 wrong guesses from one address, every call
-// from it (even with the right token) must be refused with
-// ResourceExhausted and a RetryInfo delay, without the token being checked;
-// another address must be unaffected; guessing spread over many addresses
-// must hit the router-wide cap, which spares addresses that authenticated
-// before. The audit log must stay small: each checked failure, and refusals
-// sampled.
+// authentication on, over loopback. After 10 wrong guesses on one
+// connection, every call on it (even with the right token) must be refused
+// with ResourceExhausted and a RetryInfo delay, without the token being
+// checked; another connection, from the same address or another, must be
+// unaffected. Guessing spread over many loopback addresses, a connection a
+// guess, is local callers' (each its own budget) and must not engage the
+// router-wide cap, which protects remote callers (TestRemoteGuesserIsLimited
+// guesses from an address that is not loopback; internal/auth's
+// TestFailureLimiterGlobal holds the cap). The audit log must stay small:
+// checked failures and refusals sampled.
 func TestTokenBruteForce(t *testing.T) {
 	if !freeLoopback("127.0.0.2") {
 		t.Skip("cannot bind 127.0.0.2: the test needs several loopback addresses")
@@ -326,17 +338,20 @@ func TestTokenBruteForce(t *testing.T) {
 	if retry <= 0 || retry > 7*time.Second {
 		t.Errorf("RetryInfo delay %v, want within (0, 7s]", retry)
 	}
-	if err := call("127.0.0.1", good); status.Code(err) != codes.ResourceExhausted {
-		t.Errorf("the right token from the guessing address: %v, want ResourceExhausted (refused unchecked)", err)
+	_, err := rpc.ListSkills(metadata.AppendToOutgoingContext(ctxT(t, 10*time.Second), "authorization", "Bearer "+good), &pb.ListSkillsRequest{})
+	if status.Code(err) != codes.ResourceExhausted {
+		t.Errorf("the right token on the guessing connection: %v, want ResourceExhausted (refused unchecked)", err)
+	}
+	if err := call("127.0.0.1", good); err != nil {
+		t.Errorf("the right token on a new connection from the guessing address: %v", err)
 	}
 	if err := call("127.0.0.2", good); err != nil {
 		t.Errorf("the right token from another address: %v", err)
 	}
 
-	// Guessing spread over many addresses, 9 guesses each: under the
-	// per-address limit, over the router-wide one. (Whether a newcomer is
-	// refused right after depends on how much of the budget refilled
-	// meanwhile, so it is only reported.)
+	// Guessing spread over many loopback addresses, 9 guesses each, a
+	// connection a guess: local callers, none refused, and the router-wide
+	// cap not engaged.
 	spread := 0
 	for host := 3; host < 20; host++ {
 		from := fmt.Sprintf("127.0.0.%d", host)
@@ -348,13 +363,13 @@ func TestTokenBruteForce(t *testing.T) {
 	}
 	newcomer := call("127.0.0.99", good)
 	known := call("127.0.0.2", good)
-	t.Logf("spread guessing: %d of %d refused by the router-wide cap; a new address with the right token: %v; the known one: %v",
+	t.Logf("spread guessing over loopback: %d of %d refused; a new address with the right token: %v; the known one: %v",
 		spread, 17*9, status.Code(newcomer), status.Code(known))
-	if spread == 0 {
-		t.Errorf("the router-wide cap did not engage: no refusal of addresses under their own limit")
+	if spread != 0 {
+		t.Errorf("%d guesses of local callers under their own limit were refused; local callers are not counted against the router-wide cap", spread)
 	}
-	if known != nil {
-		t.Errorf("an address that authenticated before the attack was refused: %v", known)
+	if newcomer != nil || known != nil {
+		t.Errorf("the right token from a new loopback address: %v, from the known one: %v; want both served", newcomer, known)
 	}
 
 	audits := r.logs.count(`"event":"auth_failure"`)
@@ -376,13 +391,19 @@ func TestTokenBruteForce(t *testing.T) {
 // good, allowed every group, and /metrics served.
 func startWithAuth(t *testing.T, ws *workspace, good string) *routerProc {
 	t.Helper()
+	return startWithAuthOpts(t, ws, good, routerOpts{Workspace: ws.Dir, StateDir: t.TempDir(), Admin: true})
+}
+
+// startWithAuthOpts is startWithAuth with the router started as o says.
+func startWithAuthOpts(t *testing.T, ws *workspace, good string, o routerOpts) *routerProc {
+	t.Helper()
 	sum := sha256.Sum256([]byte(good))
 	tokens := filepath.Join(t.TempDir(), "tokens.yaml")
 	if err := os.WriteFile(tokens, []byte("tokens:\n  - {id: agent, sha256: "+hex.EncodeToString(sum[:])+", groups: ['*']}\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	ws.SetConfig("auth", "auth:\n  enabled: true\n  tokens_file: "+tokens+"\n")
-	return start(t, routerOpts{Workspace: ws.Dir, StateDir: t.TempDir(), Admin: true})
+	return start(t, o)
 }
 
 // metricValue returns the value of the first series on /metrics whose line
@@ -432,11 +453,15 @@ func TestForgedFrameInABody(t *testing.T) {
 
 // TestInvalidUTF8InAFolderName: a skill folder, and a resource in another,
 // whose names are not UTF-8 (a byte string Linux allows) must not make
-// ListSkills, GetSkill or Status fail for every client: protobuf strings
-// must be UTF-8, and the names are shown with U+FFFD in their place.
+// ListSkills, GetSkill, Match or Status fail for every client: protobuf
+// strings must be UTF-8, and the names are shown with U+FFFD in their
+// place. A skill without a name in a folder whose name is not UTF-8 would
+// take that name: it is not served, and validate reports it (it failed
+// ListSkills, and Match whenever it was a candidate, with Internal).
 func TestInvalidUTF8InAFolderName(t *testing.T) {
 	ws := newWorkspace(t, 10, 59)
 	ws.writeFile(filepath.Join("skills", "bad-\xff\xfe-folder", "SKILL.md"), "---\nname: bad-folder\ndescription: A skill in a folder whose name is not UTF-8.\n---\nBody.\n")
+	ws.writeFile(filepath.Join("skills", "bad\xff", "SKILL.md"), "---\ndescription: x\n---\nb\n")
 	ws.writeFile(filepath.Join("skills", "odd-resource", "SKILL.md"), "---\nname: odd-resource\ndescription: A skill with a resource whose name is not UTF-8.\n---\nBody.\n")
 	ws.writeFile(filepath.Join("skills", "odd-resource", "notes-\xff.md"), "notes\n")
 	r := start(t, routerOpts{Workspace: ws.Dir, StateDir: t.TempDir()})
@@ -460,5 +485,16 @@ func TestInvalidUTF8InAFolderName(t *testing.T) {
 	}
 	if _, err := r.RPC.Status(ctx, &pb.StatusRequest{}); err != nil {
 		t.Errorf("Status: %v", err)
+	}
+	if _, err := r.RPC.Match(ctx, &pb.MatchRequest{Task: "x", TopK: 50}); err != nil {
+		t.Errorf("Match: %v", err)
+	}
+	out, err := exec.Command(builtBinary(t, "routerctl"), "--addr", r.Addr, "list").CombinedOutput()
+	if err != nil {
+		t.Errorf("routerctl list: %v\n%s", err, out)
+	}
+	out, _ = exec.Command(builtBinary(t, "routerctl"), "validate", "--json", filepath.Join(ws.Dir, "skills")).Output()
+	if !strings.Contains(string(out), `"invalid-utf8"`) {
+		t.Errorf("validate does not report the name that is no UTF-8:\n%s", out)
 	}
 }

@@ -269,7 +269,8 @@ func TestMissingWorkspace(t *testing.T) {
 
 // TestEmptyAddressTurnsListenersOff: the config file turns on the admin and
 // MCP listeners; an empty flag or variable turns each off, and listeners
-// on every interface are warned about.
+// on every interface are warned about: admin and MCP ones, and the gRPC one
+// with auth off (it logged only its INFO line).
 func TestEmptyAddressTurnsListenersOff(t *testing.T) {
 	ws := daemontest.CopyExamples(t)
 	cfgFile := filepath.Join(t.TempDir(), "router.yaml")
@@ -285,17 +286,19 @@ func TestEmptyAddressTurnsListenersOff(t *testing.T) {
 		return line, p.stderr()
 	}
 	for _, tc := range []struct {
-		name        string
-		env         []string
-		args        []string
-		admin, mcp  bool
-		warnAdmin   bool
-		warnMCPOpen bool
+		name         string
+		env          []string
+		args         []string
+		admin, mcp   bool
+		warnAdmin    bool
+		warnMCPOpen  bool
+		warnGRPCOpen bool
 	}{
-		{"config file", nil, nil, true, true, false, false},
-		{"empty flags", nil, []string{"--admin-addr", "", "--mcp-addr="}, false, false, false, false},
-		{"empty variables", []string{"MCPSAG_ADMIN_ADDR=", "MCPSAG_MCP_ADDR="}, nil, false, false, false, false},
-		{"every interface", nil, []string{"--admin-addr", "0.0.0.0:0", "--mcp-addr", "0.0.0.0:0"}, true, true, true, true},
+		{"config file", nil, nil, true, true, false, false, false},
+		{"empty flags", nil, []string{"--admin-addr", "", "--mcp-addr="}, false, false, false, false, false},
+		{"empty variables", []string{"MCPSAG_ADMIN_ADDR=", "MCPSAG_MCP_ADDR="}, nil, false, false, false, false, false},
+		{"every interface", nil, []string{"--admin-addr", "0.0.0.0:0", "--mcp-addr", "0.0.0.0:0"}, true, true, true, true, false},
+		{"gRPC on every interface", nil, []string{"--addr", "0.0.0.0:0"}, true, true, false, false, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			line, stderr := listening(tc.env, tc.args...)
@@ -311,6 +314,9 @@ func TestEmptyAddressTurnsListenersOff(t *testing.T) {
 			}
 			if got := strings.Contains(all, "MCP over HTTP accepts connections on every network interface; anyone who reaches it may use it"); got != tc.warnMCPOpen {
 				t.Errorf("MCP warning logged: %v, want %v", got, tc.warnMCPOpen)
+			}
+			if got := strings.Contains(all, "the gRPC listener accepts connections on every network interface and anyone who reaches it may use it"); got != tc.warnGRPCOpen {
+				t.Errorf("gRPC warning logged: %v, want %v", got, tc.warnGRPCOpen)
 			}
 		})
 	}

@@ -77,7 +77,7 @@ holds the collisions and "catalog" the rendered catalog.`,
 		case shadowed:
 			return printShadowed(e, all.Shadowed)
 		case all.Catalog != nil:
-			cat, out := all.Catalog, terminalText(e.stdout)
+			cat, out := all.Catalog, e.stdout
 			fmt.Fprint(out, cat.Text)
 			fmt.Fprintf(out, "\n%d of %d characters; %d skills listed, %d shortened, %d cut\n", cat.Chars, cat.Budget, len(cat.Included), len(cat.Shortened), len(cat.Cut))
 			if len(cat.Cut) > 0 {
@@ -85,7 +85,7 @@ holds the collisions and "catalog" the rendered catalog.`,
 			}
 			return nil
 		}
-		tw := tabwriter.NewWriter(terminalText(e.stdout), 0, 4, 2, ' ', 0)
+		tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
 		fmt.Fprintln(tw, "NAME\tSOURCE\tDESCRIPTION")
 		for _, s := range all.Skills {
 			fmt.Fprintf(tw, "%s\t%s\t%s\n", s.Name, sourceText(s.Source), oneLine(s.Description, 80))
@@ -121,7 +121,7 @@ func printShadowed(e *env, shadows []*routerv1.ShadowedSkill) error {
 		fmt.Fprintln(e.stdout, "no name collisions")
 		return nil
 	}
-	tw := tabwriter.NewWriter(terminalText(e.stdout), 0, 4, 2, ' ', 0)
+	tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "NAME\tSERVED\tSHADOWED\tWHY")
 	for _, s := range shadows {
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", s.Name, sourceText(s.Winner), sourceText(s.Shadowed), s.Reason)

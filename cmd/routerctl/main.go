@@ -42,7 +42,11 @@ func main() {
 
 // run executes routerctl and returns the exit code.
 func run(ctx context.Context, args []string, stdout, stderr io.Writer, getenv func(string) string) int {
-	e := &env{stdout: stdout, stderr: stderr, getenv: getenv}
+	e := &env{getenv: getenv}
+	outTerminal, errTerminal := isTerminal(stdout), isTerminal(stderr)
+	out := newTerminalWriter(stdout, func() bool { return outTerminal && !e.json })
+	errOut := newTerminalWriter(stderr, func() bool { return errTerminal })
+	e.stdout, e.stderr = out, errOut
 	e.progress = newProgress(stderr)
 	root := newRoot(e)
 	root.SetArgs(args)
@@ -51,7 +55,10 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, getenv fu
 	if e.conn != nil {
 		e.conn.Close()
 	}
-	return e.report(cmd, err)
+	code := e.report(cmd, err)
+	out.Flush()
+	errOut.Flush()
+	return code
 }
 
 // env is what every command gets: the global options, the output streams

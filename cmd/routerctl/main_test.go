@@ -787,8 +787,8 @@ func checkRowsAligned(t *testing.T, text string) {
 
 // TestValidatePrintsNoControlCharacters: folder names and skill names with
 // control characters (ESC sequences, NUL, a right-to-left override) come
-// out of validate's text as escapes, never raw; the JSON keeps them, as
-// JSON escapes.
+// out of validate's text on a terminal as escapes, never raw; piped, the
+// text is exact, and so is the JSON.
 func TestValidatePrintsNoControlCharacters(t *testing.T) {
 	root := t.TempDir()
 	for dir, name := range map[string]string{
@@ -804,12 +804,15 @@ func TestValidatePrintsNoControlCharacters(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	res := ctl(t, "validate", root)
+	res := ctlOnTerminal(t, "validate", root)
 	if strings.ContainsAny(res.stdout, "\x00\x07\x1b\u202e") {
 		t.Errorf("validate printed control characters raw:\n%q", res.stdout)
 	}
 	if !strings.Contains(res.stdout, `esc\u001b[31mred`) || !strings.Contains(res.stdout, `rlo-\u202etxt.exe`) {
 		t.Errorf("validate's text does not show the escaped folder names:\n%s", res.stdout)
+	}
+	if res = ctl(t, "validate", root); !strings.Contains(res.stdout, "esc\x1b[31mred") || !strings.Contains(res.stdout, "rlo-\u202etxt.exe") {
+		t.Errorf("validate piped: the folder names are not exact:\n%q", res.stdout)
 	}
 	var out validateOutput
 	if err := json.Unmarshal([]byte(ctl(t, "validate", "--json", root).stdout), &out); err != nil {

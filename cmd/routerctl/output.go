@@ -10,34 +10,73 @@ import (
 	"strings"
 	"sync"
 	"time"
-	"unicode"
+	"unicode/utf8"
 
 	"golang.org/x/term"
 	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/proto"
+
+	"github.com/mcpsag/router/internal/skill"
 )
 
-// terminalText wraps w so that control characters in what is written (C0
-// but newline and tab, DEL, C1, and the bidirectional controls that reorder
-// what a terminal shows) come out as \uXXXX escapes: skill names,
-// descriptions and folder names are untrusted, and printed raw they could
-// move the cursor, recolour or retitle the terminal, or hide text.
-func terminalText(w io.Writer) io.Writer { return terminalWriter{w} }
+// terminalWriter is one of routerctl's output streams. Much of what
+// routerctl prints comes from skills (names, descriptions, tags, bodies,
+// resources, problems), which are untrusted: printed raw to a terminal,
+// their control characters could move the cursor, recolour or retitle the
+// terminal, or reorder or hide text. So while escape says so (the stream is
+// a terminal, and for stdout --json is off), every character
+// skill.ControlChar names, newline and tab aside, comes out as a \uXXXX
+// escape, and a byte that is no UTF-8 as \xNN. Anywhere else (a pipe, a
+// file) and in JSON, the text is written exact. A character cut between two
+// writes is held back until the next, so its halves cannot pass one by one.
+type terminalWriter struct {
+	w       io.Writer
+	escape  func() bool
+	pending []byte
+}
 
-type terminalWriter struct{ w io.Writer }
+func newTerminalWriter(w io.Writer, escape func() bool) *terminalWriter {
+	return &terminalWriter{w: w, escape: escape}
+}
 
-func (t terminalWriter) Write(p []byte) (int, error) {
-	s := string(p)
-	if !strings.ContainsFunc(s, unsafeForTerminal) {
+// isTerminal reports whether w is a terminal.
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	return ok && term.IsTerminal(int(f.Fd()))
+}
+
+func (t *terminalWriter) Write(p []byte) (int, error) {
+	if !t.escape() && len(t.pending) == 0 {
 		return t.w.Write(p)
 	}
-	var b strings.Builder
-	for _, r := range s {
-		if unsafeForTerminal(r) {
-			fmt.Fprintf(&b, "\\u%04x", r)
-		} else {
-			b.WriteRune(r)
+	data := append(t.pending, p...)
+	t.pending = nil
+	if cut := incompleteTail(data); cut > 0 && t.escape() {
+		t.pending = append([]byte(nil), data[len(data)-cut:]...)
+		data = data[:len(data)-cut]
+	}
+	if !t.escape() || !needsEscape(data) {
+		if _, err := t.w.Write(data); err != nil {
+			return 0, err
 		}
+		return len(p), nil
+	}
+	var b strings.Builder
+	for len(data) > 0 {
+		r, n := utf8.DecodeRune(data)
+		switch {
+		case r == utf8.RuneError && n == 1:
+			fmt.Fprintf(&b, "\\x%02x", data[0])
+		case r != '\n' && r != '\t' && skill.ControlChar(r):
+			if r > 0xffff {
+				fmt.Fprintf(&b, "\\U%08x", r)
+			} else {
+				fmt.Fprintf(&b, "\\u%04x", r)
+			}
+		default:
+			b.Write(data[:n])
+		}
+		data = data[n:]
 	}
 	if _, err := io.WriteString(t.w, b.String()); err != nil {
 		return 0, err
@@ -45,8 +84,51 @@ func (t terminalWriter) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
-func unsafeForTerminal(r rune) bool {
-	return r != '\n' && r != '\t' && (unicode.IsControl(r) || unicode.Is(unicode.Bidi_Control, r))
+// Flush writes what a write left pending: the start of a character no
+// write completed, as the bytes it is.
+func (t *terminalWriter) Flush() error {
+	if len(t.pending) == 0 {
+		return nil
+	}
+	rest := t.pending
+	t.pending = nil
+	_, err := t.Write(rest)
+	if len(t.pending) > 0 { // still not a whole character: show its bytes
+		rest, t.pending = t.pending, nil
+		var b strings.Builder
+		for _, c := range rest {
+			fmt.Fprintf(&b, "\\x%02x", c)
+		}
+		_, err = io.WriteString(t.w, b.String())
+	}
+	return err
+}
+
+// incompleteTail returns how many bytes at the end of b begin a UTF-8
+// character that b does not complete (0 when none).
+func incompleteTail(b []byte) int {
+	for i := 1; i <= utf8.UTFMax-1 && i <= len(b); i++ {
+		c := b[len(b)-i]
+		if c < utf8.RuneSelf {
+			return 0
+		}
+		if utf8.RuneStart(c) {
+			if !utf8.FullRune(b[len(b)-i:]) {
+				return i
+			}
+			return 0
+		}
+	}
+	return 0
+}
+
+// needsEscape reports whether b holds anything the terminal must not see
+// raw.
+func needsEscape(b []byte) bool {
+	if !utf8.Valid(b) {
+		return true
+	}
+	return bytes.ContainsFunc(b, func(r rune) bool { return r != '\n' && r != '\t' && skill.ControlChar(r) })
 }
 
 // printJSON writes v as this invocation's one JSON document on stdout, in

@@ -112,7 +112,7 @@ func validate(e *env, dirs []string, strict, quiet bool, maxFile int64) error {
 			return err
 		}
 	} else {
-		text := terminalText(e.stdout)
+		text := e.stdout
 		for _, p := range rep.Problems {
 			if quiet && p.Severity != skill.SeverityError {
 				continue

@@ -122,6 +122,16 @@ type Limits struct {
 	MaxSkillBytes int64 `yaml:"max_skill_bytes"`
 }
 
+// The largest limits a config may set, so that no reply about one skill
+// (its body, one resource, or its frontmatter, which a reply may carry as
+// fields and as JSON, each character escaped at worst) grows past the 16
+// MiB the gRPC front sends.
+const (
+	MaxSkillFileBytesCap   = 8 << 20
+	MaxFrontmatterBytesCap = 512 << 10
+	MaxResourceBytesCap    = 8 << 20
+)
+
 // Watch configures hot reload.
 type Watch struct {
 	// Enabled turns on file system events; the periodic rescan runs
@@ -525,6 +535,10 @@ func (c *Config) validateCore() []error {
 	}
 	if c.Limits.MaxSkillFiles > maxSkillFiles {
 		errs = append(errs, fmt.Errorf("limits: max_skill_files %d is over %d", c.Limits.MaxSkillFiles, maxSkillFiles))
+	}
+	if c.Limits.MaxSkillFileBytes > MaxSkillFileBytesCap || c.Limits.MaxFrontmatterBytes > MaxFrontmatterBytesCap || c.Limits.MaxResourceBytes > MaxResourceBytesCap {
+		errs = append(errs, fmt.Errorf("limits: at most %d for max_skill_file_bytes, %d for max_frontmatter_bytes and %d for max_resource_bytes, so that a reply about one skill fits in a message",
+			MaxSkillFileBytesCap, MaxFrontmatterBytesCap, MaxResourceBytesCap))
 	}
 	if c.Load.DefaultTokenBudget <= 0 || c.Load.MaxTokenBudget < c.Load.DefaultTokenBudget {
 		errs = append(errs, fmt.Errorf("load: want 0 < default_token_budget (%d) <= max_token_budget (%d)", c.Load.DefaultTokenBudget, c.Load.MaxTokenBudget))

@@ -136,6 +136,7 @@ func TestErrors(t *testing.T) {
 		"bad log level":      "log_level: loud\n",
 		"budgets":            "load:\n  default_token_budget: 10\n  max_token_budget: 5\n",
 		"negative limit":     "limits:\n  max_resource_bytes: -1\n",
+		"limit over the cap": "limits:\n  max_frontmatter_bytes: 33554432\n",
 		"not yaml":           "addr: [\n",
 		"wrong type":         "flags:\n  skills_v1: maybe\n",
 		"bad duration":       "watch:\n  debounce: soon\n",

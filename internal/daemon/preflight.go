@@ -24,10 +24,15 @@ func checkWorkspace(dir string) error {
 }
 
 // warnOpenListeners warns about an admin or MCP listener bound to every
-// network interface (0.0.0.0, [::] or no host): what it serves is then open
-// to whoever reaches the machine, unless a firewall or the network in front
-// restricts it.
+// network interface (0.0.0.0, [::] or no host), and about the gRPC listener
+// bound so without authentication: what it serves is then open to whoever
+// reaches the machine, unless a firewall or the network in front restricts
+// it.
 func (m *Main) warnOpenListeners() {
+	if everyInterface(m.Config.Addr) && !m.Config.Auth.Enabled {
+		m.log.Warn("the gRPC listener accepts connections on every network interface and anyone who reaches it may use it (auth is off); "+
+			"bind it to 127.0.0.1, or turn auth and tls on, unless the network in front restricts it", "addr", m.Config.Addr)
+	}
 	if m.Config.Telemetry.Pprof && m.Config.AdminAddr == "" {
 		m.log.Warn("telemetry.pprof is on but the admin listener is off (admin_addr): no profile is served")
 	}

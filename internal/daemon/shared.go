@@ -18,9 +18,11 @@ import (
 	"google.golang.org/grpc/status"
 
 	routerv1 "github.com/mcpsag/router/api/proto/mcpsag/router/v1"
+	"github.com/mcpsag/router/internal/auth"
 	"github.com/mcpsag/router/internal/mcp"
 	"github.com/mcpsag/router/internal/remote"
 	"github.com/mcpsag/router/internal/skill"
+	"github.com/mcpsag/router/internal/statedir"
 	"github.com/mcpsag/router/internal/store"
 )
 
@@ -59,7 +61,9 @@ func (m *Main) serveSocket() {
 	}
 	m.sock, m.sockPath = m.newServer(), path
 	m.sock.Health.SetServingStatus(holderService, healthpb.HealthCheckResponse_SERVING)
-	go func() { _ = m.sock.GRPC.Serve(lis) }()
+	// Each client is named by its process (SO_PEERCRED), which failed
+	// authentication is counted against.
+	go func() { _ = m.sock.GRPC.Serve(auth.PeerCredentials(lis)) }()
 }
 
 // listenSocket listens on the socket of stateDir, which only this user may
@@ -549,8 +553,8 @@ func (m *Main) openSession(ctx context.Context, agent string) (*stdioSession, er
 	}
 	m.log.Warn("the state directory is held by a process that does not share its index; indexing into a private temporary directory, removed at exit",
 		"state_dir", m.Config.StateDir, "err", cmp.Or(aerr, err))
-	store.RemoveAbandoned(os.TempDir(), privateStatePrefix, m.log)
-	tmp, err := os.MkdirTemp("", privateStatePrefix)
+	store.RemoveAbandoned(os.TempDir(), statedir.PrivateStatePrefix, m.log)
+	tmp, err := os.MkdirTemp("", statedir.PrivateStatePrefix)
 	if err != nil {
 		return nil, err
 	}
@@ -562,11 +566,6 @@ func (m *Main) openSession(ctx context.Context, agent string) (*stdioSession, er
 		return errors.Join(m.closeSession(), os.RemoveAll(tmp))
 	}}, nil
 }
-
-// privateStatePrefix starts the names of the temporary state directories
-// of sessions that index on their own; those that killed sessions left are
-// removed when the next one starts.
-const privateStatePrefix = "mcpsag-mcp-"
 
 // closeSession stops serving the socket, then the core.
 func (m *Main) closeSession() error {

@@ -7,6 +7,12 @@
 // the content's sha256, so an edit that keeps both size and time (a copy that
 // preserves times, a coarse file system clock) is still seen. An absent or
 // unreadable file has a stamp of its own, so its appearance is a change too.
+//
+// A Meta is the cheaper identity of one file, from a stat alone (device,
+// inode, size and times): it tells a file the router wrote or read apart
+// from one another process wrote since, not damage below the file system.
+// The cache's clean-close note and the check of the index snapshot under a
+// running router use it.
 package filestamp
 
 import (

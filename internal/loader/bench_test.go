@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/mcpsag/router/internal/embed"
+	"github.com/mcpsag/router/internal/mapfile"
 	"github.com/mcpsag/router/internal/skillfs"
 	"github.com/mcpsag/router/internal/skillmd"
 	"github.com/mcpsag/router/internal/statedir"
@@ -174,8 +175,12 @@ func BenchmarkWarmRestart(b *testing.B) {
 }
 
 // BenchmarkReadSnapshot reads the index snapshot a router left in the state
-// folder MCPSAG_BENCH_STATE, as a restart does while it scans; it reports
-// the bytes allocated per read beside the file's size.
+// folder MCPSAG_BENCH_STATE, as a restart does while it scans, into memory
+// of the process's own (private: what the router does), and for comparison
+// from a shared mapping of the file (mapped: what it did before, which
+// another process's write to the file could change under it) and into Go's
+// heap (heap). It reports the bytes allocated per read beside the file's
+// size.
 //
 //	MCPSAG_BENCH_STATE=/tmp/state100k go test -run '^$' -bench ReadSnapshot -benchtime 5x ./internal/loader
 func BenchmarkReadSnapshot(b *testing.B) {
@@ -188,13 +193,33 @@ func BenchmarkReadSnapshot(b *testing.B) {
 	if err != nil {
 		b.Skip(err)
 	}
-	b.SetBytes(fi.Size())
-	b.ReportAllocs()
-	for b.Loop() {
-		ix, _, err := readSnapshot(path)
-		if err != nil {
-			b.Fatal(err)
-		}
-		runtime.KeepAlive(ix)
+	for _, read := range []struct {
+		name string
+		read func(string) ([]byte, func(), error)
+	}{
+		{"private", mapfile.ReadPrivate},
+		{"mapped", mapfile.Read},
+		{"heap", func(p string) ([]byte, func(), error) { data, err := os.ReadFile(p); return data, func() {}, err }},
+	} {
+		b.Run(read.name, func(b *testing.B) {
+			b.SetBytes(fi.Size())
+			b.ReportAllocs()
+			for b.Loop() {
+				data, release, err := read.read(path)
+				if err != nil {
+					b.Fatal(err)
+				}
+				var meta snapshotMeta
+				ix, err := decodeSnapshot(data, &meta)
+				if err != nil {
+					b.Fatal(err)
+				}
+				runtime.KeepAlive(ix)
+				b.StopTimer()
+				ix = nil
+				release()
+				b.StartTimer()
+			}
+		})
 	}
 }

@@ -165,6 +165,7 @@ func (l *Loader) refresh(ctx context.Context, full bool, changed []string) (Pass
 // refreshLocked runs one pass, publishes its generation and logs it. The
 // caller holds mu.
 func (l *Loader) refreshLocked(ctx context.Context, full bool, changed []string) (Pass, error) {
+	l.snapshots.check()
 	prev := l.last
 	g, pass, err := l.pass(ctx, prev, full, changed)
 	if errors.Is(err, store.ErrDamaged) && ctx.Err() == nil {
@@ -254,20 +255,24 @@ func (l *Loader) Describe(st *skill.Status) {
 	l.stateMu.Unlock()
 	st.CatchingUp = l.catchingUp.Load()
 	l.modelStatus(st)
-	for _, why := range l.cacheProblems() {
+	for _, why := range l.stateProblems() {
 		st.Degraded = true
 		st.DegradedReason = strings.TrimPrefix(st.DegradedReason+"; ", "; ") + why
 	}
 }
 
-// cacheProblems says what is wrong with the cache, if anything.
-func (l *Loader) cacheProblems() []string {
+// stateProblems says what is wrong with the state folder's files, if
+// anything: the cache, and an index snapshot another process changed.
+func (l *Loader) stateProblems() []string {
 	var out []string
 	if why := l.db.Degraded(); why != "" {
 		out = append(out, why)
 	}
 	if l.rebuilding.Load() {
 		out = append(out, "the cache file was found damaged and replaced by an empty one; rebuilding it from the skill folders (skill bodies load Unavailable until then)")
+	}
+	if why := l.snapshots.check(); why != "" {
+		out = append(out, why)
 	}
 	return out
 }

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/mcpsag/router/internal/embed"
+	"github.com/mcpsag/router/internal/filestamp"
 	"github.com/mcpsag/router/internal/mapfile"
 	"github.com/mcpsag/router/internal/match"
 	"github.com/mcpsag/router/internal/statedir"
@@ -27,6 +28,12 @@ import (
 // index's own snapshot, which comes last, starts at a multiple of 64 bytes:
 // read from a mapping of the file, the index's arrays are aligned where
 // they lie and are used there (see match.ReadSnapshot).
+//
+// The router reads the snapshot once, at a start, into memory of its own
+// (mapfile.ReadPrivate) and serves from that copy: another process that
+// rewrites or cuts the file afterwards cannot change what is served or
+// make a read fault. Such a change is still noticed (check): the router
+// reports it and writes the snapshot again.
 const snapshotMagic = statedir.SnapshotMagic
 
 // snapshotMeta is the snapshot's header.
@@ -78,6 +85,17 @@ type snapshotWriter struct {
 	running  bool
 	now      bool // flush asked: write without waiting
 	done     *sync.Cond
+	// latest is the last generation save was given: what the file is
+	// written from again when another process changed it.
+	latest *Generation
+	// stamp is the file as this writer last read or wrote it; zero when
+	// it did neither.
+	stamp filestamp.Meta
+	// writing is set while a write replaces the file.
+	writing bool
+	// changed says how the file differs from stamp once check found it
+	// changed by another process, until it is written again.
+	changed string
 }
 
 // save queues g's index for writing (unless the file holds it already) and,
@@ -89,6 +107,7 @@ func (w *snapshotWriter) save(g *Generation, prune bool) {
 	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
+	w.latest = g
 	if prune {
 		w.pruneFor = g
 	}
@@ -97,11 +116,59 @@ func (w *snapshotWriter) save(g *Generation, prune bool) {
 	} else {
 		w.pending, w.since = g, time.Now()
 	}
+	w.startLocked()
+}
+
+// startLocked starts the background writer when there is work for it and
+// it is not running. The caller holds mu.
+func (w *snapshotWriter) startLocked() {
 	if w.running || w.pending == nil && w.pruneFor == nil {
 		return
 	}
 	w.running = true
 	go w.run()
+}
+
+// check compares the snapshot file with what this writer last read or
+// wrote. When another process changed it (wrote to it in place, cut it,
+// renamed another file over it), the latest generation's snapshot is
+// queued for writing; until it is written, check returns why, for Status.
+// A file removed is not a change (any file of the state folder may be
+// removed at any time), nor is one this writer never read or wrote. It
+// costs one stat.
+func (w *snapshotWriter) check() string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.changed != "" || w.writing || w.stamp == (filestamp.Meta{}) {
+		return w.changed
+	}
+	now, err := filestamp.MetaAt(w.path)
+	if err != nil || now == w.stamp {
+		return ""
+	}
+	w.changed = fmt.Sprintf("the index snapshot %s was changed by another process while the router used it (%s); "+
+		"the router serves from its own copy, read at the start, and writes the snapshot again", w.path, metaChange(w.stamp, now))
+	w.log.Warn("the index snapshot was changed by another process; nothing else may write to the state folder's files while a router uses them. Serving from the router's own copy and writing the snapshot again",
+		"path", w.path, "change", metaChange(w.stamp, now))
+	w.onDisk = ""
+	if w.latest != nil && w.pending == nil {
+		w.pending, w.since = w.latest, time.Now()
+		w.startLocked()
+	}
+	return w.changed
+}
+
+// metaChange says how a file changed from was to now.
+func metaChange(was, now filestamp.Meta) string {
+	switch {
+	case now.Dev != was.Dev || now.Ino != was.Ino:
+		return "another file put in its place"
+	case now.Size < was.Size:
+		return fmt.Sprintf("cut from %d to %d bytes", was.Size, now.Size)
+	case now.Size > was.Size:
+		return fmt.Sprintf("grown from %d to %d bytes", was.Size, now.Size)
+	}
+	return "written to in place"
 }
 
 func (w *snapshotWriter) run() {
@@ -156,13 +223,24 @@ func (w *snapshotWriter) writeAll(g *Generation) {
 	w.mu.Unlock()
 	if index {
 		start := time.Now()
-		if err := w.write(g); err != nil {
+		w.mu.Lock()
+		w.writing = true
+		w.mu.Unlock()
+		err := w.write(g)
+		var stamp filestamp.Meta
+		if err == nil {
+			stamp, _ = filestamp.MetaAt(w.path)
+		}
+		w.mu.Lock()
+		w.writing = false
+		if err == nil {
+			w.onDisk, w.stamp, w.changed = g.ContentID, stamp, ""
+		}
+		w.mu.Unlock()
+		if err != nil {
 			w.log.Warn("writing the index snapshot failed; the next start analyzes every skill", "path", w.path, "err", err)
 			return
 		}
-		w.mu.Lock()
-		w.onDisk = g.ContentID
-		w.mu.Unlock()
 		w.log.Debug("index snapshot written", "path", w.path, "skills", g.Index.Len(), "duration", time.Since(start).String())
 	}
 	if scan {
@@ -247,7 +325,11 @@ func (w *snapshotWriter) startLoad(after <-chan struct{}) {
 		if after != nil {
 			<-after
 		}
-		w.base, w.baseSpace, w.onDisk = w.read()
+		var stamp filestamp.Meta
+		w.base, w.baseSpace, w.onDisk, stamp = w.read()
+		w.mu.Lock()
+		w.stamp = stamp
+		w.mu.Unlock()
 	}()
 }
 
@@ -264,42 +346,47 @@ func (w *snapshotWriter) load() (*match.Index, vectorSpace) {
 	return base, space
 }
 
-// read reads the snapshot file.
-func (w *snapshotWriter) read() (*match.Index, vectorSpace, string) {
+// read reads the snapshot file; stamp is the file as it was read, zero
+// when it was not.
+func (w *snapshotWriter) read() (_ *match.Index, _ vectorSpace, contentID string, stamp filestamp.Meta) {
 	if w.path == "" {
-		return nil, vectorSpace{}, ""
+		return nil, vectorSpace{}, "", stamp
 	}
 	start := time.Now()
-	ix, meta, err := readSnapshot(w.path)
+	ix, meta, stamp, err := readSnapshot(w.path)
 	if err != nil {
 		if !errors.Is(err, os.ErrNotExist) {
 			w.log.Warn("index snapshot unusable; analyzing every skill", "path", w.path, "err", err)
 		}
-		return nil, vectorSpace{}, ""
+		return nil, vectorSpace{}, "", filestamp.Meta{}
 	}
 	w.log.Debug("index snapshot read", "path", w.path, "skills", meta.Skills, "duration", time.Since(start).String())
-	return ix, vectorSpace{model: meta.Model, bodyChars: meta.BodyChars}, meta.ContentID
+	return ix, vectorSpace{model: meta.Model, bodyChars: meta.BodyChars}, meta.ContentID, stamp
 }
 
-// readSnapshot reads the snapshot file at path from a read-only mapping of
-// it. The index it returns uses its vectors and postings in place, and so
-// do the indexes updated from it, which share what did not change: the
-// mapping stays for the life of the process (one per start; pages the
-// kernel may drop and read again), and so does the file's disk space once
-// a newer snapshot replaces it. A file that cannot be mapped is read into
-// memory instead.
-func readSnapshot(path string) (*match.Index, snapshotMeta, error) {
+// readSnapshot reads the snapshot file at path into memory of the
+// process's own (mapfile.ReadPrivate), which nothing writes to. The index
+// it returns uses its vectors and postings where they lie in that memory,
+// and so do the indexes updated from it, which share what did not change:
+// the memory stays for the life of the process (one copy per start). stamp
+// is the file as it was before it was read: a change made while it was
+// read shows as a change later, if the checksum did not catch it.
+func readSnapshot(path string) (_ *match.Index, _ snapshotMeta, stamp filestamp.Meta, _ error) {
 	var meta snapshotMeta
-	data, unmap, err := mapfile.Read(path)
+	stamp, err := filestamp.MetaAt(path)
 	if err != nil {
-		return nil, meta, err
+		return nil, meta, stamp, err
+	}
+	data, release, err := mapfile.ReadPrivate(path)
+	if err != nil {
+		return nil, meta, stamp, err
 	}
 	ix, err := decodeSnapshot(data, &meta)
 	if err != nil {
-		unmap()
-		return nil, meta, err
+		release()
+		return nil, meta, stamp, err
 	}
-	return ix, meta, nil
+	return ix, meta, stamp, nil
 }
 
 // decodeSnapshot decodes a snapshot file's contents into its index and

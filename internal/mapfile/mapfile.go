@@ -1,10 +1,13 @@
-// Package mapfile reads files through read-only memory mappings, so that a
-// large file's bytes are the page cache's pages instead of a copy in fresh
-// memory.
+// Package mapfile reads large files into memory: through read-only
+// mappings of the files (Read, Map), whose bytes are the page cache's pages
+// instead of a copy in fresh memory, or into memory of the process's own
+// (ReadPrivate), which no other process can change.
 //
 // A mapped file that another process truncates faults when the pages past
-// its new end are read (SIGBUS). Readers of a mapping the process does not
-// own the writes of guard their reads with Guard.
+// its new end are read (SIGBUS), and one it rewrites in place changes under
+// its readers. Readers of a mapping the process does not own the writes of
+// guard their reads with Guard, and read it only while they load it; what
+// a process keeps using, it reads with ReadPrivate.
 package mapfile
 
 import (

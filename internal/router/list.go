@@ -13,7 +13,8 @@ import (
 	"github.com/mcpsag/router/internal/skill"
 )
 
-// List returns the skills agent sees, sorted by name, paged. Disabled and
+// List returns the skills agent sees, sorted by name, paged: at most the
+// page size, fewer when their text passes listPageBytes. Disabled and
 // hidden skills are left out unless asked for. The page token is opaque: it
 // encodes the last name returned, so pages stay consistent across
 // generations.
@@ -49,6 +50,7 @@ func (r *Router) List(ctx context.Context, req skill.ListRequest) (*skill.ListRe
 		start++
 	}
 	end := min(start+size, len(all))
+	end = start + pageFits(all[start:end], listPageBytes)
 	res.Skills = all[start:end]
 	if end < len(all) {
 		res.NextPageToken = base64.RawURLEncoding.EncodeToString([]byte("after:" + all[end-1].Name))
@@ -57,6 +59,29 @@ func (r *Router) List(ctx context.Context, req skill.ListRequest) (*skill.ListRe
 		res.Catalog = catalog.Render(all, req.CatalogBudget)
 	}
 	return res, nil
+}
+
+// listPageBytes bounds the text of the skills one page of List carries, a
+// quarter of what a reply may be: a page of a thousand skills whose
+// descriptions each fill their frontmatter would not fit in a message, and
+// would fail the listing for every client. A page that reaches it ends
+// early; the next page token goes on from there.
+const listPageBytes = 4 << 20
+
+// pageFits returns how many of skills, from the first, a page carries
+// within budget bytes of their text: at least one.
+func pageFits(skills []*skill.Skill, budget int) int {
+	used := 0
+	for i, s := range skills {
+		used += len(s.Name) + len(s.Description()) + len(s.RelPath) + len(s.Root.Display) + 64
+		for _, t := range s.Tags() {
+			used += len(t) + 2
+		}
+		if used > budget && i > 0 {
+			return i
+		}
+	}
+	return len(skills)
 }
 
 // Get returns the copy of a skill agent sees, with its precedence entry, or

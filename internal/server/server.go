@@ -80,7 +80,7 @@ func New(svc routerv1.SkillRouterServer, opts Options) *Server {
 	so := []grpc.ServerOption{
 		grpc.ChainUnaryInterceptor(chain...),
 		grpc.ChainStreamInterceptor(append([]grpc.StreamServerInterceptor{recoverStream(log)}, opts.StreamInterceptors...)...),
-		grpc.ForceServerCodecV2(newRequestCodec()),
+		grpc.ForceServerCodecV2(newServerCodec(log)),
 		grpc.MaxRecvMsgSize(maxRecvBytes),
 		grpc.MaxSendMsgSize(maxSendBytes),
 		grpc.MaxConcurrentStreams(maxConcurrentStreams),

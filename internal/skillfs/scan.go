@@ -335,6 +335,19 @@ func (w *walker) resolveDir(logical, p string, e fs.DirEntry) (string, bool) {
 	return target, true
 }
 
+// brokenLink names what is wrong with the symbolic link p, which
+// EvalSymlinks could not follow (err): a loop (the kernel says so when the
+// link is opened), a link to nothing, or a target that cannot be read.
+func brokenLink(p string, err error) (code, what string) {
+	if _, serr := os.Stat(p); errors.Is(serr, syscall.ELOOP) {
+		return "symlink-loop", "a symbolic link that loops (it leads back to itself)"
+	}
+	if errors.Is(err, fs.ErrNotExist) {
+		return "symlink-broken", "a symbolic link to nothing"
+	}
+	return "file-unreadable", fmt.Sprintf("a symbolic link that cannot be followed (%v)", err)
+}
+
 // skillFile makes the Found of a skill folder's SKILL.md; entries, when
 // given, are the folder's entries (read again when nil), and st, when
 // given, what listing.read found of a regular SKILL.md.
@@ -342,7 +355,12 @@ func (w *walker) skillFile(logical, real string, e fs.DirEntry, entries []fs.Dir
 	p := filepath.Join(real, SkillFile)
 	if e.Type()&fs.ModeSymlink != 0 {
 		target, err := filepath.EvalSymlinks(p)
-		if err != nil || !w.inside(target) {
+		switch {
+		case err != nil:
+			code, what := brokenLink(p, err)
+			w.problem(code, filepath.Join(logical, SkillFile), "SKILL.md is %s; skipped", what)
+			return Found{}, false
+		case !w.inside(target):
 			w.problem("symlink-escape", filepath.Join(logical, SkillFile), "SKILL.md is a symbolic link outside the root; skipped")
 			return Found{}, false
 		}

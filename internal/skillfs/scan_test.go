@@ -47,6 +47,15 @@ func TestScanRules(t *testing.T) {
 	must(t, os.MkdirAll(filepath.Join(root, "loose"), 0o755))
 	must(t, os.Symlink(filepath.Join(outside, "evil", SkillFile), filepath.Join(root, "loose", SkillFile)))
 	must(t, os.Symlink(filepath.Join(root, "loop"), filepath.Join(root, "loop"))) // dangling self-loop
+	// SKILL.md links that loop, and one to nothing: named as such, not as
+	// links outside the root.
+	must(t, os.MkdirAll(filepath.Join(root, "looping"), 0o755))
+	must(t, os.Symlink(SkillFile, filepath.Join(root, "looping", SkillFile)))
+	must(t, os.MkdirAll(filepath.Join(root, "pingpong"), 0o755))
+	must(t, os.Symlink("other.md", filepath.Join(root, "pingpong", SkillFile)))
+	must(t, os.Symlink(SkillFile, filepath.Join(root, "pingpong", "other.md")))
+	must(t, os.MkdirAll(filepath.Join(root, "dangling"), 0o755))
+	must(t, os.Symlink("gone.md", filepath.Join(root, "dangling", SkillFile)))
 
 	roots, err := ExpandRoots(ws, DefaultRoots())
 	if err != nil {
@@ -63,6 +72,15 @@ func TestScanRules(t *testing.T) {
 	}
 	if !problemsHave(res.Problems, "symlink-escape", "escape") || !problemsHave(res.Problems, "symlink-escape", "loose") {
 		t.Errorf("escaping symlinks not reported: %v", res.Problems)
+	}
+	if !problemsHave(res.Problems, "symlink-loop", "looping") || !problemsHave(res.Problems, "symlink-loop", "pingpong") ||
+		!problemsHave(res.Problems, "symlink-broken", "dangling") {
+		t.Errorf("SKILL.md links that loop or lead nowhere not named so: %v", res.Problems)
+	}
+	for _, dir := range []string{"looping", "pingpong", "dangling"} {
+		if problemsHave(res.Problems, "symlink-escape", dir) {
+			t.Errorf("the SKILL.md link in %s is reported as leading outside the root: %v", dir, res.Problems)
+		}
 	}
 	for _, f := range res.Files {
 		if f.RelPath == "parent/SKILL.md" {

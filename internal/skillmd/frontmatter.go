@@ -14,8 +14,8 @@ import (
 // FrontmatterJSON returns the frontmatter of a SKILL.md held in data as a
 // JSON object: every field the author wrote, decoded as Parse decodes it
 // (an unquoted ": " inside a value read as a string, integers, floats,
-// booleans and nulls as JSON values, every other scalar as its text), in
-// the bounded work Parse allows. When the frontmatter has no name, name is
+// booleans and nulls as JSON values, every other scalar as its text), under
+// the limits on size, nodes and depth Parse applies. When the frontmatter has no name, name is
 // set to name. It fails where Parse skips the file, and on values JSON
 // cannot hold (such as .inf).
 func FrontmatterJSON(data []byte, name string, lim Limits) ([]byte, error) {
@@ -28,7 +28,7 @@ func FrontmatterJSON(data []byte, name string, lim Limits) ([]byte, error) {
 	if !ok {
 		return nil, firstError(p)
 	}
-	root, ok := p.decodeYAML(fm)
+	root, ok := p.decodeYAML(fm, lim.MaxFrontmatterBytes)
 	if !ok {
 		return nil, firstError(p)
 	}
@@ -41,11 +41,7 @@ func FrontmatterJSON(data []byte, name string, lim Limits) ([]byte, error) {
 		if _, dup := fields[k.Value]; dup {
 			return nil, fmt.Errorf("field %q appears twice", k.Value)
 		}
-		v, err := p.nodeValue(root.Content[i+1], 1)
-		if err != nil {
-			return nil, err
-		}
-		fields[k.Value] = v
+		fields[k.Value] = nodeValue(root.Content[i+1])
 	}
 	if v, ok := fields["name"]; !ok || v == nil || v == "" {
 		fields["name"] = name

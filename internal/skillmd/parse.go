@@ -9,8 +9,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"regexp"
-	"strconv"
 	"strings"
 	"unicode"
 	"unicode/utf8"
@@ -26,7 +24,9 @@ import (
 type Limits struct {
 	// MaxFileBytes caps the size of a SKILL.md; larger files are skipped.
 	MaxFileBytes int64
-	// MaxFrontmatterBytes caps the YAML header.
+	// MaxFrontmatterBytes caps the YAML header, as written and as read:
+	// the text of its keys and values with every alias expanded (an alias
+	// counts as what it names, every time it is used).
 	MaxFrontmatterBytes int
 }
 
@@ -34,7 +34,7 @@ type Limits struct {
 // cached record; a cache written by another version is parsed again, so a
 // change to what Parse returns never leaves stale records behind. Bump it with
 // any change to Parse's results or to skill.Frontmatter.
-const Version = 2
+const Version = 3
 
 // DefaultLimits are the caps the router uses unless configured otherwise.
 var DefaultLimits = Limits{MaxFileBytes: 1 << 20, MaxFrontmatterBytes: 64 << 10}
@@ -46,8 +46,11 @@ const (
 	maxCompatibilityLen = 500
 	maxBodyLines        = 500
 	maxBodyTokens       = 5000
-	// maxYAMLNodes bounds the work spent converting one frontmatter, so
-	// alias bombs cost milliseconds, not memory.
+	// maxYAMLNodes and maxYAMLDepth bound a frontmatter's nodes, aliases
+	// expanded, and how deep they nest: one rule, checked once for the
+	// whole document by every reader of it (measureYAML), so alias bombs
+	// cost milliseconds, not memory, and what Parse accepts the others
+	// read too.
 	maxYAMLNodes = 10000
 	maxYAMLDepth = 32
 )
@@ -125,7 +128,7 @@ func Parse(data []byte, dirName string, lim Limits) (*Parsed, []skill.Problem) {
 		BodyLine:        bodyLine,
 	}
 
-	root, ok := p.decodeYAML(fm)
+	root, ok := p.decodeYAML(fm, lim.MaxFrontmatterBytes)
 	if !ok {
 		return nil, p.problems
 	}
@@ -163,7 +166,6 @@ type parser struct {
 	// lineOffset converts YAML node lines to file lines.
 	lineOffset int
 	fieldLine  map[string]int
-	nodes      int
 }
 
 func (p *parser) add(sev skill.Severity, code, field string, line int, format string, args ...any) {
@@ -239,94 +241,6 @@ func splitFrontmatter(text []byte, maxFM int, p *parser) (fm, body []byte, bodyL
 func isFence(line []byte, closing bool) bool {
 	t := bytes.TrimRight(line, " \t")
 	return string(t) == "---" || (closing && string(t) == "...")
-}
-
-// decodeYAML parses the frontmatter into a mapping node. When the YAML does not
-// parse because of an unquoted ": " inside a value, which is the most common
-// breakage in real skills, it retries with such values quoted and warns.
-func (p *parser) decodeYAML(fm []byte) (*yaml.Node, bool) {
-	p.lineOffset = 1 // the opening fence is line 1
-	if !utf8.Valid(fm) {
-		p.errorf(CodeInvalidUTF8, "", 1, "frontmatter is not valid UTF-8")
-		return nil, false
-	}
-	var doc yaml.Node
-	err := safeUnmarshal(fm, &doc)
-	if err != nil {
-		if fixed, lines := quoteColonValues(fm); len(lines) > 0 {
-			var retry yaml.Node
-			if safeUnmarshal(fixed, &retry) == nil {
-				for _, l := range lines {
-					p.warnf(CodeUnquotedColon, "", l+p.lineOffset, "value contains ': ' without quotes; read it as a quoted string (quote it to silence this)")
-				}
-				doc, err = retry, nil
-			}
-		}
-	}
-	if err != nil {
-		p.errorf(CodeYAMLSyntax, "", yamlErrorLine(err)+p.lineOffset, "frontmatter is not valid YAML: %s", cleanYAMLError(err))
-		return nil, false
-	}
-	if doc.Kind == 0 || len(doc.Content) == 0 {
-		p.errorf(CodeYAMLNotMapping, "", 2, "frontmatter is empty; add name and description")
-		return nil, false
-	}
-	root := doc.Content[0]
-	if root.Kind != yaml.MappingNode {
-		p.errorf(CodeYAMLNotMapping, "", root.Line+p.lineOffset, "frontmatter must be a mapping of fields (name: ..., description: ...)")
-		return nil, false
-	}
-	return root, true
-}
-
-// safeUnmarshal parses YAML into a node tree, turning a library panic into an
-// error. Aliases are not expanded here; readFields bounds their expansion.
-func safeUnmarshal(b []byte, n *yaml.Node) (err error) {
-	defer func() {
-		if r := recover(); r != nil {
-			err = fmt.Errorf("yaml parser failed: %v", r)
-		}
-	}()
-	return yaml.Unmarshal(b, n)
-}
-
-var yamlLineRE = regexp.MustCompile(`line (\d+)`)
-
-func yamlErrorLine(err error) int {
-	m := yamlLineRE.FindStringSubmatch(err.Error())
-	if m == nil {
-		return 1
-	}
-	n, _ := strconv.Atoi(m[1])
-	return n
-}
-
-func cleanYAMLError(err error) string {
-	s := strings.TrimPrefix(err.Error(), "yaml: ")
-	return yamlLineRE.ReplaceAllString(strings.TrimPrefix(s, "unmarshal errors:\n  "), "")
-}
-
-var plainKeyValueRE = regexp.MustCompile(`^([A-Za-z0-9_-]+):[ \t]+(.*)$`)
-
-// quoteColonValues rewrites top-level "key: value" lines whose plain value
-// contains ": " as double-quoted strings. It returns the rewritten text and the
-// 1-based YAML lines it changed.
-func quoteColonValues(fm []byte) ([]byte, []int) {
-	lines := strings.Split(string(fm), "\n")
-	var changed []int
-	for i, l := range lines {
-		m := plainKeyValueRE.FindStringSubmatch(l)
-		if m == nil {
-			continue
-		}
-		v := strings.TrimRight(m[2], " \t")
-		if v == "" || strings.ContainsAny(v[:1], `"'[{|>&*!%@`+"`") || !strings.Contains(v, ": ") {
-			continue
-		}
-		lines[i] = m[1] + ": " + strconv.Quote(v)
-		changed = append(changed, i+1)
-	}
-	return []byte(strings.Join(lines, "\n")), changed
 }
 
 // readFields walks the top-level mapping and fills fm.
@@ -517,67 +431,15 @@ func (p *parser) stringMap(key string, v *yaml.Node) map[string]string {
 	return out
 }
 
-// toJSON renders a node as compact JSON with a bounded node budget and depth,
-// so an alias bomb is rejected instead of expanded.
+// toJSON renders a node as compact JSON. decodeYAML bounded the expansion
+// of the whole frontmatter before.
 func (p *parser) toJSON(key string, v *yaml.Node) (string, bool) {
-	val, err := p.nodeValue(v, 0)
-	if err != nil {
-		p.errorf(CodeYAMLTooComplex, key, v.Line+p.lineOffset, "%s: %v", key, err)
-		return "", false
-	}
-	b, err := json.Marshal(val)
+	b, err := json.Marshal(nodeValue(v))
 	if err != nil {
 		p.warnf(CodeWrongType, key, v.Line+p.lineOffset, "%s cannot be represented as JSON; ignored", key)
 		return "", false
 	}
 	return string(b), true
-}
-
-func (p *parser) nodeValue(v *yaml.Node, depth int) (any, error) {
-	p.nodes++
-	if p.nodes > maxYAMLNodes {
-		return nil, fmt.Errorf("frontmatter expands to more than %d YAML nodes (aliases?)", maxYAMLNodes)
-	}
-	if depth > maxYAMLDepth {
-		return nil, fmt.Errorf("frontmatter nests deeper than %d levels", maxYAMLDepth)
-	}
-	switch v.Kind {
-	case yaml.AliasNode:
-		if v.Alias == nil {
-			return nil, nil
-		}
-		return p.nodeValue(v.Alias, depth+1)
-	case yaml.ScalarNode:
-		switch v.Tag {
-		case "!!int", "!!float", "!!bool", "!!null":
-			var x any
-			if err := v.Decode(&x); err == nil {
-				return x, nil
-			}
-		}
-		return v.Value, nil
-	case yaml.SequenceNode:
-		out := make([]any, 0, len(v.Content))
-		for _, c := range v.Content {
-			x, err := p.nodeValue(c, depth+1)
-			if err != nil {
-				return nil, err
-			}
-			out = append(out, x)
-		}
-		return out, nil
-	case yaml.MappingNode:
-		out := make(map[string]any, len(v.Content)/2)
-		for i := 0; i+1 < len(v.Content); i += 2 {
-			x, err := p.nodeValue(v.Content[i+1], depth+1)
-			if err != nil {
-				return nil, err
-			}
-			out[v.Content[i].Value] = x
-		}
-		return out, nil
-	}
-	return nil, nil
 }
 
 func kindName(v *yaml.Node) string {
@@ -602,10 +464,10 @@ func (p *parser) checkName(name, dirName string) string {
 	name = strings.TrimSpace(name)
 	if name == "" {
 		p.warnf(CodeNameMissing, "name", line, "name is missing; using the folder name %q", dirName)
-		p.checkNameControl(dirName, line)
+		p.checkNameText(dirName, line)
 		return dirName
 	}
-	p.checkNameControl(name, line)
+	p.checkNameText(name, line)
 	if n := utf8.RuneCountInString(name); n > maxNameLen {
 		p.warnf(CodeNameTooLong, "name", line, "name is %d characters; the spec allows %d", n, maxNameLen)
 	}
@@ -618,15 +480,21 @@ func (p *parser) checkName(name, dirName string) string {
 	return name
 }
 
-// checkNameControl refuses a name holding a control character (C0, DEL,
-// C1), a format character (bidirectional overrides and isolates, zero-width
-// characters) or a line or paragraph separator: such a name would reach
-// terminals and models as escape sequences or reordered text, and the spec
-// allows only lowercase letters, digits and hyphens. Other departures from
-// the spec's rules are warnings, the skill served under its name.
-func (p *parser) checkNameControl(name string, line int) {
+// checkNameText refuses a name that is no UTF-8 (a folder name, which a
+// skill without a name takes: file names are bytes) or holds a control
+// character (C0, DEL, C1), a format character (bidirectional overrides and
+// isolates, zero-width characters) or a line or paragraph separator: such a
+// name could not be sent to clients as it is, or would reach terminals and
+// models as escape sequences or reordered text, and the spec allows only
+// lowercase letters, digits and hyphens. Other departures from the spec's
+// rules are warnings, the skill served under its name.
+func (p *parser) checkNameText(name string, line int) {
+	if !utf8.ValidString(name) {
+		p.errorf(CodeInvalidUTF8, "name", line, "the name %q, taken from the folder since the frontmatter has none, is not valid UTF-8; the skill is skipped (give it a name)", name)
+		return
+	}
 	for _, r := range name {
-		if unicode.IsControl(r) || unicode.In(r, unicode.Cf, unicode.Zl, unicode.Zp) {
+		if skill.ControlChar(r) {
 			p.errorf(CodeNameControl, "name", line, "name %q contains the control character %U; the skill is skipped (the spec allows lowercase letters, digits and single hyphens)", name, r)
 			return
 		}

@@ -78,6 +78,16 @@ func TestParse(t *testing.T) {
 			wantSkip: true, wantCodes: []string{CodeNameMissing, CodeNameControl},
 		},
 		{
+			name: "folder name that is no UTF-8 skips when the name is missing", dir: "bad\xff",
+			in:       "---\ndescription: x\n---\nb\n",
+			wantSkip: true, wantCodes: []string{CodeNameMissing, CodeInvalidUTF8},
+		},
+		{
+			name: "folder name that is no UTF-8 under a named skill", dir: "bad\xff",
+			in:       "---\nname: bad\ndescription: x\n---\nb\n",
+			wantName: "bad", wantCodes: []string{CodeNameMismatch},
+		},
+		{
 			name: "missing name falls back to folder", dir: "pdf-forms",
 			in:       "---\ndescription: d\n---\n",
 			wantName: "pdf-forms", wantCodes: []string{CodeNameMissing},
@@ -303,6 +313,67 @@ func TestParseRejectsHostileYAMLFast(t *testing.T) {
 	}
 }
 
+// TestAliasesCountAsExpanded: a 33 KB file whose description (30,000
+// characters) is anchored and named again 1,100 times in its tags reads as
+// 33 MB of frontmatter; it must be refused as too large by Parse and by
+// FrontmatterJSON alike, while a frontmatter that uses an alias and stays
+// under the limit expanded is read by both.
+func TestAliasesCountAsExpanded(t *testing.T) {
+	amplified := "---\nname: x\ndescription: &x " + strings.Repeat("a", 30000) + "\ntags:\n" + strings.Repeat("  - *x\n", 1100) + "---\nbody\n"
+	if len(amplified) > 40000 {
+		t.Fatalf("the file is %d bytes; the case is a small one", len(amplified))
+	}
+	got, problems := Parse([]byte(amplified), "x", DefaultLimits)
+	if got != nil || !hasCode(problems, CodeFrontmatterTooLarge) {
+		t.Errorf("Parse of a frontmatter 33 MB once expanded: %v, %v; want it skipped with %s", got != nil, codes(problems), CodeFrontmatterTooLarge)
+	}
+	for _, p := range problems {
+		if p.Code == CodeFrontmatterTooLarge && !strings.Contains(p.Message, "aliases") {
+			t.Errorf("the problem does not say why: %q", p.Message)
+		}
+	}
+	if _, err := FrontmatterJSON([]byte(amplified), "x", DefaultLimits); err == nil {
+		t.Error("FrontmatterJSON read the amplified frontmatter; it must refuse what Parse refuses")
+	}
+
+	reused := "---\nname: x\ndescription: &d Fills PDF forms from a CSV file.\nwhen_to_use: *d\nmetadata:\n  summary: *d\n---\nbody\n"
+	got, problems = Parse([]byte(reused), "x", DefaultLimits)
+	if got == nil || got.Frontmatter.Extra["when_to_use"] != `"Fills PDF forms from a CSV file."` {
+		t.Fatalf("Parse of a frontmatter that reuses a value: %+v, %v", got, problems)
+	}
+	if _, err := FrontmatterJSON([]byte(reused), "x", DefaultLimits); err != nil {
+		t.Errorf("FrontmatterJSON of a frontmatter that reuses a value: %v", err)
+	}
+	lim := DefaultLimits
+	lim.MaxFrontmatterBytes = len("name") + len("x") + len("description") + 10
+	if got, problems = Parse([]byte(reused), "x", lim); got != nil || !hasCode(problems, CodeFrontmatterTooLarge) {
+		t.Errorf("Parse under a limit the expanded text passes: %v, %v; want it skipped", got != nil, codes(problems))
+	}
+}
+
+// TestOneNestingRule: Parse and FrontmatterJSON (GetSkill's frontmatter)
+// accept and refuse the same nesting, in a field Parse reads and in one it
+// keeps as extra metadata. Frontmatter nested 9,999 levels deep was indexed
+// and served while GetSkill refused it.
+func TestOneNestingRule(t *testing.T) {
+	for _, depth := range []int{1, 30, 31, 32, 33, 40, 9999} {
+		for _, field := range []string{"tags", "metadata", "custom"} {
+			in := "---\nname: x\ndescription: d\n" + field + ": " + strings.Repeat("[", depth) + "v" + strings.Repeat("]", depth) + "\n---\n"
+			got, problems := Parse([]byte(in), "x", DefaultLimits)
+			_, err := FrontmatterJSON([]byte(in), "x", DefaultLimits)
+			if (got != nil) != (err == nil) {
+				t.Errorf("%s nested %d deep: Parse accepted %v (%v), FrontmatterJSON %v; want the same answer", field, depth, got != nil, codes(problems), err)
+			}
+			if depth > 32 && got != nil {
+				t.Errorf("%s nested %d deep: accepted; the limit is 32 levels", field, depth)
+			}
+			if depth > 32 && !hasCode(problems, CodeYAMLTooComplex) {
+				t.Errorf("%s nested %d deep: problems %v; want %s", field, depth, codes(problems), CodeYAMLTooComplex)
+			}
+		}
+	}
+}
+
 func TestParseFileTooLarge(t *testing.T) {
 	lim := Limits{MaxFileBytes: 100, MaxFrontmatterBytes: 50}
 	got, problems := Parse([]byte("---\nname: x\ndescription: d\n---\n"+strings.Repeat("x", 200)), "x", lim)
@@ -332,6 +403,7 @@ func FuzzParse(f *testing.F) {
 		"---\n\tname: x\n---\n",
 		"---\nname: \x00\ndescription: \xff\xfe\n---\n",
 		"---\nname: x\ndescription: d\ntriggers: [a, [b], {c: d}]\ntags: 5\nhidden: maybe\n---\n",
+		"---\nname: x\ndescription: &x aaaa\ntags: [*x, *x, *x]\nextra: [[[[[[*x]]]]]]\n---\n",
 	}
 	for _, s := range seeds {
 		f.Add([]byte(s))
@@ -343,8 +415,9 @@ func FuzzParse(f *testing.F) {
 			if json.Unmarshal(fm, &obj) != nil || obj["name"] == nil {
 				t.Fatalf("FrontmatterJSON gave %s: not an object with a name", fm)
 			}
-		} else if got != nil && len(problems) == 0 {
-			t.Fatalf("FrontmatterJSON failed (%v) on a file Parse found no problem with", err)
+		} else if got != nil && !strings.Contains(err.Error(), "cannot be written as JSON") {
+			// Only values JSON has no form for (.inf, .nan) may part them.
+			t.Fatalf("FrontmatterJSON failed (%v) on a file Parse accepted (problems %v)", err, codes(problems))
 		}
 		if got == nil && !skill.HasErrors(problems) {
 			t.Fatalf("skipped without an error problem: %v", problems)

@@ -33,6 +33,16 @@ const (
 	ModelsDir    = "models"
 )
 
+// Folders the router makes in the system's temporary folder, named by
+// these prefixes and a random suffix: a cache for a state folder that
+// cannot hold one, and the private state folder of a standalone MCP session
+// that indexes on its own. Those a killed process left are removed by the
+// next that makes one.
+const (
+	TempCachePrefix    = "mcpsag-cache-"
+	PrivateStatePrefix = "mcpsag-mcp-"
+)
+
 // TempPattern names the temporary files a write of the file name leaves
 // beside it until it renames them over it (an os.CreateTemp pattern).
 func TempPattern(name string) string { return "." + name + "-*.tmp" }

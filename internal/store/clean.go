@@ -12,8 +12,8 @@ import (
 	"strings"
 	"unicode"
 
+	"github.com/mcpsag/router/internal/filestamp"
 	"github.com/mcpsag/router/internal/statedir"
-	"golang.org/x/sys/unix"
 )
 
 // A cache closed by Close leaves a note beside it, cache.db.clean, naming
@@ -36,32 +36,11 @@ import (
 // VectorCount does not walk a model's vectors again after a restart. A
 // note whose stamp, checksum or any line cannot be read is not the file's.
 
-// fileStamp identifies a file's content as the file system describes it.
-type fileStamp struct {
-	Dev, Ino         uint64
-	Size             int64
-	MtimeNs, CtimeNs int64
-}
-
-// stampOf returns the stamp of the open file f.
-func stampOf(f *os.File) (fileStamp, error) {
-	var st unix.Stat_t
-	if err := unix.Fstat(int(f.Fd()), &st); err != nil {
-		return fileStamp{}, err
-	}
-	return fileStamp{Dev: uint64(st.Dev), Ino: uint64(st.Ino), Size: st.Size,
-		MtimeNs: st.Mtim.Nano(), CtimeNs: st.Ctim.Nano()}, nil
-}
-
-func (s fileStamp) String() string {
-	return fmt.Sprintf("%d %d %d %d %d\n", s.Dev, s.Ino, s.Size, s.MtimeNs, s.CtimeNs)
-}
-
 // noteClean checks the locked cache file f in dir and, when it passes,
 // writes the clean-close note for it, once nothing will write to it any
 // more; vectors counts each model's vectors.
 func noteClean(dir string, f *os.File, vectors map[string]int) error {
-	st, err := stampOf(f)
+	st, err := filestamp.MetaOf(f)
 	if err != nil {
 		return err
 	}
@@ -114,7 +93,7 @@ func takeClean(dir string, f *os.File) (vectors map[string]int, clean bool) {
 	if os.Remove(p) != nil {
 		return nil, false
 	}
-	st, err := stampOf(f)
+	st, err := filestamp.MetaOf(f)
 	if err != nil {
 		return nil, false
 	}

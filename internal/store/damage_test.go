@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mcpsag/router/internal/filestamp"
 	"github.com/mcpsag/router/internal/statedir"
 	"github.com/mcpsag/router/internal/testlog"
 )
@@ -28,7 +29,7 @@ func forgeNote(t *testing.T, dir string, note []byte) {
 		t.Fatal(err)
 	}
 	st := fi.Sys().(*syscall.Stat_t)
-	stamp := fileStamp{Dev: st.Dev, Ino: st.Ino, Size: st.Size, MtimeNs: st.Mtim.Nano(), CtimeNs: st.Ctim.Nano()}
+	stamp := filestamp.Meta{Dev: st.Dev, Ino: st.Ino, Size: st.Size, MtimeNs: st.Mtim.Nano(), CtimeNs: st.Ctim.Nano()}
 	_, rest, _ := strings.Cut(string(note), "\n")
 	write(t, filepath.Join(dir, statedir.CleanNote), []byte(stamp.String()+rest))
 }

@@ -42,9 +42,6 @@ func OpenOrFallback(dir string, opts Options) (*DB, error) {
 	return d, nil
 }
 
-// tempPrefix starts the names of temporary cache directories.
-const tempPrefix = "mcpsag-cache-"
-
 // openTemp opens a new cache in a temporary directory, for dir, which
 // cannot hold one because of cause. Temporary caches that routers killed
 // before their Close left behind are removed first.
@@ -52,8 +49,8 @@ func (d *DB) openTemp(dir string, cause error) (*handle, error) {
 	log := d.logger()
 	var errs []error
 	for _, parent := range tempParents() {
-		RemoveAbandoned(parent, tempPrefix, log)
-		tmp, err := os.MkdirTemp(parent, tempPrefix)
+		RemoveAbandoned(parent, statedir.TempCachePrefix, log)
+		tmp, err := os.MkdirTemp(parent, statedir.TempCachePrefix)
 		if err != nil {
 			errs = append(errs, err)
 			continue

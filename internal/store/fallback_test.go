@@ -135,7 +135,7 @@ func TestStaleTemporaryCachesAreRemoved(t *testing.T) {
 	old := time.Now().Add(-2 * staleAfter)
 	mk := func(name string, withFile bool, mod time.Time) string {
 		t.Helper()
-		d := filepath.Join(tmp, tempPrefix+name)
+		d := filepath.Join(tmp, statedir.TempCachePrefix+name)
 		must(t, os.Mkdir(d, 0o700))
 		if withFile {
 			write(t, filepath.Join(d, statedir.CacheFile), []byte("left behind"))

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"os"
 	"sync"
+	"time"
 
 	otellog "go.opentelemetry.io/otel/log"
 	lognoop "go.opentelemetry.io/otel/log/noop"
@@ -91,9 +92,21 @@ type Telemetry struct {
 	grpcHandler *GRPCHandler
 
 	shutdown     []func(context.Context) error // in order of creation
+	flush        []func(context.Context) error // the providers' ForceFlush
 	shutdownOnce sync.Once
 	shutdownErr  error
 }
+
+// flushTimeout bounds the final flush of the providers at Shutdown, and
+// stopAfterFailedFlush what their stop may take once it failed: OTLP over
+// gRPC retries a collector that is down with a backoff of seconds, while
+// over HTTP a refused connection fails at once, so a stop waits no more
+// for one protocol than for the other. A collector that answers takes
+// milliseconds.
+const (
+	flushTimeout         = time.Second
+	stopAfterFailedFlush = 100 * time.Millisecond
+)
 
 // Setup builds the providers from cfg and the OTEL_* environment, opens the
 // admin listener when cfg.AdminAddr is set, and returns the Telemetry. It
@@ -157,6 +170,7 @@ func Setup(ctx context.Context, cfg Config) (*Telemetry, error) {
 		exp.metrics = nil // owned by mp now
 		t.mp = mp
 		t.shutdown = append(t.shutdown, mp.Shutdown)
+		t.flush = append(t.flush, mp.ForceFlush)
 	} else {
 		t.mp = metricnoop.NewMeterProvider()
 	}
@@ -175,6 +189,7 @@ func Setup(ctx context.Context, cfg Config) (*Telemetry, error) {
 		lp := sdklog.NewLoggerProvider(opts...)
 		t.lp = lp
 		t.shutdown = append(t.shutdown, lp.Shutdown)
+		t.flush = append(t.flush, lp.ForceFlush)
 	} else {
 		t.lp = lognoop.NewLoggerProvider()
 	}
@@ -194,6 +209,7 @@ func Setup(ctx context.Context, cfg Config) (*Telemetry, error) {
 		tp := sdktrace.NewTracerProvider(opts...)
 		t.tp = tp
 		t.shutdown = append(t.shutdown, tp.Shutdown)
+		t.flush = append(t.flush, tp.ForceFlush)
 	} else {
 		t.tp = tracenoop.NewTracerProvider()
 	}
@@ -227,15 +243,39 @@ func Setup(ctx context.Context, cfg Config) (*Telemetry, error) {
 	return t, nil
 }
 
-// Shutdown stops the admin listener and flushes and stops the providers,
-// in reverse order of creation. It is safe to call more than once and on a
-// nil *Telemetry; later calls return the first call's result.
+// Shutdown flushes the providers, all at once, within flushTimeout (and
+// ctx), then stops the admin listener and the providers, in reverse order
+// of creation: within ctx when the flush went through, within
+// stopAfterFailedFlush when it did not (a collector that does not answer
+// is not waited for twice). It is safe to call more than once and on a nil
+// *Telemetry; later calls return the first call's result.
 func (t *Telemetry) Shutdown(ctx context.Context) error {
 	if t == nil {
 		return nil
 	}
-	t.shutdownOnce.Do(func() { t.shutdownErr = t.closeAll(ctx) })
+	t.shutdownOnce.Do(func() {
+		stopCtx := ctx
+		if err := t.flushAll(ctx); err != nil {
+			var cancel context.CancelFunc
+			stopCtx, cancel = context.WithTimeout(ctx, stopAfterFailedFlush)
+			defer cancel()
+		}
+		t.shutdownErr = t.closeAll(stopCtx)
+	})
 	return t.shutdownErr
+}
+
+// flushAll flushes every provider at once, within flushTimeout.
+func (t *Telemetry) flushAll(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, flushTimeout)
+	defer cancel()
+	errs := make([]error, len(t.flush))
+	var wg sync.WaitGroup
+	for i, flush := range t.flush {
+		wg.Go(func() { errs[i] = flush(ctx) })
+	}
+	wg.Wait()
+	return errors.Join(errs...)
 }
 
 func (t *Telemetry) closeAll(ctx context.Context) error {
