@@ -9,6 +9,7 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
+	"github.com/mcpsag/router/internal/skill"
 	"github.com/mcpsag/router/models"
 )
 
@@ -234,6 +235,17 @@ func TestBundledCalibration(t *testing.T) {
 	}
 	if err := d.Match.Validate(); err != nil {
 		t.Errorf("default match config: %v", err)
+	}
+	// Each bundled model (the default and the fast one) brings its own
+	// hybrid classifier, fitted on its scores.
+	fitted := map[string]bool{}
+	for _, c := range d.Match.Abstain.Classifiers {
+		if c.Mode == skill.ModeHybrid && c.Model != "" {
+			fitted[c.Model] = true
+		}
+	}
+	if len(fitted) != 2 {
+		t.Errorf("the bundled calibration has hybrid classifiers for %d models, want 2 (default and fast)", len(fitted))
 	}
 	// A config file that sets classifiers replaces the bundled ones.
 	ws := t.TempDir()

@@ -402,15 +402,27 @@ func (a AbstainConfig) check(v *checker) {
 	v.nonNeg("abstain.keyword_threshold", a.KeywordThreshold)
 	v.unit("abstain.relative", a.Relative)
 	v.unit("abstain.margin", a.Margin)
-	seen := map[skill.MatchMode]bool{}
+	// One classifier per mode and model: a hybrid classifier reads the
+	// scores of the model it was fitted with (Classifier.Model), so the
+	// bundled models each bring their own.
+	type key struct {
+		mode  skill.MatchMode
+		model string
+	}
+	seen := map[key]bool{}
 	for i, cl := range a.Classifiers {
 		if err := cl.Validate(); err != nil {
 			v.bad(fmt.Sprintf("abstain.classifiers[%d]", i), "%v", err)
 		}
-		if seen[cl.Mode] {
-			v.bad(fmt.Sprintf("abstain.classifiers[%d]", i), "a second classifier for mode %q", cl.Mode)
+		k := key{cl.Mode, cl.Model}
+		if seen[k] {
+			if cl.Model != "" {
+				v.bad(fmt.Sprintf("abstain.classifiers[%d]", i), "a second classifier for mode %q and model %s", cl.Mode, cl.Model)
+			} else {
+				v.bad(fmt.Sprintf("abstain.classifiers[%d]", i), "a second classifier for mode %q", cl.Mode)
+			}
 		}
-		seen[cl.Mode] = true
+		seen[k] = true
 	}
 }
 

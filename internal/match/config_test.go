@@ -47,6 +47,25 @@ func TestConfigValidateNamesEveryBadField(t *testing.T) {
 	}
 }
 
+// TestOneClassifierPerModeAndModel: hybrid classifiers of different models
+// live side by side (the bundled models each bring one); two for the same
+// mode and model are refused.
+func TestOneClassifierPerModeAndModel(t *testing.T) {
+	cl := func(model string) match.Classifier {
+		return match.Classifier{Mode: skill.ModeHybrid, Model: model, Features: []string{match.FeatDenseTop},
+			Mean: []float64{0}, Scale: []float64{1}, Weights: []float64{1}}
+	}
+	cfg := match.DefaultConfig()
+	cfg.Abstain.Classifiers = []match.Classifier{cl("model-a"), cl("model-b")}
+	if err := cfg.Validate(); err != nil {
+		t.Errorf("classifiers of two models refused: %v", err)
+	}
+	cfg.Abstain.Classifiers = []match.Classifier{cl("model-a"), cl("model-a")}
+	if err := cfg.Validate(); err == nil || !strings.Contains(err.Error(), "abstain.classifiers[1]") {
+		t.Errorf("two classifiers of one model: %v, want abstain.classifiers[1] refused", err)
+	}
+}
+
 // TestConfigRoundTrips checks that the config file can carry every field,
 // in JSON and YAML.
 func TestConfigRoundTrips(t *testing.T) {
