@@ -139,7 +139,9 @@ func (h hostPaths) hide(st *skill.Status) {
 	st.LastReindexError = h.text(st.LastReindexError)
 	st.Config.Path = h.path(st.Config.Path)
 	st.Config.Error = h.text(st.Config.Error)
-	if st.Model != nil {
-		st.Model.Path = h.path(st.Model.Path)
+	for _, m := range []*skill.ModelStatus{st.Model, st.FastModel} {
+		if m != nil {
+			m.Path = h.path(m.Path)
+		}
 	}
 }
