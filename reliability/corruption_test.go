@@ -147,18 +147,22 @@ func corruptions() []corruption {
 		{name: "bundled model copy damaged", bundledModel: true, damage: func(t *testing.T, dir string, r *rand.Rand) {
 			// Bit rot in the model the router unpacked into its state
 			// directory: weights that still load, but wrong.
+			// Every bundled model (the default and the fast one) is
+			// unpacked there.
 			onnx, _ := filepath.Glob(filepath.Join(dir, "models", "*", "model.onnx"))
-			if len(onnx) != 1 {
-				t.Fatalf("unpacked model not found in %s: %v", dir, onnx)
+			if len(onnx) == 0 {
+				t.Fatalf("unpacked models not found in %s", dir)
 			}
-			b, err := os.ReadFile(onnx[0])
-			if err != nil {
-				t.Fatal(err)
+			for _, f := range onnx {
+				b, err := os.ReadFile(f)
+				if err != nil {
+					t.Fatal(err)
+				}
+				for range 64 {
+					b[4096+r.IntN(len(b)-4096)] ^= 0x10
+				}
+				writeBytes(t, f, b)
 			}
-			for range 64 {
-				b[4096+r.IntN(len(b)-4096)] ^= 0x10
-			}
-			writeBytes(t, onnx[0], b)
 		}},
 		{name: "bit flips below the file system", belowFS: true, damage: func(t *testing.T, dir string, r *rand.Rand) {
 			editBytes(t, dir, func(b []byte) []byte {
@@ -305,10 +309,15 @@ func TestCorruptCacheIsRecovered(t *testing.T) {
 					outcome = "worked around by bbolt, reported: " + damageOf(r.logs.matching("cache file damaged"))
 				case c.bundledModel:
 					onnx, _ := filepath.Glob(filepath.Join(state, "models", "*", "model.onnx"))
-					got, _ := os.ReadFile(onnx[0])
-					want, _ := os.ReadFile(filepath.Join(bundledModel, "model.onnx"))
-					if !bytes.Equal(got, want) {
-						t.Errorf("seed %d: the damaged model copy is still in use", seed)
+					for _, f := range onnx {
+						// models/<name>-<digest>/: the copy of models/<name>/.
+						folder := filepath.Base(filepath.Dir(f))
+						name := folder[:max(strings.LastIndexByte(folder, '-'), 0)]
+						got, _ := os.ReadFile(f)
+						want, err := os.ReadFile(filepath.Join(repoRoot, "models", name, "model.onnx"))
+						if err != nil || !bytes.Equal(got, want) {
+							t.Errorf("seed %d: the damaged copy %s is still in use (%v)", seed, folder, err)
+						}
 					}
 					outcome = "damaged model copy rewritten"
 				}

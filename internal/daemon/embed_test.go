@@ -98,9 +98,36 @@ func TestEmbeddingCounters(t *testing.T) {
 	}
 }
 
-// TestEmbeddingFallbackAndRecovery: a corrupt model leaves the router serving
-// with keywords only, reporting why; fixing the model files is picked up by
-// the next reindex without a restart.
+// TestBrokenModelServesTheFastModel: with a corrupt model, the router
+// reports degraded and serves the bundled fast model's vectors meanwhile:
+// Match still ranks by embeddings (not degraded to keywords).
+func TestBrokenModelServesTheFastModel(t *testing.T) {
+	ws := daemontest.CopyExamples(t)
+	model := filepath.Join(t.TempDir(), "model")
+	if err := embedtest.WriteCorruptModel(model); err != nil {
+		t.Fatal(err)
+	}
+	r := daemontest.Start(t, ws, daemontest.Options{Configure: func(c *config.Config) { c.Model.Dir = model }})
+	var st *routerv1.StatusResponse
+	daemontest.Eventually(t, 30*time.Second, "the fast model served", func() bool {
+		st = routerStatus(t, r)
+		return st.GetFastModel().GetServing()
+	})
+	if !st.Degraded || !strings.Contains(st.DegradedReason, "model_invalid") || !strings.Contains(st.DegradedReason, st.GetFastModel().GetName()) {
+		t.Errorf("corrupt model with a fast model: degraded %v %q, want model_invalid naming %s", st.Degraded, st.DegradedReason, st.GetFastModel().GetName())
+	}
+	res, err := r.Client.Match(ctx(t), &routerv1.MatchRequest{Task: "write release notes from the git log", TopK: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Degraded || len(res.Candidates) == 0 || res.Candidates[0].GetScores().GetDenseRank() == 0 {
+		t.Errorf("Match with the fast model serving: degraded %v, candidates %v; want dense-ranked candidates", res.Degraded, res.Candidates)
+	}
+}
+
+// TestEmbeddingFallbackAndRecovery: a corrupt model, with no fast model,
+// leaves the router serving with keywords only, reporting why; fixing the
+// model files is picked up by the next reindex without a restart.
 func TestEmbeddingFallbackAndRecovery(t *testing.T) {
 	ws := daemontest.CopyExamples(t)
 	model := filepath.Join(t.TempDir(), "model")
@@ -110,6 +137,7 @@ func TestEmbeddingFallbackAndRecovery(t *testing.T) {
 	logs := &testlog.Buffer{}
 	r := daemontest.Start(t, ws, daemontest.Options{Logs: logs, Configure: func(c *config.Config) {
 		c.Model.Dir = model
+		c.Model.Fast.Disabled = true
 	}})
 	st := routerStatus(t, r)
 	if !st.Degraded || !strings.Contains(st.DegradedReason, "model_invalid") || st.LastReindex.Embedded != 0 {

@@ -138,7 +138,8 @@ func (m *Main) embedConfig(cfg config.Config) embed.Config {
 
 // fastConfig is the fast model's configuration: the configured folder, else
 // the bundled fast model unpacked under state; ok is false when there is
-// none, or it is the model itself.
+// none, or it is the model itself (the same folder, or for the bundled fast
+// model a folder whose manifest bears its name).
 func (m *Main) fastConfig(cfg config.Config, state string) (embed.Config, bool) {
 	fc := cfg.Model.Fast
 	if fc.Disabled {
@@ -146,6 +147,12 @@ func (m *Main) fastConfig(cfg config.Config, state string) (embed.Config, bool) 
 	}
 	dir := fc.Dir
 	if dir == "" && models.FastName != "" {
+		// A model folder that holds the bundled fast model itself (by its
+		// manifest's name) needs no fast tier, nor its copy in the state
+		// folder.
+		if man, _, found, _ := embed.ReadManifest(m.embedConfig(cfg).Dir); found && man.Name == models.FastName {
+			return embed.Config{}, false
+		}
 		var err error
 		if dir, err = models.Fast(filepath.Join(state, statedir.ModelsDir)); err != nil {
 			m.log.Warn("bundled fast model could not be unpacked; keywords are served while the model's vectors are computed", "err", err)
