@@ -33,6 +33,11 @@ type Options struct {
 	// Embed configures the model beyond its folder (prefixes, body
 	// characters); Dir is taken from ModelDir.
 	Embed embed.Config
+	// Model, when set, is an open model used instead of loading ModelDir
+	// and Embed: corpora that share it share its query cache, so tasks
+	// ranked against several catalogs are embedded once. Close leaves it
+	// open.
+	Model *embed.Manager
 	// Config configures matching; nil means match.DefaultConfig().
 	Config *match.Config
 	// StateDir holds the store; empty means a new temporary folder,
@@ -71,8 +76,17 @@ type Corpus struct {
 	loader   *loader.Loader
 	db       *store.DB
 	tmp      string
-	manager  *embed.Manager
+	manager  *embed.Manager // the model the corpus loaded and closes
+	shared   *embed.Manager // Options.Model, left open
 	upstream *upstream.Manager
+}
+
+// embedder returns the corpus's model, nil without one.
+func (c *Corpus) embedder() *embed.Manager {
+	if c.shared != nil {
+		return c.shared
+	}
+	return c.manager
 }
 
 // ErrNoModel is DenseErr when no model folder was given or it does not
@@ -107,7 +121,11 @@ func Open(ctx context.Context, opt Options) (*Corpus, error) {
 	if c.db, err = store.Open(state, store.Options{Logger: log, ParserVersion: skillmd.Version}); err != nil {
 		return nil, err
 	}
-	c.manager, c.DenseErr = openModel(ctx, opt, log)
+	if opt.Model != nil {
+		c.shared = opt.Model
+	} else {
+		c.manager, c.DenseErr = openModel(ctx, opt, log)
+	}
 	workspace, roots, err := skillRoots(abs, state)
 	if err != nil {
 		return nil, err
@@ -116,7 +134,7 @@ func Open(ctx context.Context, opt Options) (*Corpus, error) {
 	if opt.Config != nil {
 		cfg = *opt.Config
 	}
-	lc := loader.Config{Workspace: workspace, Roots: roots, Embedder: c.manager, Match: cfg, Logger: log}
+	lc := loader.Config{Workspace: workspace, Roots: roots, Embedder: c.embedder(), Match: cfg, Logger: log}
 	if len(opt.Servers) > 0 {
 		if err := c.startServers(ctx, opt, log); err != nil {
 			return nil, err
