@@ -57,7 +57,7 @@ func TestCertificateThatDoesNotVerify(t *testing.T) {
 }
 
 // TestAddressWithoutPort: an address without a port is a usage error, not
-// a dial of port 443.
+// a dial of port 443, also as a target of gRPC's dns resolver.
 func TestAddressWithoutPort(t *testing.T) {
 	for _, tc := range []struct {
 		env  map[string]string
@@ -67,6 +67,8 @@ func TestAddressWithoutPort(t *testing.T) {
 		{nil, []string{"list", "--addr", "127.0.0.1"}, `--addr "127.0.0.1" has no port`},
 		{nil, []string{"status", "--addr", "[::1]"}, `--addr "[::1]" has no port`},
 		{map[string]string{"MCPSAG_ADDR": "localhost"}, []string{"status"}, `MCPSAG_ADDR "localhost" has no port`},
+		{nil, []string{"list", "--addr", "dns:///localhost"}, `--addr "dns:///localhost" has no port (gRPC would dial port 443); want host:port such as dns:///localhost:7443`},
+		{map[string]string{"MCPSAG_ADDR": "dns:localhost"}, []string{"health"}, `MCPSAG_ADDR "dns:localhost" has no port`},
 	} {
 		res := ctlEnv(t, tc.env, tc.args...)
 		if res.code != 2 || !strings.Contains(res.stderr, tc.want) || res.took > 2*time.Second {
