@@ -56,6 +56,45 @@ func TestCertificateThatDoesNotVerify(t *testing.T) {
 	}
 }
 
+// TestTLSOnOneSideOnly: a routerctl without TLS against a router with TLS,
+// and one with TLS against a router without, fail at once, even with a
+// long --timeout, and say which side speaks TLS and what to change, not
+// that the router may not run (both did: "no router answered ... is it
+// running?").
+func TestTLSOnOneSideOnly(t *testing.T) {
+	pki := daemontest.NewPKI(t)
+	withTLS := daemontest.Start(t, daemontest.CopyExamples(t), daemontest.Options{Configure: func(c *config.Config) {
+		c.TLS = config.TLS{CertFile: pki.ServerCert, KeyFile: pki.ServerKey}
+	}})
+	plain := daemontest.Start(t, daemontest.CopyExamples(t), daemontest.Options{})
+	for _, tc := range []struct {
+		name string
+		args []string
+		want []string
+	}{
+		{"no TLS to a TLS router", []string{"list", "--addr", withTLS.Addr, "--timeout", "30s"},
+			[]string{"the server at " + withTLS.Addr + " accepted the connection and closed it", "router with TLS on", "connect with TLS: --tls-ca FILE"}},
+		{"TLS to a router without", []string{"list", "--addr", plain.Addr, "--tls-ca", pki.CAFile, "--timeout", "30s"},
+			[]string{"the server at " + plain.Addr + " does not speak TLS", "drop --tls-ca"}},
+		{"health, no TLS to a TLS router", []string{"health", "--json", "--addr", withTLS.Addr},
+			[]string{`"status": "UNREACHABLE"`, "router with TLS on"}},
+	} {
+		res := ctl(t, tc.args...)
+		out := res.stdout + res.stderr
+		if res.code != 1 || res.took > 5*time.Second {
+			t.Errorf("%s: exit %d after %s, want 1 at once", tc.name, res.code, res.took)
+		}
+		for _, w := range tc.want {
+			if !strings.Contains(out, w) {
+				t.Errorf("%s: output %q does not say %q", tc.name, out, w)
+			}
+		}
+		if strings.Contains(out, "no router answered") || strings.Contains(out, "is it running") {
+			t.Errorf("%s: output %q says the router may not run", tc.name, out)
+		}
+	}
+}
+
 // TestAddressWithoutPort: an address without a port is a usage error, not
 // a dial of port 443, also as a target of gRPC's dns resolver.
 func TestAddressWithoutPort(t *testing.T) {
