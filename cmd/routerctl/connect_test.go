@@ -137,8 +137,21 @@ func TestRefusedFlagValuesAreUsageErrors(t *testing.T) {
 		}
 	}
 	if res := ctlEnv(t, env, "match", "--kinds", "tools", "read a text file"); res.code != 0 ||
-		!strings.Contains(res.stdout, "no tool fits") || strings.Contains(res.stdout, "no skill") || !strings.Contains(res.stdout, "routerctl servers") {
+		!strings.Contains(res.stdout, "no tool fits (no_tools)") || strings.Contains(res.stdout, "skill") || !strings.Contains(res.stdout, "routerctl servers") {
 		t.Errorf("match --kinds tools without MCP servers: exit %d: %q", res.code, res.stdout)
+	}
+	// The JSON says so too, as gRPC does: reason NO_TOOLS, and its words
+	// speak of tools (it said ABSTAIN_REASON_NO_SKILLS, "no skill is
+	// visible").
+	res := ctlEnv(t, env, "match", "--kinds", "tools", "--json", "read a text file")
+	doc := jsonDoc(t, res)
+	if res.code != 0 || doc["abstain_reason"] != "ABSTAIN_REASON_NO_TOOLS" || doc["verdict"] != "MATCH_VERDICT_NO_SKILL" {
+		t.Errorf("match --kinds tools --json without MCP servers: exit %d: %v", res.code, doc)
+	}
+	for _, key := range []string{"abstain_detail", "verdict_detail"} {
+		if got, _ := doc[key].(string); got != "no tool is visible to this caller" {
+			t.Errorf("match --kinds tools --json: %s = %q, want \"no tool is visible to this caller\"", key, got)
+		}
 	}
 	if res := ctlEnv(t, env, "list", "--kinds", "tools"); res.code != 0 || !strings.Contains(res.stdout, "0 tools (index generation") {
 		t.Errorf("list --kinds tools: exit %d: %q", res.code, res.stdout)

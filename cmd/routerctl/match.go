@@ -78,7 +78,7 @@ tool's input schema.`,
 			what, detail := "skill", res.AbstainDetail
 			if kf == routerv1.KindFilter_KIND_FILTER_TOOLS {
 				what = "tool"
-				if res.AbstainReason == routerv1.AbstainReason_ABSTAIN_REASON_NO_SKILLS {
+				if res.AbstainReason == routerv1.AbstainReason_ABSTAIN_REASON_NO_TOOLS {
 					detail = "no tool of an MCP server is visible to this caller (routerctl servers shows the servers configured and their state)"
 				}
 			}
