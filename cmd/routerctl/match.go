@@ -85,7 +85,10 @@ tool's input schema.`,
 			fmt.Fprintf(e.stdout, "no %s fits (%s): %s\n", what, reason, detail)
 			return nil
 		}
-		if res.Verdict == routerv1.MatchVerdict_MATCH_VERDICT_LOW_CONFIDENCE {
+		switch res.Verdict {
+		case routerv1.MatchVerdict_MATCH_VERDICT_CONFIDENT:
+			fmt.Fprintf(e.stdout, "confident: %s\n", res.VerdictDetail)
+		case routerv1.MatchVerdict_MATCH_VERDICT_LOW_CONFIDENCE:
 			fmt.Fprintf(e.stdout, "low confidence: %s\n", res.VerdictDetail)
 		}
 		tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
