@@ -219,7 +219,7 @@ func (m *Main) startTelemetry(ctx context.Context) error {
 		LogLevel: level,
 	})
 	if err != nil {
-		return fmt.Errorf("telemetry: %w", err)
+		return err // it says "telemetry: ..."
 	}
 	m.tel, m.log = tel, tel.Logger()
 	return nil
