@@ -274,6 +274,9 @@ func TestDocumentedCommands(t *testing.T) {
 			}
 		})
 	}
+	t.Run("the snapshot's size in docs/deployment.md", func(t *testing.T) {
+		snapshotSizeAsDocumented(t, filepath.Join(dir, "examples", ".mcp", "state", "index.snapshot"))
+	})
 	t.Run("grpcurl", func(t *testing.T) {
 		if _, err := exec.LookPath("grpcurl"); err != nil {
 			t.Skip("grpcurl not on PATH; .ci/run installs it (go install github.com/fullstorydev/grpcurl/cmd/grpcurl@v1.9.4)")
@@ -294,4 +297,31 @@ func cleanEnv() []string {
 	return slices.DeleteFunc(os.Environ(), func(kv string) bool {
 		return strings.HasPrefix(kv, "MCPSAG_") || strings.HasPrefix(kv, "OTEL_")
 	})
+}
+
+// snapshotSizeAsDocumented checks the size docs/deployment.md gives the
+// index snapshot of a small catalog against the one the router wrote for
+// the examples (it said "about 3 KiB per skill": 1.36 MB for nine): the
+// vectors are stored in blocks of 1,024 skills.
+func snapshotSizeAsDocumented(t *testing.T, path string) {
+	t.Helper()
+	var size int64
+	for deadline := time.Now().Add(time.Minute); size == 0; time.Sleep(100 * time.Millisecond) {
+		if fi, err := os.Stat(path); err == nil {
+			size = fi.Size()
+		} else if time.Now().After(deadline) {
+			t.Fatalf("the router wrote no index snapshot within a minute: %v", err)
+		}
+	}
+	doc, err := os.ReadFile(filepath.Join(repoRoot, "docs", "deployment.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	const said = "about 1.3 MB for any catalog of\n  up to 1,024 skills (1.36 MB for the nine example skills)"
+	if !strings.Contains(string(doc), said) {
+		t.Errorf("docs/deployment.md no longer says %q; keep this test and the text together", said)
+	}
+	if size < 1_300_000 || size > 1_420_000 {
+		t.Errorf("index.snapshot of the examples is %d bytes; docs/deployment.md says 1.36 MB", size)
+	}
 }
