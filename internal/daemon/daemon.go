@@ -155,8 +155,9 @@ func (m *Main) Run(ctx context.Context) (err error) {
 		undo = append(undo, func() { m.mcp.stop(context.Background()); m.mcp = nil })
 	}
 	m.log.Info("router listening", "addr", lis.Addr().String(), "mcp_addr", m.MCPAddr(), "admin_addr", m.tel.AdminAddr(),
-		"tls", cfg.TLS.Enabled(), "mtls", cfg.TLS.ClientCAFile != "", "auth", cfg.Auth.Enabled,
-		"workspace", cfg.Workspace, "state_dir", cfg.StateDir, "version", buildinfo.Read().String())
+		"socket", m.sockPath, "tls", cfg.TLS.Enabled(), "mtls", cfg.TLS.ClientCAFile != "", "auth", cfg.Auth.Enabled,
+		"pprof", cfg.Telemetry.Pprof && m.tel.AdminAddr() != "", "config", configFileOf(cfg), "workspace", cfg.Workspace, "state_dir", cfg.StateDir,
+		"model", m.modelOf(cfg), "version", buildinfo.Read().String())
 	m.warnOpenListeners()
 
 	if err := m.router.Start(ctx); err != nil {
@@ -167,6 +168,74 @@ func (m *Main) Run(ctx context.Context) (err error) {
 	m.watchConfig(m.router)
 	m.notifyReady()
 	return nil
+}
+
+// configFileOf names the config file the router read, "none" when it read
+// none.
+func configFileOf(cfg config.Config) string {
+	if cfg.File == "" {
+		return "none"
+	}
+	return cfg.File
+}
+
+// modelOf names the embedding model the router loads: its folder, the
+// bundled model's name (and where it was unpacked), or "off".
+func (m *Main) modelOf(cfg config.Config) string {
+	switch {
+	case cfg.Model.Disabled:
+		return "off: keywords only (model.disabled)"
+	case cfg.Model.Dir != "":
+		return cfg.Model.Dir
+	case m.bundledModel != "":
+		return "bundled " + models.DefaultName + " (" + m.bundledModel + ")"
+	}
+	return "bundled " + models.DefaultName + " (not unpacked: keywords only)"
+}
+
+// Serve runs the router until a signal arrives on sigs or ctx ends, then
+// stops it in two stages (Close); a second signal cuts the stop short.
+// Each signal is logged, with what it does.
+func (m *Main) Serve(ctx context.Context, sigs <-chan os.Signal) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	first := make(chan os.Signal, 1)
+	go func() {
+		select {
+		case s := <-sigs:
+			first <- s
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	if err := m.Run(ctx); err != nil {
+		select {
+		case s := <-first:
+			if m.log != nil {
+				m.log.Info("signal received while starting: the start is abandoned", "signal", s.String())
+			}
+		default:
+		}
+		return err
+	}
+	<-ctx.Done()
+	select {
+	case s := <-first:
+		m.log.Info("signal received: stopping", "signal", s.String(), "drain", m.Config.Shutdown.Drain.String(),
+			"grace", m.Config.Shutdown.Grace.String(), "pid", os.Getpid())
+	default:
+	}
+	closeCtx, stop := context.WithCancel(context.Background())
+	defer stop()
+	go func() {
+		select {
+		case s := <-sigs:
+			m.log.Warn("second signal received: stopping at once, without waiting for calls in flight", "signal", s.String())
+			stop()
+		case <-closeCtx.Done():
+		}
+	}()
+	return m.Close(closeCtx)
 }
 
 // setupGuard makes the gRPC auth guard, with the tokens file when auth is
@@ -370,10 +439,17 @@ func (m *Main) Router() *router.Router { return m.router }
 // Close stops the router in two stages: health turns NOT_SERVING (and stays
 // so for the drain period, so load balancers move away), then in-flight calls
 // get the grace period to finish before the servers stop hard. Resources
-// close in reverse order of opening. Cancelling ctx skips the waiting.
+// close in reverse order of opening. Cancelling ctx skips the waiting. The
+// drain's start and end are logged with the calls in flight.
 func (m *Main) Close(ctx context.Context) error {
 	m.serving.Store(false)
 	m.notifyStopping()
+	start := time.Now()
+	logged := m.log != nil && m.srv != nil
+	if logged {
+		m.log.Info("drain started: health says NOT_SERVING, calls in flight get the grace period",
+			append([]any{"drain", m.Config.Shutdown.Drain.String(), "grace", m.Config.Shutdown.Grace.String()}, m.inFlight()...)...)
+	}
 	if m.srv != nil {
 		m.srv.Health.Shutdown()
 		if d := m.Config.Shutdown.Drain; d > 0 {
@@ -383,20 +459,52 @@ func (m *Main) Close(ctx context.Context) error {
 			}
 		}
 	}
+	left := m.stopServers(ctx)
+	m.stopSocket()
+	if logged {
+		level, msg := slog.LevelInfo, "drain ended: every call finished"
+		switch {
+		case ctx.Err() != nil:
+			level, msg = slog.LevelWarn, "drain ended: stopped at once, without waiting for calls in flight"
+		case left != nil:
+			level, msg = slog.LevelWarn, "drain ended: the grace period is over; calls still in flight were cut off"
+		}
+		if left == nil {
+			left = []any{"grpc_in_flight", 0, "socket_in_flight", 0, "mcp_in_flight", 0}
+		}
+		m.log.Log(context.Background(), level, msg, append([]any{"took", time.Since(start).Round(time.Millisecond).String()}, left...)...)
+	}
+	err := m.closeCore()
+	m.closeTelemetry()
+	if m.log != nil {
+		m.log.Info("router stopped")
+	}
+	return err
+}
+
+// stopServers stops MCP over HTTP and the gRPC server, letting calls in
+// flight finish within the grace period (or until ctx ends). It returns
+// the calls in flight when the grace period cut them off, as log
+// attributes, and nil when every call finished.
+func (m *Main) stopServers(ctx context.Context) []any {
 	graceCtx, cancel := context.WithTimeout(ctx, m.Config.Shutdown.Grace)
 	defer cancel()
+	var mcpLeft int64
+	cut := false
 	if m.mcp != nil {
-		m.mcp.stop(graceCtx)
+		mcpLeft, cut = m.mcp.stop(graceCtx)
 		m.mcp = nil
 	}
+	var grpcLeft, sockLeft int64
 	if m.srv != nil {
 		stopped := make(chan struct{})
 		go func() { m.srv.GRPC.GracefulStop(); close(stopped) }()
 		select {
 		case <-stopped:
 		case <-graceCtx.Done():
-			if ctx.Err() == nil {
-				m.log.Warn("grace period over; stopping with calls in flight")
+			grpcLeft, cut = m.srv.InFlight(), true
+			if m.sock != nil {
+				sockLeft = m.sock.InFlight()
 			}
 			m.srv.GRPC.Stop()
 		}
@@ -406,13 +514,27 @@ func (m *Main) Close(ctx context.Context) error {
 		}
 		m.srv = nil
 	}
-	m.stopSocket()
-	err := m.closeCore()
-	m.closeTelemetry()
-	if m.log != nil {
-		m.log.Info("router stopped")
+	if !cut {
+		return nil
 	}
-	return err
+	return []any{"grpc_in_flight", grpcLeft, "socket_in_flight", sockLeft, "mcp_in_flight", mcpLeft}
+}
+
+// inFlight returns the calls in flight on each front, as log attributes:
+// gRPC calls and streams on the listener and on the state folder's
+// socket, and MCP over HTTP requests (open event streams included).
+func (m *Main) inFlight() []any {
+	var grpcN, sockN, mcpN int64
+	if m.srv != nil {
+		grpcN = m.srv.InFlight()
+	}
+	if m.sock != nil {
+		sockN = m.sock.InFlight()
+	}
+	if m.mcp != nil {
+		mcpN = m.mcp.inFlight.Load()
+	}
+	return []any{"grpc_in_flight", grpcN, "socket_in_flight", sockN, "mcp_in_flight", mcpN}
 }
 
 // AdminAddr returns the address /metrics is served on, "" when off.
