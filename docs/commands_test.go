@@ -77,6 +77,7 @@ var elsewhere = map[string]string{
 	"docker push registry.example.com/mcpsag/router:v1.2.3":                              "no container engine or registry",
 	"kind load docker-image mcpsag/router:dev":                                           "needs a kind cluster",
 	"kubectl apply -k deploy/kubernetes/base":                                            "needs a cluster; deploy/kubernetes/manifests_test.go builds the same kustomization",
+	"router --workspace /srv/mcpsag --addr 127.0.0.1:7443 --mcp-addr 127.0.0.1:7444":     "the router behind nginx; TestNginxInFront (deploy/nginx) runs it so, with nginx in front",
 	// docs/mcp.md: an agent host on the other end
 	"router mcp --workspace ~/project":                                                                                  "an agent host talks on stdin; TestMCPOverStdio (internal/daemon)",
 	"router mcp --workspace ~/project --agent reviewer":                                                                 "an agent host talks on stdin; TestMCPOverStdio (internal/daemon)",

@@ -68,8 +68,11 @@ type Main struct {
 	// decorator over router.
 	served skill.Router
 	guard  *auth.Guard
-	srv    *server.Server
-	lis    net.Listener
+	// proxies are the trusted proxies, whose forwarded client address
+	// the gRPC and MCP listeners take as the caller's.
+	proxies auth.Proxies
+	srv     *server.Server
+	lis     net.Listener
 	// sock serves the gRPC API on the state directory's socket, for the
 	// standalone MCP sessions of the workspace.
 	sock     *server.Server
@@ -123,6 +126,14 @@ func (m *Main) Run(ctx context.Context) (err error) {
 			return err
 		}
 		serverOpts = append(serverOpts, grpc.Creds(credentials.NewTLS(tlsConfig)))
+	}
+	if m.proxies, err = auth.ParseProxies(cfg.TrustedProxies); err != nil {
+		return err
+	}
+	if !m.proxies.Empty() {
+		// grpc.InTapHandle is experimental; it is the one hook that runs
+		// before anything reads a call's peer.
+		serverOpts = append(serverOpts, grpc.InTapHandle(m.proxies.Tap))
 	}
 	lis, err := net.Listen("tcp", cfg.Addr)
 	if err != nil {

@@ -66,6 +66,7 @@ func (m *Main) startMCPHTTP(tlsConfig *tls.Config) (*mcpServer, error) {
 		Handler: s.counted(front.HTTPHandler(mcp.HTTPOptions{
 			Tokens:         m.guard.Tokens,
 			Failures:       m.guard.Failures, // one budget per address for both fronts
+			Proxies:        m.proxies,
 			AllowedOrigins: cfg.MCP.AllowedOrigins,
 			MaxBodyBytes:   cfg.MCP.MaxBodyBytes,
 			SessionTimeout: cfg.MCP.SessionTimeout,
