@@ -413,6 +413,10 @@ func (m *Main) openCore(ctx context.Context, holder, stateDir string, lockWait t
 		st, _ := rt.Status(context.Background())
 		return embeddingGauge(*st)
 	})
+	rec.RegisterRouterState(func() telemetry.RouterState {
+		st, _ := rt.Status(context.Background())
+		return routerState(*st)
+	})
 	m.served = &telemetry.Router{Next: m.router, Rec: rec, Tracer: m.tel.Tracer()}
 	return nil
 }
@@ -429,6 +433,7 @@ func (m *Main) closeCore() error {
 	if m.router != nil {
 		m.tel.Recorder().RegisterIndexGauge(nil)
 		m.tel.Recorder().RegisterEmbeddingGauge(nil)
+		m.tel.Recorder().RegisterRouterState(nil)
 		errs = append(errs, m.router.Close())
 		m.router = nil
 	}
