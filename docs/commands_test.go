@@ -49,6 +49,8 @@ var elsewhere = map[string]string{
 	"/tmp/routerbench lifecycle --router /tmp/router --workspace /tmp/ws10k --state-dir /tmp/state10k --json":                                                           "minutes; TestLifecycle (cmd/routerbench, full run) runs a small one",
 	"MCPSAG_BENCH_WORKSPACE=/tmp/ws100k MCPSAG_BENCH_STATE=/tmp/state100k go test -run '^$' -bench 'BenchmarkWarmRestart$' -benchtime 2x -v ./internal/loader":          "a benchmark at 100,000 skills",
 	"MCPSAG_BENCH_STATE=/tmp/state100k go test -run '^$' -bench ReadSnapshot -benchtime 1x ./internal/loader":                                                           "a benchmark at 100,000 skills",
+	"MCPSAG_BENCH_STATE=/tmp/state100000 go test -run '^$' -bench 'ReadSnapshot/private$' -benchtime 1x ./internal/loader":                                              "a benchmark at 100,000 skills",
+	"MCPSAG_BENCH_WORKSPACE=/tmp/ws100000 MCPSAG_BENCH_STATE=/tmp/state100000 go test -run '^$' -bench 'MatchWorkspace/serial' -benchtime 400x ./internal/router":       "a benchmark at 100,000 skills",
 	"MCPSAG_BENCH_WORKSPACE=/tmp/ws100k go test -run '^$' -bench 'BenchmarkScan|BenchmarkReadListings' -benchtime 3x ./internal/skillfs":                                "a benchmark at 100,000 skills",
 	"MCPSAG_BENCH_WORKSPACE=/tmp/ws100k go test -run '^$' -bench 'BenchmarkEditToServed$' -benchtime 10x -v ./internal/loader":                                          "a benchmark at 100,000 skills",
 	"MCPSAG_BENCH_WORKSPACE=/tmp/ws100k MCPSAG_BENCH_STATE=/tmp/state100k go test -run '^$' -bench 'BenchmarkWarmRestart/last-scan' -benchtime 3x -v ./internal/loader": "a benchmark at 100,000 skills",

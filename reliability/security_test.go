@@ -72,6 +72,10 @@ func TestHostileResourcePaths(t *testing.T) {
 	must(huge.Truncate(2 << 30)) // sparse: 2 GiB that take no space
 	huge.Close()
 
+	// The sparse 2 GiB file would make the skill too large to serve under
+	// the default limits.max_skill_bytes; raised, the skill is served and
+	// the read itself must refuse the file.
+	ws.SetConfig("limits", "limits:\n  max_skill_bytes: 4294967296\n")
 	r := start(t, routerOpts{Workspace: ws.Dir, StateDir: t.TempDir()})
 	defer r.Stop()
 

@@ -178,7 +178,8 @@ func (o *offlineFlags) open(ctx context.Context, e *env) (*eval.Corpus, []eval.Q
 		}
 		cfg, mcfg = &c, c.Match
 		ecfg = embed.Config{QueryPrefix: c.Model.QueryPrefix, DocumentPrefix: c.Model.DocumentPrefix, MaxTokens: c.Model.MaxTokens,
-			BatchSize: c.Model.BatchSize, MatchThreshold: c.Model.MatchThreshold, BodyChars: c.Model.BodyChars}
+			BatchSize: c.Model.BatchSize, MatchThreshold: c.Model.MatchThreshold, BodyChars: c.Model.BodyChars,
+			Timeout: c.Model.Timeout, QueryCacheSize: c.Model.QueryCacheSize}
 		if o.modelDir == "" {
 			o.modelDir = c.Model.Dir
 		}

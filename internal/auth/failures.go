@@ -246,7 +246,7 @@ func (l *FailureLimiter) Attempt(ctx context.Context, method string, rec Auditor
 		}
 		msg := "too many failed authentication attempts from this address; retry after the delay in RetryInfo"
 		if caller.Local {
-			msg = "too many failed authentication attempts on this connection; retry after the delay in RetryInfo, or connect again with the right token"
+			msg = "too many failed authentication attempts from this local client (a connection, or a process on the socket); retry after the delay in RetryInfo"
 		}
 		if f.Reason == ReasonGlobalLimited {
 			msg = "too many failed authentication attempts on this router; retry after the delay in RetryInfo"

@@ -188,7 +188,8 @@ type Model struct {
 	// it belongs to the model, since cosine scales differ between models.
 	MatchThreshold float64 `yaml:"match_threshold"`
 	// BodyChars adds the start of each skill's body to the embedded text
-	// (name and description); 0 embeds name and description only.
+	// (name and description); 0 takes the model's own value (its
+	// mcpsag-model.json), -1 embeds name and description only.
 	BodyChars int `yaml:"body_chars"`
 	// Timeout bounds one model run; a slower run degrades to keywords.
 	Timeout time.Duration `yaml:"timeout"`
@@ -545,8 +546,8 @@ func (c *Config) validateCore() []error {
 	if c.Load.DefaultTokenBudget <= 0 || c.Load.MaxTokenBudget < c.Load.DefaultTokenBudget {
 		errs = append(errs, fmt.Errorf("load: want 0 < default_token_budget (%d) <= max_token_budget (%d)", c.Load.DefaultTokenBudget, c.Load.MaxTokenBudget))
 	}
-	if c.Model.MaxTokens < 0 || c.Model.BatchSize < 0 || c.Model.BodyChars < 0 || c.Model.Timeout < 0 {
-		errs = append(errs, errors.New("model: max_tokens, batch_size, body_chars and timeout must not be negative"))
+	if c.Model.MaxTokens < 0 || c.Model.BatchSize < 0 || c.Model.BodyChars < -1 || c.Model.Timeout < 0 {
+		errs = append(errs, errors.New("model: max_tokens, batch_size and timeout must not be negative, and body_chars at least -1 (none)"))
 	}
 	if c.Model.SyncDocuments < -1 {
 		errs = append(errs, fmt.Errorf("model: sync_documents %d: want -1 (every text before publishing) or more", c.Model.SyncDocuments))

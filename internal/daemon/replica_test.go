@@ -83,16 +83,30 @@ func TestReplicasAgree(t *testing.T) {
 }
 
 // sameStatus checks that the routers serve the same generation and returns
-// the first one's status.
+// the first one's status. It first waits for each router to serve its
+// model's vectors, with no background embedding under way: until then a
+// replica serves a generation of its own progress (the fast model's vectors,
+// keywords).
 func sameStatus(t *testing.T, rs [2]*daemontest.Router) *routerv1.StatusResponse {
 	t.Helper()
 	var sts [2]*routerv1.StatusResponse
 	for i, r := range rs {
-		st, err := r.Client.Status(context.Background(), &routerv1.StatusRequest{})
-		if err != nil {
-			t.Fatal(err)
+		deadline := time.Now().Add(5 * time.Minute)
+		for {
+			st, err := r.Client.Status(context.Background(), &routerv1.StatusRequest{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			sts[i] = st
+			if st.GetModel().GetServing() && st.Backfill == nil {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("replica %d does not serve its model's vectors after 5 minutes (serving %v, background %v)",
+					i, st.GetModel().GetServing(), st.Backfill)
+			}
+			time.Sleep(50 * time.Millisecond)
 		}
-		sts[i] = st
 	}
 	if sts[0].GenerationId == "" || sts[0].IndexGeneration == 0 {
 		t.Fatalf("no generation identity: %d %q", sts[0].IndexGeneration, sts[0].GenerationId)

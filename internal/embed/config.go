@@ -83,7 +83,8 @@ type Config struct {
 	QueryCacheSize int
 	// BodyChars is how much of a skill's body its embedded text
 	// (skill.Skill.DocumentText) appends to its name and description; 0
-	// means none.
+	// means the manifest's body_chars (a model fine-tuned on such texts
+	// sets it), negative means none.
 	BodyChars int
 	// SequenceBuckets and BatchBuckets bound the input shapes: hugot's Go
 	// backend compiles a graph for each new (batch, sequence) shape, so
@@ -120,6 +121,7 @@ const ManifestFile = "mcpsag-model.json"
 //	  "document_prefix": "passage: ",    // put before skill texts
 //	  "max_tokens": 128,                 // tokens per text, specials included
 //	  "match_threshold": 0.45,           // cosine for a semantic match
+//	  "body_chars": 400,                 // characters of a skill's body embedded after its description
 //	  "pooling": "mean",                 // "mean", "cls" or "pooled"
 //	  "output_name": "last_hidden_state",// model output to use
 //	  "dimension": 256                   // expected vector length, checked at load
@@ -133,6 +135,7 @@ type Manifest struct {
 	DocumentPrefix string  `json:"document_prefix,omitempty"`
 	MaxTokens      int     `json:"max_tokens,omitempty"`
 	MatchThreshold float64 `json:"match_threshold,omitempty"`
+	BodyChars      int     `json:"body_chars,omitempty"`
 	Pooling        Pooling `json:"pooling,omitempty"`
 	OutputName     string  `json:"output_name,omitempty"`
 	Dimension      int     `json:"dimension,omitempty"`
@@ -294,6 +297,12 @@ func resolve(cfg Config, man Manifest, hf hfConfig) (Config, error) {
 	}
 	if cfg.Concurrency == 0 {
 		cfg.Concurrency = runtime.GOMAXPROCS(0)
+	}
+	switch {
+	case cfg.BodyChars == 0:
+		cfg.BodyChars = man.BodyChars
+	case cfg.BodyChars < 0:
+		cfg.BodyChars = 0
 	}
 	if len(cfg.SequenceBuckets) == 0 {
 		cfg.SequenceBuckets = defaultBuckets(16, cfg.MaxTokens)

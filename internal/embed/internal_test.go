@@ -126,8 +126,16 @@ func TestResolvePrecedence(t *testing.T) {
 		t.Errorf("MaxTokens = %d, %v; want 128", got.MaxTokens, err)
 	}
 	got, err = resolve(Config{Dir: "/x/folder"}, Manifest{}, hfConfig{pooling: PoolingMean})
-	if err != nil || got.Name != "folder" || got.MatchThreshold != DefaultMatchThreshold || got.Pooling != PoolingMean {
+	if err != nil || got.Name != "folder" || got.MatchThreshold != DefaultMatchThreshold || got.Pooling != PoolingMean || got.BodyChars != 0 {
 		t.Errorf("defaults: %+v, %v", got, err)
+	}
+	// body_chars: the config's, else the manifest's; negative means none.
+	withBody := Manifest{BodyChars: 400}
+	for _, c := range []struct{ cfg, want int }{{0, 400}, {120, 120}, {-1, 0}} {
+		got, err := resolve(Config{Dir: "/x/folder", BodyChars: c.cfg}, withBody, hfConfig{})
+		if err != nil || got.BodyChars != c.want {
+			t.Errorf("BodyChars %d with a manifest of 400: %d, %v; want %d", c.cfg, got.BodyChars, err, c.want)
+		}
 	}
 }
 

@@ -231,6 +231,11 @@ func (c *Corpus) Servers() []skill.ServerStatus {
 
 // openModel loads the embedding model of opt, or says why dense matching is
 // unavailable.
+// evalQueryCache is the query cache of an evaluation's model, unless its
+// options set one: room for every task of the largest dev sets and their
+// parts.
+const evalQueryCache = 1 << 16
+
 func openModel(ctx context.Context, opt Options, log *slog.Logger) (*embed.Manager, error) {
 	if opt.ModelDir == "" {
 		return nil, ErrNoModel
@@ -240,6 +245,11 @@ func openModel(ctx context.Context, opt Options, log *slog.Logger) (*embed.Manag
 	}
 	ecfg := opt.Embed
 	ecfg.Dir = opt.ModelDir
+	if ecfg.QueryCacheSize == 0 {
+		// An evaluation ranks the same tasks again and again (for each
+		// weight tried, each sub-catalog): they are embedded once.
+		ecfg.QueryCacheSize = evalQueryCache
+	}
 	m := embed.NewManager(ecfg, log, nil)
 	if err := m.Reload(ctx, ecfg); err != nil {
 		m.Close()

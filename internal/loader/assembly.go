@@ -70,9 +70,8 @@ func (a *assembly) catalog(prev *Generation, f *found, recs map[string]*store.Fi
 
 // assemble returns the generation of c's catalog under matchCfg: prev when neither the catalog nor the vectors changed.
 // base is the index the new one is updated from (prev's, or at a start the
-// index snapshot's, made in baseSpace; nil builds it from scratch, as a
-// full pass does whatever base is). It records its steps and counts in
-// pass.
+// index snapshot's, made in baseSpace; nil builds it from scratch). It
+// records its steps and counts in pass.
 func (a *assembly) assemble(ctx context.Context, prev *Generation, base *match.Index, baseSpace vectorSpace, c cataloged, matchCfg match.Config, pass *Pass) (_ *Generation, prune bool, _ error) {
 	t := time.Now()
 	cat, winners, digest := c.cat, c.winners, c.digest
@@ -82,11 +81,8 @@ func (a *assembly) assemble(ctx context.Context, prev *Generation, base *match.I
 		return nil, false, err
 	}
 	pass.phase("embed", &t)
-	if prev != nil && cat == prev.Catalog && sameVectors(prev, vectors, space) && !pass.Full {
+	if prev != nil && cat == prev.Catalog && sameVectors(prev, vectors, space) {
 		return prev, prune, nil
-	}
-	if pass.Full {
-		base = nil
 	}
 	a.progress.set("index", 0, len(winners))
 	g := &Generation{Catalog: cat, Model: space.model, space: space, vectors: vectors, digest: digest, db: a.db}

@@ -48,8 +48,8 @@ type backfillRequest struct {
 
 // BackfillStatus is the progress of background embedding.
 type BackfillStatus struct {
-	// Model is the model whose vectors are being computed; empty when
-	// none are.
+	// Model is the model whose vectors are being computed, or were and
+	// are not served yet; empty when none are.
 	Model string
 	// Done and Total count the texts embedded so far and wanted.
 	Done, Total int
@@ -89,11 +89,14 @@ func (b *backfill) clear() {
 	}
 }
 
-// status returns the progress of the current request.
+// status returns the progress of the current request. A complete request
+// is still reported (Done equal to Total) until a pass publishes the
+// generation that serves its vectors and clears it, so that a status without
+// background work means the primary model's vectors are served.
 func (b *backfill) status() BackfillStatus {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	if b.req.texts == nil || b.finished {
+	if b.req.texts == nil {
 		return BackfillStatus{}
 	}
 	return BackfillStatus{Model: b.req.model.Name, Done: b.done, Total: len(b.req.texts), Started: b.started}

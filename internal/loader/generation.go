@@ -68,12 +68,6 @@ type Pass struct {
 	// Restored is set when the skill files came from the scan behind the
 	// index snapshot, not from the roots (Config.ServeLastScan).
 	Restored bool
-	// Full is set when the pass parsed every file again and built the
-	// match index anew, as Reindex with full asks: nothing of the previous
-	// generation's index or of the snapshot is reused but the vectors of
-	// unchanged texts, whose checksums are checked where they are cached.
-	// Its generation is published even when nothing changed.
-	Full bool
 	// Skills and Tools count the skills (winners of their names) and the
 	// tools of MCP servers the generation published serves.
 	Skills, Tools int

@@ -33,9 +33,8 @@ func (p *progress) get() skill.Progress { return *p.p.Load() }
 //
 // The index is updated from prev's (or, on the first pass, from the
 // snapshot the last run left in the state folder): only skills that
-// changed are analyzed and embedded. A full pass builds the index anew,
-// analyzing every skill. Each new generation's index is saved to that
-// snapshot in the background.
+// changed are analyzed and embedded. Each new generation's index is saved
+// to that snapshot in the background.
 func (l *Loader) pass(ctx context.Context, prev *Generation, full bool, changed []string) (*Generation, Pass, error) {
 	start := time.Now()
 	defer l.progress.clear()
@@ -48,7 +47,6 @@ func (l *Loader) pass(ctx context.Context, prev *Generation, full bool, changed 
 	}
 
 	c, pass, err := l.catalog(ctx, prev, full, changed)
-	pass.Full = full
 	if err != nil {
 		return nil, pass, err
 	}
@@ -77,7 +75,6 @@ func (l *Loader) pass(ctx context.Context, prev *Generation, full bool, changed 
 		}
 		pass.Phases = append(first.Phases, pass.Phases...)
 		pass.Stats = afterSecondPass(first.Stats, pass.Stats)
-		pass.Full = full
 	}
 	// The snapshot is read while the pass scans: wait for it only now.
 	base, baseSpace := l.base(prev, &pass)

@@ -19,6 +19,7 @@
 //	go run ./models/recipe eval [-model DIR] [-w 0.4] SET_DIR...  # BM25, dense, hybrid on eval sets
 //	go run ./models/recipe calibrate [-eval DIR] [-eval-transfer DIR] [-corpora DIR]   # verdict classifier -> calibration.yaml
 //	go run ./models/recipe encoder -src DIR -out DIR        # BERT safetensors -> model folder with the int8 encoder graph
+//	go run ./models/recipe distill -encoder DIR -out DIR    # encoder model folder -> static model distilled from it
 //
 // Every step is deterministic: the same inputs give the same model.onnx bytes.
 package main
@@ -63,6 +64,8 @@ func main() {
 		err = runCalibrate(args)
 	case "encoder":
 		err = runEncoder(args)
+	case "distill":
+		err = runDistill(args)
 	case "-h", "-help", "--help", "help":
 		usage()
 		return
@@ -93,6 +96,7 @@ commands:
   calibrate fit the verdict classifier on the five dev sets and foreign tasks
   encoder   convert a BERT encoder (model.safetensors, config.json, tokenizer.json)
             into a model folder with the int8 encoder graph
+  distill   make a static model from an encoder model folder (token rows, PCA, Zipf weights)
 
 Run a command with -h for its flags.
 `)
