@@ -35,7 +35,7 @@ func checkRecordsVersion(db *bolt.DB, parserVersion int) (reason string, err err
 			return nil
 		}
 		if tx.Bucket(bucketFiles).Stats().KeyN > 0 {
-			reason = fmt.Sprintf("records version %q, this router writes %q", got, want)
+			reason = fmt.Sprintf("records version %q, written by %s; this router writes %q", got, statedir.WrittenBy(got, want), want)
 		}
 		for _, name := range [][]byte{bucketFiles, bucketBodies} {
 			if err := tx.DeleteBucket(name); err != nil {

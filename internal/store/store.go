@@ -239,7 +239,8 @@ func ensureSchema(db *bolt.DB) (reason string, err error) {
 			v := string(meta.Get(keySchemaVersion))
 			if v != strconv.Itoa(statedir.CacheSchema) {
 				reason = "incompatible"
-				return fmt.Errorf("cache schema version %q, this router writes %d", v, statedir.CacheSchema)
+				want := strconv.Itoa(statedir.CacheSchema)
+				return fmt.Errorf("cache schema version %q, written by %s; this router writes %s", v, statedir.WrittenBy(v, want), want)
 			}
 		}
 		for _, name := range allBuckets {
