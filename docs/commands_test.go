@@ -95,10 +95,11 @@ var elsewhere = map[string]string{
 	"routerctl eval --skills ../shared/eval/seal-tools --queries ../shared/eval/seal-tools/queries.jsonl":                                                      "reads ../shared; TestDevSetsAsTools (internal/eval)",
 	// docs/operations.md
 	"tar -czf /tmp/mcpsag-backup.tar.gz --exclude=srv/mcpsag/.mcp/state -C / etc/mcpsag srv/mcpsag": "writes to the system's folders; TestBackupAndRestore (reliability) runs it under a temporary folder",
-	"systemctl stop mcpsag-router":            "needs systemd as init; TestBackupAndRestore (reliability) stops the router binary in its place",
-	"tar -xzf /tmp/mcpsag-backup.tar.gz -C /": "writes to the system's folders; TestBackupAndRestore (reliability) runs it under a temporary folder",
-	"systemctl start mcpsag-router":           "needs systemd as init; TestBackupAndRestore (reliability) starts the router binary in its place",
-	"routerctl health --wait --timeout 5m":    "TestBackupAndRestore (reliability) runs it against the restored router",
+	"systemctl stop mcpsag-router":                                                       "needs systemd as init; TestBackupAndRestore (reliability) stops the router binary in its place",
+	"tar -xzf /tmp/mcpsag-backup.tar.gz -C /":                                            "writes to the system's folders; TestBackupAndRestore (reliability) runs it under a temporary folder",
+	"systemctl start mcpsag-router":                                                      "needs systemd as init; TestBackupAndRestore (reliability) starts the router binary in its place",
+	"routerctl health --wait --timeout 5m":                                               "TestBackupAndRestore (reliability) runs it against the restored router",
+	"journalctl -u mcpsag-router -o cat | grep -F '\"msg\":\"background reindex failed'": "needs systemd's journal; TestLogLinesExist checks the message is the router's",
 	// docs/reliability.md
 	"MCPSAG_TESTS=full go test ./reliability":                                                          "part of the full run (the quick run leaves out its soak and tree swap)",
 	"MCPSAG_SOAK=1h MCPSAG_RELIABILITY=full go test ./reliability -run TestLoadAndSoak -timeout 2h -v": "an hour",

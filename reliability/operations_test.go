@@ -5,14 +5,17 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	bolt "go.etcd.io/bbolt"
 	"google.golang.org/grpc/metadata"
 
 	pb "github.com/mcpsag/router/api/proto/mcpsag/router/v1"
 	"github.com/mcpsag/router/internal/auth"
+	"github.com/mcpsag/router/internal/statedir"
 )
 
 // operationsDoc is where the backup and restore commands are written.
@@ -147,3 +150,123 @@ func TestBackupAndRestore(t *testing.T) {
 // modifiedNanos is the sub-second part of a skill's modification time in
 // its details' prototext.
 var modifiedNanos = regexp.MustCompile(`(modified:\{seconds:\d+)\s+nanos:\d+`)
+
+// TestOlderRouterMeetsNewerStateFolder plays a rollback: a router's state
+// folder is left as a newer release would leave it, every format mark
+// raised by one (the cache's schema, or only its records' version; the
+// index snapshot's, the last scan's and the folder listings' magics), and a
+// router of this release starts on it. It must say of each file that a
+// newer release wrote it, move the cache aside (or parse every skill
+// again), rebuild, and serve what it served before; a second start finds
+// nothing of another release.
+func TestOlderRouterMeetsNewerStateFolder(t *testing.T) {
+	tasks := []string{"fill in a PDF form from a JSON file", "my pod is stuck in CrashLoopBackOff", "clean a messy CSV export", "what is the capital of France"}
+	raise := func(mark string) string { // MCPSAGG2 -> MCPSAGG3, 1 -> 2
+		return mark[:len(mark)-1] + string(mark[len(mark)-1]+1)
+	}
+	for _, tc := range []struct {
+		name  string
+		key   string // the cache's meta key raised
+		value string
+		says  map[string]string // a log message and the file it names
+	}{
+		{"every file", "schema_version", raise(strconv.Itoa(statedir.CacheSchema)), map[string]string{
+			"cache file unusable; moving it aside and rebuilding from the skill folders": "cache",
+			"index snapshot unusable; analyzing every skill":                             "index snapshot",
+			"last scan of another format or other roots; scanning the roots":             "last scan",
+			"folder listings of another format (another release wrote them)":             "folder listings",
+		}},
+		{"records", "records_version", "", map[string]string{
+			"cached skill records are from another parser or format; every skill will be parsed again": "cache's records",
+			"index snapshot unusable; analyzing every skill":                                           "index snapshot",
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ws, state := t.TempDir(), t.TempDir()
+			copyTree(t, filepath.Join(repoRoot, "examples"), ws)
+			opts := routerOpts{Workspace: ws, StateDir: state}
+			ctx := ctxT(t, 5*time.Minute)
+			r := start(t, opts)
+			want, err := takeSnapshot(ctx, r.RPC, tasks)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := r.Stop(); err != nil {
+				t.Fatal(err)
+			}
+
+			// What a newer release leaves.
+			db, err := bolt.Open(filepath.Join(state, cacheFile), 0o640, &bolt.Options{Timeout: time.Second})
+			if err != nil {
+				t.Fatal(err)
+			}
+			err = db.Update(func(tx *bolt.Tx) error {
+				meta := tx.Bucket([]byte("meta"))
+				v := tc.value
+				if v == "" { // records_version is "<record format>.<parser version>"
+					format, parser, _ := strings.Cut(string(meta.Get([]byte(tc.key))), ".")
+					v = raise(format) + "." + parser
+				}
+				return meta.Put([]byte(tc.key), []byte(v))
+			})
+			if cerr := db.Close(); err == nil {
+				err = cerr
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			files := map[string]string{snapshotFile: statedir.SnapshotMagic}
+			if tc.name == "every file" {
+				files["scan.last"], files["scan.listings"] = statedir.ScanMagic, statedir.ListingsMagic
+			}
+			for name, magic := range files {
+				p := filepath.Join(state, name)
+				b, err := os.ReadFile(p)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if !strings.HasPrefix(string(b), magic) {
+					t.Fatalf("%s starts with %q, want %q", name, b[:min(len(b), len(magic))], magic)
+				}
+				writeBytes(t, p, append([]byte(raise(magic)), b[len(magic):]...))
+			}
+
+			r = start(t, opts)
+			if err := r.WaitCaughtUp(2 * time.Minute); err != nil {
+				t.Fatal(err)
+			}
+			got, err := takeSnapshot(ctx, r.RPC, tasks)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if d := compare(got, want); !d.empty() {
+				t.Errorf("on the newer release's state folder, answers differ:\n%s", d)
+			}
+			for msg, file := range tc.says {
+				lines := r.logs.matching(msg)
+				if len(lines) == 0 || !strings.Contains(lines[0], "written by a newer release") {
+					t.Errorf("of the %s: log lines %q, want one saying %q", file, lines, "written by a newer release")
+				}
+			}
+			aside, _ := filepath.Glob(filepath.Join(state, cacheFile+".incompatible-*"))
+			if wantAside := tc.name == "every file"; (len(aside) == 1) != wantAside {
+				t.Errorf("caches moved aside as incompatible: %q; want one: %v", aside, wantAside)
+			}
+			if err := r.Stop(); err != nil || r.Crashed() {
+				t.Fatalf("stop: %v", err)
+			}
+
+			r = start(t, opts)
+			defer r.Stop()
+			if err := r.WaitCaughtUp(2 * time.Minute); err != nil {
+				t.Fatal(err)
+			}
+			if l := r.logs.matching("written by a"); len(l) > 0 {
+				t.Errorf("the start after the rebuild still found files of another release:\n%s", strings.Join(l, "\n"))
+			}
+			if l := r.logs.matching("index snapshot unusable"); len(l) > 0 {
+				t.Errorf("the start after the rebuild did not read the snapshot it wrote:\n%s", strings.Join(l, "\n"))
+			}
+		})
+	}
+}
