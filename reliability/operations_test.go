@@ -154,9 +154,10 @@ var modifiedNanos = regexp.MustCompile(`(modified:\{seconds:\d+)\s+nanos:\d+`)
 // TestOlderRouterMeetsNewerStateFolder plays a rollback: a router's state
 // folder is left as a newer release would leave it, every format mark
 // raised by one (the cache's schema, or only its records' version; the
-// index snapshot's, the last scan's and the folder listings' magics), and a
-// router of this release starts on it. It must say of each file that a
-// newer release wrote it, move the cache aside (or parse every skill
+// index snapshot's, the last scan's and the folder listings' magics) and
+// the cache naming its writer v9.9.9, and a router of this release starts
+// on it. It must say of each file that a newer release wrote it (the cache:
+// v9.9.9), move the cache aside (or parse every skill
 // again), rebuild, and serve what it served before; a second start finds
 // nothing of another release.
 func TestOlderRouterMeetsNewerStateFolder(t *testing.T) {
@@ -207,6 +208,9 @@ func TestOlderRouterMeetsNewerStateFolder(t *testing.T) {
 					format, parser, _ := strings.Cut(string(meta.Get([]byte(tc.key))), ".")
 					v = raise(format) + "." + parser
 				}
+				if err := meta.Put([]byte("written_by"), []byte("v9.9.9")); err != nil {
+					return err
+				}
 				return meta.Put([]byte(tc.key), []byte(v))
 			})
 			if cerr := db.Close(); err == nil {
@@ -243,9 +247,13 @@ func TestOlderRouterMeetsNewerStateFolder(t *testing.T) {
 				t.Errorf("on the newer release's state folder, answers differ:\n%s", d)
 			}
 			for msg, file := range tc.says {
+				want := "written by a newer release"
+				if strings.HasPrefix(file, "cache") { // the cache names the release that wrote it
+					want += " (v9.9.9)"
+				}
 				lines := r.logs.matching(msg)
-				if len(lines) == 0 || !strings.Contains(lines[0], "written by a newer release") {
-					t.Errorf("of the %s: log lines %q, want one saying %q", file, lines, "written by a newer release")
+				if len(lines) == 0 || !strings.Contains(lines[0], want) {
+					t.Errorf("of the %s: log lines %q, want one saying %q", file, lines, want)
 				}
 			}
 			aside, _ := filepath.Glob(filepath.Join(state, cacheFile+".incompatible-*"))

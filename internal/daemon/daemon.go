@@ -318,6 +318,7 @@ func (m *Main) openCore(ctx context.Context, holder, stateDir string, lockWait t
 		Holder:        holder,
 		Logger:        m.log.With("component", "store"),
 		ParserVersion: skillmd.Version,
+		Release:       buildinfo.Read().String(),
 	}
 	// A state directory that cannot hold the cache (no permission, a full
 	// or read-only file system) degrades to a temporary cache, reported in
