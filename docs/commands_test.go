@@ -31,6 +31,7 @@ const ranHere = "run by TestDocumentedCommands"
 // docs must be added here or to the commands run below.
 var elsewhere = map[string]string{
 	// README
+	"go install ./cmd/...":                                         "installs into GOPATH/bin; TestDocumentedCommands builds the same binaries with go build",
 	"go test -race ./...":                                          "the quick run itself; .ci/run runs it as the full run",
 	"MCPSAG_TESTS=full go test -race -timeout 30m ./...":           "the full run, which .ci/run runs",
 	"MCPSAG_RELIABILITY=full go test ./reliability -timeout 2h -v": "two hours; the quick and full runs include the bounded form of the same suite",
@@ -79,6 +80,7 @@ var elsewhere = map[string]string{
 	"docker push registry.example.com/mcpsag/router:v1.2.3":                              "no container engine or registry",
 	"kind load docker-image mcpsag/router:dev":                                           "needs a kind cluster",
 	"kubectl apply -k deploy/kubernetes/base":                                            "needs a cluster; deploy/kubernetes/manifests_test.go builds the same kustomization",
+	"router --workspace /srv/mcpsag --addr 127.0.0.1:7443 --mcp-addr 127.0.0.1:7444":     "the router behind nginx; TestNginxInFront (deploy/nginx) runs it so, with nginx in front",
 	// docs/mcp.md: an agent host on the other end
 	"router mcp --workspace ~/project":                                                                                  "an agent host talks on stdin; TestMCPOverStdio (internal/daemon)",
 	"router mcp --workspace ~/project --agent reviewer":                                                                 "an agent host talks on stdin; TestMCPOverStdio (internal/daemon)",
@@ -92,6 +94,13 @@ var elsewhere = map[string]string{
 	"printf 'mcp_servers:\\n seal: {command: /tmp/catalog-server, args: [-dir, %s], max_tools: 10000}\\n' \"$PWD/../shared/eval/seal-tools\" > /tmp/seal.yaml": "reads ../shared",
 	"routerctl eval --config /tmp/seal.yaml --queries ../shared/eval/seal-tools/queries.jsonl --tool-labels ../shared/eval/seal-tools/mapping.json":            "reads ../shared; TestEvalTools (cmd/routerctl)",
 	"routerctl eval --skills ../shared/eval/seal-tools --queries ../shared/eval/seal-tools/queries.jsonl":                                                      "reads ../shared; TestDevSetsAsTools (internal/eval)",
+	// docs/operations.md
+	"tar -czf /tmp/mcpsag-backup.tar.gz --exclude=srv/mcpsag/.mcp/state -C / etc/mcpsag srv/mcpsag": "writes to the system's folders; TestBackupAndRestore (reliability) runs it under a temporary folder",
+	"systemctl stop mcpsag-router":                                                       "needs systemd as init; TestBackupAndRestore (reliability) stops the router binary in its place",
+	"tar -xzf /tmp/mcpsag-backup.tar.gz -C /":                                            "writes to the system's folders; TestBackupAndRestore (reliability) runs it under a temporary folder",
+	"systemctl start mcpsag-router":                                                      "needs systemd as init; TestBackupAndRestore (reliability) starts the router binary in its place",
+	"routerctl health --wait --timeout 5m":                                               "TestBackupAndRestore (reliability) runs it against the restored router",
+	"journalctl -u mcpsag-router -o cat | grep -F '\"msg\":\"background reindex failed'": "needs systemd's journal; TestLogLinesExist checks the message is the router's",
 	// docs/reliability.md
 	"MCPSAG_TESTS=full go test ./reliability":                                                          "part of the full run (the quick run leaves out its soak and tree swap)",
 	"MCPSAG_SOAK=1h MCPSAG_RELIABILITY=full go test ./reliability -run TestLoadAndSoak -timeout 2h -v": "an hour",
@@ -276,6 +285,9 @@ func TestDocumentedCommands(t *testing.T) {
 			}
 		})
 	}
+	t.Run("the snapshot's size in docs/deployment.md", func(t *testing.T) {
+		snapshotSizeAsDocumented(t, filepath.Join(dir, "examples", ".mcp", "state", "index.snapshot"))
+	})
 	t.Run("grpcurl", func(t *testing.T) {
 		if _, err := exec.LookPath("grpcurl"); err != nil {
 			t.Skip("grpcurl not on PATH; .ci/run installs it (go install github.com/fullstorydev/grpcurl/cmd/grpcurl@v1.9.4)")
@@ -296,4 +308,31 @@ func cleanEnv() []string {
 	return slices.DeleteFunc(os.Environ(), func(kv string) bool {
 		return strings.HasPrefix(kv, "MCPSAG_") || strings.HasPrefix(kv, "OTEL_")
 	})
+}
+
+// snapshotSizeAsDocumented checks the size docs/deployment.md gives the
+// index snapshot of a small catalog against the one the router wrote for
+// the examples (it said "about 3 KiB per skill": 1.36 MB for nine): the
+// vectors are stored in blocks of 1,024 skills.
+func snapshotSizeAsDocumented(t *testing.T, path string) {
+	t.Helper()
+	var size int64
+	for deadline := time.Now().Add(time.Minute); size == 0; time.Sleep(100 * time.Millisecond) {
+		if fi, err := os.Stat(path); err == nil {
+			size = fi.Size()
+		} else if time.Now().After(deadline) {
+			t.Fatalf("the router wrote no index snapshot within a minute: %v", err)
+		}
+	}
+	doc, err := os.ReadFile(filepath.Join(repoRoot, "docs", "deployment.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	const said = "about 1.3 MB for any catalog of\n  up to 1,024 skills (1.36 MB for the nine example skills)"
+	if !strings.Contains(string(doc), said) {
+		t.Errorf("docs/deployment.md no longer says %q; keep this test and the text together", said)
+	}
+	if size < 1_300_000 || size > 1_420_000 {
+		t.Errorf("index.snapshot of the examples is %d bytes; docs/deployment.md says 1.36 MB", size)
+	}
 }

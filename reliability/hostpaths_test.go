@@ -1,6 +1,7 @@
 package reliability
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"strings"
@@ -38,29 +39,21 @@ func TestStatusShowsNoHostPaths(t *testing.T) {
 	if _, err := r.RPC.Reindex(ctx, &pb.ReindexRequest{Full: true}); err == nil {
 		t.Fatalf("Reindex succeeded on a full state folder (%s); the test did not fill it", disk.kind)
 	}
+	// The error stays in Status while the state folder is full: every
+	// pass has the 100 skills to write. A pass after Free succeeds and
+	// clears it, so it is read now.
+	full := waitStatus(ctx, t, r, "last_reindex_error set", func(st *pb.StatusResponse) bool { return st.GetLastReindexError() != "" })
 	disk.Free(t, r)
 	cfg := filepath.Join(ws.Dir, ".mcp", ".mcp-config.yaml")
 	if err := os.WriteFile(cfg, []byte("match: [not, a, mapping\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-
-	var st *pb.StatusResponse
-	for deadline := time.Now().Add(30 * time.Second); ; {
-		var err error
-		if st, err = r.RPC.Status(ctx, &pb.StatusRequest{}); err != nil {
-			t.Fatal(err)
-		}
-		if st.GetConfig().GetError() != "" || time.Now().After(deadline) {
-			break
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-	text := protojson.Format(st)
+	st := waitStatus(ctx, t, r, "config.error set", func(st *pb.StatusResponse) bool { return st.GetConfig().GetError() != "" })
 	t.Logf("degraded_reason: %q\nlast_reindex_error: %q\nconfig: %q, error %q", st.GetDegradedReason(),
-		st.GetLastReindexError(), st.GetConfig().GetPath(), clip(st.GetConfig().GetError(), 200))
+		full.GetLastReindexError(), st.GetConfig().GetPath(), clip(st.GetConfig().GetError(), 200))
 	for _, want := range []struct{ field, got, placeholder string }{
 		{"degraded_reason", st.GetDegradedReason(), "<model>"},
-		{"last_reindex_error", st.GetLastReindexError(), "<state>"},
+		{"last_reindex_error", full.GetLastReindexError(), "<state>"},
 		{"config.path", st.GetConfig().GetPath(), "<workspace>"},
 		{"config.error", st.GetConfig().GetError(), "<workspace>"},
 	} {
@@ -76,7 +69,8 @@ func TestStatusShowsNoHostPaths(t *testing.T) {
 			}
 		}
 	}
-	noHostPaths(text)
+	noHostPaths(protojson.Format(full))
+	noHostPaths(protojson.Format(st))
 
 	// The model put in place: the next reindex loads it, and Status
 	// names its folder.
@@ -85,14 +79,30 @@ func TestStatusShowsNoHostPaths(t *testing.T) {
 	if _, err := r.RPC.Reindex(ctx, &pb.ReindexRequest{}); err != nil {
 		t.Fatalf("Reindex with the model in place: %v", err)
 	}
-	st, err := r.RPC.Status(ctx, &pb.StatusRequest{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if got := st.GetModel().GetPath(); !strings.HasPrefix(got, "<model>") {
-		t.Errorf("Status model.path = %q, want it under <model>", got)
-	}
+	st = waitStatus(ctx, t, r, "model.path under <model>", func(st *pb.StatusResponse) bool {
+		return strings.HasPrefix(st.GetModel().GetPath(), "<model>")
+	})
 	noHostPaths(protojson.Format(st))
+}
+
+// waitStatus asks r for its Status until ok holds, and fails the test when
+// it does not within a minute.
+func waitStatus(ctx context.Context, t *testing.T, r *routerProc, what string, ok func(*pb.StatusResponse) bool) *pb.StatusResponse {
+	t.Helper()
+	deadline := time.Now().Add(time.Minute)
+	for {
+		st, err := r.RPC.Status(ctx, &pb.StatusRequest{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ok(st) {
+			return st
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("Status never had %s within a minute:\n%s", what, protojson.Format(st))
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
 }
 
 // TestStatusPathUnderTheTemporaryFolder runs a router whose config file

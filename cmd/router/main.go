@@ -158,16 +158,10 @@ func (c *cli) main(cmd *cobra.Command) (*daemon.Main, error) {
 // serve runs the daemon until SIGINT or SIGTERM, then stops it gracefully; a
 // second signal cuts the graceful stop short.
 func serve(ctx context.Context, m *daemon.Main) error {
-	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	if err := m.Run(ctx); err != nil {
-		return err
-	}
-	<-ctx.Done()
-	stop()
-	closeCtx, cancel := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer cancel()
-	return m.Close(closeCtx)
+	sigs := make(chan os.Signal, 2)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	defer signal.Stop(sigs)
+	return m.Serve(ctx, sigs)
 }
 
 // noArgs refuses positional arguments as a usage error.

@@ -326,3 +326,24 @@ func TestEmptyAddressTurnsListenersOff(t *testing.T) {
 		t.Errorf("--print-config does not show the listeners off and why:\n%s", r.stdout)
 	}
 }
+
+// TestUnknownExporterIsNamed: an OTEL_* variable that names no exporter or
+// protocol stops the start with one JSON error line naming the variable,
+// its value and the values it takes (it said "telemetry: telemetry: traces
+// exporter from OTEL_* environment: unknown exporter or metrics producer").
+func TestUnknownExporterIsNamed(t *testing.T) {
+	ws := daemontest.CopyExamples(t)
+	for env, want := range map[string]string{
+		"OTEL_TRACES_EXPORTER=jaeger":     `telemetry: OTEL_TRACES_EXPORTER="jaeger" is not one the router knows; want otlp, console or none`,
+		"OTEL_METRICS_EXPORTER=statsd":    `telemetry: OTEL_METRICS_EXPORTER="statsd" is not one the router knows; want otlp, prometheus, console or none`,
+		"OTEL_EXPORTER_OTLP_PROTOCOL=udp": `telemetry: OTEL_EXPORTER_OTLP_PROTOCOL="udp" is not one the router knows; want grpc or http/protobuf`,
+	} {
+		p := startRouter(t, []string{env}, "--workspace", ws, "--state-dir", t.TempDir(), "--addr", "127.0.0.1:0")
+		<-p.done
+		lines := p.stderr()
+		var line map[string]any
+		if p.code != 1 || len(lines) != 1 || json.Unmarshal([]byte(lines[0]), &line) != nil || line["level"] != "ERROR" || line["err"] != want {
+			t.Errorf("%s: exit %d, stderr %q; want exit 1 and one JSON error line saying %q", env, p.code, lines, want)
+		}
+	}
+}

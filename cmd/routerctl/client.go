@@ -5,7 +5,9 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"errors"
+	"fmt"
 	"math/rand/v2"
+	"strings"
 	"sync"
 	"time"
 
@@ -60,22 +62,25 @@ func (e *env) dial() error {
 	return nil
 }
 
-// handshakeResult keeps how the last connection's handshake ended.
+// handshakeResult keeps how the last connection's handshake ended, and
+// whether any connection got that far (a handshake runs, even without TLS,
+// once the connection is made).
 type handshakeResult struct {
-	mu  sync.Mutex
-	err error
+	mu   sync.Mutex
+	err  error
+	seen bool
 }
 
 func (h *handshakeResult) set(err error) {
 	h.mu.Lock()
-	h.err = err
+	h.err, h.seen = err, true
 	h.mu.Unlock()
 }
 
-func (h *handshakeResult) get() error {
+func (h *handshakeResult) get() (err error, seen bool) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	return h.err
+	return h.err, h.seen
 }
 
 // notReached is a call that found no router to talk to: nothing listens at
@@ -93,6 +98,56 @@ func (c certificateError) Error() string {
 	return "the router's certificate did not verify: " + c.err.Error()
 }
 func (c certificateError) Unwrap() error { return c.err }
+
+// tlsMismatch is a connection on which routerctl and the server at the
+// address disagree on TLS: the server speaks TLS and routerctl did not
+// (serverTLS), or the other way round.
+type tlsMismatch struct {
+	addr      string
+	serverTLS bool
+	err       error
+}
+
+func (t tlsMismatch) Error() string {
+	if t.serverTLS {
+		return fmt.Sprintf("the server at %s accepted the connection and closed it without a word of gRPC in clear text, as a router with TLS on does (%s)",
+			t.addr, status.Convert(t.err).Message())
+	}
+	return fmt.Sprintf("the server at %s does not speak TLS, and routerctl connected with TLS (%s)", t.addr, status.Convert(t.err).Message())
+}
+func (t tlsMismatch) Unwrap() error              { return t.err }
+func (t tlsMismatch) GRPCStatus() *status.Status { return status.New(codes.Unavailable, t.Error()) }
+
+// hint says what to change on the command line.
+func (t tlsMismatch) hint() string {
+	if t.serverTLS {
+		return "connect with TLS: --tls-ca FILE, the CA that signed the router's certificate (and --tls-cert FILE --tls-key FILE when it asks for client certificates)"
+	}
+	return "the router has TLS off: drop --tls-ca, --tls-cert and --tls-key, or turn TLS on at the router (tls.cert_file and tls.key_file)"
+}
+
+// reachedWithoutGRPC tells why a call that reached no router failed, when
+// a connection was made: a certificate that did not verify, or TLS on one
+// side only. It returns nil otherwise (nothing listens, or the reason is
+// not known).
+func (e *env) reachedWithoutGRPC(err error) error {
+	herr, seen := e.handshake.get()
+	var rh tls.RecordHeaderError
+	switch {
+	case !seen:
+		return nil
+	case herr != nil && unverified(herr):
+		return certificateError{herr}
+	case herr != nil && errors.As(herr, &rh):
+		return tlsMismatch{addr: e.addr, err: err}
+	case herr == nil && !e.tls.Enabled() && strings.Contains(status.Convert(err).Message(), "server preface"):
+		// The connection was made, and closed before the server's
+		// first HTTP/2 frame: what a TLS server does with a client
+		// that speaks HTTP/2 in clear text.
+		return tlsMismatch{addr: e.addr, serverTLS: true, err: err}
+	}
+	return nil
+}
 
 // unverified tells whether a handshake error is a certificate that did not
 // verify (unknown authority, another host name, expired, ...).
@@ -129,7 +184,8 @@ func (g gaveUp) GRPCStatus() *status.Status { return status.Convert(g.err) }
 // answer. A call that reached no router (nothing listens, or the connection
 // closed before the router answered) fails at once, as notReached, unless
 // --timeout was given: then it is retried the same way, for a router that
-// is starting. A certificate that did not verify fails at once. Any other
+// is starting. A certificate that did not verify fails at once, and so
+// does a connection on which one side speaks TLS and the other not. Any other
 // outcome returns at once.
 func (e *env) retryUnavailable(ctx context.Context, method string, req, reply any, cc *grpc.ClientConn, invoker grpc.UnaryInvoker, opts ...grpc.CallOption) error {
 	start := time.Now()
@@ -148,8 +204,8 @@ func (e *env) retryUnavailable(ctx context.Context, method string, req, reply an
 			return err
 		}
 		if p.Addr == nil {
-			if herr := e.handshake.get(); herr != nil && unverified(herr) {
-				return certificateError{herr}
+			if why := e.reachedWithoutGRPC(err); why != nil {
+				return why
 			}
 			if !e.timeoutSet || ctx.Value(noRetryKey{}) != nil {
 				return notReached{err}

@@ -56,8 +56,47 @@ func TestCertificateThatDoesNotVerify(t *testing.T) {
 	}
 }
 
+// TestTLSOnOneSideOnly: a routerctl without TLS against a router with TLS,
+// and one with TLS against a router without, fail at once, even with a
+// long --timeout, and say which side speaks TLS and what to change, not
+// that the router may not run (both did: "no router answered ... is it
+// running?").
+func TestTLSOnOneSideOnly(t *testing.T) {
+	pki := daemontest.NewPKI(t)
+	withTLS := daemontest.Start(t, daemontest.CopyExamples(t), daemontest.Options{Configure: func(c *config.Config) {
+		c.TLS = config.TLS{CertFile: pki.ServerCert, KeyFile: pki.ServerKey}
+	}})
+	plain := daemontest.Start(t, daemontest.CopyExamples(t), daemontest.Options{})
+	for _, tc := range []struct {
+		name string
+		args []string
+		want []string
+	}{
+		{"no TLS to a TLS router", []string{"list", "--addr", withTLS.Addr, "--timeout", "30s"},
+			[]string{"the server at " + withTLS.Addr + " accepted the connection and closed it", "router with TLS on", "connect with TLS: --tls-ca FILE"}},
+		{"TLS to a router without", []string{"list", "--addr", plain.Addr, "--tls-ca", pki.CAFile, "--timeout", "30s"},
+			[]string{"the server at " + plain.Addr + " does not speak TLS", "drop --tls-ca"}},
+		{"health, no TLS to a TLS router", []string{"health", "--json", "--addr", withTLS.Addr},
+			[]string{`"status": "UNREACHABLE"`, "router with TLS on"}},
+	} {
+		res := ctl(t, tc.args...)
+		out := res.stdout + res.stderr
+		if res.code != 1 || res.took > 5*time.Second {
+			t.Errorf("%s: exit %d after %s, want 1 at once", tc.name, res.code, res.took)
+		}
+		for _, w := range tc.want {
+			if !strings.Contains(out, w) {
+				t.Errorf("%s: output %q does not say %q", tc.name, out, w)
+			}
+		}
+		if strings.Contains(out, "no router answered") || strings.Contains(out, "is it running") {
+			t.Errorf("%s: output %q says the router may not run", tc.name, out)
+		}
+	}
+}
+
 // TestAddressWithoutPort: an address without a port is a usage error, not
-// a dial of port 443.
+// a dial of port 443, also as a target of gRPC's dns resolver.
 func TestAddressWithoutPort(t *testing.T) {
 	for _, tc := range []struct {
 		env  map[string]string
@@ -67,6 +106,8 @@ func TestAddressWithoutPort(t *testing.T) {
 		{nil, []string{"list", "--addr", "127.0.0.1"}, `--addr "127.0.0.1" has no port`},
 		{nil, []string{"status", "--addr", "[::1]"}, `--addr "[::1]" has no port`},
 		{map[string]string{"MCPSAG_ADDR": "localhost"}, []string{"status"}, `MCPSAG_ADDR "localhost" has no port`},
+		{nil, []string{"list", "--addr", "dns:///localhost"}, `--addr "dns:///localhost" has no port (gRPC would dial port 443); want host:port such as dns:///localhost:7443`},
+		{map[string]string{"MCPSAG_ADDR": "dns:localhost"}, []string{"health"}, `MCPSAG_ADDR "dns:localhost" has no port`},
 	} {
 		res := ctlEnv(t, tc.env, tc.args...)
 		if res.code != 2 || !strings.Contains(res.stderr, tc.want) || res.took > 2*time.Second {
@@ -96,8 +137,21 @@ func TestRefusedFlagValuesAreUsageErrors(t *testing.T) {
 		}
 	}
 	if res := ctlEnv(t, env, "match", "--kinds", "tools", "read a text file"); res.code != 0 ||
-		!strings.Contains(res.stdout, "no tool fits") || strings.Contains(res.stdout, "no skill") || !strings.Contains(res.stdout, "routerctl servers") {
+		!strings.Contains(res.stdout, "no tool fits (no_tools)") || strings.Contains(res.stdout, "skill") || !strings.Contains(res.stdout, "routerctl servers") {
 		t.Errorf("match --kinds tools without MCP servers: exit %d: %q", res.code, res.stdout)
+	}
+	// The JSON says so too, as gRPC does: reason NO_TOOLS, and its words
+	// speak of tools (it said ABSTAIN_REASON_NO_SKILLS, "no skill is
+	// visible").
+	res := ctlEnv(t, env, "match", "--kinds", "tools", "--json", "read a text file")
+	doc := jsonDoc(t, res)
+	if res.code != 0 || doc["abstain_reason"] != "ABSTAIN_REASON_NO_TOOLS" || doc["verdict"] != "MATCH_VERDICT_NO_SKILL" {
+		t.Errorf("match --kinds tools --json without MCP servers: exit %d: %v", res.code, doc)
+	}
+	for _, key := range []string{"abstain_detail", "verdict_detail"} {
+		if got, _ := doc[key].(string); got != "no tool is visible to this caller" {
+			t.Errorf("match --kinds tools --json: %s = %q, want \"no tool is visible to this caller\"", key, got)
+		}
 	}
 	if res := ctlEnv(t, env, "list", "--kinds", "tools"); res.code != 0 || !strings.Contains(res.stdout, "0 tools (index generation") {
 		t.Errorf("list --kinds tools: exit %d: %q", res.code, res.stdout)

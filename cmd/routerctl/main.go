@@ -116,6 +116,11 @@ func (e *env) report(cmd *cobra.Command, err error) int {
 		fmt.Fprintf(e.stderr, "routerctl: %s\nsee %s --help\n", ue.msg, path)
 		return exitUsage
 	}
+	var tm tlsMismatch
+	if errors.As(err, &tm) {
+		fmt.Fprintf(e.stderr, "routerctl: %v\n%s\n", tm, tm.hint())
+		return exitError
+	}
 	var ce certificateError
 	if errors.As(err, &ce) {
 		fmt.Fprintf(e.stderr, "routerctl: %v\n", ce)

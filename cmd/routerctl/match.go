@@ -78,14 +78,17 @@ tool's input schema.`,
 			what, detail := "skill", res.AbstainDetail
 			if kf == routerv1.KindFilter_KIND_FILTER_TOOLS {
 				what = "tool"
-				if res.AbstainReason == routerv1.AbstainReason_ABSTAIN_REASON_NO_SKILLS {
+				if res.AbstainReason == routerv1.AbstainReason_ABSTAIN_REASON_NO_TOOLS {
 					detail = "no tool of an MCP server is visible to this caller (routerctl servers shows the servers configured and their state)"
 				}
 			}
 			fmt.Fprintf(e.stdout, "no %s fits (%s): %s\n", what, reason, detail)
 			return nil
 		}
-		if res.Verdict == routerv1.MatchVerdict_MATCH_VERDICT_LOW_CONFIDENCE {
+		switch res.Verdict {
+		case routerv1.MatchVerdict_MATCH_VERDICT_CONFIDENT:
+			fmt.Fprintf(e.stdout, "confident: %s\n", res.VerdictDetail)
+		case routerv1.MatchVerdict_MATCH_VERDICT_LOW_CONFIDENCE:
 			fmt.Fprintf(e.stdout, "low confidence: %s\n", res.VerdictDetail)
 		}
 		tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)

@@ -65,7 +65,7 @@ func newRoot(e *env) *cobra.Command {
 
 	pf := root.PersistentFlags()
 	pf.StringVar(&e.addr, "addr", defaultAddr, "router `address` (env MCPSAG_ADDR)")
-	pf.BoolVar(&e.json, "json", false, "print one JSON document on stdout (stable keys; see the README)")
+	pf.BoolVar(&e.json, "json", false, "print one JSON document on stdout (stable keys; see docs/routerctl.md)")
 	pf.DurationVar(&e.timeout, "timeout", 30*time.Second, "give up on the router after this `duration`, retrying while it is unavailable (given, also wait for a router that is not listening yet)")
 	pf.StringVar(&e.token, "token", "", "bearer `token` when the router requires one (env MCPSAG_TOKEN, preferred: flags show up in ps)")
 	pf.StringVar(&e.tls.CA, "tls-ca", "", "connect with TLS, trusting the CA certificates in `file`")

@@ -29,14 +29,16 @@ type Caller struct {
 //     connection, local. Every local client shares the address, so a
 //     budget per address would let one client with wrong tokens lock out
 //     the others; a client that reconnects starts a new budget;
+//   - a client a trusted proxy forwarded the call for (Forwarded, put in
+//     the peer by Proxies.Tap or an HTTP front): its IP address, as any
+//     other;
 //   - any other: its IP address without the port, an IPv6 address as its
 //     /64 prefix (one host commonly holds a whole /64).
 //
-// A proxy in front of the router is the peer of every call it forwards: a
-// proxy on another host makes its clients share one budget, one on the
-// same host makes each of its connections a local caller. A setting that
-// names trusted proxies would count their calls against the client they
-// forward for instead, through FailureLimiter.Callers.
+// A proxy in front of the router that is not trusted (Proxies) is the peer
+// of every call it forwards: a proxy on another host makes its clients
+// share one budget, one on the same host makes each of its connections a
+// local caller.
 func CallerOf(ctx context.Context) Caller {
 	p, ok := peer.FromContext(ctx)
 	if !ok || p.Addr == nil {
@@ -51,6 +53,8 @@ func callerOfAddr(addr net.Addr) Caller {
 		return Caller{Key: a.String(), Local: true}
 	case *net.UnixAddr:
 		return Caller{Key: "unix:" + a.Name, Local: true}
+	case Forwarded:
+		return remoteCaller(net.IP(a.Client.AsSlice()))
 	}
 	host, _, err := net.SplitHostPort(addr.String())
 	if err != nil {
@@ -62,11 +66,17 @@ func callerOfAddr(addr net.Addr) Caller {
 		return Caller{Key: host}
 	case ip.IsLoopback():
 		return Caller{Key: addr.String(), Local: true}
-	case ip.To4() != nil:
-		return Caller{Key: ip.To4().String()}
-	default:
-		return Caller{Key: ip.Mask(net.CIDRMask(64, 128)).String() + "/64"}
 	}
+	return remoteCaller(ip)
+}
+
+// remoteCaller is a caller on another host, by IP address: an IPv4 address,
+// or an IPv6 address's /64.
+func remoteCaller(ip net.IP) Caller {
+	if ip.To4() != nil {
+		return Caller{Key: ip.To4().String()}
+	}
+	return Caller{Key: ip.Mask(net.CIDRMask(64, 128)).String() + "/64"}
 }
 
 // UnixPeer is the address of a client of a Unix socket listener made by

@@ -12,7 +12,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"os"
 	"path/filepath"
 	"slices"
@@ -68,6 +67,9 @@ type Config struct {
 	Exec      Exec         `yaml:"exec"`
 	Auth      Auth         `yaml:"auth"`
 	TLS       TLS          `yaml:"tls"`
+	// TrustedProxies are the proxies (IP addresses, CIDR networks) whose
+	// forwarded client address counts (auth.Proxies).
+	TrustedProxies []string `yaml:"trusted_proxies"`
 	// MCP configures the Model Context Protocol front over Streamable
 	// HTTP (the stdio front, router mcp, needs no settings of its own).
 	MCP MCP `yaml:"mcp"`
@@ -562,33 +564,6 @@ func (c *Config) validateCore() []error {
 	return errs
 }
 
-// validateListeners checks auth, TLS and the MCP listener: tokens never
-// cross the network in clear text.
-func (c *Config) validateListeners() []error {
-	var errs []error
-	if c.Auth.Enabled && c.Auth.TokensFile == "" {
-		errs = append(errs, errors.New("auth: enabled but tokens_file is empty"))
-	}
-	if (c.TLS.CertFile == "") != (c.TLS.KeyFile == "") {
-		errs = append(errs, errors.New("tls: set both cert_file and key_file"))
-	}
-	if c.TLS.ClientCAFile != "" && !c.TLS.Enabled() {
-		errs = append(errs, errors.New("tls: client_ca_file (mutual TLS) needs cert_file and key_file"))
-	}
-	if c.Auth.Enabled && !c.TLS.Enabled() && !isLoopback(c.Addr) {
-		errs = append(errs, fmt.Errorf("auth: tokens would cross the network in clear text on %s; configure tls or listen on a loopback address", c.Addr))
-	}
-	if c.MCP.Addr != "" {
-		if _, _, err := net.SplitHostPort(c.MCP.Addr); err != nil {
-			errs = append(errs, fmt.Errorf("mcp.addr %q: want host:port such as 127.0.0.1:7444", c.MCP.Addr))
-		}
-		if c.Auth.Enabled && !c.TLS.Enabled() && !isLoopback(c.MCP.Addr) {
-			errs = append(errs, fmt.Errorf("mcp.addr: tokens would cross the network in clear text on %s; configure tls or listen on a loopback address", c.MCP.Addr))
-		}
-	}
-	return errs
-}
-
 // Servers returns the configured MCP servers, sorted by name.
 func (c *Config) Servers() []upstream.ServerConfig {
 	out := make([]upstream.ServerConfig, 0, len(c.MCPServers))
@@ -665,19 +640,6 @@ func (c Config) Redacted() string {
 		return "# cannot render config: " + strconv.Quote(err.Error())
 	}
 	return string(b)
-}
-
-// isLoopback reports whether a listen address only accepts local clients.
-func isLoopback(addr string) bool {
-	host, _, err := net.SplitHostPort(addr)
-	if err != nil {
-		return false
-	}
-	if host == "localhost" {
-		return true
-	}
-	ip := net.ParseIP(host)
-	return ip != nil && ip.IsLoopback()
 }
 
 // fromWorkingDir makes a path given on the command line or in the

@@ -3,6 +3,7 @@ package config
 import (
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -307,5 +308,26 @@ mcp_servers:
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("%q: %v; want %q", content, err, want)
 		}
+	}
+}
+
+// TestTrustedProxies: trusted_proxies takes IP addresses and networks,
+// refuses anything else naming the entry, and applies after a restart.
+func TestTrustedProxies(t *testing.T) {
+	ws := t.TempDir()
+	writeConfig(t, ws, "trusted_proxies: [127.0.0.1, 10.0.0.0/8, \"::1\"]\n")
+	cfg, err := Resolve(Overrides{Workspace: ws}, envOf(nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.Join(cfg.TrustedProxies, " "); got != "127.0.0.1 10.0.0.0/8 ::1" {
+		t.Errorf("trusted_proxies = %q", got)
+	}
+	if got := RestartNeeded(cfg, Config{}); !slices.Contains(got, "trusted_proxies") {
+		t.Errorf("RestartNeeded = %v, want trusted_proxies in it", got)
+	}
+	writeConfig(t, ws, "trusted_proxies: [127.0.0.1, nginx.internal]\n")
+	if _, err := Resolve(Overrides{Workspace: ws}, envOf(nil)); err == nil || !strings.Contains(err.Error(), `trusted_proxies[1]: "nginx.internal" is no IP address or CIDR network`) {
+		t.Errorf("a host name in trusted_proxies: %v", err)
 	}
 }

@@ -134,6 +134,7 @@ func RestartNeeded(old, new Config) []string {
 	check("exec.allowlist_file", old.Exec, new.Exec)
 	check("auth", old.Auth, new.Auth)
 	check("tls", old.TLS, new.TLS)
+	check("trusted_proxies", old.TrustedProxies, new.TrustedProxies)
 	check("model.sync_documents", old.Model.SyncDocuments, new.Model.SyncDocuments)
 	check("model.fast", old.Model.Fast, new.Model.Fast)
 	return out

@@ -68,8 +68,11 @@ type Main struct {
 	// decorator over router.
 	served skill.Router
 	guard  *auth.Guard
-	srv    *server.Server
-	lis    net.Listener
+	// proxies are the trusted proxies, whose forwarded client address
+	// the gRPC and MCP listeners take as the caller's.
+	proxies auth.Proxies
+	srv     *server.Server
+	lis     net.Listener
 	// sock serves the gRPC API on the state directory's socket, for the
 	// standalone MCP sessions of the workspace.
 	sock     *server.Server
@@ -124,6 +127,14 @@ func (m *Main) Run(ctx context.Context) (err error) {
 		}
 		serverOpts = append(serverOpts, grpc.Creds(credentials.NewTLS(tlsConfig)))
 	}
+	if m.proxies, err = auth.ParseProxies(cfg.TrustedProxies); err != nil {
+		return err
+	}
+	if !m.proxies.Empty() {
+		// grpc.InTapHandle is experimental; it is the one hook that runs
+		// before anything reads a call's peer.
+		serverOpts = append(serverOpts, grpc.InTapHandle(m.proxies.Tap))
+	}
 	lis, err := net.Listen("tcp", cfg.Addr)
 	if err != nil {
 		return fmt.Errorf("listen on %s: %w (is another router running? pick another --addr)", cfg.Addr, err)
@@ -155,8 +166,9 @@ func (m *Main) Run(ctx context.Context) (err error) {
 		undo = append(undo, func() { m.mcp.stop(context.Background()); m.mcp = nil })
 	}
 	m.log.Info("router listening", "addr", lis.Addr().String(), "mcp_addr", m.MCPAddr(), "admin_addr", m.tel.AdminAddr(),
-		"tls", cfg.TLS.Enabled(), "mtls", cfg.TLS.ClientCAFile != "", "auth", cfg.Auth.Enabled,
-		"workspace", cfg.Workspace, "state_dir", cfg.StateDir, "version", buildinfo.Read().String())
+		"socket", m.sockPath, "tls", cfg.TLS.Enabled(), "mtls", cfg.TLS.ClientCAFile != "", "auth", cfg.Auth.Enabled,
+		"pprof", cfg.Telemetry.Pprof && m.tel.AdminAddr() != "", "config", configFileOf(cfg), "workspace", cfg.Workspace, "state_dir", cfg.StateDir,
+		"model", m.modelOf(cfg), "version", buildinfo.Read().String())
 	m.warnOpenListeners()
 
 	if err := m.router.Start(ctx); err != nil {
@@ -167,6 +179,74 @@ func (m *Main) Run(ctx context.Context) (err error) {
 	m.watchConfig(m.router)
 	m.notifyReady()
 	return nil
+}
+
+// configFileOf names the config file the router read, "none" when it read
+// none.
+func configFileOf(cfg config.Config) string {
+	if cfg.File == "" {
+		return "none"
+	}
+	return cfg.File
+}
+
+// modelOf names the embedding model the router loads: its folder, the
+// bundled model's name (and where it was unpacked), or "off".
+func (m *Main) modelOf(cfg config.Config) string {
+	switch {
+	case cfg.Model.Disabled:
+		return "off: keywords only (model.disabled)"
+	case cfg.Model.Dir != "":
+		return cfg.Model.Dir
+	case m.bundledModel != "":
+		return "bundled " + models.DefaultName + " (" + m.bundledModel + ")"
+	}
+	return "bundled " + models.DefaultName + " (not unpacked: keywords only)"
+}
+
+// Serve runs the router until a signal arrives on sigs or ctx ends, then
+// stops it in two stages (Close); a second signal cuts the stop short.
+// Each signal is logged, with what it does.
+func (m *Main) Serve(ctx context.Context, sigs <-chan os.Signal) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	first := make(chan os.Signal, 1)
+	go func() {
+		select {
+		case s := <-sigs:
+			first <- s
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	if err := m.Run(ctx); err != nil {
+		select {
+		case s := <-first:
+			if m.log != nil {
+				m.log.Info("signal received while starting: the start is abandoned", "signal", s.String())
+			}
+		default:
+		}
+		return err
+	}
+	<-ctx.Done()
+	select {
+	case s := <-first:
+		m.log.Info("signal received: stopping", "signal", s.String(), "drain", m.Config.Shutdown.Drain.String(),
+			"grace", m.Config.Shutdown.Grace.String(), "pid", os.Getpid())
+	default:
+	}
+	closeCtx, stop := context.WithCancel(context.Background())
+	defer stop()
+	go func() {
+		select {
+		case s := <-sigs:
+			m.log.Warn("second signal received: stopping at once, without waiting for calls in flight", "signal", s.String())
+			stop()
+		case <-closeCtx.Done():
+		}
+	}()
+	return m.Close(closeCtx)
 }
 
 // setupGuard makes the gRPC auth guard, with the tokens file when auth is
@@ -219,7 +299,7 @@ func (m *Main) startTelemetry(ctx context.Context) error {
 		LogLevel: level,
 	})
 	if err != nil {
-		return fmt.Errorf("telemetry: %w", err)
+		return err // it says "telemetry: ..."
 	}
 	m.tel, m.log = tel, tel.Logger()
 	return nil
@@ -238,6 +318,7 @@ func (m *Main) openCore(ctx context.Context, holder, stateDir string, lockWait t
 		Holder:        holder,
 		Logger:        m.log.With("component", "store"),
 		ParserVersion: skillmd.Version,
+		Release:       buildinfo.Read().String(),
 	}
 	// A state directory that cannot hold the cache (no permission, a full
 	// or read-only file system) degrades to a temporary cache, reported in
@@ -333,6 +414,10 @@ func (m *Main) openCore(ctx context.Context, holder, stateDir string, lockWait t
 		st, _ := rt.Status(context.Background())
 		return embeddingGauge(*st)
 	})
+	rec.RegisterRouterState(func() telemetry.RouterState {
+		st, _ := rt.Status(context.Background())
+		return routerState(*st)
+	})
 	m.served = &telemetry.Router{Next: m.router, Rec: rec, Tracer: m.tel.Tracer()}
 	return nil
 }
@@ -349,6 +434,7 @@ func (m *Main) closeCore() error {
 	if m.router != nil {
 		m.tel.Recorder().RegisterIndexGauge(nil)
 		m.tel.Recorder().RegisterEmbeddingGauge(nil)
+		m.tel.Recorder().RegisterRouterState(nil)
 		errs = append(errs, m.router.Close())
 		m.router = nil
 	}
@@ -370,10 +456,17 @@ func (m *Main) Router() *router.Router { return m.router }
 // Close stops the router in two stages: health turns NOT_SERVING (and stays
 // so for the drain period, so load balancers move away), then in-flight calls
 // get the grace period to finish before the servers stop hard. Resources
-// close in reverse order of opening. Cancelling ctx skips the waiting.
+// close in reverse order of opening. Cancelling ctx skips the waiting. The
+// drain's start and end are logged with the calls in flight.
 func (m *Main) Close(ctx context.Context) error {
 	m.serving.Store(false)
 	m.notifyStopping()
+	start := time.Now()
+	logged := m.log != nil && m.srv != nil
+	if logged {
+		m.log.Info("drain started: health says NOT_SERVING, calls in flight get the grace period",
+			append([]any{"drain", m.Config.Shutdown.Drain.String(), "grace", m.Config.Shutdown.Grace.String()}, m.inFlight()...)...)
+	}
 	if m.srv != nil {
 		m.srv.Health.Shutdown()
 		if d := m.Config.Shutdown.Drain; d > 0 {
@@ -383,20 +476,52 @@ func (m *Main) Close(ctx context.Context) error {
 			}
 		}
 	}
+	left := m.stopServers(ctx)
+	m.stopSocket()
+	if logged {
+		level, msg := slog.LevelInfo, "drain ended: every call finished"
+		switch {
+		case ctx.Err() != nil:
+			level, msg = slog.LevelWarn, "drain ended: stopped at once, without waiting for calls in flight"
+		case left != nil:
+			level, msg = slog.LevelWarn, "drain ended: the grace period is over; calls still in flight were cut off"
+		}
+		if left == nil {
+			left = []any{"grpc_in_flight", 0, "socket_in_flight", 0, "mcp_in_flight", 0}
+		}
+		m.log.Log(context.Background(), level, msg, append([]any{"took", time.Since(start).Round(time.Millisecond).String()}, left...)...)
+	}
+	err := m.closeCore()
+	m.closeTelemetry()
+	if m.log != nil {
+		m.log.Info("router stopped")
+	}
+	return err
+}
+
+// stopServers stops MCP over HTTP and the gRPC server, letting calls in
+// flight finish within the grace period (or until ctx ends). It returns
+// the calls in flight when the grace period cut them off, as log
+// attributes, and nil when every call finished.
+func (m *Main) stopServers(ctx context.Context) []any {
 	graceCtx, cancel := context.WithTimeout(ctx, m.Config.Shutdown.Grace)
 	defer cancel()
+	var mcpLeft int64
+	cut := false
 	if m.mcp != nil {
-		m.mcp.stop(graceCtx)
+		mcpLeft, cut = m.mcp.stop(graceCtx)
 		m.mcp = nil
 	}
+	var grpcLeft, sockLeft int64
 	if m.srv != nil {
 		stopped := make(chan struct{})
 		go func() { m.srv.GRPC.GracefulStop(); close(stopped) }()
 		select {
 		case <-stopped:
 		case <-graceCtx.Done():
-			if ctx.Err() == nil {
-				m.log.Warn("grace period over; stopping with calls in flight")
+			grpcLeft, cut = m.srv.InFlight(), true
+			if m.sock != nil {
+				sockLeft = m.sock.InFlight()
 			}
 			m.srv.GRPC.Stop()
 		}
@@ -406,13 +531,27 @@ func (m *Main) Close(ctx context.Context) error {
 		}
 		m.srv = nil
 	}
-	m.stopSocket()
-	err := m.closeCore()
-	m.closeTelemetry()
-	if m.log != nil {
-		m.log.Info("router stopped")
+	if !cut {
+		return nil
 	}
-	return err
+	return []any{"grpc_in_flight", grpcLeft, "socket_in_flight", sockLeft, "mcp_in_flight", mcpLeft}
+}
+
+// inFlight returns the calls in flight on each front, as log attributes:
+// gRPC calls and streams on the listener and on the state folder's
+// socket, and MCP over HTTP requests (open event streams included).
+func (m *Main) inFlight() []any {
+	var grpcN, sockN, mcpN int64
+	if m.srv != nil {
+		grpcN = m.srv.InFlight()
+	}
+	if m.sock != nil {
+		sockN = m.sock.InFlight()
+	}
+	if m.mcp != nil {
+		mcpN = m.mcp.inFlight.Load()
+	}
+	return []any{"grpc_in_flight", grpcN, "socket_in_flight", sockN, "mcp_in_flight", mcpN}
 }
 
 // AdminAddr returns the address /metrics is served on, "" when off.

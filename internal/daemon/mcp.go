@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/http"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/mcpsag/router/internal/buildinfo"
@@ -22,6 +23,18 @@ type mcpServer struct {
 	lis    net.Listener
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
+	// inFlight counts the HTTP requests being served, open event streams
+	// included.
+	inFlight atomic.Int64
+}
+
+// counted counts the requests h serves in s.inFlight.
+func (s *mcpServer) counted(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		s.inFlight.Add(1)
+		defer s.inFlight.Add(-1)
+		h.ServeHTTP(w, r)
+	})
 }
 
 // mcpOptions are the front's options in this process.
@@ -50,14 +63,15 @@ func (m *Main) startMCPHTTP(tlsConfig *tls.Config) (*mcpServer, error) {
 	ctx, cancel := context.WithCancel(context.Background())
 	s := &mcpServer{lis: lis, cancel: cancel}
 	s.http = &http.Server{
-		Handler: front.HTTPHandler(mcp.HTTPOptions{
+		Handler: s.counted(front.HTTPHandler(mcp.HTTPOptions{
 			Tokens:         m.guard.Tokens,
 			Failures:       m.guard.Failures, // one budget per address for both fronts
+			Proxies:        m.proxies,
 			AllowedOrigins: cfg.MCP.AllowedOrigins,
 			MaxBodyBytes:   cfg.MCP.MaxBodyBytes,
 			SessionTimeout: cfg.MCP.SessionTimeout,
 			MaxSessions:    cfg.MCP.MaxSessions,
-		}),
+		})),
 		ReadHeaderTimeout: 10 * time.Second,
 		IdleTimeout:       2 * time.Minute,
 		MaxHeaderBytes:    64 << 10,
@@ -74,13 +88,16 @@ func (m *Main) startMCPHTTP(tlsConfig *tls.Config) (*mcpServer, error) {
 }
 
 // stop closes the listener and waits for requests in flight until ctx ends,
-// then closes the rest.
-func (s *mcpServer) stop(ctx context.Context) {
+// then closes the rest. It returns how many requests were still in flight
+// when ctx ended, and whether it did.
+func (s *mcpServer) stop(ctx context.Context) (left int64, cut bool) {
 	if err := s.http.Shutdown(ctx); err != nil {
+		left, cut = s.inFlight.Load(), true
 		_ = s.http.Close()
 	}
 	s.cancel()
 	s.wg.Wait()
+	return left, cut
 }
 
 // MCPAddr returns the address MCP over HTTP is served on, "" when off.

@@ -165,6 +165,15 @@ func (m *Main) fastConfig(cfg config.Config, state string) (embed.Config, bool) 
 	return embed.Config{Dir: dir, Timeout: cfg.Model.Timeout}, true
 }
 
+// routerState is what the alerting gauges report of a Status.
+func routerState(st skill.Status) telemetry.RouterState {
+	rs := telemetry.RouterState{Degraded: st.Degraded, Servers: map[skill.ServerState]int64{}}
+	for _, s := range st.Servers {
+		rs.Servers[s.State]++
+	}
+	return rs
+}
+
 // embeddingGauge is what the embedding gauges report of a Status.
 func embeddingGauge(st skill.Status) telemetry.Embedding {
 	e := telemetry.Embedding{Tier: "none", Backlog: int64(st.Backfill.Total - st.Backfill.Done)}

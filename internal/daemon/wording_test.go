@@ -5,8 +5,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -14,6 +16,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	mcpsdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/mcpsag/router/internal/auth"
 	"github.com/mcpsag/router/internal/config"
 	"github.com/mcpsag/router/internal/daemon/daemontest"
 	"github.com/mcpsag/router/internal/mcp/mcptest"
@@ -198,4 +201,38 @@ func TestHostFacingWording(t *testing.T) {
 			t.Error("no log message within 30s of a new skill")
 		}
 	})
+}
+
+// TestNoToolIsVisible: find_tools asked by a caller whose token sees no
+// MCP server abstains with reason no_tools and words of tools (it said
+// no_skills, the reason of a caller that sees no skill).
+func TestNoToolIsVisible(t *testing.T) {
+	ws := daemontest.CopyExamples(t)
+	obj := map[string]any{"type": "object"}
+	must(t, os.WriteFile(filepath.Join(ws, ".mcp", ".mcp-config.yaml"), []byte(fmt.Sprintf(
+		"mcp_servers:\n  github: %s\n",
+		scripted(t, &upstreamtest.Raw{Tools: []json.RawMessage{rawTool("create_issue", obj, "Create an issue in a GitHub repository")}}, ", trust: trusted"))), 0o644))
+	tokens := filepath.Join(t.TempDir(), "tokens.yaml")
+	must(t, os.WriteFile(tokens, []byte("tokens:\n  - {id: gitlab-only, sha256: "+auth.HashToken("gitlab-secret")+", groups: [match], servers: [gitlab]}\n"), 0o600))
+	r := daemontest.Start(t, ws, daemontest.Options{Configure: func(c *config.Config) {
+		c.MCP.Addr = "127.0.0.1:0"
+		c.Auth.Enabled, c.Auth.TokensFile = true, tokens
+	}})
+	c := connectMCP(t, &mcpsdk.StreamableClientTransport{Endpoint: "http://" + r.Main.MCPAddr() + "/mcp", HTTPClient: &http.Client{Transport: bearer{"gitlab-secret"}}})
+	daemontest.Eventually(t, 30*time.Second, "find_tools to be offered", func() bool {
+		tools, err := c.cs.ListTools(context.Background(), nil)
+		return err == nil && slices.ContainsFunc(tools.Tools, func(tool *mcpsdk.Tool) bool { return tool.Name == "find_tools" })
+	})
+	var out struct {
+		Abstained     bool   `json:"abstained"`
+		AbstainReason string `json:"abstain_reason"`
+		AbstainDetail string `json:"abstain_detail"`
+		VerdictDetail string `json:"verdict_detail"`
+	}
+	if res := c.call("find_tools", map[string]any{"task": "open an issue in the github repository"}, &out); res.IsError {
+		t.Fatalf("find_tools: %s", text(res))
+	}
+	if !out.Abstained || out.AbstainReason != "no_tools" || out.AbstainDetail != "no tool is visible to this caller" || strings.Contains(out.VerdictDetail, "skill") {
+		t.Errorf("find_tools with a token that sees no server: %+v; want abstained, no_tools, \"no tool is visible to this caller\"", out)
+	}
 }

@@ -39,7 +39,7 @@ func (f *listingsFile) load() *skillfs.Listings {
 	}
 	l, err := skillfs.ReadListings(data)
 	if errors.Is(err, skillfs.ErrListingsFormat) {
-		f.log.Info("folder listings of another format (another version wrote them); the scan reads every folder", "file", f.path)
+		f.log.Info("folder listings of another format (another release wrote them); the scan reads every folder", "file", f.path, "err", err)
 		return nil
 	}
 	if err != nil {

@@ -393,8 +393,12 @@ func readSnapshot(path string) (_ *match.Index, _ snapshotMeta, stamp filestamp.
 // meta.
 func decodeSnapshot(data []byte, meta *snapshotMeta) (*match.Index, error) {
 	head := len(snapshotMagic) + 4
-	if len(data) < head || string(data[:len(snapshotMagic)]) != snapshotMagic {
-		return nil, errors.New("not an index snapshot of this version: bad magic")
+	if len(data) < head {
+		return nil, errors.New("not an index snapshot: too short")
+	}
+	if got := string(data[:len(snapshotMagic)]); got != snapshotMagic {
+		return nil, fmt.Errorf("not an index snapshot of this version: magic %q, written by %s; this router reads %q",
+			got, statedir.WrittenBy(got, snapshotMagic), snapshotMagic)
 	}
 	n := int(binary.LittleEndian.Uint32(data[len(snapshotMagic):]))
 	if n > 64<<20 || n > len(data)-head {

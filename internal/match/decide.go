@@ -101,7 +101,7 @@ func (ix *Index) decide(rk *Ranking, res *skill.MatchResult, r resolved, mode sk
 	}
 	if len(cands) == 0 {
 		if !ix.anyVisible(visible) {
-			abstain(RuleNoSkills, skill.AbstainNoSkills, "no %s is visible to this caller", r.noun)
+			abstain(RuleNoSkills, r.noneVisible, "no %s is visible to this caller", r.noun)
 			return
 		}
 		abstain(RuleNoMatch, skill.AbstainNoMatch, "no %s shares a word with the task", r.noun)

@@ -25,6 +25,9 @@ type resolved struct {
 	// noun names what the request asks for in the verdict's words:
 	// "tool" for tools alone, else "skill".
 	noun string
+	// noneVisible is the reason to abstain with when nothing the request
+	// asks for is visible.
+	noneVisible skill.AbstainReason
 }
 
 // Limits returns the request limits of the index's configuration.
@@ -42,7 +45,7 @@ func resolve(req skill.MatchRequest, visible Visibility, cfg Config) (resolved, 
 	}
 	o := req.Options
 	r := resolved{topK: req.TopK, mode: o.Mode, fusion: o.Fusion, hidden: o.IncludeHidden, visible: visible}
-	r.noun = o.Kinds.Noun()
+	r.noun, r.noneVisible = o.Kinds.Noun(), o.Kinds.NoneVisible()
 	if r.topK == 0 {
 		r.topK = cfg.TopK
 	}

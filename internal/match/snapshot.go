@@ -9,6 +9,7 @@ import (
 	"hash/crc32"
 	"io"
 	"slices"
+	"strconv"
 	"unsafe"
 
 	"github.com/mcpsag/router/internal/skill"
@@ -311,7 +312,8 @@ func readSnapshotHeader(data []byte) (*dec, snapshotHeader, error) {
 		return nil, h, fmt.Errorf("match snapshot header: %w", errors.Join(d.err, err))
 	}
 	if h.Version != statedir.IndexVersion {
-		return nil, h, fmt.Errorf("%w: %d, this router reads %d", ErrSnapshotVersion, h.Version, statedir.IndexVersion)
+		got, want := strconv.Itoa(h.Version), strconv.Itoa(statedir.IndexVersion)
+		return nil, h, fmt.Errorf("%w: %s, written by %s; this router reads %s", ErrSnapshotVersion, got, statedir.WrittenBy(got, want), want)
 	}
 	return d, h, nil
 }

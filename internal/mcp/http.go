@@ -76,6 +76,10 @@ type HTTPOptions struct {
 	// total (auth.FailureLimiter; share the gRPC front's, so that an
 	// address has one budget); nil means a limiter of its own.
 	Failures *auth.FailureLimiter
+	// Proxies are the trusted proxies: a request from one of them is taken
+	// as coming from the client it forwards for (X-Forwarded-For,
+	// X-Real-IP), for the failure limit and the audit.
+	Proxies auth.Proxies
 	// BodyTimeout bounds the reading of a request's body, from the end of
 	// its headers: a client that sends it slower, or never, has its
 	// connection closed.
@@ -165,6 +169,10 @@ func (h *httpFront) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			r.Body = &timedBody{ReadCloser: r.Body, rc: rc}
 		}
 	}
+	// The caller: the connection's remote address, or the client a trusted
+	// proxy forwards for; the failure limit and the audit count it.
+	client := h.o.Proxies.Client(remoteAddr(r.RemoteAddr), r.Header.Values)
+	r = r.WithContext(peer.NewContext(r.Context(), &peer.Peer{Addr: client}))
 	origins := r.Header.Values("Origin")
 	if len(origins) > 0 {
 		if len(origins) > 1 || !slices.Contains(h.o.AllowedOrigins, origins[0]) && !sameLoopbackOrigin(origins[0], r.Host) {
@@ -184,7 +192,7 @@ func (h *httpFront) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	r.Header.Del(peerHeader)
-	r.Header.Set(peerHeader, r.RemoteAddr)
+	r.Header.Set(peerHeader, auth.PeerAddr(r.Context()))
 	if h.o.Tokens == nil {
 		h.serveView(w, r, nil)
 		return
@@ -217,8 +225,7 @@ func (h *httpFront) limited(w http.ResponseWriter, r *http.Request) bool {
 		sum := sha256.Sum256([]byte(tok))
 		presented = string(sum[:])
 	}
-	ctx := peer.NewContext(r.Context(), &peer.Peer{Addr: remoteAddr(r.RemoteAddr)})
-	_, err := h.o.Failures.Attempt(ctx, "http", nil, presented, func() string {
+	_, err := h.o.Failures.Attempt(r.Context(), "http", nil, presented, func() string {
 		if !ok {
 			return auth.ReasonNoToken
 		}
@@ -409,7 +416,7 @@ func (h *httpFront) audit(r *http.Request, principal, reason string) {
 	}
 	h.f.opts.Auditor.AuditMCP(r.Context(), AuditRecord{
 		Time: time.Now(), RequestID: newRequestID(), SessionID: r.Header.Get("Mcp-Session-Id"), Method: "http",
-		Target: r.Method + " " + r.URL.Path, Principal: principal, Peer: r.RemoteAddr,
+		Target: r.Method + " " + r.URL.Path, Principal: principal, Peer: auth.PeerAddr(r.Context()),
 		Decision: skill.DecisionDeny, Reason: reason, Outcome: "refused",
 	})
 }

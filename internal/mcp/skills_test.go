@@ -247,13 +247,19 @@ func TestResourceSubscription(t *testing.T) {
 		}
 	}
 	// On protocol 2026-07-28 a subscription rides the session's
-	// subscriptions/listen stream, registered after Subscribe returns.
+	// subscriptions/listen stream, registered after Subscribe returns and
+	// dropped after Unsubscribe returns, once the stream's cancellation
+	// reaches the server.
 	vw := h.front.viewList()[0]
-	for deadline := time.Now().Add(5 * time.Second); len(vw.subscribedURIs()) < 3; time.Sleep(5 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatalf("subscriptions registered: %v", vw.subscribedURIs())
+	waitSubscribed := func(want int) {
+		t.Helper()
+		for deadline := time.Now().Add(10 * time.Second); len(vw.subscribedURIs()) != want; time.Sleep(5 * time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatalf("subscriptions registered: %v, want %d", vw.subscribedURIs(), want)
+			}
 		}
 	}
+	waitSubscribed(3)
 	h.cat.mu.Lock()
 	h.cat.files[key("pdf-form-filling", "")]["references/field-types.md"] = []byte("# Field types, edited\n")
 	h.cat.mu.Unlock()
@@ -270,6 +276,7 @@ func TestResourceSubscription(t *testing.T) {
 	if err := h.cs.Unsubscribe(ctx, &mcpsdk.UnsubscribeParams{URI: "skill://pdf-form-filling/SKILL.md"}); err != nil {
 		t.Fatal(err)
 	}
+	waitSubscribed(2)
 	h.cat.mu.Lock()
 	h.cat.files[key("pdf-form-filling", "")]["scripts/fill.py"] = []byte("print('filled')\n")
 	h.cat.mu.Unlock()

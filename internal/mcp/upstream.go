@@ -60,7 +60,7 @@ type findToolsOutput struct {
 	VerdictDetail string       `json:"verdict_detail,omitempty" jsonschema:"why, in words"`
 	Tools         []toolDefOut `json:"tools" jsonschema:"best first; empty when abstained"`
 	Abstained     bool         `json:"abstained" jsonschema:"true when no tool fits the task"`
-	AbstainReason string       `json:"abstain_reason,omitempty" jsonschema:"why no tool was proposed: below_threshold, calibrated, disabled, no_skills (no tool is visible) or no_match"`
+	AbstainReason string       `json:"abstain_reason,omitempty" jsonschema:"why no tool was proposed: below_threshold, calibrated, disabled, no_tools (no tool is visible to this caller) or no_match"`
 	AbstainDetail string       `json:"abstain_detail,omitempty"`
 	Degraded      bool         `json:"degraded,omitempty" jsonschema:"true when matching used keywords only"`
 	Generation    uint64       `json:"generation" jsonschema:"the index generation the answer came from"`

@@ -58,17 +58,54 @@ func Dial(addr string, o DialOptions) (*grpc.ClientConn, error) {
 
 // CheckAddr accepts a router address for Dial: host:port, or a gRPC target
 // with a scheme (dns:///host:port, unix:///path). It refuses a host without
-// a port, which gRPC would dial on port 443.
+// a port, which gRPC would dial on port 443: bare, or in a target of the
+// dns, ipv4 or ipv6 scheme, whose resolvers default to 443 too.
 func CheckAddr(addr string) error {
-	if scheme, _, ok := strings.Cut(addr, ":"); ok && strings.Contains(addr, ":/") && scheme != "" && !strings.ContainsAny(scheme, "[].") {
-		return nil
+	scheme, rest, _ := strings.Cut(addr, ":")
+	if strings.Contains(addr, ":/") && scheme != "" && !strings.ContainsAny(scheme, "[].") || targetSchemes[scheme] {
+		return checkTarget(addr, scheme, rest)
 	}
-	_, port, err := net.SplitHostPort(addr)
+	return checkHostPort(addr, addr, "127.0.0.1:7443")
+}
+
+// targetSchemes are grpc-go's schemes whose targets may be written
+// without slashes (dns:host:port, unix:path), which would otherwise read
+// as host:port.
+var targetSchemes = map[string]bool{"dns": true, "ipv4": true, "ipv6": true, "unix": true, "unix-abstract": true, "passthrough": true}
+
+// checkTarget checks the endpoints of a gRPC target whose resolver would
+// give a host without a port 443: dns:[//authority/]host:port,
+// ipv4:addr:port[,addr:port...], ipv6:[addr]:port[,...]. Other schemes
+// (unix, passthrough, ...) pass as they are.
+func checkTarget(addr, scheme, rest string) error {
+	switch scheme {
+	case "dns":
+		if after, ok := strings.CutPrefix(rest, "//"); ok {
+			_, rest, _ = strings.Cut(after, "/")
+		}
+		return checkHostPort(addr, rest, "dns:///localhost:7443")
+	case "ipv4", "ipv6":
+		example := "ipv4:127.0.0.1:7443"
+		if scheme == "ipv6" {
+			example = "ipv6:[::1]:7443"
+		}
+		for ep := range strings.SplitSeq(rest, ",") {
+			if err := checkHostPort(addr, ep, example); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// checkHostPort checks that endpoint, part of addr, is host:port.
+func checkHostPort(addr, endpoint, example string) error {
+	_, port, err := net.SplitHostPort(endpoint)
 	switch {
 	case err != nil && strings.Contains(err.Error(), "missing port"), err == nil && port == "":
-		return fmt.Errorf("%q has no port; want host:port such as 127.0.0.1:7443", addr)
+		return fmt.Errorf("%q has no port (gRPC would dial port 443); want host:port such as %s", addr, example)
 	case err != nil:
-		return fmt.Errorf("%q: want host:port such as 127.0.0.1:7443", addr)
+		return fmt.Errorf("%q: want host:port such as %s", addr, example)
 	}
 	return nil
 }

@@ -12,6 +12,7 @@ import (
 	"log/slog"
 	"runtime/debug"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"google.golang.org/grpc"
@@ -60,7 +61,15 @@ type Options struct {
 type Server struct {
 	GRPC   *grpc.Server
 	Health *health.Server
+	// inFlight counts the calls and streams being handled.
+	inFlight atomic.Int64
 }
+
+// InFlight returns how many calls and streams (server reflection, health
+// watches) the server is handling now, from the moment they passed
+// authentication (a call refused before its request is read is not
+// counted).
+func (s *Server) InFlight() int64 { return s.inFlight.Load() }
 
 // New builds the gRPC server and registers svc, health and reflection. Health
 // starts NOT_SERVING; call SetServing once the first index is loaded.
@@ -72,14 +81,16 @@ func New(svc routerv1.SkillRouterServer, opts Options) *Server {
 	if opts.DefaultTimeout <= 0 {
 		opts.DefaultTimeout = 30 * time.Second
 	}
+	s := &Server{}
 	chain := append([]grpc.UnaryServerInterceptor{
+		s.countUnary,
 		recoverUnary(log),
 		logUnary(log),
 		deadlineUnary(opts.Timeouts, opts.DefaultTimeout),
 	}, opts.Interceptors...)
 	so := []grpc.ServerOption{
 		grpc.ChainUnaryInterceptor(chain...),
-		grpc.ChainStreamInterceptor(append([]grpc.StreamServerInterceptor{recoverStream(log)}, opts.StreamInterceptors...)...),
+		grpc.ChainStreamInterceptor(append([]grpc.StreamServerInterceptor{s.countStream, recoverStream(log)}, opts.StreamInterceptors...)...),
 		grpc.ForceServerCodecV2(newServerCodec(log)),
 		grpc.MaxRecvMsgSize(maxRecvBytes),
 		grpc.MaxSendMsgSize(maxSendBytes),
@@ -107,7 +118,21 @@ func New(svc routerv1.SkillRouterServer, opts Options) *Server {
 	hs.SetServingStatus(routerv1.SkillRouter_ServiceDesc.ServiceName, healthpb.HealthCheckResponse_NOT_SERVING)
 	healthpb.RegisterHealthServer(gs, hs)
 	reflection.Register(gs)
-	return &Server{GRPC: gs, Health: hs}
+	s.GRPC, s.Health = gs, hs
+	return s
+}
+
+// countUnary and countStream count the calls in flight.
+func (s *Server) countUnary(ctx context.Context, req any, _ *grpc.UnaryServerInfo, h grpc.UnaryHandler) (any, error) {
+	s.inFlight.Add(1)
+	defer s.inFlight.Add(-1)
+	return h(ctx, req)
+}
+
+func (s *Server) countStream(srv any, ss grpc.ServerStream, _ *grpc.StreamServerInfo, h grpc.StreamHandler) error {
+	s.inFlight.Add(1)
+	defer s.inFlight.Add(-1)
+	return h(srv, ss)
 }
 
 // SetServing marks the router ready (or not) in the health service.

@@ -30,6 +30,7 @@ const (
 	AbstainDisabled       AbstainReason = "disabled"        // feature flag skills_v1 is off
 	AbstainNoSkills       AbstainReason = "no_skills"       // nothing is visible to this caller
 	AbstainNoMatch        AbstainReason = "no_match"        // no skill shares anything with the task
+	AbstainNoTools        AbstainReason = "no_tools"        // a request for tools alone, and no tool is visible to this caller
 )
 
 // Verdict is what a match says of its candidates as a whole, in the words

@@ -130,6 +130,16 @@ func (k KindFilter) Noun() string {
 	return "skill"
 }
 
+// NoneVisible is the reason a match of these kinds abstains with when
+// nothing of them is visible to the caller: AbstainNoTools for tools
+// alone, else AbstainNoSkills.
+func (k KindFilter) NoneVisible() AbstainReason {
+	if k == KindsTools {
+		return AbstainNoTools
+	}
+	return AbstainNoSkills
+}
+
 func validateKinds(field string, k KindFilter) error {
 	if !k.Valid() {
 		return InvalidArgument(field, "%q is not a kind filter; want skills, tools or both", Clip(string(k), 40))

@@ -174,8 +174,11 @@ func seal(out []byte) []byte {
 // without its checksum: errFormat when data does not start with magic, an
 // error naming what when the checksum does not match.
 func unseal(data []byte, magic string, errFormat error, what string) ([]byte, error) {
-	if len(data) < len(magic)+4 || string(data[:len(magic)]) != magic {
+	if len(data) < len(magic)+4 {
 		return nil, errFormat
+	}
+	if got := string(data[:len(magic)]); got != magic {
+		return nil, fmt.Errorf("%w: magic %q, written by %s; this router reads %q", errFormat, got, statedir.WrittenBy(got, magic), magic)
 	}
 	body := data[:len(data)-4]
 	if binary.LittleEndian.Uint32(data[len(data)-4:]) != crc32.Checksum(body, castagnoli) {

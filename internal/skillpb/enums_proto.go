@@ -66,6 +66,7 @@ var (
 		skill.AbstainDisabled:       routerv1.AbstainReason_ABSTAIN_REASON_DISABLED,
 		skill.AbstainNoSkills:       routerv1.AbstainReason_ABSTAIN_REASON_NO_SKILLS,
 		skill.AbstainNoMatch:        routerv1.AbstainReason_ABSTAIN_REASON_NO_MATCH,
+		skill.AbstainNoTools:        routerv1.AbstainReason_ABSTAIN_REASON_NO_TOOLS,
 	})
 	verdicts = table(map[skill.Verdict]routerv1.MatchVerdict{
 		skill.VerdictConfident:     routerv1.MatchVerdict_MATCH_VERDICT_CONFIDENT,

@@ -252,7 +252,7 @@ func results(t *testing.T, g *gen) {
 		Verdict: pick(g, "", skill.VerdictConfident, skill.VerdictLowConfidence, skill.VerdictNoSkill), VerdictDetail: g.str(),
 		Degraded: g.bool(), Mode: pick(g, "", skill.ModeHybrid, skill.ModeDense, skill.ModeKeyword),
 		Fusion:        pick(g, "", skill.FusionTiebreak, skill.FusionRRF, skill.FusionConvex, skill.FusionAdaptive),
-		AbstainReason: pick(g, "", skill.AbstainBelowThreshold, skill.AbstainCalibrated, skill.AbstainDisabled, skill.AbstainNoSkills, skill.AbstainNoMatch)}
+		AbstainReason: pick(g, "", skill.AbstainBelowThreshold, skill.AbstainCalibrated, skill.AbstainDisabled, skill.AbstainNoSkills, skill.AbstainNoMatch, skill.AbstainNoTools)}
 	for range g.intn(3) {
 		mr.Candidates = append(mr.Candidates, skill.Candidate{Skill: g.skill(), Cosine: float64(g.num()), BM25: float64(g.num()),
 			Fused: float64(g.num()), DenseRank: g.num(), BM25Rank: g.num(), TriggerBoost: float64(g.num()),

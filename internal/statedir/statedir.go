@@ -52,8 +52,9 @@ func TempPattern(name string) string { return "." + name + "-*.tmp" }
 // name in earlier releases.
 var Leftovers = []string{SnapshotFile, ListingsFile, ScanFile, "index"}
 
-// cache.db: the bbolt file, its meta bucket holding CacheSchema and
-// "<RecordFormat>.<parser version>" (skillmd.Version). A file of another
+// cache.db: the bbolt file, its meta bucket holding CacheSchema,
+// "<RecordFormat>.<parser version>" (skillmd.Version) and the release that
+// last opened it, which a router of another release names. A file of another
 // schema is moved aside and made again; records of another record format
 // or parser version are dropped (every skill is parsed again, vectors are
 // kept); a value of another seal format is treated as absent.

@@ -16,26 +16,26 @@ import (
 )
 
 // checkRecordsVersion drops the file records and bodies when they were written
-// by another record format or parser version than want, and records want. It
-// returns why it dropped them, or "".
-func (d *DB) checkRecordsVersion(parserVersion int) (reason string, err error) {
+// by another record format or parser version than want, and records want and
+// the release. It returns why it dropped them, or "".
+func (d *DB) checkRecordsVersion(parserVersion int, release string) (reason string, err error) {
 	err = guard(func() error {
-		reason, err = checkRecordsVersion(d.h.Load().bolt, parserVersion)
+		reason, err = checkRecordsVersion(d.h.Load().bolt, parserVersion, release)
 		return err
 	})
 	return reason, err
 }
 
-func checkRecordsVersion(db *bolt.DB, parserVersion int) (reason string, err error) {
+func checkRecordsVersion(db *bolt.DB, parserVersion int, release string) (reason string, err error) {
 	want := fmt.Sprintf("%d.%d", statedir.RecordFormat, parserVersion)
 	err = db.Update(func(tx *bolt.Tx) error {
 		meta := tx.Bucket(bucketMeta)
 		got := string(meta.Get(keyRecordsVersion))
 		if got == want {
-			return nil
+			return putRelease(meta, release)
 		}
 		if tx.Bucket(bucketFiles).Stats().KeyN > 0 {
-			reason = fmt.Sprintf("records version %q, this router writes %q", got, want)
+			reason = fmt.Sprintf("records version %q, written by %s; this router writes %q", got, writtenBy(meta, got, want), want)
 		}
 		for _, name := range [][]byte{bucketFiles, bucketBodies} {
 			if err := tx.DeleteBucket(name); err != nil {
@@ -45,9 +45,33 @@ func checkRecordsVersion(db *bolt.DB, parserVersion int) (reason string, err err
 				return fmt.Errorf("create bucket %s: %w", name, err)
 			}
 		}
-		return meta.Put(keyRecordsVersion, []byte(want))
+		if err := meta.Put(keyRecordsVersion, []byte(want)); err != nil {
+			return err
+		}
+		return putRelease(meta, release)
 	})
 	return reason, err
+}
+
+// writtenBy says which release wrote a file whose format mark is got where
+// this router writes want (statedir.WrittenBy), with the release's name when
+// the file records it: "a newer release (v1.4.0)".
+func writtenBy(meta *bolt.Bucket, got, want string) string {
+	by := statedir.WrittenBy(got, want)
+	r := meta.Get(keyWrittenBy)
+	if len(r) == 0 || len(r) > 100 || slices.ContainsFunc(r, func(c byte) bool { return c <= ' ' || c > '~' }) {
+		return by // none recorded, or not a name to print
+	}
+	return by + " (" + string(r) + ")"
+}
+
+// putRelease records release as the file's writer, unless it is empty or
+// already recorded.
+func putRelease(meta *bolt.Bucket, release string) error {
+	if release == "" || string(meta.Get(keyWrittenBy)) == release {
+		return nil
+	}
+	return meta.Put(keyWrittenBy, []byte(release))
 }
 
 // FileRecord is what the cache knows about one SKILL.md. It describes the file

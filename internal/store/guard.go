@@ -231,7 +231,7 @@ func (d *DB) openHandle(dir string) (*handle, error) {
 		return nil, err
 	}
 	h := newHandle(db, f, path, dir, map[string]int{})
-	if _, err := checkRecordsVersion(db, d.opts.ParserVersion); err != nil {
+	if _, err := checkRecordsVersion(db, d.opts.ParserVersion, d.opts.Release); err != nil {
 		closeQuietly(db)
 		return nil, err
 	}

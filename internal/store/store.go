@@ -11,6 +11,7 @@
 //	    model_fingerprint  -> hex sha256 of the embedding model in use
 //	    model_name         -> the model's display name
 //	    records_version    -> "<record format>.<parser version>" of files/ and bodies/
+//	    written_by         -> the release that last opened the file (Options.Release), named when another release meets it
 //	files/
 //	    <absolute SKILL.md path> -> sealed FileRecord (stat, hashes, parsed metadata, problems; record.go)
 //	bodies/
@@ -63,6 +64,7 @@ var (
 	keyModelFingerprint = []byte("model_fingerprint")
 	keyModelName        = []byte("model_name")
 	keyRecordsVersion   = []byte("records_version")
+	keyWrittenBy        = []byte("written_by")
 
 	allBuckets = [][]byte{bucketMeta, bucketFiles, bucketBodies, bucketVectors}
 )
@@ -83,6 +85,10 @@ type Options struct {
 	// another record format, are dropped at open, so every skill is parsed
 	// again.
 	ParserVersion int
+	// Release names the router's build (buildinfo): it is recorded in the
+	// file, so that a router of another release that cannot use the file
+	// says which release wrote it. Empty records nothing.
+	Release string
 }
 
 // DB is an open cache file. It is safe for concurrent use.
@@ -157,7 +163,7 @@ func Open(dir string, opts Options) (*DB, error) {
 	}
 	d := &DB{walked: walked, opts: opts, Recovered: recovered, log: log, replaced: make(chan struct{}, 1)}
 	d.h.Store(newHandle(db, f, path, dir, vectors))
-	if d.Reparse, err = d.checkRecordsVersion(opts.ParserVersion); err != nil {
+	if d.Reparse, err = d.checkRecordsVersion(opts.ParserVersion, opts.Release); err != nil {
 		closeQuietly(db)
 		return nil, fmt.Errorf("open cache %s: %w", path, err)
 	}
@@ -239,7 +245,8 @@ func ensureSchema(db *bolt.DB) (reason string, err error) {
 			v := string(meta.Get(keySchemaVersion))
 			if v != strconv.Itoa(statedir.CacheSchema) {
 				reason = "incompatible"
-				return fmt.Errorf("cache schema version %q, this router writes %d", v, statedir.CacheSchema)
+				want := strconv.Itoa(statedir.CacheSchema)
+				return fmt.Errorf("cache schema version %q, written by %s; this router writes %s", v, writtenBy(meta, v, want), want)
 			}
 		}
 		for _, name := range allBuckets {

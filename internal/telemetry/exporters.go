@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"slices"
 	"strings"
 
 	"go.opentelemetry.io/contrib/exporters/autoexport"
@@ -33,6 +34,9 @@ type envExport struct {
 // exported to localhost:4318 when the environment is silent.
 // OTEL_SDK_DISABLED=true disables all of them.
 func envExporters(ctx context.Context) (*envExport, error) {
+	if err := checkExporterEnv(os.Getenv); err != nil {
+		return nil, err
+	}
 	e := &envExport{}
 	fail := func(signal string, err error) (*envExport, error) {
 		_ = e.close(ctx)
@@ -66,6 +70,51 @@ func envExporters(ctx context.Context) (*envExport, error) {
 		}
 	}
 	return e, nil
+}
+
+// exporterNames are the values autoexport knows for each signal's
+// OTEL_<SIGNAL>_EXPORTER; otlpProtocols those of OTEL_EXPORTER_OTLP_PROTOCOL
+// and its per-signal forms.
+var (
+	exporterNames = map[string][]string{
+		"TRACES":  {"otlp", "console", "none"},
+		"METRICS": {"otlp", "prometheus", "console", "none"},
+		"LOGS":    {"otlp", "console", "none"},
+	}
+	otlpProtocols = []string{"grpc", "http/protobuf"}
+)
+
+// checkExporterEnv refuses an OTEL_* variable whose value names no exporter
+// or OTLP protocol, naming the variable, its value and the values it takes
+// (autoexport says only "unknown exporter or metrics producer"). Nothing is
+// checked under OTEL_SDK_DISABLED=true, which turns export off.
+func checkExporterEnv(getenv func(string) string) error {
+	if strings.EqualFold(strings.TrimSpace(getenv("OTEL_SDK_DISABLED")), "true") {
+		return nil
+	}
+	check := func(key string, known []string) error {
+		if v := getenv(key); v != "" && !slices.Contains(known, v) {
+			return fmt.Errorf("telemetry: %s=%q is not one the router knows; want %s", key, v, orList(known))
+		}
+		return nil
+	}
+	for _, signal := range []string{"TRACES", "METRICS", "LOGS"} {
+		if err := check("OTEL_"+signal+"_EXPORTER", exporterNames[signal]); err != nil {
+			return err
+		}
+		if err := check("OTEL_EXPORTER_OTLP_"+signal+"_PROTOCOL", otlpProtocols); err != nil {
+			return err
+		}
+	}
+	return check("OTEL_EXPORTER_OTLP_PROTOCOL", otlpProtocols)
+}
+
+// orList writes values as "a, b or c".
+func orList(values []string) string {
+	if len(values) < 2 {
+		return strings.Join(values, "")
+	}
+	return strings.Join(values[:len(values)-1], ", ") + " or " + values[len(values)-1]
 }
 
 func signalWanted(signal string) bool {

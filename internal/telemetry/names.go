@@ -44,7 +44,10 @@ const (
 	MetricEmbedCacheMisses  = "skillrouter.embed.cache.misses"     // skillrouter_embed_cache_misses_total
 	MetricIndexSkills       = "skillrouter.index.skills"           // skillrouter_index_skills
 	MetricEmbedBacklog      = "skillrouter.embed.backlog"          // skillrouter_embed_backlog
-	MetricEmbedServed       = "skillrouter.embed.served"           // skillrouter_embed_served
+	MetricEmbedServed       = "skillrouter.embed.served"           // skillrouter_embed_served_ratio (unit 1)
+	MetricReady             = "skillrouter.ready"                  // skillrouter_ready
+	MetricDegraded          = "skillrouter.degraded"               // skillrouter_degraded
+	MetricUpstreamServers   = "skillrouter.upstream.servers"       // skillrouter_upstream_servers
 	MetricReindexDuration   = "skillrouter.index.reindex.duration" // skillrouter_index_reindex_duration_seconds_{bucket,sum,count}
 	MetricAdminCalls        = "skillrouter.admin.calls"            // skillrouter_admin_calls_total
 	MetricMCPCalls          = "skillrouter.mcp.calls"              // skillrouter_mcp_calls_total

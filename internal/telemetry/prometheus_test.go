@@ -5,12 +5,14 @@ import (
 	"io"
 	"net/http"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 
+	"github.com/mcpsag/router/internal/skill"
 	"github.com/mcpsag/router/internal/telemetry"
 )
 
@@ -216,5 +218,61 @@ func TestMetricsServedBeforeTheyRecord(t *testing.T) {
 	f := scrape(t, m.Telemetry)["skillrouter_exec_results_total"]
 	if len(f.GetMetric()) != 1 || f.GetMetric()[0].GetCounter().GetValue() != 1 || len(f.GetMetric()[0].GetLabel()) < 3 {
 		t.Errorf("after one result: %v, want its one labelled series only", f.GetMetric())
+	}
+}
+
+// TestStateGauges: the gauges alerting rules read are served under their
+// Prometheus names: skillrouter_ready follows what /readyz says from the
+// start; skillrouter_degraded and skillrouter_upstream_servers (every
+// state, 0 when no server is in it) follow the router's state once the
+// daemon registers it.
+func TestStateGauges(t *testing.T) {
+	var ready atomic.Bool
+	m := setupMem(t, telemetry.Config{AdminAddr: "127.0.0.1:0", Ready: func() (bool, string) { return ready.Load(), "" }})
+	value := func(fams map[string]*dto.MetricFamily, name, state string) (float64, bool) {
+		for _, s := range fams[name].GetMetric() {
+			st := ""
+			for _, l := range s.GetLabel() {
+				if l.GetName() == "state" {
+					st = l.GetValue()
+				}
+			}
+			if st == state {
+				return s.GetGauge().GetValue(), true
+			}
+		}
+		return 0, false
+	}
+	fams := scrape(t, m.Telemetry)
+	if v, ok := value(fams, "skillrouter_ready", ""); !ok || v != 0 {
+		t.Errorf("skillrouter_ready before the router serves: %v %v, want 0", v, ok)
+	}
+	if _, ok := fams["skillrouter_degraded"]; ok {
+		t.Error("skillrouter_degraded served before the router's state is registered")
+	}
+	ready.Store(true)
+	m.Recorder().RegisterRouterState(func() telemetry.RouterState {
+		return telemetry.RouterState{Degraded: true, Servers: map[skill.ServerState]int64{skill.ServerReady: 2, skill.ServerFailed: 1}}
+	})
+	fams = scrape(t, m.Telemetry)
+	for _, want := range []struct {
+		name, state string
+		v           float64
+	}{
+		{"skillrouter_ready", "", 1},
+		{"skillrouter_degraded", "", 1},
+		{"skillrouter_upstream_servers", "ready", 2},
+		{"skillrouter_upstream_servers", "failed", 1},
+		{"skillrouter_upstream_servers", "starting", 0},
+		{"skillrouter_upstream_servers", "disabled", 0},
+		{"skillrouter_upstream_servers", "stopped", 0},
+	} {
+		if v, ok := value(fams, want.name, want.state); !ok || v != want.v {
+			t.Errorf("%s{state=%q} = %v (served %v), want %v", want.name, want.state, v, ok, want.v)
+		}
+	}
+	m.Recorder().RegisterRouterState(nil)
+	if _, ok := scrape(t, m.Telemetry)["skillrouter_degraded"]; ok {
+		t.Error("skillrouter_degraded still served once the router's state is unregistered")
 	}
 }

@@ -59,6 +59,7 @@ type Recorder struct {
 
 	indexFn     atomic.Pointer[func() IndexSize]
 	embeddingFn atomic.Pointer[func() Embedding]
+	stateFn     atomic.Pointer[func() RouterState]
 
 	// instruments are the counters and histograms made above, for the
 	// zero series /metrics serves until they record.
@@ -175,6 +176,8 @@ func newRecorder(mp metric.MeterProvider, lp otellog.LoggerProvider, log *slog.L
 		}, backlog, served)
 		errs = append(errs, err)
 	}
+
+	errs = append(errs, r.registerStateGauges(m, cfg.Ready))
 
 	for _, err := range errs {
 		if err != nil {

@@ -50,9 +50,15 @@ func TestSetupEnv(t *testing.T) {
 		env     map[string]string
 		wantErr string // substring; "" means Setup succeeds
 	}{
-		{"unknown traces exporter", map[string]string{"OTEL_TRACES_EXPORTER": "carrier-pigeon"}, "traces exporter"},
+		{"unknown traces exporter", map[string]string{"OTEL_TRACES_EXPORTER": "carrier-pigeon"},
+			`telemetry: OTEL_TRACES_EXPORTER="carrier-pigeon" is not one the router knows; want otlp, console or none`},
+		{"unknown metrics exporter", map[string]string{"OTEL_METRICS_EXPORTER": "statsd"},
+			`OTEL_METRICS_EXPORTER="statsd" is not one the router knows; want otlp, prometheus, console or none`},
+		{"unknown logs exporter", map[string]string{"OTEL_LOGS_EXPORTER": "OTLP"}, `OTEL_LOGS_EXPORTER="OTLP"`},
 		{"unknown protocol", map[string]string{
-			"OTEL_EXPORTER_OTLP_ENDPOINT": "http://127.0.0.1:1", "OTEL_EXPORTER_OTLP_PROTOCOL": "smoke-signals"}, "protocol"},
+			"OTEL_EXPORTER_OTLP_ENDPOINT": "http://127.0.0.1:1", "OTEL_EXPORTER_OTLP_PROTOCOL": "smoke-signals"},
+			`OTEL_EXPORTER_OTLP_PROTOCOL="smoke-signals" is not one the router knows; want grpc or http/protobuf`},
+		{"unknown protocol of a signal", map[string]string{"OTEL_EXPORTER_OTLP_LOGS_PROTOCOL": "http/json"}, `OTEL_EXPORTER_OTLP_LOGS_PROTOCOL="http/json"`},
 		{"none everywhere", map[string]string{
 			"OTEL_TRACES_EXPORTER": "none", "OTEL_METRICS_EXPORTER": "none", "OTEL_LOGS_EXPORTER": "none"}, ""},
 		{"sdk disabled", map[string]string{

@@ -379,6 +379,10 @@ const (
 	AbstainReason_ABSTAIN_REASON_NO_SKILLS AbstainReason = 4
 	// No skill shares anything with the task.
 	AbstainReason_ABSTAIN_REASON_NO_MATCH AbstainReason = 5
+	// No tool of an MCP server is visible to this caller, for a request
+	// that asks for tools alone (kinds KIND_FILTER_TOOLS): no server is
+	// configured or connected, or the caller's token sees none.
+	AbstainReason_ABSTAIN_REASON_NO_TOOLS AbstainReason = 6
 )
 
 // Enum value maps for AbstainReason.
@@ -390,6 +394,7 @@ var (
 		3: "ABSTAIN_REASON_DISABLED",
 		4: "ABSTAIN_REASON_NO_SKILLS",
 		5: "ABSTAIN_REASON_NO_MATCH",
+		6: "ABSTAIN_REASON_NO_TOOLS",
 	}
 	AbstainReason_value = map[string]int32{
 		"ABSTAIN_REASON_UNSPECIFIED":     0,
@@ -398,6 +403,7 @@ var (
 		"ABSTAIN_REASON_DISABLED":        3,
 		"ABSTAIN_REASON_NO_SKILLS":       4,
 		"ABSTAIN_REASON_NO_MATCH":        5,
+		"ABSTAIN_REASON_NO_TOOLS":        6,
 	}
 )
 
@@ -5304,14 +5310,15 @@ const file_mcpsag_router_v1_router_proto_rawDesc = "" +
 	"\x16MATCH_MODE_UNSPECIFIED\x10\x00\x12\x15\n" +
 	"\x11MATCH_MODE_HYBRID\x10\x01\x12\x14\n" +
 	"\x10MATCH_MODE_DENSE\x10\x02\x12\x13\n" +
-	"\x0fMATCH_MODE_BM25\x10\x03*\xca\x01\n" +
+	"\x0fMATCH_MODE_BM25\x10\x03*\xe7\x01\n" +
 	"\rAbstainReason\x12\x1e\n" +
 	"\x1aABSTAIN_REASON_UNSPECIFIED\x10\x00\x12\"\n" +
 	"\x1eABSTAIN_REASON_BELOW_THRESHOLD\x10\x01\x12\x1d\n" +
 	"\x19ABSTAIN_REASON_CALIBRATED\x10\x02\x12\x1b\n" +
 	"\x17ABSTAIN_REASON_DISABLED\x10\x03\x12\x1c\n" +
 	"\x18ABSTAIN_REASON_NO_SKILLS\x10\x04\x12\x1b\n" +
-	"\x17ABSTAIN_REASON_NO_MATCH\x10\x05*\x88\x01\n" +
+	"\x17ABSTAIN_REASON_NO_MATCH\x10\x05\x12\x1b\n" +
+	"\x17ABSTAIN_REASON_NO_TOOLS\x10\x06*\x88\x01\n" +
 	"\fMatchVerdict\x12\x1d\n" +
 	"\x19MATCH_VERDICT_UNSPECIFIED\x10\x00\x12\x1b\n" +
 	"\x17MATCH_VERDICT_CONFIDENT\x10\x01\x12 \n" +
