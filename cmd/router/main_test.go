@@ -3,11 +3,14 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/mcpsag/router/models"
 )
 
 // routerBin is the router built once for these tests: they run the real
@@ -91,12 +94,18 @@ func TestPrintConfigNamesSources(t *testing.T) {
 	if r.code != 0 {
 		t.Fatalf("exit %d: %s", r.code, r.stderr)
 	}
+	var manifest struct {
+		MatchThreshold float64 `json:"match_threshold"`
+	}
+	if err := json.Unmarshal(models.DefaultManifest, &manifest); err != nil || manifest.MatchThreshold == 0 {
+		t.Fatalf("the bundled model's manifest sets no match_threshold (%v)", err)
+	}
 	for _, want := range []string{
 		"# config file: " + filepath.Join(ws, ".mcp", ".mcp-config.yaml"),
 		"addr: 127.0.0.1:9999 # flag --addr",
 		"log_level: debug # env MCPSAG_LOG_LEVEL",
 		"skills_v1: true # file ",
-		"match_threshold: 0.27 # default; from the bundled model's mcpsag-model.json",
+		fmt.Sprintf("match_threshold: %v # default; from the bundled model's mcpsag-model.json", manifest.MatchThreshold),
 		"- path: skills",
 		"- project",
 	} {

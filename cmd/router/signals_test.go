@@ -13,6 +13,7 @@ import (
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 
 	"github.com/mcpsag/router/internal/daemon/daemontest"
+	"github.com/mcpsag/router/models"
 )
 
 // TestStartAndStopAreLogged runs the router binary as an operator does and
@@ -38,7 +39,7 @@ func TestStartAndStopAreLogged(t *testing.T) {
 			t.Errorf("router listening: %s = %v, want the listener's address", key, start[key])
 		}
 	}
-	if m, _ := start["model"].(string); !strings.HasPrefix(m, "bundled mcpsag-static-v1 (") {
+	if m, _ := start["model"].(string); !strings.HasPrefix(m, "bundled "+models.DefaultName+" (") {
 		t.Errorf("router listening: model = %q, want the bundled model and where it was unpacked", m)
 	}
 	p.waitLog(t, time.Minute, "the first index", msgIs("index generation published"))

@@ -15,6 +15,7 @@ import (
 	"github.com/mcpsag/router/internal/daemon/daemontest"
 	"github.com/mcpsag/router/internal/eval"
 	"github.com/mcpsag/router/internal/slowtest"
+	"github.com/mcpsag/router/models"
 )
 
 // TestReplicasAgree starts two routers, each on its own copy of one
@@ -44,7 +45,16 @@ func TestReplicasAgree(t *testing.T) {
 				qs = qs[:600]
 			}
 			copies := [2]string{copyTree(t, src), copyTree(t, src)}
-			noWatch := func(c *config.Config) { c.Watch.RescanInterval = 0 }
+			noWatch := func(c *config.Config) {
+				c.Watch.RescanInterval = 0
+				if name != "routing" {
+					// The dev sets' thousands of skills with the fast
+					// model: the encoder's determinism is the routing
+					// tree's to show, and embedding them three times
+					// with it under the race detector takes many minutes.
+					c.Model.Dir = fastModelDir
+				}
+			}
 			states := [2]string{t.TempDir(), t.TempDir()}
 			var rs [2]*daemontest.Router
 			for i := range rs {
@@ -81,6 +91,9 @@ func TestReplicasAgree(t *testing.T) {
 		})
 	}
 }
+
+// fastModelDir is the repository's copy of the bundled fast model.
+var fastModelDir = filepath.Join("..", "..", "models", models.FastName)
 
 // sameStatus checks that the routers serve the same generation and returns
 // the first one's status. It first waits for each router to serve its

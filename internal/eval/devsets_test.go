@@ -9,12 +9,15 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"sync"
 	"testing"
 
 	"github.com/mcpsag/router/internal/config"
+	"github.com/mcpsag/router/internal/embed"
 	"github.com/mcpsag/router/internal/eval"
 	"github.com/mcpsag/router/internal/skill"
 	"github.com/mcpsag/router/internal/slowtest"
+	"github.com/mcpsag/router/models"
 )
 
 // Dev sets, real skill trees and the default model, beside the checkout;
@@ -24,8 +27,42 @@ var (
 	devEvalDir     = envOr("MCPSAG_EVAL_DIR", filepath.Join("..", "..", "..", "shared", "eval"))
 	devTransferDir = envOr("MCPSAG_EVAL_TRANSFER_DIR", filepath.Join("..", "..", "..", "shared", "eval-transfer"))
 	devCorporaDir  = envOr("MCPSAG_CORPORA_DIR", filepath.Join("..", "..", "..", "shared", "corpora"))
-	devModelDir    = envOr("MCPSAG_MODEL_DIR", filepath.Join("..", "..", "models", "mcpsag-static-v1"))
+	devModelDir    = envOr("MCPSAG_MODEL_DIR", filepath.Join("..", "..", "models", models.DefaultName))
 )
+
+// devModel is the dev-set tests' one open model: the corpora they build
+// share its query cache, so a task ranked against several catalogs, or by
+// several tests, is embedded once.
+var devModel = sync.OnceValues(func() (*embed.Manager, error) {
+	cfg := embed.Config{Dir: devModelDir, QueryCacheSize: 1 << 17}
+	m := embed.NewManager(cfg, nil, nil)
+	if err := m.Reload(context.Background(), cfg); err != nil {
+		m.Close()
+		return nil, err
+	}
+	return m, nil
+})
+
+// openDev builds a generation of the skills under dir with the default
+// model (devModel) and the router's default configuration (bundled
+// calibration included), closed when t ends.
+func openDev(t *testing.T, dir string) *eval.Corpus {
+	t.Helper()
+	m, err := devModel()
+	if err != nil {
+		t.Fatalf("model %s: %v", devModelDir, err)
+	}
+	cfg := config.Default().Match
+	c, err := eval.Open(context.Background(), eval.Options{Skills: dir, ModelDir: devModelDir, Model: m, Config: &cfg})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	if c.DenseErr != nil {
+		t.Fatalf("model: %v", c.DenseErr)
+	}
+	return c
+}
 
 func envOr(key, def string) string {
 	if v := os.Getenv(key); v != "" {
@@ -47,10 +84,26 @@ type devSet struct {
 	agent bool
 }
 
-// ndcgFloors are today's hybrid NDCG@10 of the default configuration less
-// 0.3 points: no change may cost a set more than that.
+// ndcgFloors are today's hybrid NDCG@10 of the default configuration with
+// the default model, less 0.3 points: no change may cost a set more than
+// that.
 var ndcgFloors = map[string]float64{
-	"metatool": 66.55, "seal-tools": 94.17, "skillsbench-dev": 79.42, "toollens-train": 34.68, "corpora": 93.6,
+	"metatool": 77.9, "seal-tools": 95.6, "skillsbench-dev": 84.7, "toollens-train": 50.5, "corpora": 96.3,
+}
+
+// bm25Gain is how far hybrid NDCG@10 must rise above BM25 alone's on each
+// set: 3 points, except where BM25 alone is near the ceiling: on
+// Seal-Tools (94.4) the hybrid must not fall under it, and on the corpora
+// (93.6; 80 tasks, where one task moves NDCG@10 by about a point) it gains
+// 2.99 today, so the guard is 2.5.
+func bm25Gain(set string) float64 {
+	switch set {
+	case "seal-tools":
+		return 0
+	case "corpora":
+		return 2.5
+	}
+	return 3
 }
 
 // devSets lists the dev sets present: every set under ../shared/eval and
@@ -86,29 +139,21 @@ func devSets(t *testing.T) []devSet {
 	return sets
 }
 
-// openSet builds a generation of the set's catalog with the router's
-// default configuration (bundled calibration included).
+// openSet builds a generation of the set's catalog (openDev).
 func openSet(t *testing.T, s devSet) *eval.Corpus {
 	t.Helper()
-	cfg := config.Default().Match
-	c, err := eval.Open(context.Background(), eval.Options{Skills: s.root, ModelDir: devModelDir, Config: &cfg})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { c.Close() })
-	if c.DenseErr != nil {
-		t.Fatalf("model: %v", c.DenseErr)
-	}
-	return c
+	return openDev(t, s.root)
 }
 
 // TestDevSets guards the routing goals on every dev set present, with the
 // default configuration as the router runs it:
-//   - ranking: hybrid NDCG@10 at least BM25 alone's and the reference BM25
-//     of ../shared/eval/bm25_baseline.py (body variant, when python3 runs
-//     it), Hit@1 and Recall@5 (within a point) at least the better single
-//     signal's, no set more than 0.3 NDCG@10 points under today's, and on
-//     MetaTool 3 points over BM25 (the embedding model's bar);
+//   - ranking: hybrid NDCG@10 at least BM25 alone's plus bm25Gain and the
+//     reference BM25 of ../shared/eval/bm25_baseline.py (body variant, when
+//     python3 runs it); hybrid Hit@1 and Recall@5 at least BM25's; no set
+//     more than 0.3 NDCG@10 points under today's. Dense alone is logged,
+//     not bounded: the default model was fine-tuned on these sets, so in
+//     sample its dense ranking can beat the hybrid that serves catalogs it
+//     has not seen (docs/matching.md has the left-out figures);
 //   - verdicts: at most 2% of the answerable tasks abstained on although a
 //     relevant skill was in the top 3, none of those that name their skill
 //     or fire its trigger, and Hit@1 end to end within a point of the
@@ -135,17 +180,16 @@ func TestDevSets(t *testing.T) {
 				hybrid = rep
 				t.Logf("%-6s NDCG@10 %.2f  Recall@5 %.2f  Hit@1 %.2f", mode, rep.Ranking.NDCG10, rep.Ranking.R5, rep.Ranking.Hit1)
 			}
-			h, b, d := got[skill.ModeHybrid], got[skill.ModeKeyword], got[skill.ModeDense]
-			if h.NDCG10 < b.NDCG10 {
-				t.Errorf("NDCG@10: hybrid %.2f is below bm25 %.2f", h.NDCG10, b.NDCG10)
+			h, b := got[skill.ModeHybrid], got[skill.ModeKeyword]
+			if gain := bm25Gain(s.name); h.NDCG10 < b.NDCG10+gain {
+				t.Errorf("NDCG@10: hybrid %.2f is under bm25 %.2f + %g", h.NDCG10, b.NDCG10, gain)
 			}
 			for _, m := range []struct {
-				name          string
-				hyb, bm, dens float64
-				slack         float64
-			}{{"NDCG@10", h.NDCG10, b.NDCG10, d.NDCG10, 0}, {"Recall@5", h.R5, b.R5, d.R5, 1}, {"Hit@1", h.Hit1, b.Hit1, d.Hit1, 0}} {
-				if m.hyb < max(m.bm, m.dens)-m.slack {
-					t.Errorf("%s: hybrid %.2f is below max(bm25 %.2f, dense %.2f)", m.name, m.hyb, m.bm, m.dens)
+				name    string
+				hyb, bm float64
+			}{{"Recall@5", h.R5, b.R5}, {"Hit@1", h.Hit1, b.Hit1}} {
+				if m.hyb < m.bm {
+					t.Errorf("%s: hybrid %.2f is below bm25 %.2f", m.name, m.hyb, m.bm)
 				}
 			}
 			if r, ok := ref[s.name]; ok && h.NDCG10 < r {
@@ -153,9 +197,6 @@ func TestDevSets(t *testing.T) {
 			}
 			if floor, ok := ndcgFloors[s.name]; ok && h.NDCG10 < floor {
 				t.Errorf("NDCG@10: hybrid %.2f is under its floor %.2f", h.NDCG10, floor)
-			}
-			if s.name == "metatool" && h.NDCG10 < b.NDCG10+3 {
-				t.Errorf("NDCG@10: hybrid %.2f gains less than 3 points over bm25 %.2f", h.NDCG10, b.NDCG10)
 			}
 
 			v := hybrid.Verdicts.NeedSkill
@@ -180,7 +221,7 @@ func TestDevSets(t *testing.T) {
 // answerable tasks, run against the catalog of a set of the other kind
 // (user requests for API tools against the gathered skill folders; agent
 // tasks against the MetaTool and ToolLens tools), which cannot serve them,
-// are given a confident match at most 30% of the time. The share abstained
+// are given a confident match at most 10% of the time. The share abstained
 // on outright and the tasks served confidently are logged: labels are noisy
 // at the edges (a web-search skill can serve a news request).
 func TestDevSetsForeignTasks(t *testing.T) {
@@ -214,7 +255,7 @@ func TestDevSetsForeignTasks(t *testing.T) {
 				}
 				confident := 100 - cr.Rate - cr.LowRate
 				t.Logf("%d tasks: %.1f%% abstained on, %.1f%% low-confidence, %.1f%% confident", cr.Tasks, cr.Rate, cr.LowRate, confident)
-				if confident > 30 {
+				if confident > 10 {
 					shown := 0
 					for _, s := range cr.Served {
 						if s.Verdict == string(skill.VerdictConfident) && shown < 20 {
@@ -222,7 +263,7 @@ func TestDevSetsForeignTasks(t *testing.T) {
 							t.Logf("confident %s -> %s: %s", s.ID, s.Skill, s.Query)
 						}
 					}
-					t.Errorf("%.1f%% of foreign tasks got a confident match, over 30%%", confident)
+					t.Errorf("%.1f%% of foreign tasks got a confident match, over 10%%", confident)
 				}
 			})
 		}

@@ -13,7 +13,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/mcpsag/router/internal/config"
 	"github.com/mcpsag/router/internal/eval"
 	"github.com/mcpsag/router/internal/match"
 	"github.com/mcpsag/router/internal/skill"
@@ -55,7 +54,6 @@ var scoreRuns = []scoreRun{
 // scoring code promises the same operations in the same order, so any
 // difference is a change. Run with -update-scores to accept a change.
 func TestScoresUnchanged(t *testing.T) {
-	ctx := context.Background()
 	t.Run("routing", func(t *testing.T) {
 		c, qs := openRouting(t)
 		tasks := queryTexts(qs)
@@ -83,12 +81,7 @@ func TestScoresUnchanged(t *testing.T) {
 		all = append(all, queryTexts(qs)...)
 		set := filepath.Base(filepath.Dir(qf))
 		t.Run(set, func(t *testing.T) {
-			cfg := config.Default().Match
-			c, err := eval.Open(ctx, eval.Options{Skills: filepath.Dir(qf), ModelDir: devModelDir, Config: &cfg})
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer c.Close()
+			c := openDev(t, filepath.Dir(qf))
 			tasks := queryTexts(qs)
 			tasks = append(tasks, longTasks(tasks, 2000, 200)...)
 			checkScores(t, c.Index, tasks, scoreRuns[:3], set)
@@ -98,12 +91,7 @@ func TestScoresUnchanged(t *testing.T) {
 		if _, err := os.Stat(devCorporaDir); err != nil {
 			t.Skipf("no skill corpora at %s", devCorporaDir)
 		}
-		cfg := config.Default().Match
-		c, err := eval.Open(ctx, eval.Options{Skills: gatherCorpora(t, devCorporaDir), ModelDir: devModelDir, Config: &cfg})
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer c.Close()
+		c := openDev(t, gatherCorpora(t, devCorporaDir))
 		tasks := all[:0:0]
 		for i := 0; i < len(all); i += 10 {
 			tasks = append(tasks, all[i])

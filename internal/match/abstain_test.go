@@ -126,6 +126,9 @@ func TestVerdicts(t *testing.T) {
 	} {
 		cfg := match.DefaultConfig()
 		cfg.Abstain.Classifiers = []match.Classifier{tc.cls}
+		// The constant task vector points at sql-tuning, away from the
+		// skill a task below names: keywords must decide that ranking.
+		cfg.Fusion.ConvexWeight = 0.1
 		ix := build(t, skills, cfg, vectors(len(skills)), constEmbedder(onehot(len(skills), 4)))
 		res := rank(t, ix, "slow sql").Result
 		if res.Verdict != tc.want || res.VerdictDetail == "" || res.Abstained != (tc.want == skill.VerdictNoSkill) {

@@ -190,6 +190,7 @@ func TestAdaptiveFusion(t *testing.T) {
 	cfg.Fields.BodyChars = 0 // only the stemmed fields: coverage is easy to count
 	cfg.Fusion.Rule = skill.FusionAdaptive
 	cfg.Fusion.AdaptiveWeight = 1
+	cfg.Fusion.ConvexWeight = 0.1
 	cfg.Abstain.Relative = 0
 	// Dense wants image-resize; the known words point at sql-tuning.
 	ix := build(t, skills, cfg, vectors(len(skills)), constEmbedder(onehot(len(skills), 5)))

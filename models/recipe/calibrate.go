@@ -189,9 +189,10 @@ func runCalibrate(args []string) error {
 		return err
 	}
 	var head strings.Builder
-	head.WriteString(`# Calibrated abstention for mcpsag-static-v1, applied by the router's default
+	name := filepath.Base(filepath.Clean(*model))
+	head.WriteString(`# Calibrated abstention for ` + name + `, applied by the router's default
 # configuration (a config file that sets match.abstain.classifiers replaces it).
-# Written by: go run ./models/recipe calibrate (see models/mcpsag-static-v1/MODEL.md).
+# Written by: go run ./models/recipe calibrate (see models/` + name + `/MODEL.md).
 # The classifier gives the probability that the first three candidates hold a skill
 # for the task. Match abstains ("no skill fits") under cutoff, serves the candidates
 # as low-confidence from cutoff to confident, and as a confident match from there.

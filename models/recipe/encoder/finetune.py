@@ -17,8 +17,9 @@ same catalog); a symmetric InfoNCE loss on mean-pooled, L2-normalised
 vectors with scale 20, in which another task's skill that is relevant to
 this task too is masked out; AdamW (lr 3e-5, weight decay 0.01), 10% linear
 warm-up then linear decay, gradient norm clipped at 1; one epoch, at most
-8,000 tasks of a set per epoch. Fixed seeds; on one machine, the same run
-gives the same weights.
+8,000 tasks of a set per epoch. Seeds are fixed (--seed); torch's CPU
+kernels are not guaranteed bit-identical across machines or thread counts,
+so MODEL.md records the digest of the weights that were shipped.
 """
 import argparse
 import json
