@@ -8,8 +8,10 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"reflect"
 	"runtime"
 	"slices"
+	"strings"
 	"time"
 	"unicode"
 	"unicode/utf8"
@@ -155,13 +157,25 @@ func ReadManifest(dir string) (m Manifest, unknown []string, found bool, err err
 	return m, unknown, true, err
 }
 
+// manifestKeys returns the JSON keys of Manifest's fields, the keys a
+// manifest may hold.
+func manifestKeys() []string {
+	t := reflect.TypeFor[Manifest]()
+	keys := make([]string, 0, t.NumField())
+	for f := range t.Fields() {
+		name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+		keys = append(keys, name)
+	}
+	return keys
+}
+
 func parseManifest(b []byte) (m Manifest, unknown []string, err error) {
 	if err := json.Unmarshal(b, &m); err != nil {
 		return Manifest{}, nil, fmt.Errorf("parse %s: %w", ManifestFile, err)
 	}
 	var keys map[string]json.RawMessage
 	if err := json.Unmarshal(b, &keys); err == nil {
-		known := []string{"name", "query_prefix", "document_prefix", "max_tokens", "match_threshold", "pooling", "output_name", "dimension"}
+		known := manifestKeys()
 		for k := range keys {
 			if !slices.Contains(known, k) {
 				unknown = append(unknown, k)

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"testing"
 	"time"
@@ -221,5 +222,22 @@ func TestRunTimeout(t *testing.T) {
 		if got := runTimeout(time.Second, c.batch, c.kind); got != c.want {
 			t.Errorf("%s: %v, want %v", c.name, got, c.want)
 		}
+	}
+}
+
+// TestManifestKeys: every field of Manifest is a key a manifest may hold
+// (Verify warns of none of them), and a key it lacks is reported.
+func TestManifestKeys(t *testing.T) {
+	full := `{"name": "m", "query_prefix": "q", "document_prefix": "d", "max_tokens": 8, "match_threshold": 0.5,
+		"body_chars": 400, "pooling": "mean", "output_name": "o", "dimension": 4, "colour": "blue"}`
+	_, unknown, err := parseManifest([]byte(full))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(unknown, []string{"colour"}) {
+		t.Errorf("unknown keys %v, want only colour", unknown)
+	}
+	if n := reflect.TypeFor[Manifest]().NumField(); len(manifestKeys()) != n || n != 9 {
+		t.Errorf("%d manifest keys for %d fields; the test's manifest has 9: add the new field to it", len(manifestKeys()), n)
 	}
 }
