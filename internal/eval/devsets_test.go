@@ -43,6 +43,43 @@ var devModel = sync.OnceValues(func() (*embed.Manager, error) {
 	return m, nil
 })
 
+// devStates holds a state folder per catalog the dev-set tests build, for
+// the life of the test binary (removed by TestMain): a catalog built again
+// by another test finds its skills' vectors in the cache instead of
+// embedding thousands of skill texts again.
+var devStates = struct {
+	sync.Mutex
+	root string
+	dirs map[string]string
+}{dirs: map[string]string{}}
+
+// devState returns the state folder of the catalog under dir.
+func devState(t *testing.T, dir string) string {
+	t.Helper()
+	devStates.Lock()
+	defer devStates.Unlock()
+	if d, ok := devStates.dirs[dir]; ok {
+		return d
+	}
+	if devStates.root == "" {
+		root, err := os.MkdirTemp("", "mcpsag-devsets-")
+		if err != nil {
+			t.Fatal(err)
+		}
+		devStates.root = root
+	}
+	d := filepath.Join(devStates.root, fmt.Sprint(len(devStates.dirs)))
+	devStates.dirs[dir] = d
+	return d
+}
+
+// removeDevStates removes the dev-set tests' state folders.
+func removeDevStates() {
+	if devStates.root != "" {
+		os.RemoveAll(devStates.root)
+	}
+}
+
 // openDev builds a generation of the skills under dir with the default
 // model (devModel) and the router's default configuration (bundled
 // calibration included), closed when t ends.
@@ -53,7 +90,8 @@ func openDev(t *testing.T, dir string) *eval.Corpus {
 		t.Fatalf("model %s: %v", devModelDir, err)
 	}
 	cfg := config.Default().Match
-	c, err := eval.Open(context.Background(), eval.Options{Skills: dir, ModelDir: devModelDir, Model: m, Config: &cfg})
+	c, err := eval.Open(context.Background(), eval.Options{Skills: dir, ModelDir: devModelDir, Model: m, Config: &cfg,
+		StateDir: devState(t, dir)})
 	if err != nil {
 		t.Fatal(err)
 	}

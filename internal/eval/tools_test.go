@@ -17,7 +17,9 @@ import (
 
 func TestMain(m *testing.M) {
 	upstreamtest.Main() // serves a dev set's catalog when the test binary runs as an MCP server
-	os.Exit(m.Run())
+	code := m.Run()
+	removeDevStates()
+	os.Exit(code)
 }
 
 // TestDevSetsAsTools serves each dev set's tool catalog from an MCP server
