@@ -15,7 +15,6 @@ import (
 	"github.com/mcpsag/router/internal/daemon/daemontest"
 	"github.com/mcpsag/router/internal/eval"
 	"github.com/mcpsag/router/internal/slowtest"
-	"github.com/mcpsag/router/models"
 )
 
 // TestReplicasAgree starts two routers, each on its own copy of one
@@ -45,20 +44,16 @@ func TestReplicasAgree(t *testing.T) {
 				qs = qs[:600]
 			}
 			copies := [2]string{copyTree(t, src), copyTree(t, src)}
-			noWatch := func(c *config.Config) {
-				c.Watch.RescanInterval = 0
-				if name != "routing" {
-					// The dev sets' thousands of skills with the fast
-					// model: the encoder's determinism is the routing
-					// tree's to show, and embedding them three times
-					// with it under the race detector takes many minutes.
-					c.Model.Dir = fastModelDir
-				}
-			}
+			noWatch := func(c *config.Config) { c.Watch.RescanInterval = 0 }
+			// The routing tree with the default model, the encoder; the
+			// dev sets' thousands of skills with the fast model (the
+			// daemontest default): embedding them three times with the
+			// encoder under the race detector takes many minutes.
+			encoder := name == "routing"
 			states := [2]string{t.TempDir(), t.TempDir()}
 			var rs [2]*daemontest.Router
 			for i := range rs {
-				rs[i] = daemontest.Start(t, copies[i], daemontest.Options{StateDir: states[i], Configure: noWatch})
+				rs[i] = daemontest.Start(t, copies[i], daemontest.Options{StateDir: states[i], Configure: noWatch, DefaultModel: encoder})
 			}
 			ctx := context.Background()
 			first := sameStatus(t, rs)
@@ -83,7 +78,7 @@ func TestReplicasAgree(t *testing.T) {
 			// A restart (warm, from the snapshot) serves the same
 			// generation.
 			rs[0].Stop(t)
-			rs[0] = daemontest.Start(t, copies[0], daemontest.Options{StateDir: states[0], Configure: noWatch})
+			rs[0] = daemontest.Start(t, copies[0], daemontest.Options{StateDir: states[0], Configure: noWatch, DefaultModel: encoder})
 			if third := sameStatus(t, rs); third.GenerationId != second.GenerationId {
 				t.Errorf("after a restart generation %s, want %s", third.GenerationId, second.GenerationId)
 			}
@@ -91,9 +86,6 @@ func TestReplicasAgree(t *testing.T) {
 		})
 	}
 }
-
-// fastModelDir is the repository's copy of the bundled fast model.
-var fastModelDir = filepath.Join("..", "..", "models", models.FastName)
 
 // sameStatus checks that the routers serve the same generation and returns
 // the first one's status. It first waits for each router to serve its

@@ -21,6 +21,7 @@ import (
 	routerv1 "github.com/mcpsag/router/api/proto/mcpsag/router/v1"
 	"github.com/mcpsag/router/internal/config"
 	"github.com/mcpsag/router/internal/daemon"
+	"github.com/mcpsag/router/models"
 )
 
 // Router is a running router and a client connected to it.
@@ -40,7 +41,20 @@ type Options struct {
 	Configure func(*config.Config)
 	// Logs receives the router's log; default discarded.
 	Logs io.Writer
+	// DefaultModel serves the bundled default model, the sentence
+	// encoder. Without it, a router whose config names no model serves
+	// the bundled fast (static) model, given as --model-dir: it loads and
+	// embeds in a fraction of the encoder's time, which most tests, about
+	// anything but the encoder, spend many times over under the race
+	// detector.
+	DefaultModel bool
 }
+
+// fastModelDir is the repository's copy of the bundled fast model.
+var fastModelDir = func() string {
+	_, file, _, _ := runtime.Caller(0)
+	return filepath.Join(filepath.Dir(file), "..", "..", "..", "models", models.FastName)
+}()
 
 // Start runs a router on workspace and returns when it serves.
 func Start(t testing.TB, workspace string, opts Options) *Router {
@@ -53,6 +67,12 @@ func Start(t testing.TB, workspace string, opts Options) *Router {
 	cfg, err := config.Resolve(flags, getenv)
 	if err != nil {
 		t.Fatalf("config: %v", err)
+	}
+	if cfg.Model.Dir == "" && !opts.DefaultModel {
+		flags.ModelDir = fastModelDir
+		if cfg, err = config.Resolve(flags, getenv); err != nil {
+			t.Fatalf("config: %v", err)
+		}
 	}
 	cfg.Shutdown.Grace = 5 * time.Second
 	if opts.Configure != nil {
