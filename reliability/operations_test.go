@@ -192,6 +192,18 @@ func TestOlderRouterMeetsNewerStateFolder(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
+			// The snapshot, the last scan and the folder listings are
+			// written after the router serves: wait for them.
+			for _, name := range []string{snapshotFile, "scan.last", "scan.listings"} {
+				p := filepath.Join(state, name)
+				for deadline := time.Now().Add(time.Minute); ; time.Sleep(50 * time.Millisecond) {
+					if _, err := os.Stat(p); err == nil {
+						break
+					} else if time.Now().After(deadline) {
+						t.Fatalf("the router wrote no %s within a minute: %v", name, err)
+					}
+				}
+			}
 			if err := r.Stop(); err != nil {
 				t.Fatal(err)
 			}
