@@ -31,9 +31,9 @@ const ranHere = "run by TestDocumentedCommands"
 // docs must be added here or to the commands run below.
 var elsewhere = map[string]string{
 	// README
-	"go install ./cmd/...":                                         "installs into GOPATH/bin; TestDocumentedCommands builds the same binaries with go build",
-	"go test -race ./...":                                          "the quick run itself; .ci/run runs it as the full run",
-	"MCPSAG_TESTS=full go test -race -timeout 30m ./...":           "the full run, which .ci/run runs",
+	"go install ./cmd/...": "installs into GOPATH/bin; TestDocumentedCommands builds the same binaries with go build",
+	"go test -race ./...":  "the quick run itself; .ci/run runs it as the full run",
+	"MCPSAG_TESTS=full go test -race -timeout 30m ./... && MCPSAG_TESTS=full go test -run '^(TestDevSets|TestDevSetsForeignTasks|TestScoresUnchanged)$' ./internal/eval": "the full run, which .ci/run runs",
 	"MCPSAG_RELIABILITY=full go test ./reliability -timeout 2h -v": "two hours; the quick and full runs include the bounded form of the same suite",
 	// docs/benchmarks.md: minutes each, most on ../shared's data
 	"go test -run '^$' -bench 'BenchmarkMatch$' ./internal/match":     "a benchmark (minutes; reads ../shared)",

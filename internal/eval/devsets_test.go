@@ -144,6 +144,20 @@ func bm25Gain(set string) float64 {
 	return 3
 }
 
+// devRaceCommand runs the dev-set measurements without the race detector,
+// as .ci/run and the README's full run do.
+const devRaceCommand = "MCPSAG_TESTS=full go test -run '^(TestDevSets|TestDevSetsForeignTasks|TestScoresUnchanged)$' ./internal/eval"
+
+// skipUnderRace skips a dev-set measurement under the race detector: it
+// ranks tens of thousands of tasks with the encoder on one goroutine at a
+// time, which the detector slows several times and has nothing to check in.
+func skipUnderRace(t *testing.T) {
+	t.Helper()
+	if raceDetector {
+		t.Skipf("measures the dev sets; runs without the race detector: %s", devRaceCommand)
+	}
+}
+
 // devSets lists the dev sets present: every set under ../shared/eval and
 // ../shared/eval-transfer, and the corpora tasks against the gathered
 // ../shared/corpora. It skips the test when the default model or every set
@@ -154,6 +168,7 @@ func devSets(t *testing.T) []devSet {
 		t.Skip("slow: evaluates the dev sets")
 	}
 	slowtest.Skip(t, "evaluates the dev sets of ../shared")
+	skipUnderRace(t)
 	if _, err := os.Stat(filepath.Join(devModelDir, "model.onnx")); err != nil {
 		t.Skipf("default model not built at %s", devModelDir)
 	}

@@ -65,6 +65,7 @@ func TestScoresUnchanged(t *testing.T) {
 		t.Skip("slow: the dev sets and skill trees")
 	}
 	slowtest.Skip(t, "the dev sets and skill trees of ../shared")
+	skipUnderRace(t)
 	if _, err := os.Stat(filepath.Join(devModelDir, "model.onnx")); err != nil {
 		t.Skipf("default model not built at %s", devModelDir)
 	}
