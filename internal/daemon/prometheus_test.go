@@ -82,7 +82,9 @@ func TestPrometheusDashboard(t *testing.T) {
 	setConfig(t, ws, baseConfig)
 
 	logs := &testlog.Buffer{}
-	r := daemontest.Start(t, ws, daemontest.Options{Logs: logs})
+	// The bundled default model: the drive below points the model at a
+	// corrupt folder and back, which a --model-dir would override.
+	r := daemontest.Start(t, ws, daemontest.Options{Logs: logs, DefaultModel: true})
 	target := r.Main.AdminAddr()
 	if target == "" {
 		t.Fatal("router has no admin address; /metrics is off")

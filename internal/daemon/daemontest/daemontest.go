@@ -46,7 +46,9 @@ type Options struct {
 	// the bundled fast (static) model, given as --model-dir: it loads and
 	// embeds in a fraction of the encoder's time, which most tests, about
 	// anything but the encoder, spend many times over under the race
-	// detector.
+	// detector. Like the router's --model-dir, it outranks a model.dir
+	// the config file sets later: a test that changes the model through
+	// the file asks for DefaultModel.
 	DefaultModel bool
 }
 
