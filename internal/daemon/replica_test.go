@@ -2,6 +2,7 @@ package daemon_test
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -96,22 +97,14 @@ func sameStatus(t *testing.T, rs [2]*daemontest.Router) *routerv1.StatusResponse
 	t.Helper()
 	var sts [2]*routerv1.StatusResponse
 	for i, r := range rs {
-		deadline := time.Now().Add(5 * time.Minute)
-		for {
+		daemontest.Eventually(t, 5*time.Minute, fmt.Sprintf("replica %d to serve its model's vectors with nothing embedding in the background", i), func() bool {
 			st, err := r.Client.Status(context.Background(), &routerv1.StatusRequest{})
 			if err != nil {
 				t.Fatal(err)
 			}
 			sts[i] = st
-			if st.GetModel().GetServing() && st.Backfill == nil {
-				break
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("replica %d does not serve its model's vectors after 5 minutes (serving %v, background %v)",
-					i, st.GetModel().GetServing(), st.Backfill)
-			}
-			time.Sleep(50 * time.Millisecond)
-		}
+			return st.GetModel().GetServing() && st.Backfill == nil
+		})
 	}
 	if sts[0].GenerationId == "" || sts[0].IndexGeneration == 0 {
 		t.Fatalf("no generation identity: %d %q", sts[0].IndexGeneration, sts[0].GenerationId)

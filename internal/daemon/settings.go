@@ -145,12 +145,13 @@ func (m *Main) fastConfig(cfg config.Config, state string) (embed.Config, bool) 
 	if fc.Disabled {
 		return embed.Config{}, false
 	}
+	model := m.embedConfig(cfg).Dir
 	dir := fc.Dir
 	if dir == "" && models.FastName != "" {
 		// A model folder that holds the bundled fast model itself (by its
 		// manifest's name) needs no fast tier, nor its copy in the state
 		// folder.
-		if man, _, found, _ := embed.ReadManifest(m.embedConfig(cfg).Dir); found && man.Name == models.FastName {
+		if man, _, found, _ := embed.ReadManifest(model); found && man.Name == models.FastName {
 			return embed.Config{}, false
 		}
 		var err error
@@ -159,7 +160,7 @@ func (m *Main) fastConfig(cfg config.Config, state string) (embed.Config, bool) 
 			return embed.Config{}, false
 		}
 	}
-	if dir == "" || dir == m.embedConfig(cfg).Dir {
+	if dir == "" || dir == model {
 		return embed.Config{}, false
 	}
 	return embed.Config{Dir: dir, Timeout: cfg.Model.Timeout}, true
