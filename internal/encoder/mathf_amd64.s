@@ -1,4 +1,5 @@
 #include "textflag.h"
+#include "reduce_amd64.h"
 
 // Constants: each float32 (or int32) replicated 8 times, 32 bytes apart:
 // AVX2 code reads all 8, AVX-512 code broadcasts the first. The names
@@ -204,14 +205,7 @@ max512tail:
 	VMAXPS Z1, Z0, Z0
 
 max512reduce:
-	VEXTRACTF64X4 $1, Z0, Y1
-	VMAXPS Y1, Y0, Y0
-	VEXTRACTF128 $1, Y0, X1
-	VMAXPS X1, X0, X0
-	VPERMILPS $0x4e, X0, X1
-	VMAXPS X1, X0, X0
-	VPERMILPS $0xb1, X0, X1
-	VMAXPS X1, X0, X0
+	REDUCE_Z0(VMAXPS)
 	VMOVSS X0, ret+16(FP)
 	VZEROUPPER
 	RET
@@ -234,12 +228,7 @@ max2loop:
 	JNE max2loop
 
 max2reduce:
-	VEXTRACTF128 $1, Y0, X1
-	VMAXPS X1, X0, X0
-	VPERMILPS $0x4e, X0, X1
-	VMAXPS X1, X0, X0
-	VPERMILPS $0xb1, X0, X1
-	VMAXPS X1, X0, X0
+	REDUCE_Y0(VMAXPS)
 	VMOVSS X0, ret+16(FP)
 	VZEROUPPER
 	RET
@@ -371,14 +360,7 @@ expsum512tail:
 
 expsum512reduce:
 	VMOVAPS Z16, Z0
-	VEXTRACTF64X4 $1, Z0, Y1
-	VADDPS Y1, Y0, Y0
-	VEXTRACTF128 $1, Y0, X1
-	VADDPS X1, X0, X0
-	VPERMILPS $0x4e, X0, X1
-	VADDPS X1, X0, X0
-	VPERMILPS $0xb1, X0, X1
-	VADDPS X1, X0, X0
+	REDUCE_Z0(VADDPS)
 	VMOVSS X0, ret+24(FP)
 	VZEROUPPER
 	RET
@@ -425,12 +407,7 @@ expsum2loop:
 	SUBQ $8, CX
 	JNE expsum2loop
 	VMOVAPS Y8, Y0
-	VEXTRACTF128 $1, Y0, X1
-	VADDPS X1, X0, X0
-	VPERMILPS $0x4e, X0, X1
-	VADDPS X1, X0, X0
-	VPERMILPS $0xb1, X0, X1
-	VADDPS X1, X0, X0
+	REDUCE_Y0(VADDPS)
 	VMOVSS X0, ret+24(FP)
 	VZEROUPPER
 	RET
