@@ -350,12 +350,14 @@ TEXT ·geluAVX512(SB), NOSPLIT, $0-16
 
 gelu512loop:
 	VMOVUPS (SI), Z0
+	// Z1 = v/√2 clamped to ±erfClamp, Z2 = |Z1|; K1 marks |Z1| < 0.5 (erfSplit).
 	VMULPS.BCST invSqrt2, Z0, Z1
 	VMINPS.BCST erfClamp, Z1, Z1
 	VMAXPS.BCST erfClampNeg, Z1, Z1
 	VPANDD.BCST absMask, Z1, Z2
 	VCMPPS $1, Z31, Z2, K1
 	VMULPS Z1, Z1, Z3
+	// Z4 = Z1·P(Z1²)/Q(Z1²), erf below erfSplit.
 	VBROADCASTSS erfA13, Z4
 	VFMADD213PS.BCST erfA11, Z3, Z4
 	VFMADD213PS.BCST erfA9, Z3, Z4
@@ -370,6 +372,7 @@ gelu512loop:
 	VFMADD213PS.BCST erfB2, Z3, Z5
 	VFMADD213PS.BCST erfB0, Z3, Z5
 	VDIVPS Z5, Z4, Z4
+	// Z6 = t = 1/(1+Z2/2), Z7 = R(t) − Z2², erf above: 1 − t·exp(Z7).
 	VMULPS Z31, Z2, Z6
 	VADDPS.BCST one, Z6, Z6
 	VBROADCASTSS one, Z7
@@ -392,6 +395,7 @@ gelu512loop:
 	VPANDD.BCST signMask, Z1, Z13
 	VPORD Z13, Z12, Z12
 	VMOVAPS Z4, K1, Z12
+	// v·(erf·0.5 + 0.5)
 	VFMADD213PS Z31, Z31, Z12
 	VMULPS Z12, Z0, Z0
 	VMOVUPS Z0, (SI)
@@ -412,12 +416,14 @@ TEXT ·geluAVX2(SB), NOSPLIT, $0-16
 
 gelu2loop:
 	VMOVUPS (SI), Y0
+	// Y1 = v/√2 clamped to ±erfClamp, Y2 = |Y1|; Y14 marks |Y1| < 0.5 (erfSplit).
 	VMULPS invSqrt2, Y0, Y1
 	VMINPS erfClamp, Y1, Y1
 	VMAXPS erfClampNeg, Y1, Y1
 	VANDPS absMask, Y1, Y2
 	VCMPPS $1, Y15, Y2, Y14
 	VMULPS Y1, Y1, Y3
+	// Y4 = Y1·P(Y1²)/Q(Y1²), erf below erfSplit.
 	VMOVUPS erfA13, Y4
 	VFMADD213PS erfA11, Y3, Y4
 	VFMADD213PS erfA9, Y3, Y4
@@ -432,6 +438,7 @@ gelu2loop:
 	VFMADD213PS erfB2, Y3, Y5
 	VFMADD213PS erfB0, Y3, Y5
 	VDIVPS Y5, Y4, Y4
+	// Y6 = t = 1/(1+Y2/2), Y7 = R(t) − Y2², erf above: 1 − t·exp(Y7).
 	VMULPS Y15, Y2, Y6
 	VADDPS one, Y6, Y6
 	VMOVUPS one, Y7
@@ -454,6 +461,7 @@ gelu2loop:
 	VANDPS signMask, Y1, Y13
 	VORPS Y13, Y12, Y12
 	VBLENDVPS Y14, Y4, Y12, Y12
+	// v·(erf·0.5 + 0.5)
 	VFMADD213PS Y15, Y15, Y12
 	VMULPS Y12, Y0, Y0
 	VMOVUPS Y0, (SI)
