@@ -41,23 +41,12 @@ func packRows[T float32 | int8](dst, src []T, n, k, ld int) {
 }
 
 // packScaled is packRows for float32 with each value times s (the keys of
-// attention, times 1/√dh).
+// attention, times 1/√dh). s is positive, so the padding stays +0.
 func packScaled(dst, src []float32, n, k, ld int, s float32) {
-	for j := range panels(n) {
-		panel := dst[j*panelWidth*k : (j+1)*panelWidth*k]
-		for c := range panelWidth {
-			col := j*panelWidth + c
-			if col >= n {
-				for p := range k {
-					panel[p*panelWidth+c] = 0
-				}
-				continue
-			}
-			row := src[col*ld : col*ld+k]
-			for p, v := range row {
-				panel[p*panelWidth+c] = v * s
-			}
-		}
+	packRows(dst, src, n, k, ld)
+	packed := dst[:packedSize(n, k)]
+	for i, v := range packed {
+		packed[i] = v * s
 	}
 }
 

@@ -5,7 +5,7 @@ import (
 )
 
 // The assembly kernels (gemm_amd64.s, mathf_amd64.s, norm_amd64.s,
-// dequant_amd64.s). The
+// dequant_amd64.s; reduce_amd64.h holds the macros two of them share). The
 // AVX-512 max, exp-and-sum and scale take any length (a mask covers the
 // last values); the other vector functions take whole registers' worth of
 // values, and the wrappers below do the rest in Go.

@@ -1,4 +1,24 @@
 #include "textflag.h"
+#include "reduce_amd64.h"
+
+// Each kernel makes three passes over x: the sum, which gives the mean
+// (broadcast in Z3 or Y3); the sum of squared deviations, which gives
+// 1/sqrt(var+eps) (broadcast in Z4 or Y4); and the output. X7 holds n as
+// a float32.
+
+// X_PASS starts a pass over the values: DX at x (SI), BX counting them
+// from n (CX).
+#define X_PASS \
+	MOVQ SI, DX; \
+	MOVQ CX, BX
+
+// RSQRT_X0_X1 sets X1 = 1/sqrt(X0), in float32, and X0 = sqrt(X0).
+// Clobbers AX.
+#define RSQRT_X0_X1 \
+	VSQRTSS X0, X0, X0; \
+	MOVL $0x3f800000, AX; \
+	VMOVD AX, X1; \
+	VDIVSS X0, X1, X1
 
 // func normAVX512(x *float32, n int, scale, bias *float32, eps float32)
 //
@@ -11,8 +31,7 @@ TEXT ·normAVX512(SB), NOSPLIT, $0-36
 	MOVQ scale+16(FP), DI
 	MOVQ bias+24(FP), R8
 	CVTSQ2SS CX, X7
-	MOVQ SI, DX
-	MOVQ CX, BX
+	X_PASS
 	VPXORD Z2, Z2, Z2
 
 normAVX512sum:
@@ -21,18 +40,10 @@ normAVX512sum:
 	SUBQ $16, BX
 	JNE normAVX512sum
 	VMOVAPS Z2, Z0
-	VEXTRACTF64X4 $1, Z0, Y1
-	VADDPS Y1, Y0, Y0
-	VEXTRACTF128 $1, Y0, X1
-	VADDPS X1, X0, X0
-	VPERMILPS $0x4e, X0, X1
-	VADDPS X1, X0, X0
-	VPERMILPS $0xb1, X0, X1
-	VADDPS X1, X0, X0
+	REDUCE_Z0(VADDPS)
 	VDIVSS X7, X0, X0
 	VBROADCASTSS X0, Z3
-	MOVQ SI, DX
-	MOVQ CX, BX
+	X_PASS
 	VPXORD Z2, Z2, Z2
 
 normAVX512sq:
@@ -43,20 +54,10 @@ normAVX512sq:
 	SUBQ $16, BX
 	JNE normAVX512sq
 	VMOVAPS Z2, Z0
-	VEXTRACTF64X4 $1, Z0, Y1
-	VADDPS Y1, Y0, Y0
-	VEXTRACTF128 $1, Y0, X1
-	VADDPS X1, X0, X0
-	VPERMILPS $0x4e, X0, X1
-	VADDPS X1, X0, X0
-	VPERMILPS $0xb1, X0, X1
-	VADDPS X1, X0, X0
+	REDUCE_Z0(VADDPS)
 	VDIVSS X7, X0, X0
 	VADDSS eps+32(FP), X0, X0
-	VSQRTSS X0, X0, X0
-	MOVL $0x3f800000, AX
-	VMOVD AX, X1
-	VDIVSS X0, X1, X1
+	RSQRT_X0_X1
 	VBROADCASTSS X1, Z4
 
 normAVX512out:
@@ -85,8 +86,7 @@ TEXT ·normAVX2(SB), NOSPLIT, $0-36
 	MOVQ scale+16(FP), DI
 	MOVQ bias+24(FP), R8
 	CVTSQ2SS CX, X7
-	MOVQ SI, DX
-	MOVQ CX, BX
+	X_PASS
 	VXORPS Y2, Y2, Y2
 
 normAVX2sum:
@@ -95,16 +95,10 @@ normAVX2sum:
 	SUBQ $8, BX
 	JNE normAVX2sum
 	VMOVAPS Y2, Y0
-	VEXTRACTF128 $1, Y0, X1
-	VADDPS X1, X0, X0
-	VPERMILPS $0x4e, X0, X1
-	VADDPS X1, X0, X0
-	VPERMILPS $0xb1, X0, X1
-	VADDPS X1, X0, X0
+	REDUCE_Y0(VADDPS)
 	VDIVSS X7, X0, X0
 	VBROADCASTSS X0, Y3
-	MOVQ SI, DX
-	MOVQ CX, BX
+	X_PASS
 	VXORPS Y2, Y2, Y2
 
 normAVX2sq:
@@ -115,18 +109,10 @@ normAVX2sq:
 	SUBQ $8, BX
 	JNE normAVX2sq
 	VMOVAPS Y2, Y0
-	VEXTRACTF128 $1, Y0, X1
-	VADDPS X1, X0, X0
-	VPERMILPS $0x4e, X0, X1
-	VADDPS X1, X0, X0
-	VPERMILPS $0xb1, X0, X1
-	VADDPS X1, X0, X0
+	REDUCE_Y0(VADDPS)
 	VDIVSS X7, X0, X0
 	VADDSS eps+32(FP), X0, X0
-	VSQRTSS X0, X0, X0
-	MOVL $0x3f800000, AX
-	VMOVD AX, X1
-	VDIVSS X0, X1, X1
+	RSQRT_X0_X1
 	VBROADCASTSS X1, Y4
 
 normAVX2out:
