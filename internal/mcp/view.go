@@ -121,7 +121,7 @@ func (f *Front) refresh(ctx context.Context, vw *view) {
 		if s.Frontmatter.UserInvocable == nil || *s.Frontmatter.UserInvocable {
 			prompts[s.Name] = promptSpec{description: s.Description()}
 		}
-		uri := skillURI(s.Name, skillFile)
+		uri := skillURI(s.Name, skill.FileName)
 		if _, err := url.Parse(uri); err != nil {
 			// Readable through the template, but resources/list needs a
 			// URI Go can parse (a name with a space is not one).
