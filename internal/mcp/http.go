@@ -414,7 +414,7 @@ func (h *httpFront) audit(r *http.Request, principal, reason string) {
 	if h.f.opts.Auditor == nil {
 		return
 	}
-	h.f.opts.Auditor.AuditMCP(r.Context(), AuditRecord{
+	h.f.opts.Auditor.MCPCalled(r.Context(), skill.MCPCall{
 		Time: time.Now(), RequestID: newRequestID(), SessionID: r.Header.Get("Mcp-Session-Id"), Method: "http",
 		Target: r.Method + " " + r.URL.Path, Principal: principal, Peer: auth.PeerAddr(r.Context()),
 		Decision: skill.DecisionDeny, Reason: reason, Outcome: "refused",
