@@ -418,7 +418,7 @@ func (m *Main) openCore(ctx context.Context, holder, stateDir string, lockWait t
 		st, _ := rt.Status(context.Background())
 		return routerState(*st)
 	})
-	m.served = &telemetry.Router{Next: m.router, Rec: rec, Tracer: m.tel.Tracer()}
+	m.served = &telemetry.Router{Router: m.router, Rec: rec, Tracer: m.tel.Tracer()}
 	return nil
 }
 

@@ -62,7 +62,7 @@ func TestRouterDecoratorRecordsEachEventOnce(t *testing.T) {
 		}
 		return &skill.LoadResult{Skill: testSkill("pdf-tools"), Level: req.Level, ResourcePath: req.ResourcePath, Size: 10}, nil
 	}}
-	r := &telemetry.Router{Next: next, Rec: m.Recorder(), Tracer: m.Tracer()}
+	r := &telemetry.Router{Router: next, Rec: m.Recorder(), Tracer: m.Tracer()}
 	ctx := skill.WithOrigin(context.Background(), skill.Origin{Transport: "mcp", Principal: "token:a", Peer: "127.0.0.1:1"})
 
 	if _, err := r.Match(ctx, skill.MatchRequest{Task: "fill pdf"}); err != nil {
