@@ -197,6 +197,18 @@ func (t *Telemetry) startRecorder(cfg Config, log *slog.Logger) error {
 	return nil
 }
 
+// sdkProvider is an SDK provider as the Telemetry stops and flushes it.
+type sdkProvider interface {
+	Shutdown(context.Context) error
+	ForceFlush(context.Context) error
+}
+
+// own has Shutdown flush and stop p.
+func (t *Telemetry) own(p sdkProvider) {
+	t.shutdown = append(t.shutdown, p.Shutdown)
+	t.flush = append(t.flush, p.ForceFlush)
+}
+
 // setupMetrics makes the meter provider: Prometheus on the admin address,
 // OTLP, and cfg's extra readers; a no-op one when there is none of them.
 func (t *Telemetry) setupMetrics(cfg Config, res *resource.Resource, exp *envExport) error {
@@ -223,8 +235,7 @@ func (t *Telemetry) setupMetrics(cfg Config, res *resource.Resource, exp *envExp
 	mp := sdkmetric.NewMeterProvider(opts...)
 	exp.metrics = nil // owned by mp now
 	t.mp = mp
-	t.shutdown = append(t.shutdown, mp.Shutdown)
-	t.flush = append(t.flush, mp.ForceFlush)
+	t.own(mp)
 	return nil
 }
 
@@ -247,8 +258,7 @@ func (t *Telemetry) setupLogs(cfg Config, res *resource.Resource, exp *envExport
 	}
 	lp := sdklog.NewLoggerProvider(opts...)
 	t.lp = lp
-	t.shutdown = append(t.shutdown, lp.Shutdown)
-	t.flush = append(t.flush, lp.ForceFlush)
+	t.own(lp)
 	return true
 }
 
@@ -272,8 +282,7 @@ func (t *Telemetry) setupTraces(cfg Config, res *resource.Resource, exp *envExpo
 	}
 	tp := sdktrace.NewTracerProvider(opts...)
 	t.tp = tp
-	t.shutdown = append(t.shutdown, tp.Shutdown)
-	t.flush = append(t.flush, tp.ForceFlush)
+	t.own(tp)
 }
 
 // Shutdown flushes the providers, all at once, within flushTimeout (and
