@@ -12,11 +12,11 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/signal"
 	"strings"
-	"syscall"
 
 	"github.com/spf13/cobra"
+
+	"github.com/mcpsag/router/internal/interrupt"
 )
 
 // Exit codes.
@@ -27,11 +27,7 @@ const (
 )
 
 func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	go func() {
-		<-ctx.Done()
-		stop() // a second signal stops at once
-	}()
+	ctx, stop := interrupt.Context(context.Background()) // a second signal stops at once
 	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
 	stop()
 	os.Exit(code)

@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/cobra"
 
 	routerv1 "github.com/mcpsag/router/api/proto/mcpsag/router/v1"
+	"github.com/mcpsag/router/internal/skillpb"
 )
 
 // completionTimeout bounds the router calls made while a shell completes a
@@ -121,7 +122,7 @@ func skillFiles(ctx context.Context, cmd *cobra.Command, c routerv1.SkillRouterC
 		return nil, err
 	}
 	var paths []string
-	for _, r := range res.GetSkill().GetResources() {
+	for _, r := range skillpb.Entry(res.GetSkill()).Skill.Resources {
 		paths = append(paths, r.Path)
 	}
 	return paths, nil

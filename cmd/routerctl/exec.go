@@ -3,11 +3,11 @@ package main
 import (
 	"context"
 	"fmt"
-	"strings"
 
 	"github.com/spf13/cobra"
 
 	routerv1 "github.com/mcpsag/router/api/proto/mcpsag/router/v1"
+	"github.com/mcpsag/router/internal/skillpb"
 )
 
 func newAuthorizeExecCmd(e *env) *cobra.Command {
@@ -35,19 +35,18 @@ Exit code 0 when allowed, 1 when denied or on error.`,
 		if err != nil {
 			return err
 		}
-		allowed := res.Decision == routerv1.ExecDecision_EXEC_DECISION_ALLOW
+		d := skillpb.ExecDecision(res)
 		switch {
 		case e.json:
 			if err := e.printJSON(res); err != nil {
 				return err
 			}
-		case allowed:
-			fmt.Fprintf(e.stdout, "ALLOW %s %s (sha256 %s): %s\ndecision %s\n", name, script, res.ScriptSha256, res.Message, res.DecisionId)
+		case d.Allowed:
+			fmt.Fprintf(e.stdout, "ALLOW %s %s (sha256 %s): %s\ndecision %s\n", name, script, d.ScriptSHA256, d.Message, d.DecisionID)
 		default:
-			reason := strings.ToLower(strings.TrimPrefix(res.DenyReason.String(), "EXEC_DENY_REASON_"))
-			fmt.Fprintf(e.stdout, "DENY %s %s [%s]: %s\ndecision %s\n", name, script, reason, res.Message, res.DecisionId)
+			fmt.Fprintf(e.stdout, "DENY %s %s [%s]: %s\ndecision %s\n", name, script, d.Reason, d.Message, d.DecisionID)
 		}
-		if !allowed {
+		if !d.Allowed {
 			return exitStatus(exitError)
 		}
 		return nil

@@ -10,6 +10,8 @@ import (
 	"github.com/spf13/cobra"
 
 	routerv1 "github.com/mcpsag/router/api/proto/mcpsag/router/v1"
+	"github.com/mcpsag/router/internal/skill"
+	"github.com/mcpsag/router/internal/skillpb"
 )
 
 func newListCmd(e *env) *cobra.Command {
@@ -52,57 +54,72 @@ holds the collisions and "catalog" the rendered catalog.`,
 		if err != nil {
 			return err
 		}
-		all := &routerv1.ListSkillsResponse{}
-		req := &routerv1.ListSkillsRequest{Agent: agent, PageSize: 1000, IncludeHidden: hidden, IncludeDisabled: disabled,
-			CatalogCharBudget: int32(budget), Kinds: kf}
-		for {
-			page, err := c.ListSkills(ctx, req)
-			if err != nil {
-				return err
-			}
-			all.Skills = append(all.Skills, page.Skills...)
-			all.Shadowed, all.TotalSize, all.IndexGeneration = page.Shadowed, page.TotalSize, page.IndexGeneration
-			if page.Catalog != nil {
-				all.Catalog = page.Catalog
-				req.CatalogCharBudget = 0
-			}
-			if page.NextPageToken == "" {
-				break
-			}
-			req.PageToken = page.NextPageToken
+		all, err := listAll(ctx, c, &routerv1.ListSkillsRequest{Agent: agent, PageSize: 1000, IncludeHidden: hidden,
+			IncludeDisabled: disabled, CatalogCharBudget: int32(budget), Kinds: kf})
+		if err != nil {
+			return err
 		}
-		switch {
-		case e.json:
+		if e.json {
 			return e.printJSON(all)
-		case shadowed:
-			return printShadowed(e, all.Shadowed)
-		case all.Catalog != nil:
-			cat, out := all.Catalog, e.stdout
-			fmt.Fprint(out, cat.Text)
-			fmt.Fprintf(out, "\n%d of %d characters; %d skills listed, %d shortened, %d cut\n", cat.Chars, cat.Budget, len(cat.Included), len(cat.Shortened), len(cat.Cut))
-			if len(cat.Cut) > 0 {
-				fmt.Fprintf(out, "cut: %s\n", strings.Join(cat.Cut, ", "))
-			}
-			return nil
 		}
-		tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
-		fmt.Fprintln(tw, "NAME\tSOURCE\tDESCRIPTION")
-		for _, s := range all.Skills {
-			fmt.Fprintf(tw, "%s\t%s\t%s\n", s.Name, sourceText(s.Source), oneLine(s.Description, 80))
-		}
-		tw.Flush()
-		fmt.Fprintf(e.stdout, "%s (index generation %d)\n", countKinds(all.Skills, kf), all.IndexGeneration)
-		return nil
+		return writeList(e, skillpb.ListResult(all), shadowed, kf)
 	})
 	return cmd
 }
 
+// listAll asks for every page of a listing and merges them; the catalog
+// is asked for with the first page only.
+func listAll(ctx context.Context, c routerv1.SkillRouterClient, req *routerv1.ListSkillsRequest) (*routerv1.ListSkillsResponse, error) {
+	all := &routerv1.ListSkillsResponse{}
+	for {
+		page, err := c.ListSkills(ctx, req)
+		if err != nil {
+			return nil, err
+		}
+		all.Skills = append(all.Skills, page.Skills...)
+		all.Shadowed, all.TotalSize, all.IndexGeneration = page.Shadowed, page.TotalSize, page.IndexGeneration
+		if page.Catalog != nil {
+			all.Catalog = page.Catalog
+			req.CatalogCharBudget = 0
+		}
+		if page.NextPageToken == "" {
+			return all, nil
+		}
+		req.PageToken = page.NextPageToken
+	}
+}
+
+// writeList prints a listing: its name collisions (shadowed), its rendered
+// catalog when it has one, else a table of its entries.
+func writeList(e *env, res *skill.ListResult, shadowed bool, kf routerv1.KindFilter) error {
+	switch {
+	case shadowed:
+		return printShadowed(e, res.Shadowed)
+	case res.Catalog != nil:
+		cat, out := res.Catalog, e.stdout
+		fmt.Fprint(out, cat.Text)
+		fmt.Fprintf(out, "\n%d of %d characters; %d skills listed, %d shortened, %d cut\n", cat.Chars, cat.Budget, len(cat.Included), len(cat.Shortened), len(cat.Cut))
+		if len(cat.Cut) > 0 {
+			fmt.Fprintf(out, "cut: %s\n", strings.Join(cat.Cut, ", "))
+		}
+		return nil
+	}
+	tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "NAME\tSOURCE\tDESCRIPTION")
+	for _, s := range res.Skills {
+		fmt.Fprintf(tw, "%s\t%s\t%s\n", s.Name, sourceText(s), oneLine(s.Description(), 80))
+	}
+	tw.Flush()
+	fmt.Fprintf(e.stdout, "%s (index generation %d)\n", countKinds(res.Skills, kf), res.Generation)
+	return nil
+}
+
 // countKinds says how many skills and tools a listing holds: "7 skills",
 // "13 tools", "7 skills and 13 tools".
-func countKinds(entries []*routerv1.SkillSummary, kf routerv1.KindFilter) string {
+func countKinds(entries []*skill.Skill, kf routerv1.KindFilter) string {
 	tools := 0
 	for _, s := range entries {
-		if s.GetSource().GetKind() == routerv1.SourceKind_SOURCE_KIND_MCP_SERVER {
+		if s.Root.Kind == skill.KindServer {
 			tools++
 		}
 	}
@@ -116,7 +133,7 @@ func countKinds(entries []*routerv1.SkillSummary, kf routerv1.KindFilter) string
 	return fmt.Sprintf("%d skill%s and %d tool%s", skills, plural(skills), tools, plural(tools))
 }
 
-func printShadowed(e *env, shadows []*routerv1.ShadowedSkill) error {
+func printShadowed(e *env, shadows []skill.Shadow) error {
 	if len(shadows) == 0 {
 		fmt.Fprintln(e.stdout, "no name collisions")
 		return nil
@@ -124,22 +141,24 @@ func printShadowed(e *env, shadows []*routerv1.ShadowedSkill) error {
 	tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "NAME\tSERVED\tSHADOWED\tWHY")
 	for _, s := range shadows {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", s.Name, sourceText(s.Winner), sourceText(s.Shadowed), s.Reason)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", s.Name, sourceText(s.Winner), sourceText(s.Loser), s.Reason)
 	}
 	return tw.Flush()
 }
 
-func sourceText(s *routerv1.SkillSource) string {
+// sourceText names where an entry comes from: its kind (mcp for a tool's
+// server) and root, and the agent the root serves; "-" for none.
+func sourceText(s *skill.Skill) string {
 	if s == nil {
 		return "-"
 	}
-	kind := strings.ToLower(strings.TrimPrefix(s.Kind.String(), "SOURCE_KIND_"))
-	if s.Kind == routerv1.SourceKind_SOURCE_KIND_MCP_SERVER {
+	kind := string(s.Root.Kind)
+	if s.Root.Kind == skill.KindServer {
 		kind = "mcp"
 	}
-	out := kind + ":" + s.Root
-	if s.Agent != "" {
-		out += " (agent " + s.Agent + ")"
+	out := kind + ":" + s.Root.Display
+	if s.Root.Agent != "" {
+		out += " (agent " + s.Root.Agent + ")"
 	}
 	return out
 }

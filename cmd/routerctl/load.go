@@ -7,6 +7,8 @@ import (
 	"github.com/spf13/cobra"
 
 	routerv1 "github.com/mcpsag/router/api/proto/mcpsag/router/v1"
+	"github.com/mcpsag/router/internal/skill"
+	"github.com/mcpsag/router/internal/skillpb"
 )
 
 func newLoadCmd(e *env) *cobra.Command {
@@ -56,27 +58,34 @@ skill file; --raw prints it bare. Level 2 also lists the resource files.`,
 		if e.json {
 			return e.printJSON(res)
 		}
-		switch res.Level {
-		case routerv1.LoadLevel_LOAD_LEVEL_SUMMARY:
-			fmt.Fprintf(e.stdout, "%s (%s)\n%s\n", res.Name, sourceText(res.Summary.Source), res.Summary.Description)
-		case routerv1.LoadLevel_LOAD_LEVEL_BODY:
-			fmt.Fprint(e.stdout, res.Content)
-			fmt.Fprintf(e.stderr, "\n%d of %d tokens (budget %d, %s)", res.Tokens, res.TotalTokens, res.TokenBudget, res.TokenCounting)
-			if res.Truncated {
-				fmt.Fprint(e.stderr, ", TRUNCATED")
-			}
-			fmt.Fprintln(e.stderr)
-			if len(res.Resources) > 0 {
-				fmt.Fprintf(e.stderr, "%d resource files; load one with --resource PATH\n", len(res.Resources))
-			}
-		default:
-			if res.Data != nil {
-				fmt.Fprintf(e.stderr, "%s: %d bytes of %s (binary; use --json to get it base64-encoded)\n", res.ResourcePath, res.SizeBytes, res.MediaType)
-				return nil
-			}
-			fmt.Fprint(e.stdout, res.Content)
-		}
+		writeLoad(e, skillpb.LoadResult(res))
 		return nil
 	})
 	return cmd
+}
+
+// writeLoad prints what a load served: a summary, or a body or a text file
+// on stdout with its token counts and resources on stderr; of a binary file
+// only its size and type, on stderr. Token counts follow skill.TokenCounting.
+func writeLoad(e *env, res *skill.LoadResult) {
+	switch res.Level {
+	case skill.LevelSummary:
+		fmt.Fprintf(e.stdout, "%s (%s)\n%s\n", res.Skill.Name, sourceText(res.Skill), res.Skill.Description())
+	case skill.LevelBody:
+		fmt.Fprint(e.stdout, res.Content)
+		fmt.Fprintf(e.stderr, "\n%d of %d tokens (budget %d, %s)", res.Tokens, res.TotalTokens, res.TokenBudget, skill.TokenCounting)
+		if res.Truncated {
+			fmt.Fprint(e.stderr, ", TRUNCATED")
+		}
+		fmt.Fprintln(e.stderr)
+		if len(res.Skill.Resources) > 0 {
+			fmt.Fprintf(e.stderr, "%d resource files; load one with --resource PATH\n", len(res.Skill.Resources))
+		}
+	default:
+		if res.Data != nil {
+			fmt.Fprintf(e.stderr, "%s: %d bytes of %s (binary; use --json to get it base64-encoded)\n", res.ResourcePath, res.Size, res.MediaType)
+			return
+		}
+		fmt.Fprint(e.stdout, res.Content)
+	}
 }

@@ -10,8 +10,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/signal"
-	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -19,6 +17,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
+	"github.com/mcpsag/router/internal/interrupt"
 	"github.com/mcpsag/router/internal/tlsconfig"
 )
 
@@ -30,11 +29,7 @@ const (
 )
 
 func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	go func() {
-		<-ctx.Done()
-		stop() // a second signal stops at once
-	}()
+	ctx, stop := interrupt.Context(context.Background()) // a second signal stops at once
 	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr, os.Getenv)
 	stop()
 	os.Exit(code)
@@ -109,11 +104,7 @@ func (e *env) report(cmd *cobra.Command, err error) int {
 	}
 	var ue usageError
 	if errors.As(err, &ue) {
-		path := "routerctl"
-		if cmd != nil {
-			path = cmd.CommandPath()
-		}
-		fmt.Fprintf(e.stderr, "routerctl: %s\nsee %s --help\n", ue.msg, path)
+		fmt.Fprintf(e.stderr, "routerctl: %s\nsee %s --help\n", ue.msg, commandPath(cmd))
 		return exitUsage
 	}
 	var tm tlsMismatch
@@ -128,37 +119,46 @@ func (e *env) report(cmd *cobra.Command, err error) int {
 		return exitError
 	}
 	if st, ok := status.FromError(err); ok {
-		fmt.Fprintf(e.stderr, "routerctl: %s: %s\n", st.Code(), st.Message())
-		switch st.Code() {
-		case codes.InvalidArgument:
-			// Every field of a request comes from the command line: the
-			// router refused a value given there.
-			path := "routerctl"
-			if cmd != nil {
-				path = cmd.CommandPath()
-			}
-			fmt.Fprintf(e.stderr, "see %s --help\n", path)
-			return exitUsage
-		case codes.Unavailable:
-			var gu gaveUp
-			var nr notReached
-			switch {
-			case errors.As(err, &gu):
-				fmt.Fprintf(e.stderr, "gave up after %s (--timeout); is the router running at %s? start it with: router --workspace DIR\n", gu.after.Round(100*time.Millisecond), e.addr)
-			case errors.As(err, &nr):
-				fmt.Fprintf(e.stderr, "no router answered at %s: is it running? start it with: router --workspace DIR (or give --timeout to wait for one that is starting)\n", e.addr)
-			default:
-				fmt.Fprintf(e.stderr, "is the router running at %s? start it with: router --workspace DIR\n", e.addr)
-			}
-		case codes.Unauthenticated:
-			if e.token == "" {
-				fmt.Fprintln(e.stderr, "the router requires a token: set MCPSAG_TOKEN or pass --token")
-			} else {
-				fmt.Fprintf(e.stderr, "the router rejected the token from %s; check it against the router's tokens file (routerctl token makes a new one)\n", e.tokenFrom)
-			}
-		}
-		return exitError
+		return e.reportStatus(cmd, st, err)
 	}
 	fmt.Fprintln(e.stderr, "routerctl:", err)
 	return exitError
+}
+
+// reportStatus prints the router's answer err (with status st) and a hint
+// of what to do about it, and returns the exit code: a refused value came
+// from the command line, so it is a usage error.
+func (e *env) reportStatus(cmd *cobra.Command, st *status.Status, err error) int {
+	fmt.Fprintf(e.stderr, "routerctl: %s: %s\n", st.Code(), st.Message())
+	switch st.Code() {
+	case codes.InvalidArgument:
+		fmt.Fprintf(e.stderr, "see %s --help\n", commandPath(cmd))
+		return exitUsage
+	case codes.Unavailable:
+		var gu gaveUp
+		var nr notReached
+		switch {
+		case errors.As(err, &gu):
+			fmt.Fprintf(e.stderr, "gave up after %s (--timeout); is the router running at %s? start it with: router --workspace DIR\n", gu.after.Round(100*time.Millisecond), e.addr)
+		case errors.As(err, &nr):
+			fmt.Fprintf(e.stderr, "no router answered at %s: is it running? start it with: router --workspace DIR (or give --timeout to wait for one that is starting)\n", e.addr)
+		default:
+			fmt.Fprintf(e.stderr, "is the router running at %s? start it with: router --workspace DIR\n", e.addr)
+		}
+	case codes.Unauthenticated:
+		if e.token == "" {
+			fmt.Fprintln(e.stderr, "the router requires a token: set MCPSAG_TOKEN or pass --token")
+		} else {
+			fmt.Fprintf(e.stderr, "the router rejected the token from %s; check it against the router's tokens file (routerctl token makes a new one)\n", e.tokenFrom)
+		}
+	}
+	return exitError
+}
+
+// commandPath names the command that failed, for "see ... --help".
+func commandPath(cmd *cobra.Command) string {
+	if cmd == nil {
+		return "routerctl"
+	}
+	return cmd.CommandPath()
 }

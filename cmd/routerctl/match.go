@@ -3,12 +3,16 @@ package main
 import (
 	"context"
 	"fmt"
+	"io"
 	"strings"
 	"text/tabwriter"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	routerv1 "github.com/mcpsag/router/api/proto/mcpsag/router/v1"
+	"github.com/mcpsag/router/internal/skill"
+	"github.com/mcpsag/router/internal/skillpb"
 )
 
 func newMatchCmd(e *env) *cobra.Command {
@@ -50,60 +54,74 @@ tool's input schema.`,
 		if topK < 0 {
 			return usageErrorf("--top-k %d: want 1 or more (0: the router's default)", topK)
 		}
-		req := &routerv1.MatchRequest{Task: args[0], TopK: int32(topK), Agent: agent, Options: &routerv1.MatchOptions{IncludeHidden: hidden, Kinds: kf}}
-		if err := oneOf(cmd.Flags(), "mode", "", "hybrid", "dense", "bm25"); err != nil {
+		opts, err := matchOptions(cmd.Flags(), kf, mode, fusion, threshold, hidden)
+		if err != nil {
 			return err
 		}
-		if err := oneOf(cmd.Flags(), "fusion", "", "adaptive", "convex", "rrf", "tiebreak"); err != nil {
-			return err
-		}
-		if mode != "" {
-			req.Options.Mode = routerv1.MatchMode(routerv1.MatchMode_value["MATCH_MODE_"+strings.ToUpper(mode)])
-		}
-		if fusion != "" {
-			req.Options.Fusion = routerv1.Fusion(routerv1.Fusion_value["FUSION_"+strings.ToUpper(fusion)])
-		}
-		if threshold != 0 {
-			req.Options.Threshold = &threshold
-		}
-		res, err := c.Match(ctx, req)
+		res, err := c.Match(ctx, &routerv1.MatchRequest{Task: args[0], TopK: int32(topK), Agent: agent, Options: opts})
 		if err != nil {
 			return err
 		}
 		if e.json {
 			return e.printJSON(res)
 		}
-		if res.Abstained {
-			reason := strings.ToLower(strings.TrimPrefix(res.AbstainReason.String(), "ABSTAIN_REASON_"))
-			what, detail := "skill", res.AbstainDetail
-			if kf == routerv1.KindFilter_KIND_FILTER_TOOLS {
-				what = "tool"
-				if res.AbstainReason == routerv1.AbstainReason_ABSTAIN_REASON_NO_TOOLS {
-					detail = "no tool of an MCP server is visible to this caller (routerctl servers shows the servers configured and their state)"
-				}
-			}
-			fmt.Fprintf(e.stdout, "no %s fits (%s): %s\n", what, reason, detail)
-			return nil
-		}
-		switch res.Verdict {
-		case routerv1.MatchVerdict_MATCH_VERDICT_CONFIDENT:
-			fmt.Fprintf(e.stdout, "confident: %s\n", res.VerdictDetail)
-		case routerv1.MatchVerdict_MATCH_VERDICT_LOW_CONFIDENCE:
-			fmt.Fprintf(e.stdout, "low confidence: %s\n", res.VerdictDetail)
-		}
-		tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
-		fmt.Fprintln(tw, "#\tSKILL\tFUSED\tCOSINE\tBM25\tWHY")
-		for i, c := range res.Candidates {
-			s := c.Scores
-			fmt.Fprintf(tw, "%d\t%s\t%.3f\t%.3f\t%.2f\t%s\n", i+1, c.Skill.Name, s.Fused, s.Cosine, s.Bm25, oneLine(c.Reason, 90))
-		}
-		tw.Flush()
-		used := strings.ToLower(strings.TrimPrefix(res.Mode.String(), "MATCH_MODE_"))
-		if res.Degraded {
-			used += ", keywords only: embeddings unavailable"
-		}
-		fmt.Fprintf(e.stdout, "(%s; generation %d)\n", used, res.IndexGeneration)
+		writeMatch(e.stdout, skillpb.MatchResult(res), kf)
 		return nil
 	})
 	return cmd
+}
+
+// matchOptions are the options of a match the flags ask for; a --mode or
+// --fusion the API does not know is a usage error.
+func matchOptions(f *pflag.FlagSet, kf routerv1.KindFilter, mode, fusion string, threshold float64, hidden bool) (*routerv1.MatchOptions, error) {
+	opts := &routerv1.MatchOptions{IncludeHidden: hidden, Kinds: kf}
+	if err := oneOf(f, "mode", "", "hybrid", "dense", "bm25"); err != nil {
+		return nil, err
+	}
+	if err := oneOf(f, "fusion", "", "adaptive", "convex", "rrf", "tiebreak"); err != nil {
+		return nil, err
+	}
+	if mode != "" {
+		opts.Mode = routerv1.MatchMode(routerv1.MatchMode_value["MATCH_MODE_"+strings.ToUpper(mode)])
+	}
+	if fusion != "" {
+		opts.Fusion = routerv1.Fusion(routerv1.Fusion_value["FUSION_"+strings.ToUpper(fusion)])
+	}
+	if threshold != 0 {
+		opts.Threshold = &threshold
+	}
+	return opts, nil
+}
+
+// writeMatch prints a match's answer: why it abstained, or its verdict and
+// candidates, best first, with the evidence for each.
+func writeMatch(w io.Writer, res *skill.MatchResult, kf routerv1.KindFilter) {
+	if res.Abstained {
+		what, detail := "skill", res.AbstainDetail
+		if kf == routerv1.KindFilter_KIND_FILTER_TOOLS {
+			what = "tool"
+			if res.AbstainReason == skill.AbstainNoTools {
+				detail = "no tool of an MCP server is visible to this caller (routerctl servers shows the servers configured and their state)"
+			}
+		}
+		fmt.Fprintf(w, "no %s fits (%s): %s\n", what, res.AbstainReason, detail)
+		return
+	}
+	switch res.Verdict {
+	case skill.VerdictConfident:
+		fmt.Fprintf(w, "confident: %s\n", res.VerdictDetail)
+	case skill.VerdictLowConfidence:
+		fmt.Fprintf(w, "low confidence: %s\n", res.VerdictDetail)
+	}
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "#\tSKILL\tFUSED\tCOSINE\tBM25\tWHY")
+	for i, c := range res.Candidates {
+		fmt.Fprintf(tw, "%d\t%s\t%.3f\t%.3f\t%.2f\t%s\n", i+1, c.Skill.Name, c.Fused, c.Cosine, c.BM25, oneLine(c.Reason, 90))
+	}
+	tw.Flush()
+	used := string(res.Mode)
+	if res.Degraded {
+		used += ", keywords only: embeddings unavailable"
+	}
+	fmt.Fprintf(w, "(%s; generation %d)\n", used, res.Generation)
 }

@@ -5,12 +5,15 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"time"
 
 	"github.com/spf13/cobra"
 
 	routerv1 "github.com/mcpsag/router/api/proto/mcpsag/router/v1"
 	"github.com/mcpsag/router/internal/embed"
+	"github.com/mcpsag/router/internal/skill"
+	"github.com/mcpsag/router/internal/skillpb"
 )
 
 func newModelCmd(e *env) *cobra.Command {
@@ -61,7 +64,7 @@ model is unavailable, and says whose vectors matching uses now.`,
 		if err != nil {
 			return err
 		}
-		serving := servingModel(st)
+		serving := servingModel(skillpb.Status(st))
 		if e.json {
 			out := modelInfoOutput{Model: protoRaw(st.GetModel()), FastModel: json.RawMessage("null"), Serving: serving,
 				Backfill: json.RawMessage("null"), Degraded: st.Degraded, DegradedReason: st.DegradedReason}
@@ -73,40 +76,44 @@ model is unavailable, and says whose vectors matching uses now.`,
 			}
 			return e.printJSON(out)
 		}
-		if m := st.Model; m != nil && m.Name != "" {
-			fmt.Fprintf(e.stdout, "model:          %s\n", m.Name)
-			fmt.Fprintf(e.stdout, "path:           %s\n", m.Path)
-			fmt.Fprintf(e.stdout, "dimension:      %d\n", m.Dimension)
-			fmt.Fprintf(e.stdout, "fingerprint:    %s\n", m.Fingerprint)
-			fmt.Fprintf(e.stdout, "load time:      %s\n", m.LoadDuration.AsDuration().Round(time.Millisecond))
-			fmt.Fprintf(e.stdout, "query latency:  %s (median, measured at load)\n", m.QueryLatency.AsDuration().Round(time.Microsecond))
-			fmt.Fprintf(e.stdout, "threshold:      %.3f\n", m.MatchThreshold)
-			fmt.Fprintf(e.stdout, "embedded:       %d since start, %d vectors cached\n", m.EmbeddingsComputed, m.CacheEntries)
-		} else {
-			fmt.Fprintln(e.stdout, "no embedding model loaded")
-		}
-		if f := st.FastModel; f != nil {
-			fmt.Fprintf(e.stdout, "fast model:     %s (dim %d, query latency %s)\n", f.Name, f.Dimension,
-				f.QueryLatency.AsDuration().Round(time.Microsecond))
-		}
-		fmt.Fprintf(e.stdout, "serving:        %s\n", cmp.Or(serving, "keywords only"))
-		if b := st.Backfill; b != nil {
-			fmt.Fprintf(e.stdout, "background:     %s has embedded %d of %d skill texts\n", b.Model, b.Done, b.Total)
-		}
-		if st.Degraded {
-			fmt.Fprintf(e.stdout, "DEGRADED: %s\n", st.DegradedReason)
-		}
+		writeModelInfo(e.stdout, skillpb.Status(st))
 		return nil
 	})
 	return cmd
 }
 
+// writeModelInfo prints the models of a router's state for people.
+func writeModelInfo(w io.Writer, st *skill.Status) {
+	if m := st.Model; m != nil && m.Name != "" {
+		fmt.Fprintf(w, "model:          %s\n", m.Name)
+		fmt.Fprintf(w, "path:           %s\n", m.Path)
+		fmt.Fprintf(w, "dimension:      %d\n", m.Dimension)
+		fmt.Fprintf(w, "fingerprint:    %s\n", m.Fingerprint)
+		fmt.Fprintf(w, "load time:      %s\n", m.LoadDuration.Round(time.Millisecond))
+		fmt.Fprintf(w, "query latency:  %s (median, measured at load)\n", m.QueryLatency.Round(time.Microsecond))
+		fmt.Fprintf(w, "threshold:      %.3f\n", m.MatchThreshold)
+		fmt.Fprintf(w, "embedded:       %d since start, %d vectors cached\n", m.EmbeddingsComputed, m.VectorsCached)
+	} else {
+		fmt.Fprintln(w, "no embedding model loaded")
+	}
+	if f := st.FastModel; f != nil {
+		fmt.Fprintf(w, "fast model:     %s (dim %d, query latency %s)\n", f.Name, f.Dimension, f.QueryLatency.Round(time.Microsecond))
+	}
+	fmt.Fprintf(w, "serving:        %s\n", cmp.Or(servingModel(st), "keywords only"))
+	if b := st.Backfill; b.Model != "" {
+		fmt.Fprintf(w, "background:     %s has embedded %d of %d skill texts\n", b.Model, b.Done, b.Total)
+	}
+	if st.Degraded {
+		fmt.Fprintf(w, "DEGRADED: %s\n", st.DegradedReason)
+	}
+}
+
 // servingModel names the model whose vectors matching uses; empty for
 // keywords only.
-func servingModel(st *routerv1.StatusResponse) string {
-	for _, m := range []*routerv1.ModelStatus{st.GetModel(), st.GetFastModel()} {
-		if m.GetServing() {
-			return m.GetName()
+func servingModel(st *skill.Status) string {
+	for _, m := range []*skill.ModelStatus{st.Model, st.FastModel} {
+		if m != nil && m.Serving {
+			return m.Name
 		}
 	}
 	return ""

@@ -8,6 +8,7 @@ import (
 	"github.com/spf13/cobra"
 
 	routerv1 "github.com/mcpsag/router/api/proto/mcpsag/router/v1"
+	"github.com/mcpsag/router/internal/skillpb"
 )
 
 // reindexTimeout bounds a reindex when --timeout is shorter: a full
@@ -41,10 +42,10 @@ The call may take up to 10 minutes, or --timeout when longer.`,
 		if e.json {
 			return e.printJSON(res)
 		}
-		st := res.Stats
+		st := skillpb.ReindexStats(res.GetStats())
 		fmt.Fprintf(e.stdout, "scanned %d: %d added, %d changed, %d removed, %d unchanged, %d invalid; parsed %d in %s (generation %d)\n",
 			st.Scanned, st.Added, st.Changed, st.Removed, st.Unchanged, st.Invalid, st.Parsed,
-			st.Duration.AsDuration().Round(time.Millisecond), st.IndexGeneration)
+			st.Duration.Round(time.Millisecond), st.Generation)
 		if st.Invalid > 0 {
 			fmt.Fprintln(e.stdout, "the invalid files' problems: routerctl status (by code), routerctl validate WORKSPACE (each with its file and line)")
 		}
@@ -74,7 +75,10 @@ func (e *env) pollProgress(ctx context.Context, c routerv1.SkillRouterClient) (s
 			sctx, scancel := context.WithTimeout(ctx, time.Second)
 			st, err := c.Status(sctx, &routerv1.StatusRequest{})
 			scancel()
-			if p := st.GetReindexProgress(); err == nil && p.GetRunning() {
+			if err != nil {
+				continue
+			}
+			if p := skillpb.Status(st).Progress; p.Running {
 				if p.Total > 0 {
 					e.progress.Show("reindex: %s %d/%d", p.Phase, p.Done, p.Total)
 				} else {

@@ -63,15 +63,7 @@ func newRoot(e *env) *cobra.Command {
 		"{{if .Runnable}}", "{{if and .Runnable (not .HasAvailableSubCommands)}}", 1))
 	root.SetFlagErrorFunc(flagError)
 
-	pf := root.PersistentFlags()
-	pf.StringVar(&e.addr, "addr", defaultAddr, "router `address` (env MCPSAG_ADDR)")
-	pf.BoolVar(&e.json, "json", false, "print one JSON document on stdout (stable keys; see docs/routerctl.md)")
-	pf.DurationVar(&e.timeout, "timeout", 30*time.Second, "give up on the router after this `duration`, retrying while it is unavailable (given, also wait for a router that is not listening yet)")
-	pf.StringVar(&e.token, "token", "", "bearer `token` when the router requires one (env MCPSAG_TOKEN, preferred: flags show up in ps)")
-	pf.StringVar(&e.tls.CA, "tls-ca", "", "connect with TLS, trusting the CA certificates in `file`")
-	pf.StringVar(&e.tls.Cert, "tls-cert", "", "client certificate `file` for mutual TLS (with --tls-key)")
-	pf.StringVar(&e.tls.Key, "tls-key", "", "client key `file` for mutual TLS (with --tls-cert)")
-	pf.StringVar(&e.tls.ServerName, "tls-server-name", "", "expected server `name` (default: the host of --addr)")
+	e.addGlobalFlags(root.PersistentFlags())
 
 	root.AddGroup(&cobra.Group{ID: "router", Title: "Commands that ask a running router:"},
 		&cobra.Group{ID: "offline", Title: "Offline commands (no router needed):"})
@@ -87,6 +79,24 @@ func newRoot(e *env) *cobra.Command {
 	root.InitDefaultHelpCmd()
 	root.InitDefaultCompletionCmd()
 	e.registerCompletions(root)
+	describeBuiltins(root)
+	return root
+}
+
+// addGlobalFlags defines the flags every command takes.
+func (e *env) addGlobalFlags(pf *pflag.FlagSet) {
+	pf.StringVar(&e.addr, "addr", defaultAddr, "router `address` (env MCPSAG_ADDR)")
+	pf.BoolVar(&e.json, "json", false, "print one JSON document on stdout (stable keys; see docs/routerctl.md)")
+	pf.DurationVar(&e.timeout, "timeout", 30*time.Second, "give up on the router after this `duration`, retrying while it is unavailable (given, also wait for a router that is not listening yet)")
+	pf.StringVar(&e.token, "token", "", "bearer `token` when the router requires one (env MCPSAG_TOKEN, preferred: flags show up in ps)")
+	pf.StringVar(&e.tls.CA, "tls-ca", "", "connect with TLS, trusting the CA certificates in `file`")
+	pf.StringVar(&e.tls.Cert, "tls-cert", "", "client certificate `file` for mutual TLS (with --tls-key)")
+	pf.StringVar(&e.tls.Key, "tls-key", "", "client key `file` for mutual TLS (with --tls-cert)")
+	pf.StringVar(&e.tls.ServerName, "tls-server-name", "", "expected server `name` (default: the host of --addr)")
+}
+
+// describeBuiltins words cobra's help and completion commands as ours are.
+func describeBuiltins(root *cobra.Command) {
 	for _, c := range root.Commands() {
 		switch c.Name() {
 		case "help":
@@ -98,7 +108,6 @@ func newRoot(e *env) *cobra.Command {
 			requireSubcommand(c)
 		}
 	}
-	return root
 }
 
 // setup resolves the global options from the environment and checks them.

@@ -4,13 +4,14 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"strings"
 	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
 
 	routerv1 "github.com/mcpsag/router/api/proto/mcpsag/router/v1"
+	"github.com/mcpsag/router/internal/skill"
+	"github.com/mcpsag/router/internal/skillpb"
 )
 
 func newServersCmd(e *env) *cobra.Command {
@@ -44,74 +45,75 @@ the router does not report them.
 		if e.json {
 			return e.printJSON(&routerv1.StatusResponse{Servers: st.Servers})
 		}
-		return writeServers(e.stdout, st, details)
+		return writeServers(e.stdout, skillpb.Status(st), details)
 	})
 	return cmd
 }
 
 // writeServers prints the servers table and, for failed servers (all with
 // details), what explains their state.
-func writeServers(w io.Writer, st *routerv1.StatusResponse, details bool) error {
+func writeServers(w io.Writer, st *skill.Status, details bool) error {
 	if len(st.Servers) == 0 {
 		fmt.Fprintln(w, "no MCP servers configured (config mcp_servers)")
 		return nil
 	}
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "SERVER\tTRANSPORT\tSTATE\tTRUST\tTOOLS\tLISTED\tFILTERED\tDROPPED\tRESOURCES\tPROMPTS\tLAST ERROR")
+	tools := 0
 	for _, s := range st.Servers {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%d\t%d\t%d\t%s\t%s\t%s\n", s.Name, transportText(s), enumWord(s.State.String(), "SERVER_STATE_"),
-			enumWord(s.Trust.String(), "TRUST_"), s.Tools, s.ToolsListed, s.ToolsFiltered, s.ToolsDropped,
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%d\t%d\t%d\t%s\t%s\t%s\n", s.Name, transportText(s), s.State,
+			trustWord(s.Trusted), s.Tools, s.ToolsListed, s.ToolsFiltered, s.ToolsDropped,
 			count(s.Resources), count(s.Prompts), oneLine(orDash(s.LastError), 70))
-	}
-	tw.Flush()
-	var tools int32
-	for _, s := range st.Servers {
 		tools += s.Tools
 	}
+	tw.Flush()
 	fmt.Fprintf(w, "%d servers, %d tools served (index generation %d); calling tools is %s (flag tools_call)\n",
-		len(st.Servers), tools, st.IndexGeneration, onOff(st.Flags.GetToolsCall()))
+		len(st.Servers), tools, st.Generation, onOff(st.Flags.ToolsCall))
 	for _, s := range st.Servers {
-		failed := s.State == routerv1.ServerState_SERVER_STATE_FAILED
-		if !failed && !details {
-			continue
-		}
-		fmt.Fprintf(w, "\n%s:\n", s.Name)
-		if s.ServerName != "" {
-			fmt.Fprintf(w, "  calls itself %s %s (protocol %s)\n", oneLine(s.ServerName, 60), oneLine(s.ServerVersion, 30), s.ProtocolVersion)
-		}
-		if s.LastError != "" {
-			fmt.Fprintf(w, "  last error: %s\n", oneLine(s.LastError, 300))
-		}
-		if t := s.NextAttempt; t != nil && failed {
-			fmt.Fprintf(w, "  next attempt in %s (%d restarts so far)\n", time.Until(t.AsTime()).Round(time.Second), s.Restarts)
-		}
-		if s.ListChanged > 0 {
-			fmt.Fprintf(w, "  %d list_changed notifications, %d listings after them\n", s.ListChanged, s.Refreshes)
-		}
-		for _, d := range s.Diagnostics {
-			fmt.Fprintf(w, "  finding: %s\n", oneLine(d, 200))
-		}
-		tail := s.StderrTail
-		if !details && len(tail) > 5 {
-			tail = tail[len(tail)-5:]
-		}
-		for _, l := range tail {
-			fmt.Fprintf(w, "  stderr: %s\n", oneLine(l, 200))
+		if failed := s.State == skill.ServerFailed; failed || details {
+			writeServerState(w, s, failed, details)
 		}
 	}
 	return nil
 }
 
-func transportText(s *routerv1.ServerStatus) string {
+// writeServerState prints what explains a server's state: what it calls
+// itself, its last error and next attempt (when failed), its notifications,
+// findings and the end of its stderr (all of it with details).
+func writeServerState(w io.Writer, s skill.ServerStatus, failed, details bool) {
+	fmt.Fprintf(w, "\n%s:\n", s.Name)
+	if s.ServerName != "" {
+		fmt.Fprintf(w, "  calls itself %s %s (protocol %s)\n", oneLine(s.ServerName, 60), oneLine(s.ServerVersion, 30), s.ProtocolVersion)
+	}
+	if s.LastError != "" {
+		fmt.Fprintf(w, "  last error: %s\n", oneLine(s.LastError, 300))
+	}
+	if t := s.NextAttempt; !t.IsZero() && failed {
+		fmt.Fprintf(w, "  next attempt in %s (%d restarts so far)\n", time.Until(t).Round(time.Second), s.Restarts)
+	}
+	if s.ListChanged > 0 {
+		fmt.Fprintf(w, "  %d list_changed notifications, %d listings after them\n", s.ListChanged, s.Refreshes)
+	}
+	for _, d := range s.Diagnostics {
+		fmt.Fprintf(w, "  finding: %s\n", oneLine(d, 200))
+	}
+	tail := s.StderrTail
+	if !details && len(tail) > 5 {
+		tail = tail[len(tail)-5:]
+	}
+	for _, l := range tail {
+		fmt.Fprintf(w, "  stderr: %s\n", oneLine(l, 200))
+	}
+}
+
+func transportText(s skill.ServerStatus) string {
 	if s.Endpoint != "" {
 		return s.Transport + " " + s.Endpoint
 	}
 	return s.Transport
 }
 
-func enumWord(s, prefix string) string { return strings.ToLower(strings.TrimPrefix(s, prefix)) }
-
-func count(n int32) string {
+func count(n int) string {
 	if n < 0 {
 		return "-"
 	}

@@ -58,44 +58,52 @@ Works offline; the entry is checked as the router checks its tokens file.`,
 		if rate < 0 {
 			return usageErrorf("--rate %g: want 0 (unlimited) or more", rate)
 		}
-		var b [32]byte
-		if _, err := rand.Read(b[:]); err != nil {
+		out, err := newToken(id, splitList(groups), splitList(agents), splitList(servers), rate)
+		if err != nil {
 			return err
-		}
-		tok := "mcpsag_" + base64.RawURLEncoding.EncodeToString(b[:])
-		out := tokenOutput{ID: id, Token: tok, SHA256: auth.HashToken(tok), Groups: splitList(groups), Agents: splitList(agents),
-			Servers: splitList(servers), Rate: rate}
-		out.Entry = fmt.Sprintf("  - {id: %s, sha256: %s, groups: %s", id, out.SHA256, yamlList(out.Groups))
-		if len(out.Agents) > 0 {
-			out.Entry += ", agents: " + yamlList(out.Agents)
-		}
-		if len(out.Servers) > 0 {
-			out.Entry += ", servers: " + yamlList(out.Servers)
-		}
-		if rate > 0 {
-			out.Entry += fmt.Sprintf(", rate: %g", rate)
-		}
-		out.Entry += "}"
-		// The entry must be one the router accepts at start.
-		for _, a := range out.Agents {
-			if a == "*" {
-				continue
-			}
-			var se *skill.Error
-			if err := skill.ValidateAgent(a); errors.As(err, &se) {
-				return usageErrorf("--agents: %s", se.Message)
-			}
-		}
-		if err := auth.CheckTokensFile([]byte("tokens:\n" + out.Entry + "\n")); err != nil {
-			return usageErrorf("the router would refuse this token: %s", entryProblem(err))
 		}
 		if e.json {
 			return e.printJSON(out)
 		}
-		fmt.Fprintf(e.stdout, "token (shown once): %s\n\nadd to the tokens file under 'tokens:':\n%s\n", tok, out.Entry)
+		fmt.Fprintf(e.stdout, "token (shown once): %s\n\nadd to the tokens file under 'tokens:':\n%s\n", out.Token, out.Entry)
 		return nil
 	}
 	return cmd
+}
+
+// newToken makes a random token and its tokens-file entry, and checks the
+// entry as the router checks its tokens file at start.
+func newToken(id string, groups, agents, servers []string, rate float64) (tokenOutput, error) {
+	var b [32]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		return tokenOutput{}, err
+	}
+	tok := "mcpsag_" + base64.RawURLEncoding.EncodeToString(b[:])
+	out := tokenOutput{ID: id, Token: tok, SHA256: auth.HashToken(tok), Groups: groups, Agents: agents, Servers: servers, Rate: rate}
+	out.Entry = fmt.Sprintf("  - {id: %s, sha256: %s, groups: %s", id, out.SHA256, yamlList(out.Groups))
+	if len(out.Agents) > 0 {
+		out.Entry += ", agents: " + yamlList(out.Agents)
+	}
+	if len(out.Servers) > 0 {
+		out.Entry += ", servers: " + yamlList(out.Servers)
+	}
+	if rate > 0 {
+		out.Entry += fmt.Sprintf(", rate: %g", rate)
+	}
+	out.Entry += "}"
+	for _, a := range out.Agents {
+		if a == "*" {
+			continue
+		}
+		var se *skill.Error
+		if err := skill.ValidateAgent(a); errors.As(err, &se) {
+			return tokenOutput{}, usageErrorf("--agents: %s", se.Message)
+		}
+	}
+	if err := auth.CheckTokensFile([]byte("tokens:\n" + out.Entry + "\n")); err != nil {
+		return tokenOutput{}, usageErrorf("the router would refuse this token: %s", entryProblem(err))
+	}
+	return out, nil
 }
 
 // entryProblem strips the position the tokens file parser puts first

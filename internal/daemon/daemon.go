@@ -102,73 +102,42 @@ type Main struct {
 // router is ready; Close stops it. Addr and MCPAddr tell where it listens.
 func (m *Main) Run(ctx context.Context) (err error) {
 	// On failure, undo what was opened, in reverse order.
-	var undo []func()
+	var undo undoList
 	defer func() {
 		if err != nil {
-			for i := len(undo) - 1; i >= 0; i-- {
-				undo[i]()
-			}
+			undo.run()
 		}
 	}()
 	cfg := m.Config
 	if err := m.startTelemetry(ctx); err != nil {
 		return err
 	}
-	undo = append(undo, func() { m.closeTelemetry() })
+	undo.add(func() { m.closeTelemetry() })
 
 	if err := m.setupGuard(); err != nil {
 		return err
 	}
-	var serverOpts []grpc.ServerOption
-	var tlsConfig *tls.Config
-	if cfg.TLS.Enabled() {
-		if tlsConfig, err = tlsconfig.Server(cfg.TLS.CertFile, cfg.TLS.KeyFile, cfg.TLS.ClientCAFile); err != nil {
-			return err
-		}
-		serverOpts = append(serverOpts, grpc.Creds(credentials.NewTLS(tlsConfig)))
-	}
-	if m.proxies, err = auth.ParseProxies(cfg.TrustedProxies); err != nil {
+	serverOpts, tlsConfig, err := m.serverOptions()
+	if err != nil {
 		return err
-	}
-	if !m.proxies.Empty() {
-		// grpc.InTapHandle is experimental; it is the one hook that runs
-		// before anything reads a call's peer.
-		serverOpts = append(serverOpts, grpc.InTapHandle(m.proxies.Tap))
 	}
 	lis, err := net.Listen("tcp", cfg.Addr)
 	if err != nil {
 		return fmt.Errorf("listen on %s: %w (is another router running? pick another --addr)", cfg.Addr, err)
 	}
 	m.lis = lis
-	undo = append(undo, func() { lis.Close() })
+	undo.add(func() { lis.Close() })
 
 	holder := fmt.Sprintf("router pid %d listening on %s since %s", os.Getpid(), lis.Addr(), time.Now().UTC().Format(time.RFC3339))
 	if err := m.openCore(ctx, holder, cfg.StateDir, 2*time.Second); err != nil {
 		return err
 	}
-	undo = append(undo, func() { m.closeCore() })
+	undo.add(func() { m.closeCore() })
 
-	m.srv = m.newServer(serverOpts...)
-	m.done, m.serveEnded = make(chan error, 1), make(chan struct{})
-	go func() {
-		m.done <- m.srv.GRPC.Serve(lis)
-		close(m.serveEnded)
-	}()
-	undo = append(undo, func() { m.srv.GRPC.Stop(); m.srv = nil })
-	// Standalone MCP sessions on the workspace attach here.
-	m.serveSocket()
-	undo = append(undo, m.stopSocket)
-
-	if cfg.MCP.Addr != "" {
-		if m.mcp, err = m.startMCPHTTP(tlsConfig); err != nil {
-			return err
-		}
-		undo = append(undo, func() { m.mcp.stop(context.Background()); m.mcp = nil })
+	if err := m.startServers(lis, serverOpts, tlsConfig, &undo); err != nil {
+		return err
 	}
-	m.log.Info("router listening", "addr", lis.Addr().String(), "mcp_addr", m.MCPAddr(), "admin_addr", m.tel.AdminAddr(),
-		"socket", m.sockPath, "tls", cfg.TLS.Enabled(), "mtls", cfg.TLS.ClientCAFile != "", "auth", cfg.Auth.Enabled,
-		"pprof", cfg.Telemetry.Pprof && m.tel.AdminAddr() != "", "config", configFileOf(cfg), "workspace", cfg.Workspace, "state_dir", cfg.StateDir,
-		"model", m.modelOf(cfg), "version", buildinfo.Read().String())
+	m.logListening()
 	m.warnOpenListeners()
 
 	if err := m.router.Start(ctx); err != nil {
@@ -179,6 +148,77 @@ func (m *Main) Run(ctx context.Context) (err error) {
 	m.watchConfig(m.router)
 	m.notifyReady()
 	return nil
+}
+
+// undoList is what a start opened so far, to close in reverse order when a
+// later step fails.
+type undoList []func()
+
+func (u *undoList) add(f func()) { *u = append(*u, f) }
+
+func (u undoList) run() {
+	for i := len(u) - 1; i >= 0; i-- {
+		u[i]()
+	}
+}
+
+// serverOptions are the gRPC server's options the configuration asks for
+// (TLS, and the trusted proxies' tap, which it sets in m.proxies), with the
+// listener's TLS configuration (nil: plain).
+func (m *Main) serverOptions() ([]grpc.ServerOption, *tls.Config, error) {
+	cfg := m.Config
+	var opts []grpc.ServerOption
+	var tlsConfig *tls.Config
+	if cfg.TLS.Enabled() {
+		var err error
+		if tlsConfig, err = tlsconfig.Server(cfg.TLS.CertFile, cfg.TLS.KeyFile, cfg.TLS.ClientCAFile); err != nil {
+			return nil, nil, err
+		}
+		opts = append(opts, grpc.Creds(credentials.NewTLS(tlsConfig)))
+	}
+	var err error
+	if m.proxies, err = auth.ParseProxies(cfg.TrustedProxies); err != nil {
+		return nil, nil, err
+	}
+	if !m.proxies.Empty() {
+		// grpc.InTapHandle is experimental; it is the one hook that runs
+		// before anything reads a call's peer.
+		opts = append(opts, grpc.InTapHandle(m.proxies.Tap))
+	}
+	return opts, tlsConfig, nil
+}
+
+// startServers serves gRPC on lis, the state directory's socket and, with
+// mcp.addr, MCP over HTTP, adding each to undo.
+func (m *Main) startServers(lis net.Listener, serverOpts []grpc.ServerOption, tlsConfig *tls.Config, undo *undoList) error {
+	m.srv = m.newServer(serverOpts...)
+	m.done, m.serveEnded = make(chan error, 1), make(chan struct{})
+	go func() {
+		m.done <- m.srv.GRPC.Serve(lis)
+		close(m.serveEnded)
+	}()
+	undo.add(func() { m.srv.GRPC.Stop(); m.srv = nil })
+	// Standalone MCP sessions on the workspace attach here.
+	m.serveSocket()
+	undo.add(m.stopSocket)
+
+	if m.Config.MCP.Addr != "" {
+		var err error
+		if m.mcp, err = m.startMCPHTTP(tlsConfig); err != nil {
+			return err
+		}
+		undo.add(func() { m.mcp.stop(context.Background()); m.mcp = nil })
+	}
+	return nil
+}
+
+// logListening logs where the router listens and what it serves with.
+func (m *Main) logListening() {
+	cfg := m.Config
+	m.log.Info("router listening", "addr", m.lis.Addr().String(), "mcp_addr", m.MCPAddr(), "admin_addr", m.tel.AdminAddr(),
+		"socket", m.sockPath, "tls", cfg.TLS.Enabled(), "mtls", cfg.TLS.ClientCAFile != "", "auth", cfg.Auth.Enabled,
+		"pprof", cfg.Telemetry.Pprof && m.tel.AdminAddr() != "", "config", configFileOf(cfg), "workspace", cfg.Workspace, "state_dir", cfg.StateDir,
+		"model", m.modelOf(cfg), "version", buildinfo.Read().String())
 }
 
 // configFileOf names the config file the router read, "none" when it read
@@ -310,6 +350,48 @@ func (m *Main) startTelemetry(ctx context.Context) error {
 // lock; lockWait is how long to wait for another holder to let go.
 func (m *Main) openCore(ctx context.Context, holder, stateDir string, lockWait time.Duration) error {
 	cfg := m.Config
+	if err := m.openStore(holder, stateDir, lockWait); err != nil {
+		return err
+	}
+	db := m.db
+	rec := m.tel.Recorder()
+	m.openEmbedders(cfg, db.Dir(), rec)
+	m.openUpstream(cfg)
+	// The loader starts reading the cached records and the index snapshot
+	// at once (the snapshot after the last scan, when it serves that); the
+	// model loads meanwhile, while the first pass scans the roots. That
+	// pass waits for the load before it embeds (a Manager that has no
+	// model yet reloads under the same lock).
+	lc := m.loaderConfig(rec)
+	var err error
+	m.loader, err = loader.New(lc, db)
+	if err != nil {
+		m.closeUpstream()
+		return err
+	}
+	m.loadModels(ctx, cfg, rec)
+	m.router = router.New(router.Config{
+		Loader:           m.loader,
+		Workspace:        cfg.Workspace,
+		StateDir:         stateDir,
+		ModelDir:         cfg.Model.Dir,
+		Limits:           lc.Limits,
+		MaxResourceBytes: cfg.Limits.MaxResourceBytes,
+		AllowlistFile:    cfg.Exec.AllowlistFile,
+		Settings:         settingsOf(cfg),
+		Version:          buildinfo.Read().String(),
+		Upstream:         m.upstream,
+		Logger:           m.log.With("component", "router"),
+	})
+	m.registerGauges(rec)
+	m.served = &telemetry.Router{Router: m.router, Rec: rec, Tracer: m.tel.Tracer()}
+	return nil
+}
+
+// openStore opens the store in stateDir as m.db, and unpacks the bundled
+// model into it when the configuration uses that model.
+func (m *Main) openStore(holder, stateDir string, lockWait time.Duration) error {
+	cfg := m.Config
 	if err := checkWorkspace(cfg.Workspace); err != nil {
 		return err
 	}
@@ -336,13 +418,24 @@ func (m *Main) openCore(ctx context.Context, holder, stateDir string, lockWait t
 			m.log.Warn("bundled model could not be unpacked; matching uses keywords only", "err", err)
 		}
 	}
-	rec := m.tel.Recorder()
-	if !cfg.Model.Disabled {
-		m.embedder = embed.NewManager(m.embedConfig(cfg), m.log, rec)
-		if fc, ok := m.fastConfig(cfg, db.Dir()); ok {
-			m.fast = embed.NewManager(fc, m.log.With("tier", "fast"), rec)
-		}
+	return nil
+}
+
+// openEmbedders makes the embedding model's manager and the fast model's,
+// with no model loaded yet (loadModels loads them); none when the model is
+// off.
+func (m *Main) openEmbedders(cfg config.Config, dbDir string, rec *telemetry.Recorder) {
+	if cfg.Model.Disabled {
+		return
 	}
+	m.embedder = embed.NewManager(m.embedConfig(cfg), m.log, rec)
+	if fc, ok := m.fastConfig(cfg, dbDir); ok {
+		m.fast = embed.NewManager(fc, m.log.With("tier", "fast"), rec)
+	}
+}
+
+// openUpstream connects the MCP servers of the configuration.
+func (m *Main) openUpstream(cfg config.Config) {
 	getenv := m.Getenv
 	if getenv == nil {
 		getenv = os.Getenv
@@ -352,57 +445,44 @@ func (m *Main) openCore(ctx context.Context, holder, stateDir string, lockWait t
 		Logger: m.log,
 	})
 	m.upstream.Apply(cfg.Servers())
-	// The loader starts reading the cached records and the index snapshot
-	// at once (the snapshot after the last scan, when it serves that); the
-	// model loads meanwhile, while the first pass scans the roots. That
-	// pass waits for the load before it embeds (a Manager that has no
-	// model yet reloads under the same lock).
-	lc := m.loaderConfig(rec)
-	m.loader, err = loader.New(lc, db)
-	if err != nil {
-		m.closeUpstream()
-		return err
-	}
+}
+
+// loadModels loads the fast model, then the model, in the background,
+// closing m.modelLoaded when done (at once without a model), and reports
+// the query cache of the model's manager to telemetry.
+func (m *Main) loadModels(ctx context.Context, cfg config.Config, rec *telemetry.Recorder) {
 	m.modelLoaded = make(chan struct{})
 	if m.embedder == nil {
 		close(m.modelLoaded)
-	} else {
-		go func(cfg embed.Config, fast *embed.Manager) {
-			defer close(m.modelLoaded)
-			// The fast model first: it loads in milliseconds, and the
-			// first pass serves its vectors when the model's are not
-			// all there.
-			if fast != nil {
-				if err := fast.Reload(ctx, fast.Config()); err != nil {
-					m.log.Warn("fast embedding model not loaded", "dir", fast.Config().Dir, "err", err)
-				}
-			}
-			if err := m.embedder.Reload(ctx, cfg); err != nil {
-				m.log.Warn("embedding model not loaded; matching uses the fast model or keywords until it is fixed", "dir", cfg.Dir, "err", err)
-			}
-		}(m.embedConfig(cfg), m.fast)
-		// This embedder, not the field, which closeEmbedder clears before
-		// telemetry's last collection (see the index gauge below).
-		emb := m.embedder
-		rec.RegisterEmbeddingCache(telemetry.CacheQuery, func() (int64, int64) {
-			st := emb.Status()
-			return st.QueryCacheHits, st.QueryCacheMisses
-		})
+		return
 	}
-	m.router = router.New(router.Config{
-		Loader:           m.loader,
-		Workspace:        cfg.Workspace,
-		StateDir:         stateDir,
-		ModelDir:         cfg.Model.Dir,
-		Limits:           lc.Limits,
-		MaxResourceBytes: cfg.Limits.MaxResourceBytes,
-		AllowlistFile:    cfg.Exec.AllowlistFile,
-		Settings:         settingsOf(cfg),
-		Version:          buildinfo.Read().String(),
-		Upstream:         m.upstream,
-		Logger:           m.log.With("component", "router"),
+	go func(cfg embed.Config, fast *embed.Manager) {
+		defer close(m.modelLoaded)
+		// The fast model first: it loads in milliseconds, and the
+		// first pass serves its vectors when the model's are not
+		// all there.
+		if fast != nil {
+			if err := fast.Reload(ctx, fast.Config()); err != nil {
+				m.log.Warn("fast embedding model not loaded", "dir", fast.Config().Dir, "err", err)
+			}
+		}
+		if err := m.embedder.Reload(ctx, cfg); err != nil {
+			m.log.Warn("embedding model not loaded; matching uses the fast model or keywords until it is fixed", "dir", cfg.Dir, "err", err)
+		}
+	}(m.embedConfig(cfg), m.fast)
+	// This embedder, not the field, which closeEmbedder clears before
+	// telemetry's last collection (see registerGauges).
+	emb := m.embedder
+	rec.RegisterEmbeddingCache(telemetry.CacheQuery, func() (int64, int64) {
+		st := emb.Status()
+		return st.QueryCacheHits, st.QueryCacheMisses
 	})
-	// The gauge reads this router, not the field: closeCore clears the
+}
+
+// registerGauges has telemetry read the index, the embedding and the
+// router's state from m.router's Status.
+func (m *Main) registerGauges(rec *telemetry.Recorder) {
+	// The gauges read this router, not the field: closeCore clears the
 	// field while a last collection may still run (OTLP's final export).
 	rt := m.router
 	rec.RegisterIndexGauge(func() telemetry.IndexSize {
@@ -418,8 +498,6 @@ func (m *Main) openCore(ctx context.Context, holder, stateDir string, lockWait t
 		st, _ := rt.Status(context.Background())
 		return routerState(*st)
 	})
-	m.served = &telemetry.Router{Next: m.router, Rec: rec, Tracer: m.tel.Tracer()}
-	return nil
 }
 
 // closeCore stops the config watcher and the router and closes the model and

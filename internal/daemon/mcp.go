@@ -14,7 +14,6 @@ import (
 
 	"github.com/mcpsag/router/internal/buildinfo"
 	"github.com/mcpsag/router/internal/mcp"
-	"github.com/mcpsag/router/internal/telemetry"
 )
 
 // mcpServer is the MCP Streamable HTTP front of a running daemon.
@@ -43,7 +42,7 @@ func (m *Main) mcpOptions(agent string) mcp.Options {
 		Name: "mcpsag-router", Version: buildinfo.Read().String(), Agent: agent,
 		Logger:         m.log, // the front names its component itself
 		TracerProvider: m.tel.TracerProvider(),
-		Auditor:        mcpAuditor{m.tel.Recorder()},
+		Auditor:        m.tel.Recorder(),
 	}
 }
 
@@ -132,16 +131,4 @@ func (m *Main) ServeMCP(ctx context.Context, agent string, in io.Reader, out io.
 	opts := m.mcpOptions(agent)
 	opts.Features = sess.features
 	return mcp.Serve(ctx, sess.router, in, out, opts)
-}
-
-// mcpAuditor records the MCP front's audit records as telemetry.
-type mcpAuditor struct{ rec *telemetry.Recorder }
-
-func (a mcpAuditor) AuditMCP(ctx context.Context, r mcp.AuditRecord) {
-	a.rec.MCPCalled(ctx, telemetry.MCPCall{
-		RequestID: r.RequestID, SessionID: r.SessionID, Method: r.Method, Target: r.Target,
-		Principal: r.Principal, Peer: r.Peer, Agent: r.Agent, Skill: r.Skill,
-		Decision: r.Decision, Reason: r.Reason, Outcome: r.Outcome, Duration: r.Duration,
-		Counted: r.Counted, Unaudited: r.Unaudited,
-	})
 }

@@ -173,8 +173,10 @@ func (m *Main) getenv(key string) string {
 // takeoverWait, then runs again. A call that may run twice (it reads, or
 // reindexes) runs again however it failed; one that acts (CallTool,
 // AuthorizeExec, ReportExecResult) only when it never reached the holder,
-// so that it never runs twice.
+// so that it never runs twice. The Router's methods are skill.Relay's,
+// through via.
 type sharedRouter struct {
+	skill.Relay
 	cur     atomic.Pointer[routerRef]
 	mu      sync.Mutex
 	swapped chan struct{} // closed and replaced at each swap
@@ -203,6 +205,7 @@ const (
 
 func newSharedRouter(r skill.Router) *sharedRouter {
 	s := &sharedRouter{swapped: make(chan struct{}), lost: make(chan struct{}, 1)}
+	s.Relay = skill.Relay{Via: s.via}
 	s.cur.Store(&routerRef{r: r, remote: true})
 	return s
 }
@@ -254,24 +257,24 @@ func notReadyDuringTakeover(err error, twice, taking bool, swapped <-chan struct
 	}
 }
 
-// do runs call on the current router, waiting out the holder's departure
+// via runs call on the current router, waiting out the holder's departure
 // as sharedRouter says; twice says the call may run twice without harm.
-func do[T any](ctx context.Context, s *sharedRouter, twice bool, call func(skill.Router) (T, error)) (T, error) {
+func (s *sharedRouter) via(ctx context.Context, twice bool, call func(skill.Router) error) error {
 	var deadline time.Time
 	for {
 		ref, swapped := s.current()
-		res, err := call(ref.r)
+		err := call(ref.r)
 		if err == nil || !ref.remote || ctx.Err() != nil {
-			return res, err
+			return err
 		}
 		if !retries(err, twice) && !notReadyDuringTakeover(err, twice, s.taking.Load(), swapped) {
-			return res, err
+			return err
 		}
 		now := time.Now()
 		if deadline.IsZero() {
 			deadline = now.Add(takeoverWait)
 		} else if now.After(deadline) {
-			return res, err
+			return err
 		}
 		select {
 		case s.lost <- struct{}{}:
@@ -285,42 +288,6 @@ func do[T any](ctx context.Context, s *sharedRouter, twice bool, call func(skill
 		}
 		t.Stop()
 	}
-}
-
-func (s *sharedRouter) Match(ctx context.Context, req skill.MatchRequest) (*skill.MatchResult, error) {
-	return do(ctx, s, true, func(r skill.Router) (*skill.MatchResult, error) { return r.Match(ctx, req) })
-}
-
-func (s *sharedRouter) List(ctx context.Context, req skill.ListRequest) (*skill.ListResult, error) {
-	return do(ctx, s, true, func(r skill.Router) (*skill.ListResult, error) { return r.List(ctx, req) })
-}
-
-func (s *sharedRouter) Get(ctx context.Context, req skill.GetRequest) (*skill.GetResult, error) {
-	return do(ctx, s, true, func(r skill.Router) (*skill.GetResult, error) { return r.Get(ctx, req) })
-}
-
-func (s *sharedRouter) Load(ctx context.Context, req skill.LoadRequest) (*skill.LoadResult, error) {
-	return do(ctx, s, true, func(r skill.Router) (*skill.LoadResult, error) { return r.Load(ctx, req) })
-}
-
-func (s *sharedRouter) Reindex(ctx context.Context, req skill.ReindexRequest) (*skill.ReindexStats, error) {
-	return do(ctx, s, true, func(r skill.Router) (*skill.ReindexStats, error) { return r.Reindex(ctx, req) })
-}
-
-func (s *sharedRouter) Status(ctx context.Context) (*skill.Status, error) {
-	return do(ctx, s, true, func(r skill.Router) (*skill.Status, error) { return r.Status(ctx) })
-}
-
-func (s *sharedRouter) AuthorizeExec(ctx context.Context, req skill.ExecRequest) (*skill.ExecDecision, error) {
-	return do(ctx, s, false, func(r skill.Router) (*skill.ExecDecision, error) { return r.AuthorizeExec(ctx, req) })
-}
-
-func (s *sharedRouter) ReportExecResult(ctx context.Context, req skill.ExecReport) (*skill.ExecReport, error) {
-	return do(ctx, s, false, func(r skill.Router) (*skill.ExecReport, error) { return r.ReportExecResult(ctx, req) })
-}
-
-func (s *sharedRouter) CallTool(ctx context.Context, call skill.ToolCall) (*skill.ToolResult, error) {
-	return do(ctx, s, false, func(r skill.Router) (*skill.ToolResult, error) { return r.CallTool(ctx, call) })
 }
 
 // WaitGeneration waits on the current router; a swap ends the wait with a

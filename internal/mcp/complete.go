@@ -87,7 +87,7 @@ func (f *Front) pathsWithPrefix(ctx context.Context, vw *view, name, prefix stri
 		return nil, f.rpcError(ctx, "", err)
 	}
 	var out []string
-	for _, p := range append([]string{skillFile}, resourcePaths(res.Entry.Skill)...) {
+	for _, p := range append([]string{skill.FileName}, resourcePaths(res.Entry.Skill)...) {
 		if strings.HasPrefix(p, prefix) {
 			out = append(out, p)
 		}
@@ -234,7 +234,7 @@ func (f *Front) fingerprint(ctx context.Context, vw *view, uri string, cache map
 	if res == nil || res.Manifest == nil {
 		return "absent"
 	}
-	if file == skillFile {
+	if file == skill.FileName {
 		file = ""
 	}
 	h := sha256.New()

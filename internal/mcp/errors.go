@@ -179,7 +179,7 @@ func (f *Front) explain(ctx context.Context, vw *view, method string, req mcpsdk
 		if params != nil && vw.key.Features&FeatureLoad != 0 {
 			if res, gerr := f.router.Get(ctx, skill.GetRequest{Name: params.Name, Agent: vw.key.Agent}); gerr == nil && res.Entry != nil {
 				if r := res.Entry.Skill.Refusal(); r != nil {
-					return f.rpcError(ctx, skillURI(params.Name, skillFile), r)
+					return f.rpcError(ctx, skillURI(params.Name, skill.FileName), r)
 				}
 			}
 		}

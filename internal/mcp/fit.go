@@ -56,8 +56,7 @@ func (f *Front) loadWithin(ctx context.Context, req skill.LoadRequest) (loadOutp
 	}
 	budget, s := res.TokenBudget, res.Skill
 	tree := newFileTree(s.Name, s.Resources)
-	total := len(s.Resources)
-	out := withFiles(loadOut(res), s.Name, tree.all(), total)
+	out := withFiles(loadOut(res), s.Name, tree.all(), len(s.Resources))
 	n, err := replyTokens(out)
 	if err != nil || budget <= 0 || n <= budget {
 		return out, err
@@ -65,51 +64,80 @@ func (f *Front) loadWithin(ctx context.Context, req skill.LoadRequest) (loadOutp
 	// The reply without its body, for each way of showing the files.
 	bare := out
 	bare.Content, bare.Truncated = "", true
-	empty, err := replyTokens(withFiles(bare, s.Name, tree.top(0), total))
+	fit := replyFit{bare: bare, name: s.Name, tree: tree, total: len(s.Resources)}
+	empty, err := replyTokens(fit.with(tree.top(0)))
 	if err != nil {
 		return loadOutput{}, err
 	}
-	bodyNeed := n - mustTokens(withFiles(bare, s.Name, tree.all(), total))
+	bodyNeed := n - fit.tokens(tree.all())
 	// The files may take what the body leaves, and at least a fifth.
-	filesRoom := empty + max(budget/5, budget-empty-bodyNeed)
-	view, fits := fileView{}, false
-	for v := range tree.summaries {
-		if mustTokens(withFiles(bare, s.Name, v, total)) > filesRoom {
-			break
-		}
-		view, fits = v, true
-	}
-	if !fits {
-		// Not even every top folder summarised fits: the first entries
-		// of the skill's folder that do.
-		top := tree.view(map[string]bool{})
-		k := sort.Search(len(top.files)+len(top.folders), func(k int) bool {
-			return mustTokens(withFiles(bare, s.Name, tree.top(k+1), total)) > filesRoom
-		})
-		view = tree.top(k)
-	}
+	view := fit.filesView(empty + max(budget/5, budget-empty-bodyNeed))
 	// The frame around the body, as the first load framed it.
 	frame := skill.EstimateTokens(res.Content) - res.Tokens + 4
-	room := budget - mustTokens(withFiles(bare, s.Name, view, total))
-	bodyBudget := room - frame
+	bodyBudget := budget - fit.tokens(view) - frame
 	if bodyBudget < 1 && view.listed()+len(view.folders) > 0 {
 		view = tree.top(0)
-		room = budget - empty
-		bodyBudget = room - frame
+		bodyBudget = budget - empty - frame
 	}
 	if bodyBudget < 1 {
 		return loadOutput{}, skill.InvalidArgument(skill.FieldTokenBudget,
 			"%d is too small for this skill's reply, which takes %d tokens without its body; ask for at least %d, or 0 for the default",
 			budget, empty+frame, empty+frame+100)
 	}
+	return f.loadFitting(ctx, req, fit, view, budget, bodyBudget)
+}
+
+// replyFit measures a load_skill reply without its body (bare) with the
+// files of a skill's tree shown one way or another.
+type replyFit struct {
+	bare  loadOutput
+	name  string
+	tree  *fileTree
+	total int
+}
+
+// with is the bare reply showing view.
+func (p replyFit) with(v fileView) loadOutput { return withFiles(p.bare, p.name, v, p.total) }
+
+// tokens are the bare reply's tokens showing view.
+func (p replyFit) tokens(v fileView) int { return mustTokens(p.with(v)) }
+
+// filesView is the fullest view of the files whose bare reply takes at
+// most room tokens: the folders summarised as the tree offers them, or,
+// when not even every top folder summarised fits, the first entries of
+// the skill's folder that do.
+func (p replyFit) filesView(room int) fileView {
+	view, fits := fileView{}, false
+	for v := range p.tree.summaries {
+		if p.tokens(v) > room {
+			break
+		}
+		view, fits = v, true
+	}
+	if fits {
+		return view
+	}
+	top := p.tree.view(map[string]bool{})
+	k := sort.Search(len(top.files)+len(top.folders), func(k int) bool {
+		return p.tokens(p.tree.top(k+1)) > room
+	})
+	return p.tree.top(k)
+}
+
+// loadFitting loads the body under bodyBudget and shows view, cutting the
+// body further while JSON escapes and the frame make the reply exceed
+// budget, at most maxFitRounds times.
+func (f *Front) loadFitting(ctx context.Context, req skill.LoadRequest, fit replyFit, view fileView, budget, bodyBudget int) (loadOutput, error) {
 	for range maxFitRounds {
 		req.TokenBudget = bodyBudget
-		if res, err = f.router.Load(ctx, req); err != nil {
+		res, err := f.router.Load(ctx, req)
+		if err != nil {
 			return loadOutput{}, err
 		}
-		out = withFiles(loadOut(res), s.Name, view, total)
+		out := withFiles(loadOut(res), fit.name, view, fit.total)
 		out.TokenBudget = budget
-		if n, err = replyTokens(out); err != nil || n <= budget {
+		n, err := replyTokens(out)
+		if err != nil || n <= budget {
 			return out, err
 		}
 		// JSON escapes and the frame cost more than estimated: cut by

@@ -13,30 +13,31 @@ import (
 	mcpsdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcpsag/router/internal/mcp/mcptest"
+	"github.com/mcpsag/router/internal/skill"
 	"github.com/mcpsag/router/internal/testlog"
 )
 
 // auditLog collects audit records.
 type auditLog struct {
 	mu   sync.Mutex
-	recs []AuditRecord
+	recs []skill.MCPCall
 }
 
-func (a *auditLog) AuditMCP(_ context.Context, r AuditRecord) {
+func (a *auditLog) MCPCalled(_ context.Context, r skill.MCPCall) {
 	a.mu.Lock()
 	a.recs = append(a.recs, r)
 	a.mu.Unlock()
 }
 
-func (a *auditLog) records() []AuditRecord {
+func (a *auditLog) records() []skill.MCPCall {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	return append([]AuditRecord(nil), a.recs...)
+	return append([]skill.MCPCall(nil), a.recs...)
 }
 
 // find returns the records whose method and target match.
-func (a *auditLog) find(method, target string) []AuditRecord {
-	var out []AuditRecord
+func (a *auditLog) find(method, target string) []skill.MCPCall {
+	var out []skill.MCPCall
 	for _, r := range a.records() {
 		if r.Method == method && (target == "" || r.Target == target) {
 			out = append(out, r)

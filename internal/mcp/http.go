@@ -310,39 +310,12 @@ func (h *httpFront) verify(_ context.Context, tok string, r *http.Request) (*sdk
 // serveView picks the request's view (its agent and the token's features)
 // and hands the request to the SDK with that view's server.
 func (h *httpFront) serveView(w http.ResponseWriter, r *http.Request, p *auth.Principal) {
-	q := r.URL.Query()
-	agents := q["agent"]
-	agent := h.f.opts.Agent
-	if len(agents) > 1 {
-		h.refuse(r, w, http.StatusBadRequest, "agent", principalID(p), "name one agent: the query has agent more than once")
+	v, no := h.viewOf(r, p)
+	if no != nil {
+		h.refuse(r, w, no.code, no.reason, no.principal, no.msg)
 		return
 	}
-	if len(agents) == 1 {
-		agent = agents[0]
-	}
-	if err := skill.ValidateAgent(agent); err != nil {
-		h.refuse(r, w, http.StatusBadRequest, "agent", principalID(p), err.Error())
-		return
-	}
-	feat := AllFeatures
-	if p != nil {
-		feat = FeaturesOf(p)
-		if feat == 0 {
-			h.refuse(r, w, http.StatusForbidden, "scope", p.ID, fmt.Sprintf(
-				"token %s has none of the groups MCP uses (match, read, load, exec); it has %s", p.ID, groupList(p)))
-			return
-		}
-		if !p.ActsFor(agent) {
-			shown := agent
-			if shown == "" {
-				shown = "none (the global view)"
-			}
-			h.refuse(r, w, http.StatusForbidden, "agent", p.ID, fmt.Sprintf(
-				"token %s may not act for agent %s: add ?agent=NAME to the MCP URL with an agent the token is bound to", p.ID, skill.Clip(shown, 80)))
-			return
-		}
-	}
-	srv, err := h.f.Server(r.Context(), View{Agent: agent, Features: feat})
+	srv, err := h.f.Server(r.Context(), v)
 	if err != nil {
 		code := http.StatusBadRequest
 		if errors.Is(err, ErrTooManyViews) {
@@ -351,7 +324,54 @@ func (h *httpFront) serveView(w http.ResponseWriter, r *http.Request, p *auth.Pr
 		h.refuse(r, w, code, "view", principalID(p), err.Error())
 		return
 	}
-	r = r.WithContext(context.WithValue(r.Context(), serverKey{}, srv))
+	h.serveSDK(w, r.WithContext(context.WithValue(r.Context(), serverKey{}, srv)))
+}
+
+// viewRefusal says why a request gets no view: the HTTP status, the
+// audit's reason and principal, and the message.
+type viewRefusal struct {
+	code                   int
+	reason, principal, msg string
+}
+
+// viewOf is the view a request asks for: the agent of its query (at most
+// one; else the front's), with the features p's groups grant (all without
+// tokens), or why p may not have it.
+func (h *httpFront) viewOf(r *http.Request, p *auth.Principal) (View, *viewRefusal) {
+	agents := r.URL.Query()["agent"]
+	agent := h.f.opts.Agent
+	if len(agents) > 1 {
+		return View{}, &viewRefusal{http.StatusBadRequest, "agent", principalID(p), "name one agent: the query has agent more than once"}
+	}
+	if len(agents) == 1 {
+		agent = agents[0]
+	}
+	if err := skill.ValidateAgent(agent); err != nil {
+		return View{}, &viewRefusal{http.StatusBadRequest, "agent", principalID(p), err.Error()}
+	}
+	if p == nil {
+		return View{Agent: agent, Features: AllFeatures}, nil
+	}
+	feat := FeaturesOf(p)
+	if feat == 0 {
+		return View{}, &viewRefusal{http.StatusForbidden, "scope", p.ID, fmt.Sprintf(
+			"token %s has none of the groups MCP uses (match, read, load, exec); it has %s", p.ID, groupList(p))}
+	}
+	if !p.ActsFor(agent) {
+		shown := agent
+		if shown == "" {
+			shown = "none (the global view)"
+		}
+		return View{}, &viewRefusal{http.StatusForbidden, "agent", p.ID, fmt.Sprintf(
+			"token %s may not act for agent %s: add ?agent=NAME to the MCP URL with an agent the token is bound to", p.ID, skill.Clip(shown, 80))}
+	}
+	return View{Agent: agent, Features: feat}, nil
+}
+
+// serveSDK hands r, whose context holds its view's server, to the SDK: the
+// stateless handler for the protocol versions that have no sessions, else
+// the one with sessions, through the session gate when r opens one.
+func (h *httpFront) serveSDK(w http.ResponseWriter, r *http.Request) {
 	sdk := h.sdk
 	if v := r.Header.Get("Mcp-Protocol-Version"); v >= statelessProtocol {
 		sdk = h.stateless
@@ -414,7 +434,7 @@ func (h *httpFront) audit(r *http.Request, principal, reason string) {
 	if h.f.opts.Auditor == nil {
 		return
 	}
-	h.f.opts.Auditor.AuditMCP(r.Context(), AuditRecord{
+	h.f.opts.Auditor.MCPCalled(r.Context(), skill.MCPCall{
 		Time: time.Now(), RequestID: newRequestID(), SessionID: r.Header.Get("Mcp-Session-Id"), Method: "http",
 		Target: r.Method + " " + r.URL.Path, Principal: principal, Peer: auth.PeerAddr(r.Context()),
 		Decision: skill.DecisionDeny, Reason: reason, Outcome: "refused",

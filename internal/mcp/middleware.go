@@ -174,7 +174,7 @@ func (f *Front) middleware(vw *view) mcpsdk.Middleware {
 				if s := req.GetSession(); s != nil {
 					sid = s.ID()
 				}
-				rec := AuditRecord{
+				rec := skill.MCPCall{
 					Time: start, RequestID: c.id, SessionID: sid, Method: method, Target: tgt,
 					Principal: principalID(p), Peer: peer, Agent: c.agent, Skill: c.skill,
 					Decision: c.decision, Reason: c.reason, Outcome: c.outcome, Duration: time.Since(start),
@@ -182,7 +182,7 @@ func (f *Front) middleware(vw *view) mcpsdk.Middleware {
 				if c.decision == skill.DecisionRateLimited {
 					f.rateAudits.sample(rec.Principal, start, &rec)
 				}
-				f.opts.Auditor.AuditMCP(ctx, rec)
+				f.opts.Auditor.MCPCalled(ctx, rec)
 			}
 			return res, err
 		}

@@ -23,7 +23,7 @@ func (f *Front) promptHandler(vw *view, name string) mcpsdk.PromptHandler {
 		}
 		res, err := f.router.Load(ctx, skill.LoadRequest{Name: name, Agent: agent, Level: skill.LevelBody})
 		if err != nil {
-			return nil, f.rpcError(ctx, skillURI(name, skillFile), err)
+			return nil, f.rpcError(ctx, skillURI(name, skill.FileName), err)
 		}
 		desc := ""
 		if res.Skill != nil {

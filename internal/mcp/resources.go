@@ -15,7 +15,6 @@ import (
 
 const (
 	uriScheme    = "skill://"
-	skillFile    = "SKILL.md"
 	mimeMarkdown = "text/markdown"
 	maxURIBytes  = 4096
 )
@@ -178,7 +177,7 @@ func (f *Front) resourceHandler(vw *view) mcpsdk.ResourceHandler {
 		default:
 			rc.Text = res.Content
 		}
-		if file == skillFile {
+		if file == skill.FileName {
 			rc.MIMEType = mimeMarkdown
 		}
 		if rc.MIMEType == "" {

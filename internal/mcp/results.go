@@ -146,7 +146,7 @@ func findOut(r *skill.MatchResult) findOutput {
 		}
 		out.Candidates = append(out.Candidates, candidateOut{
 			Name: c.Skill.Name, Description: c.Skill.Description(), Score: c.Fused, Why: c.Reason,
-			Trust: trustOf(c.Skill), Source: sourceOf(c.Skill), URI: skillURI(c.Skill.Name, skillFile),
+			Trust: trustOf(c.Skill), Source: sourceOf(c.Skill), URI: skillURI(c.Skill.Name, skill.FileName),
 		})
 	}
 	return out
@@ -184,7 +184,7 @@ func listOut(r *skill.ListResult) listOutput {
 		}
 		out.Skills = append(out.Skills, summaryOut{
 			Name: s.Name, Description: s.Description(), Tags: s.Tags(), Trust: trustOf(s), Source: sourceOf(s),
-			URI: skillURI(s.Name, skillFile),
+			URI: skillURI(s.Name, skill.FileName),
 		})
 	}
 	if c := r.Catalog; c != nil {

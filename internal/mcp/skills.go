@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"mime"
 	"path"
 	"slices"
 	"strconv"
@@ -154,7 +153,7 @@ func entryOf(s *skill.Skill, m *skill.Manifest) (skillEntry, error) {
 	if m == nil {
 		return skillEntry{}, fmt.Errorf("router returned no manifest for %q", s.Name)
 	}
-	e := skillEntry{URI: skillURI(s.Name, skillFile), Frontmatter: m.Frontmatter, Resources: make([]skillResourceOut, 0, len(m.Files))}
+	e := skillEntry{URI: skillURI(s.Name, skill.FileName), Frontmatter: m.Frontmatter, Resources: make([]skillResourceOut, 0, len(m.Files))}
 	for _, fd := range m.Files {
 		e.Resources = append(e.Resources, skillResourceOut{URI: skillURI(s.Name, fd.Path), Digest: "sha256:" + fd.SHA256, Size: fd.Size})
 	}
@@ -210,7 +209,7 @@ func (f *Front) listSkillEntries(ctx context.Context, vw *view, p *listSkillsPar
 		case skill.ErrorCode(err) == skill.CodeNotFound || skill.ErrorCode(err) == skill.CodeFailedPrecondition:
 			// Gone since the page was listed, or not for the extension.
 		default:
-			return nil, f.rpcError(ctx, skillURI(s.Name, skillFile), err)
+			return nil, f.rpcError(ctx, skillURI(s.Name, skill.FileName), err)
 		}
 	}
 	return out, nil
@@ -256,7 +255,7 @@ func (f *Front) getSkillEntry(ctx context.Context, vw *view, p *getSkillParams) 
 		uri = p.URI
 	}
 	name, file, err := parseSkillURI(uri)
-	if err == nil && file != skillFile {
+	if err == nil && file != skill.FileName {
 		err = errors.New("skills/get takes the URI of a skill's SKILL.md")
 	}
 	if err != nil {
@@ -346,16 +345,15 @@ func dirChildren(name, dir string, files []skill.FileDigest) (children []*mcpsdk
 	return children, isDir
 }
 
-// mimeOf guesses a file's media type from its name, for listings that do
-// not read the file: markdown, then the system's table, then bytes.
+// mimeOf is the media type of a file in listings, which do not read it:
+// markdown for SKILL.md (as resources/read serves it), else
+// skill.MediaType's, else bytes.
 func mimeOf(p string) string {
-	switch ext := strings.ToLower(path.Ext(p)); {
-	case p == skillFile || ext == ".md" || ext == ".markdown":
+	if p == skill.FileName {
 		return mimeMarkdown
-	case ext != "":
-		if t := mime.TypeByExtension(ext); t != "" {
-			return t
-		}
+	}
+	if t := skill.MediaType(p); t != "" {
+		return t
 	}
 	return "application/octet-stream"
 }

@@ -12,6 +12,8 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	mcpsdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mcpsag/router/internal/skill"
 )
 
 // entryJSON is a Skills extension entry as a client decodes it.
@@ -114,7 +116,7 @@ func listEntries(t *testing.T, h *harness) (entries []entryJSON, pages int) {
 func checkEntry(t *testing.T, h *harness, e entryJSON) {
 	t.Helper()
 	name := e.Frontmatter["name"].(string)
-	if e.URI != skillURI(name, skillFile) {
+	if e.URI != skillURI(name, skill.FileName) {
 		t.Errorf("%s: uri %s", name, e.URI)
 	}
 	if len(e.Resources) == 0 || e.Resources[0].URI != e.URI {
@@ -192,6 +194,10 @@ func TestDirectoryRead(t *testing.T) {
 	if refs := list("skill://pdf-form-filling/references"); len(refs) != 1 || refs[0].URI != "skill://pdf-form-filling/references/field-types.md" ||
 		refs[0].Size == 0 {
 		t.Errorf("references: %+v", refs)
+	}
+	// A listing names a script's type as reading it does.
+	if scripts := list("skill://pdf-form-filling/scripts"); len(scripts) == 0 || scripts[0].MIMEType != "text/x-python; charset=utf-8" {
+		t.Errorf("scripts: %+v", scripts)
 	}
 	for _, uri := range []string{"skill://pdf-form-filling/SKILL.md", "skill://pdf-form-filling/nothing", "skill://secret-helper", "skill://no-such"} {
 		var page struct{}

@@ -121,7 +121,7 @@ func (f *Front) refresh(ctx context.Context, vw *view) {
 		if s.Frontmatter.UserInvocable == nil || *s.Frontmatter.UserInvocable {
 			prompts[s.Name] = promptSpec{description: s.Description()}
 		}
-		uri := skillURI(s.Name, skillFile)
+		uri := skillURI(s.Name, skill.FileName)
 		if _, err := url.Parse(uri); err != nil {
 			// Readable through the template, but resources/list needs a
 			// URI Go can parse (a name with a space is not one).
@@ -247,44 +247,44 @@ func listed(list []string) string {
 	return " (" + strings.Join(list, ", ") + ")"
 }
 
+// applyPrompts registers the view's prompts as want lists them.
 func (f *Front) applyPrompts(vw *view, want map[string]promptSpec) {
-	var gone []string
-	for name := range vw.prompts {
-		if _, ok := want[name]; !ok {
-			gone = append(gone, name)
-		}
-	}
-	for name, spec := range want {
-		if old, ok := vw.prompts[name]; ok && old == spec {
-			continue
-		}
+	applySet(vw.prompts, want, func(name string, spec promptSpec) {
 		vw.srv.AddPrompt(&mcpsdk.Prompt{Name: name, Description: spec.description}, f.promptHandler(vw, name))
-	}
-	if len(gone) > 0 {
-		vw.srv.RemovePrompts(gone...)
-	}
+	}, vw.srv.RemovePrompts)
 	vw.prompts = want
 }
 
+// applyResources registers the view's SKILL.md resources as want lists
+// them.
 func (f *Front) applyResources(vw *view, want map[string]resourceSpec) {
-	var gone []string
-	for uri := range vw.resources {
-		if _, ok := want[uri]; !ok {
-			gone = append(gone, uri)
-		}
-	}
-	for uri, spec := range want {
-		if old, ok := vw.resources[uri]; ok && old == spec {
-			continue
-		}
+	applySet(vw.resources, want, func(uri string, spec resourceSpec) {
 		vw.srv.AddResource(&mcpsdk.Resource{
 			URI: uri, Name: spec.name, Title: spec.name + " (SKILL.md)", Description: spec.description, MIMEType: mimeMarkdown,
 		}, f.resourceHandler(vw))
+	}, vw.srv.RemoveResources)
+	vw.resources = want
+}
+
+// applySet brings what a server has registered (have) to want: it adds
+// each entry that is new or changed, then removes, in one call, those want
+// no longer holds.
+func applySet[S comparable](have, want map[string]S, add func(key string, spec S), remove func(keys ...string)) {
+	var gone []string
+	for key := range have {
+		if _, ok := want[key]; !ok {
+			gone = append(gone, key)
+		}
+	}
+	for key, spec := range want {
+		if old, ok := have[key]; ok && old == spec {
+			continue
+		}
+		add(key, spec)
 	}
 	if len(gone) > 0 {
-		vw.srv.RemoveResources(gone...)
+		remove(gone...)
 	}
-	vw.resources = want
 }
 
 // maxListPages bounds one listing, against a router that never ends a page

@@ -12,6 +12,8 @@ import (
 	"context"
 	"time"
 
+	"google.golang.org/grpc"
+
 	routerv1 "github.com/mcpsag/router/api/proto/mcpsag/router/v1"
 	"github.com/mcpsag/router/internal/skill"
 	"github.com/mcpsag/router/internal/skillpb"
@@ -57,37 +59,17 @@ func (r *Router) Match(ctx context.Context, req skill.MatchRequest) (*skill.Matc
 		return nil, skill.InvalidArgument(skill.FieldTask, "the task is %d bytes; too large to send to the router", len(req.Task)).
 			WithReason(skill.ReasonTaskTooLarge)
 	}
-	in, err := skillpb.MatchRequestPB(req)
-	if err != nil {
-		return nil, err
-	}
-	resp, err := r.client.Match(ctx, in)
-	if err != nil {
-		return nil, skillpb.ErrorOf(ctx, err)
-	}
-	return skillpb.MatchResult(resp), nil
+	return send(ctx, req, skillpb.MatchRequestPB, r.client.Match, always(skillpb.MatchResult))
 }
 
 // List forwards to SkillRouter.ListSkills.
 func (r *Router) List(ctx context.Context, req skill.ListRequest) (*skill.ListResult, error) {
-	in, err := skillpb.ListRequestPB(req)
-	if err != nil {
-		return nil, err
-	}
-	resp, err := r.client.ListSkills(ctx, in)
-	if err != nil {
-		return nil, skillpb.ErrorOf(ctx, err)
-	}
-	return skillpb.ListResult(resp), nil
+	return send(ctx, req, skillpb.ListRequestPB, r.client.ListSkills, always(skillpb.ListResult))
 }
 
 // Get forwards to SkillRouter.GetSkill.
 func (r *Router) Get(ctx context.Context, req skill.GetRequest) (*skill.GetResult, error) {
-	resp, err := r.client.GetSkill(ctx, skillpb.GetRequestPB(req))
-	if err != nil {
-		return nil, skillpb.ErrorOf(ctx, err)
-	}
-	res, err := skillpb.GetResult(resp)
+	res, err := send(ctx, req, always(skillpb.GetRequestPB), r.client.GetSkill, skillpb.GetResult)
 	if err == nil && req.Manifest && res.Manifest == nil {
 		return nil, skill.Errorf(skill.CodeInternal, "the router answered GetSkill without the manifest asked for")
 	}
@@ -96,57 +78,34 @@ func (r *Router) Get(ctx context.Context, req skill.GetRequest) (*skill.GetResul
 
 // Load forwards to SkillRouter.Load.
 func (r *Router) Load(ctx context.Context, req skill.LoadRequest) (*skill.LoadResult, error) {
-	in, err := skillpb.LoadRequestPB(req)
-	if err != nil {
-		return nil, err
-	}
-	resp, err := r.client.Load(ctx, in)
-	if err != nil {
-		return nil, skillpb.ErrorOf(ctx, err)
-	}
-	return skillpb.LoadResult(resp), nil
+	return send(ctx, req, skillpb.LoadRequestPB, r.client.Load, always(skillpb.LoadResult))
 }
 
 // Reindex forwards to SkillRouter.Reindex.
 func (r *Router) Reindex(ctx context.Context, req skill.ReindexRequest) (*skill.ReindexStats, error) {
-	resp, err := r.client.Reindex(ctx, skillpb.ReindexRequestPB(req))
-	if err != nil {
-		return nil, skillpb.ErrorOf(ctx, err)
-	}
-	st := skillpb.ReindexStats(resp.GetStats())
-	return &st, nil
+	return send(ctx, req, always(skillpb.ReindexRequestPB), r.client.Reindex,
+		func(resp *routerv1.ReindexResponse) (*skill.ReindexStats, error) {
+			st := skillpb.ReindexStats(resp.GetStats())
+			return &st, nil
+		})
 }
 
 // Status forwards to SkillRouter.Status.
 func (r *Router) Status(ctx context.Context) (*skill.Status, error) {
-	resp, err := r.client.Status(ctx, &routerv1.StatusRequest{})
-	if err != nil {
-		return nil, skillpb.ErrorOf(ctx, err)
-	}
-	return skillpb.Status(resp), nil
+	return send(ctx, &routerv1.StatusRequest{}, same, r.client.Status, always(skillpb.Status))
 }
 
 // AuthorizeExec forwards to SkillRouter.AuthorizeExec.
 func (r *Router) AuthorizeExec(ctx context.Context, req skill.ExecRequest) (*skill.ExecDecision, error) {
-	resp, err := r.client.AuthorizeExec(ctx, skillpb.ExecRequestPB(req))
-	if err != nil {
-		return nil, skillpb.ErrorOf(ctx, err)
-	}
-	return skillpb.ExecDecision(resp), nil
+	return send(ctx, req, always(skillpb.ExecRequestPB), r.client.AuthorizeExec, always(skillpb.ExecDecision))
 }
 
 // ReportExecResult forwards to SkillRouter.ReportExecResult. The remote
 // router records the decision's skill and script; the API does not return
 // them, so the report comes back as sent.
 func (r *Router) ReportExecResult(ctx context.Context, req skill.ExecReport) (*skill.ExecReport, error) {
-	in, err := skillpb.ExecReportPB(req)
-	if err != nil {
-		return nil, err
-	}
-	if _, err := r.client.ReportExecResult(ctx, in); err != nil {
-		return nil, skillpb.ErrorOf(ctx, err)
-	}
-	return &req, nil
+	return send(ctx, req, skillpb.ExecReportPB, r.client.ReportExecResult,
+		func(*routerv1.ReportExecResultResponse) (*skill.ExecReport, error) { return &req, nil })
 }
 
 // CallTool forwards to SkillRouter.CallTool.
@@ -155,12 +114,33 @@ func (r *Router) CallTool(ctx context.Context, call skill.ToolCall) (*skill.Tool
 		return nil, skill.InvalidArgument(skill.FieldArguments, "%d bytes; the limit is %d", len(call.Arguments), skill.MaxToolArgumentBytes).
 			WithReason(skill.ReasonArgumentsTooLarge)
 	}
-	resp, err := r.client.CallTool(ctx, skillpb.ToolCallPB(call))
-	if err != nil {
-		return nil, skillpb.ErrorOf(ctx, err)
-	}
-	return skillpb.ToolResult(resp), nil
+	return send(ctx, call, always(skillpb.ToolCallPB), r.client.CallTool, always(skillpb.ToolResult))
 }
+
+// send makes one call of the API: req goes out through toPB and rpc, the
+// answer comes back through fromPB, and a gRPC status as the *skill.Error
+// skillpb.ErrorOf makes of it. A request toPB refuses is not sent.
+func send[Q, PQ, PR, R any](ctx context.Context, req Q, toPB func(Q) (PQ, error),
+	rpc func(context.Context, PQ, ...grpc.CallOption) (PR, error), fromPB func(PR) (R, error)) (R, error) {
+	var zero R
+	in, err := toPB(req)
+	if err != nil {
+		return zero, err
+	}
+	resp, err := rpc(ctx, in)
+	if err != nil {
+		return zero, skillpb.ErrorOf(ctx, err)
+	}
+	return fromPB(resp)
+}
+
+// always makes a conversion that cannot fail one of send's.
+func always[A, B any](f func(A) B) func(A) (B, error) {
+	return func(a A) (B, error) { return f(a), nil }
+}
+
+// same is the conversion of a request that goes out as it is.
+func same[T any](t T) (T, error) { return t, nil }
 
 // WaitGeneration polls Status every PollInterval until the remote router
 // serves a generation other than after. Failed polls (the router

@@ -1,10 +1,12 @@
 // Package skill is the router's domain: where skills come from (Root,
 // SourceKind), what a parsed SKILL.md is (Skill, Frontmatter, Problem), what a
 // match returns (Candidate, MatchResult), how much of a skill a caller may
-// load (LoadLevel), and the service contract every front end speaks (Router,
-// with its request and result types, each request validating itself). It
-// imports nothing else from this module, so every other package can share
-// these types without cycles.
+// load (LoadLevel), the name and media types of a skill's files (FileName,
+// MediaType), the audit record of an MCP call (MCPCall), and the service
+// contract every front end speaks (Router, with its request and result
+// types, each request validating itself, and Relay, the one forwarding of
+// its methods). It imports nothing else from this module, so every other
+// package can share these types without cycles.
 package skill
 
 import (

@@ -4,7 +4,6 @@ import (
 	"errors"
 	"io"
 	"io/fs"
-	"mime"
 	"os"
 	"path"
 	"path/filepath"
@@ -164,16 +163,10 @@ func modeName(m fs.FileMode) string {
 	return "special file"
 }
 
+// mediaType is the media type of a file read as data: skill.MediaType's
+// by name, else plain text when data is valid UTF-8, else bytes.
 func mediaType(name string, data []byte) string {
-	switch strings.ToLower(path.Ext(name)) {
-	case ".md", ".markdown":
-		return "text/markdown; charset=utf-8"
-	case ".py":
-		return "text/x-python; charset=utf-8"
-	case ".sh":
-		return "text/x-shellscript; charset=utf-8"
-	}
-	if t := mime.TypeByExtension(path.Ext(name)); t != "" {
+	if t := skill.MediaType(name); t != "" {
 		return t
 	}
 	if utf8.Valid(data) {

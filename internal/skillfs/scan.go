@@ -19,8 +19,9 @@ import (
 	"github.com/mcpsag/router/internal/skill"
 )
 
-// SkillFile is the name of the file that makes a folder a skill.
-const SkillFile = "SKILL.md"
+// SkillFile is the name of the file that makes a folder a skill
+// (skill.FileName).
+const SkillFile = skill.FileName
 
 // RegistryFile is the governance file read from the top of each root.
 const RegistryFile = "registry.json"

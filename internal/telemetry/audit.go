@@ -140,36 +140,10 @@ func (r *Recorder) AdminCalled(ctx context.Context, a auth.AdminCall) {
 	})
 }
 
-// MCPCall describes one MCP request, or one HTTP request the MCP front
-// refused before MCP, for MCPCalled. It never holds a token, a task or skill
-// content.
-type MCPCall struct {
-	RequestID, SessionID string
-	// Method is the MCP method (tools/call, resources/read, ...), or "http".
-	Method string
-	// Target is the tool or prompt name, or the resource URI.
-	Target    string
-	Principal string
-	Peer      string
-	Agent     string
-	Skill     string
-	Decision  skill.Decision
-	// Reason says why a call was refused (origin, no_token, bad_token,
-	// scope, agent, rate_limit).
-	Reason string
-	// Outcome is ok, tool_error, protocol_error or a skill.Code name.
-	Outcome  string
-	Duration time.Duration
-	// Counted: count the call, write no audit event (a sampled refusal).
-	Counted bool
-	// Unaudited is how many counted-only refusals this event stands for.
-	Unaudited int
-}
-
 // MCPCalled records an MCP request: audit event mcp_call and the MCP calls
 // counter (by method, decision and outcome). Call it once per request,
-// refused ones included.
-func (r *Recorder) MCPCalled(ctx context.Context, c MCPCall) {
+// refused ones included. It makes *Recorder an mcp.Auditor.
+func (r *Recorder) MCPCalled(ctx context.Context, c skill.MCPCall) {
 	if r == nil {
 		return
 	}

@@ -58,25 +58,7 @@ func (r *Recorder) SkillSelected(ctx context.Context, s Selection) {
 			attribute.String(keySource, string(top.Root.Kind))))
 	}
 
-	cands := make([]attribute.Value, 0, len(res.Candidates))
-	for i, c := range res.Candidates {
-		name, source := "", ""
-		if c.Skill != nil {
-			name, source = c.Skill.Name, string(c.Skill.Root.Kind)
-		}
-		cands = append(cands, attribute.MapValue(
-			attribute.Int("rank", i+1),
-			attribute.String(keySkill, name),
-			attribute.String(keySource, source),
-			attribute.Float64("score.fused", c.Fused),
-			attribute.Float64("score.cosine", c.Cosine),
-			attribute.Float64("score.bm25", c.BM25),
-			attribute.Int("rank.dense", c.DenseRank),
-			attribute.Int("rank.bm25", c.BM25Rank),
-			attribute.Float64("trigger_boost", c.TriggerBoost),
-			attribute.Bool("name_mentioned", c.NameMentioned),
-		))
-	}
+	cands := candidateValues(res.Candidates)
 	attrs := []attribute.KeyValue{
 		attribute.String(keyTaskHash, r.taskHash(s.Task)),
 		attribute.Int(keyTaskChars, utf8.RuneCountInString(s.Task)),
@@ -98,6 +80,32 @@ func (r *Recorder) SkillSelected(ctx context.Context, s Selection) {
 		attrs = append(attrs, attribute.String(keyTaskText, s.Task))
 	}
 	r.emit(ctx, r.events, EventSkillSelected, otellog.SeverityInfo, false, attrs)
+}
+
+// candidateValues are the candidates of a match as the skill_selected
+// event carries them: rank, skill, source, scores and ranks; not their
+// reasons or fired triggers, which quote the task.
+func candidateValues(cs []skill.Candidate) []attribute.Value {
+	out := make([]attribute.Value, 0, len(cs))
+	for i, c := range cs {
+		name, source := "", ""
+		if c.Skill != nil {
+			name, source = c.Skill.Name, string(c.Skill.Root.Kind)
+		}
+		out = append(out, attribute.MapValue(
+			attribute.Int("rank", i+1),
+			attribute.String(keySkill, name),
+			attribute.String(keySource, source),
+			attribute.Float64("score.fused", c.Fused),
+			attribute.Float64("score.cosine", c.Cosine),
+			attribute.Float64("score.bm25", c.BM25),
+			attribute.Int("rank.dense", c.DenseRank),
+			attribute.Int("rank.bm25", c.BM25Rank),
+			attribute.Float64("trigger_boost", c.TriggerBoost),
+			attribute.Bool("name_mentioned", c.NameMentioned),
+		))
+	}
+	return out
 }
 
 // EmbeddingFallback records that matching fell back to keywords only:

@@ -95,96 +95,134 @@ func newRecorder(mp metric.MeterProvider, lp otellog.LoggerProvider, log *slog.L
 		}
 	}
 
-	m := mp.Meter(ScopeName)
-	var errs []error
-	declare := func(name, unit, desc string, histogram bool) {
-		r.instruments = append(r.instruments, instrument{name: name, unit: unit, help: desc, scope: ScopeName, histogram: histogram})
-	}
-	f64h := func(name, unit, desc string, buckets []float64) metric.Float64Histogram {
-		h, err := m.Float64Histogram(name, metric.WithUnit(unit), metric.WithDescription(desc),
-			metric.WithExplicitBucketBoundaries(buckets...))
-		errs = append(errs, err)
-		declare(name, unit, desc, true)
-		return h
-	}
-	i64c := func(name, unit, desc string) metric.Int64Counter {
-		c, err := m.Int64Counter(name, metric.WithUnit(unit), metric.WithDescription(desc))
-		errs = append(errs, err)
-		declare(name, unit, desc, false)
-		return c
-	}
-
-	var err error
-	r.matchDuration = f64h(MetricMatchDuration, "s", "Time to answer a Match, by outcome (selected, abstained).", latencyBuckets)
-	r.matchCandidates, err = m.Int64Histogram(MetricMatchCandidates, metric.WithUnit("{candidate}"),
-		metric.WithDescription("Candidates returned per Match."),
-		metric.WithExplicitBucketBoundaries(candidateBuckets...))
-	errs = append(errs, err)
-	declare(MetricMatchCandidates, "{candidate}", "Candidates returned per Match.", true)
-	r.abstentions = i64c(MetricMatchAbstentions, "{abstention}", "Matches that returned no skill, by reason.")
-	r.selections = i64c(MetricMatchSelections, "{selection}", "Matches whose top candidate was the skill.")
-	r.loads = i64c(MetricLoads, "{load}", "Skill loads, by level.")
-	r.loadDuration = f64h(MetricLoadDuration, "s", "Time to serve a Load, by level.", latencyBuckets)
-	r.loadTokens = i64c(MetricLoadTokens, "{token}", "Estimated tokens served by Load, by level.")
-	r.truncations = i64c(MetricLoadTruncations, "{truncation}", "Level-2 loads cut to the token budget.")
-	r.resRequests = i64c(MetricResourceRequests, "{request}", "Level-3 resource requests, by allowed and deny reason.")
-	r.resServed = i64c(MetricResourceServed, "By", "Bytes of resource files served.")
-	r.execDecisions = i64c(MetricExecDecisions, "{decision}", "AuthorizeExec decisions, by decision and reason.")
-	r.execResults = i64c(MetricExecResults, "{result}", "Reported script results, by outcome and error type.")
-	r.execDuration = f64h(MetricExecDuration, "s", "Reported script run time.", longBuckets)
-	r.fallbacks = i64c(MetricEmbedFallbacks, "{fallback}", "Switches to keyword-only matching, by reason.")
-	r.cacheHits, err = m.Int64ObservableCounter(MetricEmbedCacheHits, metric.WithUnit("{lookup}"),
-		metric.WithDescription("Embedding cache hits, by cache (query, document)."))
-	errs = append(errs, err)
-	r.cacheMisses, err = m.Int64ObservableCounter(MetricEmbedCacheMisses, metric.WithUnit("{lookup}"),
-		metric.WithDescription("Embedding cache misses, by cache (query, document)."))
-	errs = append(errs, err)
-	declare(MetricEmbedCacheHits, "{lookup}", "Embedding cache hits, by cache (query, document).", false)
-	declare(MetricEmbedCacheMisses, "{lookup}", "Embedding cache misses, by cache (query, document).", false)
-	if err == nil {
-		_, err = m.RegisterCallback(r.observeCaches, r.cacheHits, r.cacheMisses)
-		errs = append(errs, err)
-	}
-	r.reindexDuration = f64h(MetricReindexDuration, "s", "Time to reindex, by outcome and full.", longBuckets)
-	r.adminCalls = i64c(MetricAdminCalls, "{call}", "Admin calls, by method and decision.")
-	r.mcpCalls = i64c(MetricMCPCalls, "{call}", "MCP requests, by method, decision and outcome.")
-	r.authFailures = i64c(MetricAuthFailures, "{call}", "Calls that failed authentication or were refused after too many failures, by reason.")
-	r.toolCalls = i64c(MetricToolCalls, "{call}", "Calls to tools of MCP servers, by server, decision, reason and outcome.")
-	r.toolDuration = f64h(MetricToolCallDuration, "s", "Time of allowed tool calls, by server and outcome.", longBuckets)
-
-	_, err = m.Int64ObservableGauge(MetricIndexSkills, metric.WithUnit("{skill}"),
-		metric.WithDescription("Skills in the index, by state (served, disabled, shadowed, agent_scoped, invalid)."),
-		metric.WithInt64Callback(r.observeIndex))
-	errs = append(errs, err)
-
-	backlog, err := m.Int64ObservableGauge(MetricEmbedBacklog, metric.WithUnit("{text}"),
-		metric.WithDescription("Skill texts the model still has to embed in the background; 0 once its vectors are served."))
-	errs = append(errs, err)
-	served, err := m.Int64ObservableGauge(MetricEmbedServed, metric.WithUnit("1"),
-		metric.WithDescription("1 for the embedding model whose vectors matching uses, by tier (primary, fast, none) and model."))
-	errs = append(errs, err)
-	if backlog != nil && served != nil {
-		_, err = m.RegisterCallback(func(_ context.Context, o metric.Observer) error {
-			fp := r.embeddingFn.Load()
-			if fp == nil || *fp == nil {
-				return nil
-			}
-			e := (*fp)()
-			o.ObserveInt64(backlog, e.Backlog)
-			o.ObserveInt64(served, 1, metric.WithAttributes(attribute.String(keyTier, e.Tier), attribute.String(keyModel, e.Model)))
-			return nil
-		}, backlog, served)
-		errs = append(errs, err)
-	}
-
-	errs = append(errs, r.registerStateGauges(m, cfg.Ready))
-
-	for _, err := range errs {
+	b := &instrumentMaker{m: mp.Meter(ScopeName), r: r}
+	r.makeCallInstruments(b)
+	r.makeCacheCounters(b)
+	r.makeServiceInstruments(b)
+	r.makeEmbeddingGauges(b)
+	b.add(r.registerStateGauges(b.m, cfg.Ready))
+	for _, err := range b.errs {
 		if err != nil {
 			return nil, fmt.Errorf("telemetry: create instrument: %w", err)
 		}
 	}
 	return r, nil
+}
+
+// instrumentMaker makes a Recorder's instruments on one meter, keeps their
+// errors, and declares each for the zero fill of /metrics
+// (Recorder.instruments).
+type instrumentMaker struct {
+	m    metric.Meter
+	r    *Recorder
+	errs []error
+}
+
+func (b *instrumentMaker) add(err error) { b.errs = append(b.errs, err) }
+
+func (b *instrumentMaker) declare(name, unit, desc string, histogram bool) {
+	b.r.instruments = append(b.r.instruments, instrument{name: name, unit: unit, help: desc, scope: ScopeName, histogram: histogram})
+}
+
+// f64h makes and declares a float histogram with buckets.
+func (b *instrumentMaker) f64h(name, unit, desc string, buckets []float64) metric.Float64Histogram {
+	h, err := b.m.Float64Histogram(name, metric.WithUnit(unit), metric.WithDescription(desc),
+		metric.WithExplicitBucketBoundaries(buckets...))
+	b.add(err)
+	b.declare(name, unit, desc, true)
+	return h
+}
+
+// i64c makes and declares an integer counter.
+func (b *instrumentMaker) i64c(name, unit, desc string) metric.Int64Counter {
+	c, err := b.m.Int64Counter(name, metric.WithUnit(unit), metric.WithDescription(desc))
+	b.add(err)
+	b.declare(name, unit, desc, false)
+	return c
+}
+
+// makeCallInstruments makes the instruments of the skill events: match,
+// load, resource requests, exec, and keyword-only fallbacks.
+func (r *Recorder) makeCallInstruments(b *instrumentMaker) {
+	r.matchDuration = b.f64h(MetricMatchDuration, "s", "Time to answer a Match, by outcome (selected, abstained).", latencyBuckets)
+	var err error
+	r.matchCandidates, err = b.m.Int64Histogram(MetricMatchCandidates, metric.WithUnit("{candidate}"),
+		metric.WithDescription("Candidates returned per Match."),
+		metric.WithExplicitBucketBoundaries(candidateBuckets...))
+	b.add(err)
+	b.declare(MetricMatchCandidates, "{candidate}", "Candidates returned per Match.", true)
+	r.abstentions = b.i64c(MetricMatchAbstentions, "{abstention}", "Matches that returned no skill, by reason.")
+	r.selections = b.i64c(MetricMatchSelections, "{selection}", "Matches whose top candidate was the skill.")
+	r.loads = b.i64c(MetricLoads, "{load}", "Skill loads, by level.")
+	r.loadDuration = b.f64h(MetricLoadDuration, "s", "Time to serve a Load, by level.", latencyBuckets)
+	r.loadTokens = b.i64c(MetricLoadTokens, "{token}", "Estimated tokens served by Load, by level.")
+	r.truncations = b.i64c(MetricLoadTruncations, "{truncation}", "Level-2 loads cut to the token budget.")
+	r.resRequests = b.i64c(MetricResourceRequests, "{request}", "Level-3 resource requests, by allowed and deny reason.")
+	r.resServed = b.i64c(MetricResourceServed, "By", "Bytes of resource files served.")
+	r.execDecisions = b.i64c(MetricExecDecisions, "{decision}", "AuthorizeExec decisions, by decision and reason.")
+	r.execResults = b.i64c(MetricExecResults, "{result}", "Reported script results, by outcome and error type.")
+	r.execDuration = b.f64h(MetricExecDuration, "s", "Reported script run time.", longBuckets)
+	r.fallbacks = b.i64c(MetricEmbedFallbacks, "{fallback}", "Switches to keyword-only matching, by reason.")
+}
+
+// makeCacheCounters makes the embedding caches' hit and miss counters,
+// observed from the caches' own counts (observeCaches).
+func (r *Recorder) makeCacheCounters(b *instrumentMaker) {
+	var err error
+	r.cacheHits, err = b.m.Int64ObservableCounter(MetricEmbedCacheHits, metric.WithUnit("{lookup}"),
+		metric.WithDescription("Embedding cache hits, by cache (query, document)."))
+	b.add(err)
+	r.cacheMisses, err = b.m.Int64ObservableCounter(MetricEmbedCacheMisses, metric.WithUnit("{lookup}"),
+		metric.WithDescription("Embedding cache misses, by cache (query, document)."))
+	b.add(err)
+	b.declare(MetricEmbedCacheHits, "{lookup}", "Embedding cache hits, by cache (query, document).", false)
+	b.declare(MetricEmbedCacheMisses, "{lookup}", "Embedding cache misses, by cache (query, document).", false)
+	if err == nil {
+		_, err = b.m.RegisterCallback(r.observeCaches, r.cacheHits, r.cacheMisses)
+		b.add(err)
+	}
+}
+
+// makeServiceInstruments makes the instruments of the calls around the
+// skills: reindexing, admin and MCP calls, failed authentication, and the
+// calls of tools of MCP servers.
+func (r *Recorder) makeServiceInstruments(b *instrumentMaker) {
+	r.reindexDuration = b.f64h(MetricReindexDuration, "s", "Time to reindex, by outcome and full.", longBuckets)
+	r.adminCalls = b.i64c(MetricAdminCalls, "{call}", "Admin calls, by method and decision.")
+	r.mcpCalls = b.i64c(MetricMCPCalls, "{call}", "MCP requests, by method, decision and outcome.")
+	r.authFailures = b.i64c(MetricAuthFailures, "{call}", "Calls that failed authentication or were refused after too many failures, by reason.")
+	r.toolCalls = b.i64c(MetricToolCalls, "{call}", "Calls to tools of MCP servers, by server, decision, reason and outcome.")
+	r.toolDuration = b.f64h(MetricToolCallDuration, "s", "Time of allowed tool calls, by server and outcome.", longBuckets)
+}
+
+// makeEmbeddingGauges makes the gauges observed from the index and the
+// embedding model: skills by state, the background embedding's backlog,
+// and the model matching uses.
+func (r *Recorder) makeEmbeddingGauges(b *instrumentMaker) {
+	_, err := b.m.Int64ObservableGauge(MetricIndexSkills, metric.WithUnit("{skill}"),
+		metric.WithDescription("Skills in the index, by state (served, disabled, shadowed, agent_scoped, invalid)."),
+		metric.WithInt64Callback(r.observeIndex))
+	b.add(err)
+	backlog, err := b.m.Int64ObservableGauge(MetricEmbedBacklog, metric.WithUnit("{text}"),
+		metric.WithDescription("Skill texts the model still has to embed in the background; 0 once its vectors are served."))
+	b.add(err)
+	served, err := b.m.Int64ObservableGauge(MetricEmbedServed, metric.WithUnit("1"),
+		metric.WithDescription("1 for the embedding model whose vectors matching uses, by tier (primary, fast, none) and model."))
+	b.add(err)
+	if backlog == nil || served == nil {
+		return
+	}
+	_, err = b.m.RegisterCallback(func(_ context.Context, o metric.Observer) error {
+		fp := r.embeddingFn.Load()
+		if fp == nil || *fp == nil {
+			return nil
+		}
+		e := (*fp)()
+		o.ObserveInt64(backlog, e.Backlog)
+		o.ObserveInt64(served, 1, metric.WithAttributes(attribute.String(keyTier, e.Tier), attribute.String(keyModel, e.Model)))
+		return nil
+	}, backlog, served)
+	b.add(err)
 }
 
 // IndexSize is a snapshot of the index for the skillrouter.index.skills

@@ -21,10 +21,12 @@ import (
 // made it; match, load, reindex, authorize_exec and call_tool each in a span
 // of its own (skill.match, skill.load, skill.reindex, skill.authorize_exec,
 // skill.call_tool). Events carry the call's transport (skill.OriginFrom). It
-// is a skill.GenerationWatcher when Next is one.
+// is a skill.GenerationWatcher when the Router it wraps is one. The
+// methods it does not name (List, Get, Status, and any added to
+// skill.Router) go to the wrapped Router as they are, and record nothing.
 type Router struct {
-	Next skill.Router
-	Rec  *Recorder
+	skill.Router
+	Rec *Recorder
 	// Tracer makes the spans; nil makes none (Telemetry.Tracer gives the
 	// router's).
 	Tracer trace.Tracer
@@ -60,7 +62,7 @@ var (
 func (t *Router) Match(ctx context.Context, req skill.MatchRequest) (*skill.MatchResult, error) {
 	ctx, span := t.span(ctx, "skill.match", attribute.Int("top_k", req.TopK))
 	start := time.Now()
-	res, err := t.Next.Match(ctx, req)
+	res, err := t.Router.Match(ctx, req)
 	if err == nil {
 		span.SetAttributes(attribute.Bool("abstained", res.Abstained), attribute.Int("candidates", len(res.Candidates)),
 			attribute.String(keyMode, string(res.Mode)), attribute.Bool(keyDegraded, res.Degraded))
@@ -70,23 +72,13 @@ func (t *Router) Match(ctx context.Context, req skill.MatchRequest) (*skill.Matc
 	return res, err
 }
 
-// List records nothing.
-func (t *Router) List(ctx context.Context, req skill.ListRequest) (*skill.ListResult, error) {
-	return t.Next.List(ctx, req)
-}
-
-// Get records nothing.
-func (t *Router) Get(ctx context.Context, req skill.GetRequest) (*skill.GetResult, error) {
-	return t.Next.Get(ctx, req)
-}
-
 // Load records skill_loaded for every load served, and
 // skill_resource_requested for every level-3 request, allowed or not.
 func (t *Router) Load(ctx context.Context, req skill.LoadRequest) (res *skill.LoadResult, err error) {
 	ctx, span := t.span(ctx, "skill.load", attribute.Int("load.level", int(req.Level)))
 	defer func() { end(span, err) }()
 	start := time.Now()
-	res, err = t.Next.Load(ctx, req)
+	res, err = t.Router.Load(ctx, req)
 	latency := time.Since(start)
 	if req.Level == skill.LevelResource {
 		q := ResourceRequest{Agent: req.Agent, Resource: req.ResourcePath, Allowed: err == nil}
@@ -115,7 +107,7 @@ func (t *Router) Load(ctx context.Context, req skill.LoadRequest) (res *skill.Lo
 // resolvedName returns the name of the skill agent sees under name, or ""
 // when there is none: only real skill names become metric labels.
 func (t *Router) resolvedName(ctx context.Context, name, agent string) string {
-	if g, err := t.Next.Get(ctx, skill.GetRequest{Name: name, Agent: agent}); err == nil {
+	if g, err := t.Router.Get(ctx, skill.GetRequest{Name: name, Agent: agent}); err == nil {
 		return g.Entry.Skill.Name
 	}
 	return ""
@@ -135,7 +127,7 @@ func denyReason(err error) string {
 // Recorder.Reindexed).
 func (t *Router) Reindex(ctx context.Context, req skill.ReindexRequest) (*skill.ReindexStats, error) {
 	ctx, span := t.span(ctx, "skill.reindex", attribute.Bool(keyFull, req.Full))
-	st, err := t.Next.Reindex(ctx, req)
+	st, err := t.Router.Reindex(ctx, req)
 	if err == nil {
 		span.SetAttributes(attribute.Int64("index.generation", int64(st.Generation)), attribute.Int("parsed", st.Parsed),
 			attribute.Int("embedded", st.Embedded))
@@ -144,15 +136,12 @@ func (t *Router) Reindex(ctx context.Context, req skill.ReindexRequest) (*skill.
 	return st, err
 }
 
-// Status records nothing.
-func (t *Router) Status(ctx context.Context) (*skill.Status, error) { return t.Next.Status(ctx) }
-
 // AuthorizeExec records skill_exec_attempt, the audit record of every
 // decision.
 func (t *Router) AuthorizeExec(ctx context.Context, req skill.ExecRequest) (d *skill.ExecDecision, err error) {
 	ctx, span := t.span(ctx, "skill.authorize_exec")
 	defer func() { end(span, err) }()
-	d, err = t.Next.AuthorizeExec(ctx, req)
+	d, err = t.Router.AuthorizeExec(ctx, req)
 	if err != nil {
 		return nil, err
 	}
@@ -170,7 +159,7 @@ func (t *Router) AuthorizeExec(ctx context.Context, req skill.ExecRequest) (d *s
 
 // ReportExecResult records skill_exec_result for every report accepted.
 func (t *Router) ReportExecResult(ctx context.Context, rep skill.ExecReport) (*skill.ExecReport, error) {
-	got, err := t.Next.ReportExecResult(ctx, rep)
+	got, err := t.Router.ReportExecResult(ctx, rep)
 	if err != nil {
 		return nil, err
 	}
@@ -194,7 +183,7 @@ func (t *Router) CallTool(ctx context.Context, call skill.ToolCall) (res *skill.
 	ctx, span := t.span(ctx, "skill.call_tool")
 	defer func() { end(span, err) }()
 	start := time.Now()
-	res, err = t.Next.CallTool(ctx, call)
+	res, err = t.Router.CallTool(ctx, call)
 	o := skill.OriginFrom(ctx)
 	rec := ToolCall{Caller: call.Caller, Principal: o.Principal, Agent: call.Agent, Peer: o.Peer,
 		Decision: skill.DecisionAllow, Duration: time.Since(start)}
@@ -233,10 +222,10 @@ func (t *Router) CallTool(ctx context.Context, call skill.ToolCall) (res *skill.
 	return res, err
 }
 
-// WaitGeneration forwards to Next when it is a skill.GenerationWatcher, and
+// WaitGeneration forwards to the wrapped Router when it is a skill.GenerationWatcher, and
 // otherwise waits for ctx to end.
 func (t *Router) WaitGeneration(ctx context.Context, after uint64) (uint64, error) {
-	if w, ok := t.Next.(skill.GenerationWatcher); ok {
+	if w, ok := t.Router.(skill.GenerationWatcher); ok {
 		return w.WaitGeneration(ctx, after)
 	}
 	<-ctx.Done()

@@ -62,7 +62,7 @@ func TestRouterDecoratorRecordsEachEventOnce(t *testing.T) {
 		}
 		return &skill.LoadResult{Skill: testSkill("pdf-tools"), Level: req.Level, ResourcePath: req.ResourcePath, Size: 10}, nil
 	}}
-	r := &telemetry.Router{Next: next, Rec: m.Recorder(), Tracer: m.Tracer()}
+	r := &telemetry.Router{Router: next, Rec: m.Recorder(), Tracer: m.Tracer()}
 	ctx := skill.WithOrigin(context.Background(), skill.Origin{Transport: "mcp", Principal: "token:a", Peer: "127.0.0.1:1"})
 
 	if _, err := r.Match(ctx, skill.MatchRequest{Task: "fill pdf"}); err != nil {
@@ -119,7 +119,7 @@ func TestRouterDecoratorRecordsEachEventOnce(t *testing.T) {
 func TestMCPCalledIsAnAuditRecord(t *testing.T) {
 	m := setupMem(t, telemetry.Config{})
 	ctx := skill.WithOrigin(context.Background(), skill.Origin{Transport: "mcp"})
-	m.Recorder().MCPCalled(ctx, telemetry.MCPCall{RequestID: "r1", Method: "tools/call", Target: "find_skills",
+	m.Recorder().MCPCalled(ctx, skill.MCPCall{RequestID: "r1", Method: "tools/call", Target: "find_skills",
 		Principal: "agent", Decision: skill.DecisionDeny, Reason: "scope", Outcome: "permission_denied"})
 	recs := m.logs.byEvent(telemetry.EventMCPCall)
 	if len(recs) != 1 {
@@ -131,7 +131,7 @@ func TestMCPCalledIsAnAuditRecord(t *testing.T) {
 		}
 	}
 	// A sampled refusal is counted, not written.
-	m.Recorder().MCPCalled(ctx, telemetry.MCPCall{RequestID: "r2", Method: "tools/call", Target: "find_skills",
+	m.Recorder().MCPCalled(ctx, skill.MCPCall{RequestID: "r2", Method: "tools/call", Target: "find_skills",
 		Principal: "agent", Decision: skill.DecisionRateLimited, Reason: "rate_limit", Outcome: "resource_exhausted", Counted: true})
 	if n := len(m.logs.byEvent(telemetry.EventMCPCall)); n != 1 {
 		t.Errorf("%d mcp_call records after a counted-only call, want still 1", n)

@@ -117,16 +117,7 @@ func Setup(ctx context.Context, cfg Config) (*Telemetry, error) {
 	t := &Telemetry{
 		prop: propagation.NewCompositeTextMapPropagator(propagation.TraceContext{}, propagation.Baggage{}),
 	}
-	level := cfg.LogLevel
-	if level == nil {
-		level = slog.LevelInfo
-	}
-	var raw slog.Handler
-	if cfg.Logger != nil {
-		raw = cfg.Logger.Handler()
-	} else {
-		raw = slog.NewJSONHandler(os.Stderr, &slog.HandlerOptions{Level: level})
-	}
+	raw, level := stderrHandler(cfg)
 	stderr := newComponentHandler(newRedactHandler(raw))
 	t.base = slog.New(stderr).With("component", "telemetry")
 
@@ -148,92 +139,20 @@ func Setup(ctx context.Context, cfg Config) (*Telemetry, error) {
 	// Exporters created so far must be closed if a later step fails.
 	t.shutdown = append(t.shutdown, exp.close)
 
-	// Metrics: Prometheus on the admin address, OTLP, extra readers.
-	readers := append([]sdkmetric.Reader(nil), cfg.MetricReaders...)
-	if exp.metrics != nil {
-		readers = append(readers, exp.metrics)
+	if err := t.setupMetrics(cfg, res, exp); err != nil {
+		return nil, err
 	}
-	if cfg.AdminAddr != "" {
-		reader, handler, zero, err := newPrometheus()
-		if err != nil {
-			return nil, err
-		}
-		readers = append(readers, reader)
-		t.metrics, t.zero = handler, zero
-	}
-	if len(readers) > 0 {
-		opts := []sdkmetric.Option{sdkmetric.WithResource(res), sdkmetric.WithCardinalityLimit(cardinalityLimit)}
-		for _, r := range readers {
-			opts = append(opts, sdkmetric.WithReader(r))
-		}
-		mp := sdkmetric.NewMeterProvider(opts...)
-		exp.metrics = nil // owned by mp now
-		t.mp = mp
-		t.shutdown = append(t.shutdown, mp.Shutdown)
-		t.flush = append(t.flush, mp.ForceFlush)
-	} else {
-		t.mp = metricnoop.NewMeterProvider()
-	}
-
-	// Logs.
-	logProcs := append([]sdklog.Processor(nil), cfg.LogProcessors...)
-	if exp.logs != nil {
-		logProcs = append(logProcs, sdklog.NewBatchProcessor(exp.logs))
-		exp.logs = nil
-	}
-	if len(logProcs) > 0 {
-		opts := []sdklog.LoggerProviderOption{sdklog.WithResource(res)}
-		for _, p := range logProcs {
-			opts = append(opts, sdklog.WithProcessor(p))
-		}
-		lp := sdklog.NewLoggerProvider(opts...)
-		t.lp = lp
-		t.shutdown = append(t.shutdown, lp.Shutdown)
-		t.flush = append(t.flush, lp.ForceFlush)
-	} else {
-		t.lp = lognoop.NewLoggerProvider()
-	}
-
-	// Traces. An SDK tracer also runs when only logs are exported, so that
-	// log records carry trace and span ids.
-	spanProcs := append([]sdktrace.SpanProcessor(nil), cfg.SpanProcessors...)
-	if exp.spans != nil {
-		spanProcs = append(spanProcs, sdktrace.NewBatchSpanProcessor(exp.spans))
-		exp.spans = nil
-	}
-	if len(spanProcs) > 0 || len(logProcs) > 0 {
-		opts := []sdktrace.TracerProviderOption{sdktrace.WithResource(res)}
-		for _, p := range spanProcs {
-			opts = append(opts, sdktrace.WithSpanProcessor(p))
-		}
-		tp := sdktrace.NewTracerProvider(opts...)
-		t.tp = tp
-		t.shutdown = append(t.shutdown, tp.Shutdown)
-		t.flush = append(t.flush, tp.ForceFlush)
-	} else {
-		t.tp = tracenoop.NewTracerProvider()
-	}
+	logsOn := t.setupLogs(cfg, res, exp)
+	t.setupTraces(cfg, res, exp, logsOn)
 
 	var bridge otellog.LoggerProvider
-	if len(logProcs) > 0 {
+	if logsOn {
 		bridge = t.lp
 	}
 	t.logger = slog.New(newComponentHandler(newRedactHandler(fanout(raw, bridge, level))))
 
-	t.rec, err = newRecorder(t.mp, t.lp, slog.New(stderr), cfg)
-	if err != nil {
+	if err := t.startRecorder(cfg, slog.New(stderr)); err != nil {
 		return nil, err
-	}
-	if t.zero != nil {
-		t.zero.declare(t.rec.instruments...)
-	}
-
-	if cfg.AdminAddr != "" {
-		t.admin, err = startAdmin(cfg.AdminAddr, t.metrics, cfg.Ready, cfg.Pprof, t.base)
-		if err != nil {
-			return nil, err
-		}
-		t.shutdown = append(t.shutdown, t.admin.shutdown)
 	}
 
 	t.base.Debug("telemetry ready",
@@ -241,6 +160,129 @@ func Setup(ctx context.Context, cfg Config) (*Telemetry, error) {
 		"admin_addr", t.AdminAddr())
 	ok = true
 	return t, nil
+}
+
+// stderrHandler is the handler of the stderr log, cfg.Logger's or JSON to
+// stderr, and the level of the logs: cfg.LogLevel, else Info.
+func stderrHandler(cfg Config) (slog.Handler, slog.Leveler) {
+	level := cfg.LogLevel
+	if level == nil {
+		level = slog.LevelInfo
+	}
+	if cfg.Logger != nil {
+		return cfg.Logger.Handler(), level
+	}
+	return slog.NewJSONHandler(os.Stderr, &slog.HandlerOptions{Level: level}), level
+}
+
+// startRecorder makes the Recorder over the providers, declares its
+// instruments to /metrics, and serves the admin address when cfg has one.
+func (t *Telemetry) startRecorder(cfg Config, log *slog.Logger) error {
+	var err error
+	t.rec, err = newRecorder(t.mp, t.lp, log, cfg)
+	if err != nil {
+		return err
+	}
+	if t.zero != nil {
+		t.zero.declare(t.rec.instruments...)
+	}
+	if cfg.AdminAddr == "" {
+		return nil
+	}
+	t.admin, err = startAdmin(cfg.AdminAddr, t.metrics, cfg.Ready, cfg.Pprof, t.base)
+	if err != nil {
+		return err
+	}
+	t.shutdown = append(t.shutdown, t.admin.shutdown)
+	return nil
+}
+
+// sdkProvider is an SDK provider as the Telemetry stops and flushes it.
+type sdkProvider interface {
+	Shutdown(context.Context) error
+	ForceFlush(context.Context) error
+}
+
+// own has Shutdown flush and stop p.
+func (t *Telemetry) own(p sdkProvider) {
+	t.shutdown = append(t.shutdown, p.Shutdown)
+	t.flush = append(t.flush, p.ForceFlush)
+}
+
+// setupMetrics makes the meter provider: Prometheus on the admin address,
+// OTLP, and cfg's extra readers; a no-op one when there is none of them.
+func (t *Telemetry) setupMetrics(cfg Config, res *resource.Resource, exp *envExport) error {
+	readers := append([]sdkmetric.Reader(nil), cfg.MetricReaders...)
+	if exp.metrics != nil {
+		readers = append(readers, exp.metrics)
+	}
+	if cfg.AdminAddr != "" {
+		reader, handler, zero, err := newPrometheus()
+		if err != nil {
+			return err
+		}
+		readers = append(readers, reader)
+		t.metrics, t.zero = handler, zero
+	}
+	if len(readers) == 0 {
+		t.mp = metricnoop.NewMeterProvider()
+		return nil
+	}
+	opts := []sdkmetric.Option{sdkmetric.WithResource(res), sdkmetric.WithCardinalityLimit(cardinalityLimit)}
+	for _, r := range readers {
+		opts = append(opts, sdkmetric.WithReader(r))
+	}
+	mp := sdkmetric.NewMeterProvider(opts...)
+	exp.metrics = nil // owned by mp now
+	t.mp = mp
+	t.own(mp)
+	return nil
+}
+
+// setupLogs makes the logger provider: OTLP and cfg's extra processors; a
+// no-op one when there is none of them. It reports whether logs are
+// exported.
+func (t *Telemetry) setupLogs(cfg Config, res *resource.Resource, exp *envExport) bool {
+	procs := append([]sdklog.Processor(nil), cfg.LogProcessors...)
+	if exp.logs != nil {
+		procs = append(procs, sdklog.NewBatchProcessor(exp.logs))
+		exp.logs = nil
+	}
+	if len(procs) == 0 {
+		t.lp = lognoop.NewLoggerProvider()
+		return false
+	}
+	opts := []sdklog.LoggerProviderOption{sdklog.WithResource(res)}
+	for _, p := range procs {
+		opts = append(opts, sdklog.WithProcessor(p))
+	}
+	lp := sdklog.NewLoggerProvider(opts...)
+	t.lp = lp
+	t.own(lp)
+	return true
+}
+
+// setupTraces makes the tracer provider: OTLP and cfg's extra processors;
+// a no-op one when there is none of them and logs are not exported (an SDK
+// tracer also runs for logs alone, so that log records carry trace and
+// span ids).
+func (t *Telemetry) setupTraces(cfg Config, res *resource.Resource, exp *envExport, logsOn bool) {
+	procs := append([]sdktrace.SpanProcessor(nil), cfg.SpanProcessors...)
+	if exp.spans != nil {
+		procs = append(procs, sdktrace.NewBatchSpanProcessor(exp.spans))
+		exp.spans = nil
+	}
+	if len(procs) == 0 && !logsOn {
+		t.tp = tracenoop.NewTracerProvider()
+		return
+	}
+	opts := []sdktrace.TracerProviderOption{sdktrace.WithResource(res)}
+	for _, p := range procs {
+		opts = append(opts, sdktrace.WithSpanProcessor(p))
+	}
+	tp := sdktrace.NewTracerProvider(opts...)
+	t.tp = tp
+	t.own(tp)
 }
 
 // Shutdown flushes the providers, all at once, within flushTimeout (and
