@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"os"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -113,6 +115,7 @@ func settleTime(r *routerProc, before string, t0 time.Time, quiet, limit time.Du
 // up, and everything it serves (every agent's catalog, each skill's detail
 // and body, shadowing, counts and Match answers) must equal what a router
 // with an empty state directory serves on the same files.
+// MCPSAG_CRASH_POINTS limits the kills to some points (crashPoints).
 func TestCrashConsistency(t *testing.T) {
 	cycles := scale(5, 250)
 	fullInFlightWanted := scale(1, 50)
@@ -125,6 +128,11 @@ func TestCrashConsistency(t *testing.T) {
 	state := t.TempDir()
 	rng := rand.New(rand.NewPCG(2026, 16))
 	points := []string{"start", "reindex", "embed", "reload", "full"}
+	chosen := crashPoints(t, points)
+	cycles = max(1, cycles*len(chosen)/len(points))
+	if !slices.Contains(chosen, "full") {
+		fullInFlightWanted = 0
+	}
 	// fullDone is closed when the full reindex last asked for returns.
 	var fullDone chan struct{}
 	weights := []string{"0.4", "0.5", "0.6"}
@@ -202,7 +210,7 @@ func TestCrashConsistency(t *testing.T) {
 
 	fullInFlight, fullReturned := 0, 0
 	for i := 0; i < cycles || fullInFlight < fullInFlightWanted && i < cycles+4*fullInFlightWanted; i++ {
-		point := points[i%len(points)]
+		point := chosen[i%len(chosen)]
 		if i >= cycles {
 			point = "full" // more cycles until enough kills caught the call in flight
 		}
@@ -314,6 +322,25 @@ func TestCrashConsistency(t *testing.T) {
 	for _, f := range failures {
 		t.Error(f)
 	}
+}
+
+// crashPoints returns the kill points of MCPSAG_CRASH_POINTS (a comma
+// list, e.g. "full" to run only kills during a full reindex, with the
+// cycles scaled to the points chosen), or all of them when it is unset.
+func crashPoints(t *testing.T, all []string) []string {
+	env := os.Getenv("MCPSAG_CRASH_POINTS")
+	if env == "" {
+		return all
+	}
+	var out []string
+	for _, p := range strings.Split(env, ",") {
+		p = strings.TrimSpace(p)
+		if !slices.Contains(all, p) {
+			t.Fatalf("MCPSAG_CRASH_POINTS: unknown kill point %q; the points are %s", p, strings.Join(all, ", "))
+		}
+		out = append(out, p)
+	}
+	return out
 }
 
 // randDur returns a uniformly random duration in [0, max).
