@@ -34,7 +34,8 @@ var elsewhere = map[string]string{
 	"go install ./cmd/...": "installs into GOPATH/bin; TestDocumentedCommands builds the same binaries with go build",
 	"go test -race ./...":  "the quick run itself; .ci/run runs it as the full run",
 	"MCPSAG_TESTS=full go test -race -timeout 30m ./... && MCPSAG_TESTS=full go test -run '^(TestDevSets|TestDevSetsForeignTasks|TestScoresUnchanged)$' ./internal/eval": "the full run, which .ci/run runs",
-	"MCPSAG_RELIABILITY=full go test ./reliability -timeout 2h -v": "two hours; the quick and full runs include the bounded form of the same suite",
+	"MCPSAG_RELIABILITY=full go test ./reliability -timeout 2h -v":                                                    "two hours; the quick and full runs include the bounded form of the same suite",
+	"MCPSAG_CRASH_POINTS=full MCPSAG_RELIABILITY=full go test ./reliability -run TestCrashConsistency -timeout 2h -v": "twenty minutes; the quick and full runs include the bounded crash loop, which kills during a full reindex too",
 	// docs/benchmarks.md: minutes each, most on ../shared's data
 	"go test -run '^$' -bench 'BenchmarkMatch$' ./internal/match":     "a benchmark (minutes; reads ../shared)",
 	"go test -run '^$' -bench 'BenchmarkMatchLong$' ./internal/match": "a benchmark (minutes; reads ../shared)",
