@@ -31,10 +31,10 @@ type UpdateStats struct {
 // result answers exactly as Build(in) would, bit for bit.
 //
 // A skill is the same skill when its key (skill.Key: its folder, or a
-// tool's name) is; its indexed text is
-// unchanged when its content hash, name, description, tags and triggers are
-// (the body is read through in.Body only for skills whose text changed, and
-// is taken to follow the content hash). When in.Config indexes other fields,
+// tool's name) is; its indexed text is unchanged when skill.SameSearch says
+// so: its content hash, name, description, tags and triggers are (the body
+// is read through in.Body only for skills whose text changed, and is taken
+// to follow the content hash). When in.Config indexes other fields,
 // analyzers or body lengths than ix, Update builds from scratch. A nil ix
 // has nothing to reuse: Update builds from scratch, and counts every skill
 // added.
@@ -119,7 +119,7 @@ func (ix *Index) matchSlots(in BuildInput, st *BuildStats) (items []updItem, use
 		if d, ok := ix.slotOf[s.Key()]; ok && !used[d] {
 			used[d] = true
 			it.slot = d
-			it.kept = (ix.docs[d] == s || sameIndexedText(ix.docs[d], s)) && !ix.bodyErr[d]
+			it.kept = (ix.docs[d] == s || skill.SameSearch(ix.docs[d], s)) && !ix.bodyErr[d]
 		}
 		items = append(items, it)
 	}
@@ -269,13 +269,6 @@ func (ix *Index) sameIndexing(cfg Config, params bool) bool {
 		}
 	}
 	return cfg.Fields.BodyChars == ix.cfg.Fields.BodyChars || !ix.sparse.hasField(fieldBody)
-}
-
-// sameIndexedText reports whether two versions of a skill give the same
-// indexed text.
-func sameIndexedText(a, b *skill.Skill) bool {
-	return a.ContentHash == b.ContentHash && a.Name == b.Name && a.SearchDescription() == b.SearchDescription() &&
-		slices.Equal(a.Tags(), b.Tags()) && slices.Equal(a.Frontmatter.Triggers, b.Frontmatter.Triggers)
 }
 
 // updateDense returns the vectors of the new generation: ix's blocks, with
