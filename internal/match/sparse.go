@@ -134,14 +134,32 @@ func newSparse(ctx context.Context, fields []*sparseField, docs []sparseDoc, bm 
 	if err != nil {
 		return nil, err
 	}
+	lists, err := s.collect(ctx, docs)
+	if err != nil {
+		return nil, err
+	}
+	for _, f := range fields {
+		f.sumLens()
+	}
+	for vi, v := range s.vocabs {
+		v.pack(lists[vi])
+	}
+	return s, nil
+}
+
+// building is a postings list while newSparse collects it.
+type building struct {
+	docs  []uint32
+	freqs []uint32 // nf per posting
+}
+
+// collect analyzes docs into s's fields' lengths and returns each vocab's
+// postings lists, numbered by term id.
+func (s *sparse) collect(ctx context.Context, docs []sparseDoc) ([][]building, error) {
 	n := len(docs)
 	s.n = n
-	for _, f := range fields {
+	for _, f := range s.fields {
 		f.lens = make([]uint32, n)
-	}
-	type building struct {
-		docs  []uint32
-		freqs []uint32 // nf per posting
 	}
 	lists := make([][]building, len(s.vocabs))
 	const chunk = 2048
@@ -155,7 +173,7 @@ func newSparse(ctx context.Context, fields []*sparseField, docs []sparseDoc, bm 
 		for i := lo; i < hi; i++ {
 			ad := analyzed[i-lo]
 			for fi, l := range ad.lens {
-				fields[fi].lens[i] = l
+				s.fields[fi].lens[i] = l
 			}
 			for vi, v := range s.vocabs {
 				for _, tf := range ad.terms[vi] {
@@ -172,53 +190,57 @@ func newSparse(ctx context.Context, fields []*sparseField, docs []sparseDoc, bm 
 			}
 		}
 	}
-	for _, f := range fields {
-		f.lenSum, f.lenDocs = 0, 0
-		for _, l := range f.lens {
-			if l > 0 {
-				f.lenSum += uint64(l)
-				f.lenDocs++
-			}
+	return lists, nil
+}
+
+// sumLens sums the field's lengths over the documents that have it.
+func (f *sparseField) sumLens() {
+	f.lenSum, f.lenDocs = 0, 0
+	for _, l := range f.lens {
+		if l > 0 {
+			f.lenSum += uint64(l)
+			f.lenDocs++
 		}
-		f.setAvg()
-		f.prepare()
 	}
-	for vi, v := range s.vocabs {
-		nf := v.nf()
-		total := 0
-		for _, b := range lists[vi] {
-			total += len(b.docs)
+	f.setAvg()
+	f.prepare()
+}
+
+// pack makes v's postings lists from those collected, in one arena for
+// every list's documents and one for their 16-bit frequencies, and frees
+// the collected ones as it goes.
+func (v *vocab) pack(lists []building) {
+	nf := v.nf()
+	total := 0
+	for _, b := range lists {
+		total += len(b.docs)
+	}
+	docArena := make([]uint32, 0, total)
+	freqArena := make([]uint16, 0, total*nf)
+	v.lists = make([]*plist, len(lists))
+	for id, b := range lists {
+		wide := false
+		for _, f := range b.freqs {
+			wide = wide || f > 0xffff
 		}
-		// One arena per vocab holds every list's documents and 16-bit
-		// frequencies.
-		docArena := make([]uint32, 0, total)
-		freqArena := make([]uint16, 0, total*nf)
-		v.lists = make([]*plist, len(lists[vi]))
-		for id, b := range lists[vi] {
-			wide := false
+		p := &plist{df: make([]uint32, nf)}
+		start := len(docArena)
+		docArena = append(docArena, b.docs...)
+		p.docs = docArena[start:len(docArena):len(docArena)]
+		if wide {
+			p.freqs32 = b.freqs
+		} else {
+			fs := len(freqArena)
 			for _, f := range b.freqs {
-				wide = wide || f > 0xffff
+				freqArena = append(freqArena, uint16(f))
 			}
-			p := &plist{df: make([]uint32, nf)}
-			start := len(docArena)
-			docArena = append(docArena, b.docs...)
-			p.docs = docArena[start:len(docArena):len(docArena)]
-			if wide {
-				p.freqs32 = b.freqs
-			} else {
-				fs := len(freqArena)
-				for _, f := range b.freqs {
-					freqArena = append(freqArena, uint16(f))
-				}
-				p.freqs16 = freqArena[fs:len(freqArena):len(freqArena)]
-			}
-			p.stats(nf)
-			v.lists[id] = p
-			lists[vi][id] = building{}
+			p.freqs16 = freqArena[fs:len(freqArena):len(freqArena)]
 		}
-		v.countTerms()
+		p.stats(nf)
+		v.lists[id] = p
+		lists[id] = building{}
 	}
-	return s, nil
+	v.countTerms()
 }
 
 // update returns the sparse index of the next generation: the documents of
@@ -407,6 +429,19 @@ func (s *sparse) analyzeTask(text string, sc *scratch) analyzedTask {
 	if text == "" {
 		return at
 	}
+	forms := s.taskForms(text)
+	stem := forms[analyzerIndex(AnalyzerStem)]
+	at.stem = make([]string, len(stem))
+	for i, t := range stem {
+		at.stem[i] = string(t.Term)
+	}
+	at.terms = s.alignForms(forms, sc)
+	return at
+}
+
+// taskForms analyzes text with the stemming analyzer and every other one a
+// vocab uses.
+func (s *sparse) taskForms(text string) [numAnalyzers]analysis.TokenStream {
 	shared := s.ta.shared(text)
 	var forms [numAnalyzers]analysis.TokenStream
 	stem := analyzerIndex(AnalyzerStem)
@@ -424,10 +459,12 @@ func (s *sparse) analyzeTask(text string, sc *scratch) analyzedTask {
 			forms[a] = s.ta.full[a].Analyze([]byte(text))
 		}
 	}
-	at.stem = make([]string, len(forms[stem]))
-	for i, t := range forms[stem] {
-		at.stem[i] = string(t.Term)
-	}
+	return forms
+}
+
+// alignForms groups the forms of each word by its position into the task's
+// terms: distinct, in order of first occurrence, at most maxQueryTerms.
+func (s *sparse) alignForms(forms [numAnalyzers]analysis.TokenStream, sc *scratch) []queryTerm {
 	// Every analyzer drops the same stop words, so their tokens align; a
 	// fallback without a shared chain aligns them by position.
 	byPos, seen := sc.termAt, sc.termSeen
@@ -452,18 +489,19 @@ func (s *sparse) analyzeTask(text string, sc *scratch) analyzedTask {
 	// Positions come in increasing order from each analyzer; sort in case
 	// a fallback chain disagrees.
 	sortByPosition(idx, order)
+	var terms []queryTerm
 	for _, i := range idx {
 		qt := all[i]
 		if seen[qt] {
 			continue
 		}
 		seen[qt] = true
-		at.terms = append(at.terms, qt)
-		if len(at.terms) == maxQueryTerms {
+		terms = append(terms, qt)
+		if len(terms) == maxQueryTerms {
 			break
 		}
 	}
-	return at
+	return terms
 }
 
 func sortByPosition(idx, pos []int) {

@@ -200,7 +200,6 @@ func (nx *Index) fillSlots(ix *Index, items []updItem, p updPlan) {
 // analyzeChanged returns the field texts of the items that do not keep
 // their analysis (n of them), reading their bodies through body.
 func (nx *Index) analyzeChanged(ctx context.Context, items []updItem, fields []*sparseField, body func(*skill.Skill) (string, error), n int) ([]sparseDoc, error) {
-	withBody := nx.bodyIndexed() && body != nil
 	added := make([]sparseDoc, n)
 	k := 0
 	for _, it := range items {
@@ -210,16 +209,7 @@ func (nx *Index) analyzeChanged(ctx context.Context, items []updItem, fields []*
 		if k%256 == 0 && ctx.Err() != nil {
 			return nil, ctx.Err()
 		}
-		text := ""
-		if withBody {
-			b, err := body(it.s)
-			if err != nil {
-				nx.bodyErr[it.slot] = true
-			} else {
-				text = skill.BodyStart(b, nx.cfg.Fields.BodyChars)
-			}
-		}
-		added[k] = docText(it.s, fields, text)
+		added[k] = docText(it.s, fields, nx.bodyStart(body, it.s, it.slot))
 		k++
 	}
 	return added, nil
