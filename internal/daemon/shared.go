@@ -32,9 +32,6 @@ import (
 // attaches to it and shares its index instead of building one of its own;
 // when the holder goes away, an attached session takes the directory over.
 
-// socketName is the holder's socket in the state directory.
-const socketName = "router.sock"
-
 // maxSocketPath is the longest socket path every platform takes (sun_path
 // is 108 bytes on Linux, 104 on macOS, with its NUL).
 const maxSocketPath = 103
@@ -42,7 +39,7 @@ const maxSocketPath = 103
 // socketPath returns the socket of stateDir, or an error when the path is
 // too long for a socket.
 func socketPath(stateDir string) (string, error) {
-	p := filepath.Join(stateDir, socketName)
+	p := filepath.Join(stateDir, statedir.SocketFile)
 	if len(p) > maxSocketPath {
 		return "", fmt.Errorf("%s is %d bytes, longer than a socket path may be (%d)", p, len(p), maxSocketPath)
 	}

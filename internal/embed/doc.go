@@ -3,9 +3,10 @@
 // libraries), or natively when the model is one of onnxgraph's: a static
 // embedding table, or a BERT encoder graph that internal/encoder evaluates.
 //
-// How it fits: the generation builder calls EmbedDocuments when it builds a
-// generation, with a VectorCache backed by the store, so unchanged skills are never
-// embedded twice; the matcher embeds each task as a Query (with a bounded
+// How it fits: internal/loader calls EmbedDocuments when a pass assembles a
+// generation (and in the background, for the texts a pass left to its
+// backfill), with a VectorCache backed by the store, so unchanged skills are
+// never embedded twice; the matcher embeds each task as a Query (with a bounded
 // LRU cache) and ranks by cosine next to BM25. Manager owns the current
 // model: when the model folder is missing or broken, or a model run fails or
 // times out, it reports degraded with a reason, emits one

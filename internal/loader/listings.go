@@ -21,7 +21,7 @@ type listingsFile struct {
 
 	saving sync.WaitGroup
 	mu     sync.Mutex // one write at a time; guards written
-	queued uint64     // saves queued, numbered; written under the builder's lock
+	queued uint64     // saves queued, numbered; written by a pass's scan, under the loader's lock
 	// written is the number of the last save written: an older one that
 	// comes late is dropped.
 	written uint64

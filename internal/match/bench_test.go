@@ -333,7 +333,7 @@ func runMatchBenches(b *testing.B, prefix string, ix *match.Index, emb *switchEm
 		qv := emb.cache[q]
 		for i, v := range vecs {
 			if v != nil {
-				out[i] = refDot(qv, v)
+				out[i] = match.Dot(qv, v)
 			}
 		}
 	})
@@ -360,22 +360,4 @@ func processCPU() time.Duration {
 		return 0
 	}
 	return time.Duration(ts.Nano())
-}
-
-// refDot is the reference scan's kernel: a plain exact dot product with four
-// accumulators, so the CPU overlaps the multiply-adds.
-func refDot(a, b []float32) float32 {
-	b = b[:len(a)]
-	var s0, s1, s2, s3 float32
-	i := 0
-	for ; i+4 <= len(a); i += 4 {
-		s0 += a[i] * b[i]
-		s1 += a[i+1] * b[i+1]
-		s2 += a[i+2] * b[i+2]
-		s3 += a[i+3] * b[i+3]
-	}
-	for ; i < len(a); i++ {
-		s0 += a[i] * b[i]
-	}
-	return (s0 + s1) + (s2 + s3)
 }

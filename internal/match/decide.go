@@ -89,35 +89,23 @@ func (ix *Index) classifier(mode skill.MatchMode) *Classifier {
 // with no threshold).
 func (ix *Index) decide(rk *Ranking, res *skill.MatchResult, r resolved, mode skill.MatchMode,
 	cands []*candidate, denseList, bm25List []entry, visible func(int32) bool) {
-	abstain := func(rule string, reason skill.AbstainReason, format string, args ...any) {
-		rk.Rule = rule
-		res.Abstained = true
-		res.AbstainReason = reason
-		res.AbstainDetail = fmt.Sprintf(format, args...)
-		res.Verdict, res.VerdictDetail = skill.VerdictNoSkill, res.AbstainDetail
-	}
-	serve := func(v skill.Verdict, format string, args ...any) {
-		res.Verdict, res.VerdictDetail = v, fmt.Sprintf(format, args...)
-	}
+	j := judgment{rk: rk, res: res}
 	if len(cands) == 0 {
 		if !ix.anyVisible(visible) {
-			abstain(RuleNoSkills, r.noneVisible, "no %s is visible to this caller", r.noun)
+			j.abstain(RuleNoSkills, r.noneVisible, "no %s is visible to this caller", r.noun)
 			return
 		}
-		abstain(RuleNoMatch, skill.AbstainNoMatch, "no %s shares a word with the task", r.noun)
+		j.abstain(RuleNoMatch, skill.AbstainNoMatch, "no %s shares a word with the task", r.noun)
 		return
 	}
-	anyFired := false
-	for _, c := range cands {
-		anyFired = anyFired || c.fire != nil
-	}
-	if len(bm25List) == 0 && !anyFired && (len(denseList) == 0 || denseList[0].score <= 0) {
-		abstain(RuleNoMatch, skill.AbstainNoMatch, "no %s shares a word with the task", r.noun)
+	keywordless := len(bm25List) == 0 && !anyFired(cands)
+	if keywordless && (len(denseList) == 0 || denseList[0].score <= 0) {
+		j.abstain(RuleNoMatch, skill.AbstainNoMatch, "no %s shares a word with the task", r.noun)
 		return
 	}
 	if top := cands[0]; top.fire != nil && top.fire.explicit && ix.cfg.Triggers.Explicit {
 		rk.Rule = RuleExplicit
-		serve(skill.VerdictConfident, "the task names %s in so many words", ix.docs[top.doc].Name)
+		j.serve(skill.VerdictConfident, "the task names %s in so many words", ix.docs[top.doc].Name)
 		return
 	}
 	// Without a visible skill that has a vector, only keywords can judge.
@@ -127,19 +115,57 @@ func (ix *Index) decide(rk *Ranking, res *skill.MatchResult, r resolved, mode sk
 	}
 	cls := ix.classifier(mode)
 	if r.threshold != nil || cls == nil {
-		ix.decideThreshold(rk, r, keyword, denseList, bm25List, abstain, serve)
+		ix.decideThreshold(j, r, keyword, denseList, bm25List)
 		return
 	}
+	ix.decideClassifier(j, r, cls, keywordless, denseList)
+}
+
+// judgment writes a decision into the ranking and the result.
+type judgment struct {
+	rk  *Ranking
+	res *skill.MatchResult
+}
+
+// abstain abstains by rule, for reason, saying why.
+func (j judgment) abstain(rule string, reason skill.AbstainReason, format string, args ...any) {
+	j.rk.Rule = rule
+	j.res.Abstained = true
+	j.res.AbstainReason = reason
+	j.res.AbstainDetail = fmt.Sprintf(format, args...)
+	j.res.Verdict, j.res.VerdictDetail = skill.VerdictNoSkill, j.res.AbstainDetail
+}
+
+// serve serves the candidates with verdict v, saying why.
+func (j judgment) serve(v skill.Verdict, format string, args ...any) {
+	j.res.Verdict, j.res.VerdictDetail = v, fmt.Sprintf(format, args...)
+}
+
+// anyFired reports whether a trigger fired on one of cands.
+func anyFired(cands []*candidate) bool {
+	for _, c := range cands {
+		if c.fire != nil {
+			return true
+		}
+	}
+	return false
+}
+
+// decideClassifier decides by the calibrated classifier cls, or, for a
+// keywordless task (no keyword or trigger evidence), by the model's cosine
+// threshold, the classifier then saying only how sure a served match is.
+func (ix *Index) decideClassifier(j judgment, r resolved, cls *Classifier, keywordless bool, denseList []entry) {
+	rk := j.rk
 	p := cls.Probability(rk.Features)
 	rk.Probability = p
 	// No keyword, trigger or name evidence: the classifier's features
 	// (BM25 ratios, covers) say nothing about such a task, so the model's
 	// cosine threshold decides whether to abstain, and the classifier
 	// only how sure a served match is.
-	if thr := ix.cfg.Abstain.Threshold; len(bm25List) == 0 && !anyFired && thr > 0 {
+	if thr := ix.cfg.Abstain.Threshold; keywordless && thr > 0 {
 		rk.Rule = RuleKeywordless
 		if c1 := float64(denseList[0].score); c1 < thr {
-			abstain(RuleKeywordless, skill.AbstainBelowThreshold,
+			j.abstain(RuleKeywordless, skill.AbstainBelowThreshold,
 				"no %s shares a word with the task, and the best cosine %.3f is below the model's threshold %.3f", r.noun, c1, thr)
 			return
 		}
@@ -149,22 +175,22 @@ func (ix *Index) decide(rk *Ranking, res *skill.MatchResult, r resolved, mode sk
 		case p < cls.Cutoff && rk.Features.Boost > 0:
 			// A task that names a skill or fires a trigger is never
 			// abstained on, however weakly it does.
-			serve(skill.VerdictLowConfidence,
+			j.serve(skill.VerdictLowConfidence,
 				"the calibrated classifier gives %.2f that these candidates hold a %s for the task, under its cutoff %.2f, "+
 					"but the task names a %s or fires a trigger: they may not fit", p, r.noun, cls.Cutoff, r.noun)
 			return
 		case p < cls.Cutoff:
-			abstain(RuleClassifier, skill.AbstainCalibrated,
+			j.abstain(RuleClassifier, skill.AbstainCalibrated,
 				"the calibrated classifier gives %.2f that a %s fits, below its cutoff %.2f", p, r.noun, cls.Cutoff)
 			return
 		}
 	}
 	if p < cls.Confident {
-		serve(skill.VerdictLowConfidence,
+		j.serve(skill.VerdictLowConfidence,
 			"the calibrated classifier gives %.2f that these candidates hold a %s for the task, under %.2f: they may not fit", p, r.noun, cls.Confident)
 		return
 	}
-	serve(skill.VerdictConfident, "the calibrated classifier gives %.2f that these candidates hold a %s for the task", p, r.noun)
+	j.serve(skill.VerdictConfident, "the calibrated classifier gives %.2f that these candidates hold a %s for the task", p, r.noun)
 }
 
 // decideThreshold decides by a single score: the best cosine against the
@@ -172,8 +198,8 @@ func (ix *Index) decide(rk *Ranking, res *skill.MatchResult, r resolved, mode sk
 // best BM25 score against the keyword threshold. A keyword-only match with
 // no threshold (0, the default) was judged by nothing, so it is served as
 // low-confidence.
-func (ix *Index) decideThreshold(rk *Ranking, r resolved, keyword bool, denseList, bm25List []entry,
-	abstain func(string, skill.AbstainReason, string, ...any), serve func(skill.Verdict, string, ...any)) {
+func (ix *Index) decideThreshold(j judgment, r resolved, keyword bool, denseList, bm25List []entry) {
+	rk := j.rk
 	if keyword {
 		thr := ix.cfg.Abstain.KeywordThreshold
 		if r.threshold != nil {
@@ -186,12 +212,12 @@ func (ix *Index) decideThreshold(rk *Ranking, r resolved, keyword bool, denseLis
 		}
 		switch {
 		case b1 < thr:
-			abstain(RuleKeywordThreshold, skill.AbstainBelowThreshold,
+			j.abstain(RuleKeywordThreshold, skill.AbstainBelowThreshold,
 				"best BM25 score %.3g is below the keyword threshold %.3g", b1, thr)
 		case thr <= 0:
-			serve(skill.VerdictLowConfidence, "keyword-only matching with no calibrated judgment: the candidates may not fit")
+			j.serve(skill.VerdictLowConfidence, "keyword-only matching with no calibrated judgment: the candidates may not fit")
 		default:
-			serve(skill.VerdictConfident, "best BM25 score %.3g is at or above the keyword threshold %.3g", b1, thr)
+			j.serve(skill.VerdictConfident, "best BM25 score %.3g is at or above the keyword threshold %.3g", b1, thr)
 		}
 		return
 	}
@@ -201,9 +227,9 @@ func (ix *Index) decideThreshold(rk *Ranking, r resolved, keyword bool, denseLis
 	}
 	rk.Rule = RuleThreshold
 	if c1 := float64(denseList[0].score); c1 < thr {
-		abstain(RuleThreshold, skill.AbstainBelowThreshold, "best cosine %.3f is below the threshold %.3f", c1, thr)
+		j.abstain(RuleThreshold, skill.AbstainBelowThreshold, "best cosine %.3f is below the threshold %.3f", c1, thr)
 	} else {
-		serve(skill.VerdictConfident, "best cosine %.3f is at or above the threshold %.3f", c1, thr)
+		j.serve(skill.VerdictConfident, "best cosine %.3f is at or above the threshold %.3f", c1, thr)
 	}
 }
 

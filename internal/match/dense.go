@@ -297,16 +297,7 @@ func (d *dense) top(q []float32, k, n int, visible func(int32) bool, ord []int32
 	}
 	if !haveInt8Scan || n < quantizedMinRows {
 		d.exactScan(q, n, sc.cos)
-		return visibleTop(k, visible, func(want int) []entry {
-			h := newHeap(sc.heap[:0], want)
-			for i, s := range sc.cos[:n] {
-				if d.has(int32(i)) {
-					h.offer(entry{doc: int32(i), ord: ord[i], score: s})
-				}
-			}
-			sc.heap = h.s
-			return h.sorted()
-		})
+		return d.topScanned(k, n, visible, ord, sc)
 	}
 	approx := sc.cos[:n]
 	qerr := d.int8Scan(q, n, approx, sc)
@@ -338,6 +329,21 @@ func (d *dense) top(q []float32, k, n int, visible func(int32) bool, ord []int32
 	d.exact(q, rescore, sc, func(i int32, s float32) { h.offer(entry{doc: i, ord: ord[i], score: s}) })
 	sc.heap2 = h.s
 	return h.sorted()
+}
+
+// topScanned returns the k best visible slots with a vector by the scores
+// of sc.cos, best first, ties to the lower ord; slots < n.
+func (d *dense) topScanned(k, n int, visible func(int32) bool, ord []int32, sc *scratch) []entry {
+	return visibleTop(k, visible, func(want int) []entry {
+		h := newHeap(sc.heap[:0], want)
+		for i, s := range sc.cos[:n] {
+			if d.has(int32(i)) {
+				h.offer(entry{doc: int32(i), ord: ord[i], score: s})
+			}
+		}
+		sc.heap = h.s
+		return h.sorted()
+	})
 }
 
 // binBounds puts in bins the bin of each slot's lower bound (approx less
@@ -462,7 +468,7 @@ func (d *dense) exact(q []float32, slots []int32, sc *scratch, f func(int32, flo
 		}
 	}
 	for ; i < len(slots); i++ {
-		f(slots[i], dot(q, d.row(slots[i])))
+		f(slots[i], Dot(q, d.row(slots[i])))
 	}
 }
 
@@ -500,7 +506,7 @@ func (d *dense) exactScan(q []float32, n int, out []float32) {
 		for ; i < hi; i++ {
 			out[i] = -2
 			if d.has(int32(i)) {
-				out[i] = dot(q, d.row(int32(i)))
+				out[i] = Dot(q, d.row(int32(i)))
 			}
 		}
 	}, d.dim)
@@ -590,9 +596,11 @@ func (d *dense) parallel(n int, f func(lo, hi int), cost int) {
 	wg.Wait()
 }
 
-// dot returns the dot product of a and b, which have the same length. Four
-// independent accumulators let the CPU overlap the multiply-adds.
-func dot(a, b []float32) float32 {
+// Dot returns the dot product of a and b, which have the same length. Four
+// independent accumulators let the CPU overlap the multiply-adds; they are
+// summed in a fixed order, so the same vectors always give the same bits.
+// The model recipe trains with it, in the arithmetic the router scores in.
+func Dot(a, b []float32) float32 {
 	b = b[:len(a)]
 	var s0, s1, s2, s3 float32
 	i := 0
@@ -609,20 +617,14 @@ func dot(a, b []float32) float32 {
 }
 
 // dotsU8Go is the portable form of dotsU8.
-func dotsU8Go(q []uint8, rows []int8, stride int, out []int32) {
-	for i := range out {
-		row := rows[i*stride : (i+1)*stride]
-		var s int32
-		for j, x := range row {
-			s += int32(q[j]) * int32(x)
-		}
-		out[i] = s
-	}
-}
+func dotsU8Go(q []uint8, rows []int8, stride int, out []int32) { dotsGo(q, rows, stride, out) }
 
-// dotsInt8Go is the portable form of dotsInt8: out[i] is the dot product of
-// q with row i of rows (each stride long).
-func dotsInt8Go(q []int16, rows []int8, stride int, out []int32) {
+// dotsInt8Go is the portable form of dotsInt8.
+func dotsInt8Go(q []int16, rows []int8, stride int, out []int32) { dotsGo(q, rows, stride, out) }
+
+// dotsGo sets out[i] to the dot product of q with row i of rows (each
+// stride long), in int32.
+func dotsGo[Q uint8 | int16](q []Q, rows []int8, stride int, out []int32) {
 	for i := range out {
 		row := rows[i*stride : (i+1)*stride]
 		var s int32

@@ -44,14 +44,14 @@ func dotsInt8AVX2(q *int16, rows *int8, stride, n int, out *int32)
 // haveLanes is set when the CPU runs dotLanes8AVX.
 var haveLanes = cpu.X86.HasAVX
 
-// dots8 sets out[r] to dot(q, rows[r]) for eight rows of len(q) values, bit
+// dots8 sets out[r] to Dot(q, rows[r]) for eight rows of len(q) values, bit
 // for bit; q2 is q with each group of four values written twice (dup4).
 func dots8(q, q2 []float32, rows *[8][]float32, out *[8]float32) {
 	dim := len(q)
 	dim4 := dim &^ 3
 	if !haveLanes || dim4 == 0 {
 		for r, row := range rows {
-			out[r] = dot(q, row)
+			out[r] = Dot(q, row)
 		}
 		return
 	}

@@ -10,10 +10,10 @@ func dotsInt8(q []int16, rows []int8, stride int, out []int32) { dotsInt8Go(q, r
 
 var haveLanes = false
 
-// dots8 sets out[r] to dot(q, rows[r]).
+// dots8 sets out[r] to Dot(q, rows[r]).
 func dots8(q, _ []float32, rows *[8][]float32, out *[8]float32) {
 	for r, row := range rows {
-		out[r] = dot(q, row)
+		out[r] = Dot(q, row)
 	}
 }
 

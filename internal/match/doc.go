@@ -3,11 +3,13 @@
 // An Index is built once per catalog generation from the catalog's winning
 // skills, their document vectors and their bodies (Build), or updated from
 // the previous generation's Index, reusing the analysis of every skill
-// whose indexed text did not change (Update); either way it is immutable
+// whose indexed text did not change (Update, asking skill.SameSearch);
+// either way it is immutable
 // afterwards: the loader builds the next Index off to the side and the
 // router swaps it in atomically, so any number of Match calls may run on an
 // Index concurrently. WriteSnapshot and ReadSnapshot keep an Index across
-// restarts.
+// restarts, each skill as what its searched text is made of
+// (skill.SearchSource).
 //
 // Match combines two retrieval signals:
 //

@@ -102,6 +102,33 @@ func Build(ctx context.Context, in BuildInput) (*Index, error) {
 		return nil, fmt.Errorf("match config: %w", err)
 	}
 	ix := &Index{cfg: cfg, generation: in.Generation, generationID: in.GenerationID, model: in.Model, embedder: in.Embedder}
+	vectors := ix.takeSkills(in)
+	fields := sparseFields(cfg.Fields, cfg.BM25, anyParams(ix.docs))
+	texts, err := ix.docTexts(ctx, fields, in.Body)
+	if err != nil {
+		return nil, err
+	}
+	// Nothing reads in after this point: a body reader that holds every
+	// body (a cold build's) is garbage while the postings are built,
+	// which is when the build holds the most.
+	unit := in.UnitVectors
+	in = BuildInput{}
+	if ix.sparse, err = newSparse(ctx, fields, texts, cfg.BM25); err != nil {
+		return nil, err
+	}
+
+	ix.dense, ix.stats.BadVectors = newDense(vectors, len(ix.docs), unit)
+	if ix.dense != nil {
+		ix.stats.Vectors, ix.stats.Dimension = ix.dense.count, ix.dense.dim
+	}
+	ix.phrases = newPhrases(ix.docs, ix.sparse.analyzers[AnalyzerStem])
+	ix.stats.Duration = time.Since(start)
+	return ix, nil
+}
+
+// takeSkills gives each indexable skill of in a slot, in catalog order, and
+// returns their vectors, aligned with the slots.
+func (ix *Index) takeSkills(in BuildInput) [][]float32 {
 	var vectors [][]float32
 	for i, s := range in.Skills {
 		if !indexable(s) {
@@ -127,47 +154,40 @@ func Build(ctx context.Context, in BuildInput) (*Index, error) {
 	ix.slotOf = make(map[string]int32, n)
 	for i, s := range ix.docs {
 		ix.slotOf[s.Key()] = int32(i)
-	}
-	for i := range n {
 		ix.ord[i], ix.byOrd[i] = int32(i), int32(i)
 	}
+	return vectors
+}
 
-	fields := sparseFields(cfg.Fields, cfg.BM25, anyParams(ix.docs))
-	texts := make([]sparseDoc, n)
-	withBody := ix.bodyIndexed() && in.Body != nil
+// docTexts returns every slot's field texts, reading the bodies through
+// body.
+func (ix *Index) docTexts(ctx context.Context, fields []*sparseField, body func(*skill.Skill) (string, error)) ([]sparseDoc, error) {
+	texts := make([]sparseDoc, len(ix.docs))
 	for i, s := range ix.docs {
 		if i%256 == 0 && ctx.Err() != nil {
 			return nil, ctx.Err()
 		}
-		body := ""
-		if withBody {
-			b, err := in.Body(s)
-			if err != nil {
-				ix.stats.BodyErrors++
-				ix.bodyErr[i] = true
-			} else {
-				body = skill.BodyStart(b, cfg.Fields.BodyChars)
-			}
+		texts[i] = docText(s, fields, ix.bodyStart(body, s, int32(i)))
+		if ix.bodyErr[i] {
+			ix.stats.BodyErrors++
 		}
-		texts[i] = docText(s, fields, body)
 	}
-	// Nothing reads in after this point: a body reader that holds every
-	// body (a cold build's) is garbage while the postings are built,
-	// which is when the build holds the most.
-	unit := in.UnitVectors
-	in = BuildInput{}
-	var err error
-	if ix.sparse, err = newSparse(ctx, fields, texts, cfg.BM25); err != nil {
-		return nil, err
-	}
+	return texts, nil
+}
 
-	ix.dense, ix.stats.BadVectors = newDense(vectors, n, unit)
-	if ix.dense != nil {
-		ix.stats.Vectors, ix.stats.Dimension = ix.dense.count, ix.dense.dim
+// bodyStart returns the start of s's body that its slot indexes, read
+// through body: "" when bodies are not indexed, or when it cannot be read,
+// which marks the slot.
+func (ix *Index) bodyStart(body func(*skill.Skill) (string, error), s *skill.Skill, slot int32) string {
+	if body == nil || !ix.bodyIndexed() {
+		return ""
 	}
-	ix.phrases = newPhrases(ix.docs, ix.sparse.analyzers[AnalyzerStem])
-	ix.stats.Duration = time.Since(start)
-	return ix, nil
+	b, err := body(s)
+	if err != nil {
+		ix.bodyErr[slot] = true
+		return ""
+	}
+	return skill.BodyStart(b, ix.cfg.Fields.BodyChars)
 }
 
 // indexable reports whether a skill is indexed: disabled skills and skills

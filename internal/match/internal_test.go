@@ -52,7 +52,7 @@ func TestDot(t *testing.T) {
 			a[i], b[i] = float32(i+1), float32(2*i-3)
 			want += a[i] * b[i]
 		}
-		if got := dot(a, b); got != want {
+		if got := Dot(a, b); got != want {
 			t.Errorf("n=%d: dot %v, want %v", n, got, want)
 		}
 	}
@@ -97,7 +97,7 @@ func TestParallelScanMatchesSerial(t *testing.T) {
 	for i := range want {
 		want[i] = -2
 		if vecs[i] != nil {
-			want[i] = dot(q, d.row(int32(i)))
+			want[i] = Dot(q, d.row(int32(i)))
 		}
 	}
 	if !slices.Equal(got, want) {
@@ -153,7 +153,7 @@ func TestDots8IsDot(t *testing.T) {
 		var got [8]float32
 		dots8(q, dup4(q, nil), &rows, &got)
 		for k, row := range rows {
-			if want := dot(q, row); math.Float32bits(got[k]) != math.Float32bits(want) {
+			if want := Dot(q, row); math.Float32bits(got[k]) != math.Float32bits(want) {
 				t.Errorf("dim %d row %d: dots8 %v, dot %v", dim, k, got[k], want)
 			}
 		}

@@ -177,24 +177,14 @@ func (ix *Index) rank(ctx context.Context, req skill.MatchRequest, visible Visib
 		res.Fusion = r.fusion
 	}
 
-	var denseList, bm25List []entry
+	var denseList []entry
 	if useDense {
 		denseList = dq.top(ix.dense, pool, n, isVisible, ix.ord, sc)
 	}
-	task := ix.sparse.analyzeTask(r.task, sc)
-	var fired map[int32]*firing
-	if len(task.stem) > 0 {
-		fired = ix.phrases.fire(task.stem, ix.cfg.Triggers)
-	}
-	sres, err := ix.sparse.score(ctx, task, sc)
+	bm25List, fired, qs, err := ix.keywords(ctx, r.task, sc, pool, isVisible)
 	if err != nil {
-		if cerr := ctx.Err(); cerr != nil {
-			return nil, cerr
-		}
-		return nil, skill.Errorf(skill.CodeInternal, "bm25: %v", err)
+		return nil, err
 	}
-	qs := sres.stats
-	bm25List = visibleTop(pool, isVisible, func(k int) []entry { return topSparse(sc, ix.ord, k) })
 
 	cands := ix.candidates(sc, dq, denseList, bm25List, fired, isVisible)
 	scale := ix.fuse(mode, r.fusion, pool, cands, denseList, bm25List, qs.coverage())
@@ -206,6 +196,25 @@ func (ix *Index) rank(ctx context.Context, req skill.MatchRequest, visible Visib
 	}
 	rk.Result = res
 	return rk, nil
+}
+
+// keywords analyzes the task and returns the visible top pool by BM25, the
+// triggers it fires and how it met the vocabulary.
+func (ix *Index) keywords(ctx context.Context, text string, sc *scratch, pool int, isVisible func(int32) bool) ([]entry, map[int32]*firing, queryStats, error) {
+	task := ix.sparse.analyzeTask(text, sc)
+	var fired map[int32]*firing
+	if len(task.stem) > 0 {
+		fired = ix.phrases.fire(task.stem, ix.cfg.Triggers)
+	}
+	sres, err := ix.sparse.score(ctx, task, sc)
+	if err != nil {
+		if cerr := ctx.Err(); cerr != nil {
+			return nil, nil, queryStats{}, cerr
+		}
+		return nil, nil, queryStats{}, skill.Errorf(skill.CodeInternal, "bm25: %v", err)
+	}
+	bm25List := visibleTop(pool, isVisible, func(k int) []entry { return topSparse(sc, ix.ord, k) })
+	return bm25List, fired, sres.stats, nil
 }
 
 // visibility returns whether the caller sees the skill in slot d, asked

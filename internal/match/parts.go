@@ -114,16 +114,7 @@ func (q denseQuery) top(d *dense, k, n int, visible func(int32) bool, ord []int3
 			sc.cos[j] = (1-q.weight)*s + q.weight*best[j]
 		}
 	}
-	return visibleTop(k, visible, func(want int) []entry {
-		h := newHeap(sc.heap[:0], want)
-		for i, s := range sc.cos[:n] {
-			if d.has(int32(i)) {
-				h.offer(entry{doc: int32(i), ord: ord[i], score: s})
-			}
-		}
-		sc.heap = h.s
-		return h.sorted()
-	})
+	return d.topScanned(k, n, visible, ord, sc)
 }
 
 // exact calls f with the dense score of q for each slot of slots, from the

@@ -112,9 +112,9 @@ func TestPartsScoresAgree(t *testing.T) {
 		row := d.row(slot)
 		best := float32(math.Inf(-1))
 		for _, p := range q.parts {
-			best = max(best, dot(p, row))
+			best = max(best, Dot(p, row))
 		}
-		want := 0.6*dot(q.whole, row) + 0.4*best
+		want := 0.6*Dot(q.whole, row) + 0.4*best
 		if math.Abs(float64(s-want)) > 1e-5 {
 			t.Errorf("slot %d: score %v, want 0.6·cos(task) + 0.4·best part = %v", slot, s, want)
 		}

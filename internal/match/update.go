@@ -31,10 +31,10 @@ type UpdateStats struct {
 // result answers exactly as Build(in) would, bit for bit.
 //
 // A skill is the same skill when its key (skill.Key: its folder, or a
-// tool's name) is; its indexed text is
-// unchanged when its content hash, name, description, tags and triggers are
-// (the body is read through in.Body only for skills whose text changed, and
-// is taken to follow the content hash). When in.Config indexes other fields,
+// tool's name) is; its indexed text is unchanged when skill.SameSearch says
+// so: its content hash, name, description, tags and triggers are (the body
+// is read through in.Body only for skills whose text changed, and is taken
+// to follow the content hash). When in.Config indexes other fields,
 // analyzers or body lengths than ix, Update builds from scratch. A nil ix
 // has nothing to reuse: Update builds from scratch, and counts every skill
 // added.
@@ -119,7 +119,7 @@ func (ix *Index) matchSlots(in BuildInput, st *BuildStats) (items []updItem, use
 		if d, ok := ix.slotOf[s.Key()]; ok && !used[d] {
 			used[d] = true
 			it.slot = d
-			it.kept = (ix.docs[d] == s || sameIndexedText(ix.docs[d], s)) && !ix.bodyErr[d]
+			it.kept = (ix.docs[d] == s || skill.SameSearch(ix.docs[d], s)) && !ix.bodyErr[d]
 		}
 		items = append(items, it)
 	}
@@ -200,7 +200,6 @@ func (nx *Index) fillSlots(ix *Index, items []updItem, p updPlan) {
 // analyzeChanged returns the field texts of the items that do not keep
 // their analysis (n of them), reading their bodies through body.
 func (nx *Index) analyzeChanged(ctx context.Context, items []updItem, fields []*sparseField, body func(*skill.Skill) (string, error), n int) ([]sparseDoc, error) {
-	withBody := nx.bodyIndexed() && body != nil
 	added := make([]sparseDoc, n)
 	k := 0
 	for _, it := range items {
@@ -210,16 +209,7 @@ func (nx *Index) analyzeChanged(ctx context.Context, items []updItem, fields []*
 		if k%256 == 0 && ctx.Err() != nil {
 			return nil, ctx.Err()
 		}
-		text := ""
-		if withBody {
-			b, err := body(it.s)
-			if err != nil {
-				nx.bodyErr[it.slot] = true
-			} else {
-				text = skill.BodyStart(b, nx.cfg.Fields.BodyChars)
-			}
-		}
-		added[k] = docText(it.s, fields, text)
+		added[k] = docText(it.s, fields, nx.bodyStart(body, it.s, it.slot))
 		k++
 	}
 	return added, nil
@@ -269,13 +259,6 @@ func (ix *Index) sameIndexing(cfg Config, params bool) bool {
 		}
 	}
 	return cfg.Fields.BodyChars == ix.cfg.Fields.BodyChars || !ix.sparse.hasField(fieldBody)
-}
-
-// sameIndexedText reports whether two versions of a skill give the same
-// indexed text.
-func sameIndexedText(a, b *skill.Skill) bool {
-	return a.ContentHash == b.ContentHash && a.Name == b.Name && a.SearchDescription() == b.SearchDescription() &&
-		slices.Equal(a.Tags(), b.Tags()) && slices.Equal(a.Frontmatter.Triggers, b.Frontmatter.Triggers)
 }
 
 // updateDense returns the vectors of the new generation: ix's blocks, with

@@ -2,6 +2,7 @@ package skill
 
 import (
 	"encoding/json"
+	"slices"
 	"strings"
 	"unicode"
 )
@@ -10,7 +11,65 @@ import (
 // indexes an entry's name, description, tags, triggers, body start and
 // parameters, each as a field of its own; the embedding model embeds one
 // text made of the same parts (DocumentText). Both take the parts from
-// here, so the text an entry is found by is written down once.
+// here, so the text an entry is found by is written down once, and so is
+// what it is made of (SearchSource) and when two versions of an entry are
+// searched alike (SameSearch).
+
+// SearchSource is everything an entry's searched and embedded texts are
+// made of: the fields of a Skill that MatchName, SearchDescription,
+// SearchTags, SearchTriggers, ParamText and DocumentText read, with the
+// content hash standing for the rest (a skill's body; a tool's title,
+// parameters and results, which its definition hash covers). Whoever keeps
+// an entry to tell later whether its searched text changed (the match
+// index's snapshot) keeps its SearchSource.
+type SearchSource struct {
+	Name, ContentHash string
+	// Description is the frontmatter's; WhenToUse the when_to_use field as
+	// Frontmatter.Extra holds it (compact JSON), "" when absent.
+	Description, WhenToUse string
+	// Tags are the frontmatter's, RegistryTags the registry's.
+	Tags, RegistryTags, Triggers []string
+	// ToolServer and ToolName are a tool's server and upstream name, ""
+	// for a skill.
+	ToolServer, ToolName string
+}
+
+// SearchSource returns what the entry's searched and embedded texts are
+// made of.
+func (s *Skill) SearchSource() SearchSource {
+	src := SearchSource{Name: s.Name, ContentHash: s.ContentHash, Description: s.Frontmatter.Description,
+		WhenToUse: s.Frontmatter.Extra["when_to_use"],
+		Tags:      s.Frontmatter.Tags, RegistryTags: s.Registry.Tags, Triggers: s.Frontmatter.Triggers}
+	if s.IsTool() {
+		src.ToolServer, src.ToolName = s.Tool.Server, s.Tool.Name
+	}
+	return src
+}
+
+// Skill returns a stand-in entry made of src alone: its name, description,
+// tags and triggers are searched as those of the entry src came from. It
+// has no body, parameters, folder or root.
+func (src SearchSource) Skill() *Skill {
+	s := &Skill{Name: src.Name, ContentHash: src.ContentHash,
+		Frontmatter: Frontmatter{Name: src.Name, Description: src.Description, Tags: src.Tags, Triggers: src.Triggers},
+		Registry:    RegistryEntry{Tags: src.RegistryTags}}
+	if src.WhenToUse != "" {
+		s.Frontmatter.Extra = map[string]string{"when_to_use": src.WhenToUse}
+	}
+	if src.ToolName != "" {
+		s.Kind, s.Tool = EntryTool, &Tool{Server: src.ToolServer, Name: src.ToolName}
+	}
+	return s
+}
+
+// SameSearch reports whether two versions of an entry are searched and
+// embedded by the same text: the same content hash (which stands for the
+// body and a tool's parameters), name, description, tags and triggers.
+func SameSearch(a, b *Skill) bool {
+	return a.ContentHash == b.ContentHash && a.Name == b.Name && a.MatchName() == b.MatchName() &&
+		a.SearchDescription() == b.SearchDescription() &&
+		slices.Equal(a.Tags(), b.Tags()) && slices.Equal(a.Frontmatter.Triggers, b.Frontmatter.Triggers)
+}
 
 // MatchName is the entry's name as keyword matching indexes it: a skill's
 // name, or a tool's server name and SpokenName.

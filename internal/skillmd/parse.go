@@ -17,6 +17,7 @@ import (
 	"golang.org/x/text/unicode/norm"
 
 	"github.com/mcpsag/router/internal/skill"
+	"github.com/mcpsag/router/internal/statedir"
 )
 
 // Limits bound what the parser reads. The zero value is not useful; start from
@@ -32,9 +33,10 @@ type Limits struct {
 
 // Version identifies this parser's output. The store records it with every
 // cached record; a cache written by another version is parsed again, so a
-// change to what Parse returns never leaves stale records behind. Bump it with
-// any change to Parse's results or to skill.Frontmatter.
-const Version = 3
+// change to what Parse returns never leaves stale records behind. It is
+// statedir.ParserVersion, which says when to bump it and what each
+// version changed.
+const Version = statedir.ParserVersion
 
 // DefaultLimits are the caps the router uses unless configured otherwise.
 var DefaultLimits = Limits{MaxFileBytes: 1 << 20, MaxFrontmatterBytes: 64 << 10}

@@ -1,6 +1,7 @@
 // Package statedir says what the state folder holds: the name of every file
 // in it, and the format of each file with the magic or version that marks
-// it, and one line per version of what it changed. Everything in the folder
+// it (the parser's version among them, which the cache's records carry),
+// each with one line per version of what it changed. Everything in the folder
 // is derived from the skill folders and the embedding model, so a file of
 // another format is never migrated: it is moved aside or ignored, and made
 // again.
@@ -10,6 +11,7 @@
 //	    cache.db.clean                  CleanNote: the file as the last clean Close left it (stamp, CRC-32C), and each model's vector count
 //	    cache.db.<reason>-<unix time>   a cache moved aside, unusable ("corrupt") or of another schema ("incompatible"); only the newest is kept
 //	    router.holder                   HolderFile: who holds the folder's lock, to name it in errors
+//	    router.sock                     SocketFile: the holder's Unix socket, serving the router's gRPC API to other sessions
 //	    index.snapshot                  SnapshotFile: the last generation's match index
 //	    scan.last                       ScanFile: the scan behind index.snapshot
 //	    scan.listings                   ListingsFile: the folder listings of the last full scan
@@ -19,7 +21,7 @@
 // The stores that write them: internal/store (the cache, its note and
 // holder), internal/loader (the snapshot, the scan and the listings, with
 // encodings from internal/match and internal/skillfs), internal/daemon (the
-// model).
+// model, the socket).
 package statedir
 
 // File names in the state folder.
@@ -27,6 +29,7 @@ const (
 	CacheFile    = "cache.db"
 	CleanNote    = CacheFile + ".clean"
 	HolderFile   = "router.holder"
+	SocketFile   = "router.sock"
 	SnapshotFile = "index.snapshot"
 	ScanFile     = "scan.last"
 	ListingsFile = "scan.listings"
@@ -53,7 +56,7 @@ func TempPattern(name string) string { return "." + name + "-*.tmp" }
 var Leftovers = []string{SnapshotFile, ListingsFile, ScanFile, "index"}
 
 // cache.db: the bbolt file, its meta bucket holding CacheSchema,
-// "<RecordFormat>.<parser version>" (skillmd.Version) and the release that
+// "<RecordFormat>.<ParserVersion>" and the release that
 // last opened it, which a router of another release names. A file of another
 // schema is moved aside and made again; records of another record format
 // or parser version are dropped (every skill is parsed again, vectors are
@@ -71,6 +74,14 @@ const (
 	//   2: JSON, sealed.
 	//   3: a compact binary encoding, sealed.
 	RecordFormat = 3
+	// ParserVersion identifies what internal/skillmd's Parse returns
+	// (skillmd.Version is this constant). Bump it with any change to
+	// Parse's results or to skill.Frontmatter, so that no record of the
+	// old results is served.
+	//   1: the Agent Skills spec fields, lenient YAML, the host extensions.
+	//   2: a name holding a control, format or bidirectional character is an error (name-control), not served.
+	//   3: a frontmatter is measured with its aliases expanded (frontmatter-too-large, yaml-too-complex).
+	ParserVersion = 3
 )
 
 // index.snapshot: SnapshotMagic, the length of a JSON header (the model's

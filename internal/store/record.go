@@ -17,6 +17,8 @@ import (
 // their bytes, lists and maps a count and their elements (maps in key
 // order, so the same record always encodes to the same bytes). Any change
 // here must bump statedir.RecordFormat (and add its changelog line).
+// TestSkillFieldsCached and TestFilledRecordRoundTrip fail when a field of
+// skill.Skill, or of a struct it stores, is not carried through here.
 //
 //	record    = mtime_ns size sha256 problems has_good [version]
 //	version   = name frontmatter body_line body_tokens sha256 frontmatter_sha256 size mtime_ns problems

@@ -9,6 +9,8 @@ import (
 	"os"
 	"strings"
 	"time"
+
+	"github.com/mcpsag/router/internal/match"
 )
 
 // TrainConfig holds the training hyperparameters. The defaults are the ones
@@ -329,22 +331,8 @@ func step(table, grad []float32, touched []bool, texts [][]int32, b, d int, temp
 }
 
 // dot returns the inner product of a and b (same length), summed in four
-// lanes in a fixed order.
-func dot(a, b []float32) float32 {
-	var s0, s1, s2, s3 float32
-	b = b[:len(a)]
-	i := 0
-	for ; i+4 <= len(a); i += 4 {
-		s0 += a[i] * b[i]
-		s1 += a[i+1] * b[i+1]
-		s2 += a[i+2] * b[i+2]
-		s3 += a[i+3] * b[i+3]
-	}
-	for ; i < len(a); i++ {
-		s0 += a[i] * b[i]
-	}
-	return (s0 + s1) + (s2 + s3)
-}
+// lanes in a fixed order (match.Dot).
+func dot(a, b []float32) float32 { return match.Dot(a, b) }
 
 // axpy adds alpha*x to y.
 func axpy(alpha float32, x, y []float32) {
