@@ -590,6 +590,10 @@ func (d *dense) parallel(n int, f func(lo, hi int), cost int) {
 	wg.Wait()
 }
 
+// Dot is dot for the model recipe's training: its order of summation is
+// fixed, and the bundled model's table is reproduced with it.
+func Dot(a, b []float32) float32 { return dot(a, b) }
+
 // dot returns the dot product of a and b, which have the same length. Four
 // independent accumulators let the CPU overlap the multiply-adds.
 func dot(a, b []float32) float32 {

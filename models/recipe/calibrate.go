@@ -121,12 +121,12 @@ func runCalibrate(args []string) error {
 	dump := fs.String("dump", "", "write the collected tasks (JSON) to this file")
 	load := fs.String("load", "", "read collected tasks from a -dump file instead of ranking them")
 	fs.Parse(args)
-	opt := eval.FitOptions{Hidden: *hidden, NotConfident: *notConfident, Keywordless: *keywordless}
-	opt.Features = strings.Split(*features, ",")
-	var err error
-	if opt.Signs, err = parseSigns(*signs); err != nil {
+	opt := eval.FitOptions{Hidden: *hidden, NotConfident: *notConfident, Keywordless: *keywordless, Features: strings.Split(*features, ",")}
+	signMap, err := parseSigns(*signs)
+	if err != nil {
 		return err
 	}
+	opt.Signs = signMap
 	var col collected
 	if *load != "" {
 		col, err = loadCollected(*load)
@@ -152,15 +152,22 @@ func runCalibrate(args []string) error {
 	if err != nil {
 		return err
 	}
-	if *report != "" {
-		indent := func(v any) ([]byte, error) { return json.MarshalIndent(v, "", "  ") }
-		if err := writeMarshalled(*report, fit, indent); err != nil {
-			return err
-		}
+	if err := writeReport(*report, fit); err != nil {
+		return err
 	}
 	table := figureTable(fit)
 	fmt.Print(table)
 	return writeCalibration(*out, *model, fit, table, col.CalibratedOn, opt)
+}
+
+// writeReport writes the fit's figures as indented JSON to path, unless
+// path is empty.
+func writeReport(path string, fit *eval.AbstentionFit) error {
+	if path == "" {
+		return nil
+	}
+	indent := func(v any) ([]byte, error) { return json.MarshalIndent(v, "", "  ") }
+	return writeMarshalled(path, fit, indent)
 }
 
 // devSets are the five dev sets, the gathered corpora's last.

@@ -9,6 +9,8 @@ import (
 	"os"
 	"strings"
 	"time"
+
+	"github.com/mcpsag/router/internal/match"
 )
 
 // TrainConfig holds the training hyperparameters. The defaults are the ones
@@ -258,7 +260,7 @@ func poolNormalised(table []float32, texts [][]int32, d int) (z, norms []float32
 			for _, t := range texts[i] {
 				axpy(1, table[int(t)*d:int(t)*d+d], u)
 			}
-			norms[i] = float32(math.Sqrt(float64(dot(u, u)))) + 1e-6
+			norms[i] = float32(math.Sqrt(float64(match.Dot(u, u)))) + 1e-6
 			zi := z[i*d : (i+1)*d]
 			for j, x := range u {
 				zi[j] = x / norms[i]
@@ -275,7 +277,7 @@ func similarities(z []float32, b, d int, temp float64) []float64 {
 		for i := lo; i < hi; i++ {
 			zi := z[i*d : (i+1)*d]
 			for k := range b {
-				sim[i*b+k] = float64(dot(zi, z[(b+k)*d:(b+k+1)*d])) / temp
+				sim[i*b+k] = float64(match.Dot(zi, z[(b+k)*d:(b+k+1)*d])) / temp
 			}
 		}
 	})
@@ -343,31 +345,13 @@ func backprop(z, norms []float32, g []float64, b, d int, scale float64) []float3
 			}
 			// Through the normalisation: du = (dz - z (z.dz)) / |u|.
 			zr := z[r*d : (r+1)*d]
-			p := dot(zr, out)
+			p := match.Dot(zr, out)
 			for j := range d {
 				out[j] = (out[j] - zr[j]*p) / norms[r]
 			}
 		}
 	})
 	return dz
-}
-
-// dot returns the inner product of a and b (same length), summed in four
-// lanes in a fixed order.
-func dot(a, b []float32) float32 {
-	var s0, s1, s2, s3 float32
-	b = b[:len(a)]
-	i := 0
-	for ; i+4 <= len(a); i += 4 {
-		s0 += a[i] * b[i]
-		s1 += a[i+1] * b[i+1]
-		s2 += a[i+2] * b[i+2]
-		s3 += a[i+3] * b[i+3]
-	}
-	for ; i < len(a); i++ {
-		s0 += a[i] * b[i]
-	}
-	return (s0 + s1) + (s2 + s3)
 }
 
 // axpy adds alpha*x to y.
