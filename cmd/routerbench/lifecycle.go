@@ -3,7 +3,6 @@ package main
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"net"
@@ -88,24 +87,7 @@ the resident memory after each start. The state folder is emptied first.`,
 			if err != nil {
 				return err
 			}
-			if o.json {
-				enc := json.NewEncoder(cmd.OutOrStdout())
-				enc.SetIndent("", "  ")
-				return enc.Encode(rep)
-			}
-			w := cmd.OutOrStdout()
-			fmt.Fprintf(w, "skills          %d\n", rep.Skills)
-			for _, s := range []struct {
-				name string
-				r    startReport
-			}{{"cold index", rep.Cold}, {"warm restart", rep.Warm}} {
-				fmt.Fprintf(w, "%-15s %.2fs to SERVING (build %.2fs), parsed %d, embedded %d, RSS %.1f MiB\n",
-					s.name, s.r.ToServing, s.r.Build, s.r.Parsed, s.r.Embedded, float64(s.r.RSS)/(1<<20))
-			}
-			fmt.Fprintf(w, "edit to served  median %.0f ms (%v)\n", rep.EditMedian, rep.EditToServed)
-			fmt.Fprintf(w, "generation      %s (warm restart same as cold: %v)\n", rep.GenerationID, rep.GenerationSame)
-			fmt.Fprintf(w, "load avg        %.2f\n", rep.Load)
-			return nil
+			return output(cmd.OutOrStdout(), o.json, rep)
 		},
 	}
 	f := cmd.Flags()
@@ -117,6 +99,21 @@ the resident memory after each start. The state folder is emptied first.`,
 	f.BoolVar(&o.json, "json", false, "print one JSON document")
 	f.DurationVar(&o.timeout, "timeout", 30*time.Minute, "give up on a start after this long")
 	return cmd
+}
+
+// print writes the report as text.
+func (rep *lifecycleReport) print(w io.Writer) {
+	fmt.Fprintf(w, "skills          %d\n", rep.Skills)
+	for _, s := range []struct {
+		name string
+		r    startReport
+	}{{"cold index", rep.Cold}, {"warm restart", rep.Warm}} {
+		fmt.Fprintf(w, "%-15s %.2fs to SERVING (build %.2fs), parsed %d, embedded %d, RSS %.1f MiB\n",
+			s.name, s.r.ToServing, s.r.Build, s.r.Parsed, s.r.Embedded, float64(s.r.RSS)/(1<<20))
+	}
+	fmt.Fprintf(w, "edit to served  median %.0f ms (%v)\n", rep.EditMedian, rep.EditToServed)
+	fmt.Fprintf(w, "generation      %s (warm restart same as cold: %v)\n", rep.GenerationID, rep.GenerationSame)
+	fmt.Fprintf(w, "load avg        %.2f\n", rep.Load)
 }
 
 // runLifecycle runs the cold start, the warm restart and the edits.

@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"math"
@@ -68,6 +69,18 @@ func (r *report) setLatencies(lats []time.Duration, elapsed time.Duration) {
 		r.Max = ms(lats[len(lats)-1])
 	}
 	r.Load = loadAverage()
+}
+
+// output writes rep to w: one indented JSON document when asJSON, else
+// the report's text.
+func output(w io.Writer, asJSON bool, rep interface{ print(io.Writer) }) error {
+	if asJSON {
+		enc := json.NewEncoder(w)
+		enc.SetIndent("", "  ")
+		return enc.Encode(rep)
+	}
+	rep.print(w)
+	return nil
 }
 
 func (r *report) print(w io.Writer) {

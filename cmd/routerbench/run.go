@@ -15,7 +15,6 @@ import (
 
 	mcpsdk "github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/spf13/cobra"
-	"google.golang.org/grpc"
 	"google.golang.org/grpc/status"
 
 	routerv1 "github.com/mcpsag/router/api/proto/mcpsag/router/v1"
@@ -72,13 +71,7 @@ gRPC); find_skills, load_skill, list_skills (over MCP).`,
 			if err != nil {
 				return err
 			}
-			if o.json {
-				enc := json.NewEncoder(cmd.OutOrStdout())
-				enc.SetIndent("", "  ")
-				return enc.Encode(rep)
-			}
-			rep.print(cmd.OutOrStdout())
-			return nil
+			return output(cmd.OutOrStdout(), o.json, rep)
 		},
 	}
 	f := cmd.Flags()
@@ -184,78 +177,27 @@ func runLoad(ctx context.Context, o runOptions) (*report, error) {
 	rep := &report{Transport: o.transport, Method: o.method, Clients: o.clients, Queries: len(tasks), Errors: map[string]int{}}
 	rep.RSSBefore = router.rss(ctx)
 
-	var next atomic.Int64
-	var measured atomic.Int64
-	var mu sync.Mutex
-	var lats []time.Duration
-	measuring := atomic.Bool{}
-	stop := make(chan struct{})
+	l := &load{o: o, tasks: tasks, stop: make(chan struct{}), errors: rep.Errors}
 	var wg sync.WaitGroup
 	for _, call := range callers {
-		wg.Go(func() {
-			local := make([]time.Duration, 0, 4096)
-			errs := map[string]int{}
-			for {
-				select {
-				case <-stop:
-					mu.Lock()
-					lats = append(lats, local...)
-					for k, v := range errs {
-						rep.Errors[k] += v
-					}
-					mu.Unlock()
-					return
-				default:
-				}
-				if ctx.Err() != nil {
-					<-stop
-					continue
-				}
-				task := tasks[int(next.Add(1)-1)%len(tasks)]
-				cctx, cancel := context.WithTimeout(ctx, o.callTimeout)
-				t0 := time.Now()
-				err := call(cctx, task)
-				d := time.Since(t0)
-				cancel()
-				if !measuring.Load() {
-					continue
-				}
-				if o.count > 0 && measured.Add(1) > int64(o.count) {
-					continue
-				}
-				if err != nil {
-					errs[codeOf(err)]++
-					continue
-				}
-				local = append(local, d)
-			}
-		})
+		wg.Go(func() { l.drive(ctx, call) })
 	}
 	if o.warmup > 0 {
 		sleepCtx(ctx, o.warmup)
 	}
 	routerCPU, benchCPU := router.cpu(ctx), selfCPU()
-	measuring.Store(true)
-	start := time.Now()
-	if o.count > 0 {
-		for measured.Load() < int64(o.count) && ctx.Err() == nil {
-			time.Sleep(5 * time.Millisecond)
-		}
-	} else {
-		sleepCtx(ctx, o.duration)
-	}
-	elapsed := time.Since(start)
+	elapsed := l.measure(ctx)
 	if c := router.cpu(ctx); routerCPU > 0 && c > routerCPU {
 		rep.RouterCPU = c - routerCPU
 	}
 	benchCPU = selfCPU() - benchCPU
-	close(stop)
+	close(l.stop)
 	wg.Wait()
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
 	rep.RSSAfter = router.rss(ctx)
-	rep.setLatencies(lats, elapsed)
+	rep.setLatencies(l.lats, elapsed)
 	calls := rep.Calls
 	for _, n := range rep.Errors {
 		calls += n
@@ -265,6 +207,78 @@ func runLoad(ctx context.Context, o runOptions) (*report, error) {
 		rep.BenchCPUPerCall = benchCPU * 1000 / float64(calls)
 	}
 	return rep, nil
+}
+
+// load is one run of the load: the tasks the callers take in turn, and
+// what they measured once measuring began.
+type load struct {
+	o         runOptions
+	tasks     []string
+	next      atomic.Int64 // the next task
+	measured  atomic.Int64 // the calls measured
+	measuring atomic.Bool
+	stop      chan struct{}
+
+	mu     sync.Mutex
+	lats   []time.Duration
+	errors map[string]int // by code
+}
+
+// drive calls call with one task after another until stop is closed, and
+// then adds what it measured to l.
+func (l *load) drive(ctx context.Context, call caller) {
+	local := make([]time.Duration, 0, 4096)
+	errs := map[string]int{}
+	for {
+		select {
+		case <-l.stop:
+			l.mu.Lock()
+			l.lats = append(l.lats, local...)
+			for k, v := range errs {
+				l.errors[k] += v
+			}
+			l.mu.Unlock()
+			return
+		default:
+		}
+		if ctx.Err() != nil {
+			<-l.stop
+			continue
+		}
+		task := l.tasks[int(l.next.Add(1)-1)%len(l.tasks)]
+		cctx, cancel := context.WithTimeout(ctx, l.o.callTimeout)
+		t0 := time.Now()
+		err := call(cctx, task)
+		d := time.Since(t0)
+		cancel()
+		if !l.measuring.Load() {
+			continue
+		}
+		if l.o.count > 0 && l.measured.Add(1) > int64(l.o.count) {
+			continue
+		}
+		if err != nil {
+			errs[codeOf(err)]++
+			continue
+		}
+		local = append(local, d)
+	}
+}
+
+// measure starts measuring and returns once o.count calls are measured
+// or, without a count, o.duration has passed (or ctx ended); it returns
+// how long it measured.
+func (l *load) measure(ctx context.Context) time.Duration {
+	l.measuring.Store(true)
+	start := time.Now()
+	if l.o.count > 0 {
+		for l.measured.Load() < int64(l.o.count) && ctx.Err() == nil {
+			time.Sleep(5 * time.Millisecond)
+		}
+	} else {
+		sleepCtx(ctx, l.o.duration)
+	}
+	return time.Since(start)
 }
 
 func sleepCtx(ctx context.Context, d time.Duration) {
@@ -301,65 +315,77 @@ func (e toolError) Error() string { return e.msg }
 // per client and returns a caller for each, the pids of started children,
 // and a function that closes everything.
 func dialClients(ctx context.Context, o runOptions) ([]caller, []int, func(), error) {
-	var closers []func()
-	closeAll := func() {
-		for i := len(closers) - 1; i >= 0; i-- {
-			closers[i]()
-		}
-	}
+	d := &dialed{}
 	var callers []caller
-	var pids []int
 	for range o.clients {
-		var c caller
-		var err error
-		var child *exec.Cmd
-		switch o.transport {
-		case "grpc":
-			var conn *grpc.ClientConn
-			conn, err = remote.Dial(o.addr, remote.DialOptions{Token: o.token})
-			if err == nil {
-				closers = append(closers, func() { conn.Close() })
-				c, err = grpcCaller(ctx, routerv1.NewSkillRouterClient(conn), o)
-			}
-		case "mcp-http", "mcp-stdio":
-			var tr mcpsdk.Transport
-			if o.transport == "mcp-http" {
-				if o.mcpURL == "" {
-					err = usagef("mcp-http needs --mcp-url")
-					break
-				}
-				tr = &mcpsdk.StreamableClientTransport{Endpoint: o.mcpURL}
-			} else {
-				args := strings.Fields(o.mcpCommand)
-				if len(args) == 0 {
-					err = usagef("mcp-stdio needs --mcp-command")
-					break
-				}
-				child = exec.Command(args[0], args[1:]...)
-				child.Stderr = os.Stderr
-				tr = &mcpsdk.CommandTransport{Command: child}
-			}
-			if err == nil {
-				var cs *mcpsdk.ClientSession
-				cs, err = mcpsdk.NewClient(&mcpsdk.Implementation{Name: "routerbench", Version: "1"}, nil).Connect(ctx, tr, nil)
-				if child != nil && child.Process != nil {
-					pids = append(pids, child.Process.Pid)
-				}
-				if err == nil {
-					closers = append(closers, func() { cs.Close() })
-					c, err = mcpCaller(ctx, cs, o)
-				}
-			}
-		default:
-			err = usagef("--transport %q: want grpc, mcp-http or mcp-stdio", o.transport)
-		}
+		c, err := d.dial(ctx, o)
 		if err != nil {
-			closeAll()
+			d.closeAll()
 			return nil, nil, nil, err
 		}
 		callers = append(callers, c)
 	}
-	return callers, pids, closeAll, nil
+	return callers, d.pids, d.closeAll, nil
+}
+
+// dialed is what dialClients opened: how to close it, and the pids of the
+// children it started.
+type dialed struct {
+	closers []func()
+	pids    []int
+}
+
+func (d *dialed) closeAll() {
+	for i := len(d.closers) - 1; i >= 0; i-- {
+		d.closers[i]()
+	}
+}
+
+// dial opens one client over o.transport.
+func (d *dialed) dial(ctx context.Context, o runOptions) (caller, error) {
+	switch o.transport {
+	case "grpc":
+		conn, err := remote.Dial(o.addr, remote.DialOptions{Token: o.token})
+		if err != nil {
+			return nil, err
+		}
+		d.closers = append(d.closers, func() { conn.Close() })
+		return grpcCaller(ctx, routerv1.NewSkillRouterClient(conn), o)
+	case "mcp-http", "mcp-stdio":
+		tr, child, err := mcpTransport(o)
+		if err != nil {
+			return nil, err
+		}
+		cs, err := mcpsdk.NewClient(&mcpsdk.Implementation{Name: "routerbench", Version: "1"}, nil).Connect(ctx, tr, nil)
+		if child != nil && child.Process != nil {
+			d.pids = append(d.pids, child.Process.Pid)
+		}
+		if err != nil {
+			return nil, err
+		}
+		d.closers = append(d.closers, func() { cs.Close() })
+		return mcpCaller(ctx, cs, o)
+	default:
+		return nil, usagef("--transport %q: want grpc, mcp-http or mcp-stdio", o.transport)
+	}
+}
+
+// mcpTransport returns the MCP transport of o, and the child it will start
+// over stdio.
+func mcpTransport(o runOptions) (mcpsdk.Transport, *exec.Cmd, error) {
+	if o.transport == "mcp-http" {
+		if o.mcpURL == "" {
+			return nil, nil, usagef("mcp-http needs --mcp-url")
+		}
+		return &mcpsdk.StreamableClientTransport{Endpoint: o.mcpURL}, nil, nil
+	}
+	args := strings.Fields(o.mcpCommand)
+	if len(args) == 0 {
+		return nil, nil, usagef("mcp-stdio needs --mcp-command")
+	}
+	child := exec.Command(args[0], args[1:]...)
+	child.Stderr = os.Stderr
+	return &mcpsdk.CommandTransport{Command: child}, child, nil
 }
 
 // grpcCaller returns the caller of o.method over gRPC; it waits until the

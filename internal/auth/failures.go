@@ -1,6 +1,7 @@
 package auth
 
 import (
+	"cmp"
 	"context"
 	"sync"
 	"time"
@@ -181,26 +182,23 @@ func NewFailureLimiter() *FailureLimiter {
 	}
 }
 
+// positiveOr returns v when it is above zero, else def.
+func positiveOr[T cmp.Ordered](v, def T) T {
+	var zero T
+	if v <= zero {
+		return def
+	}
+	return v
+}
+
 func (l *FailureLimiter) init() {
 	l.once.Do(func() {
-		if l.ClientBurst <= 0 {
-			l.ClientBurst = DefaultClientFailureBurst
-		}
-		if l.ClientEvery <= 0 {
-			l.ClientEvery = DefaultClientFailureEvery
-		}
-		if l.GlobalBurst <= 0 {
-			l.GlobalBurst = DefaultGlobalFailureBurst
-		}
-		if l.GlobalRate <= 0 {
-			l.GlobalRate = DefaultGlobalFailureRate
-		}
-		if l.GoodFor <= 0 {
-			l.GoodFor = DefaultGoodFor
-		}
-		if l.MaxClients <= 0 {
-			l.MaxClients = DefaultMaxClients
-		}
+		l.ClientBurst = positiveOr(l.ClientBurst, DefaultClientFailureBurst)
+		l.ClientEvery = positiveOr(l.ClientEvery, DefaultClientFailureEvery)
+		l.GlobalBurst = positiveOr(l.GlobalBurst, DefaultGlobalFailureBurst)
+		l.GlobalRate = positiveOr(l.GlobalRate, DefaultGlobalFailureRate)
+		l.GoodFor = positiveOr(l.GoodFor, DefaultGoodFor)
+		l.MaxClients = positiveOr(l.MaxClients, DefaultMaxClients)
 		if l.Now == nil {
 			l.Now = time.Now
 		}

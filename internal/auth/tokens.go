@@ -170,46 +170,56 @@ func parseTokens(data []byte) ([]*token, error) {
 			return nil, fmt.Errorf("%s (%s): sha256 is also %s's: one token cannot have two entries; give each its own token", where, s.ID, other)
 		}
 		hashes[string(h)] = s.ID
-		p := &Principal{ID: s.ID, groups: map[Group]bool{}}
-		if len(s.Groups) == 0 {
-			return nil, fmt.Errorf("%s (%s): groups is empty; name what the token may call (read, match, load, exec, admin)", where, s.ID)
-		}
-		for _, g := range s.Groups {
-			if g == "*" {
-				for _, all := range allGroups {
-					p.groups[all] = true
-				}
-				continue
-			}
-			if !slices.Contains(allGroups, Group(g)) {
-				return nil, fmt.Errorf("%s (%s): unknown group %q (want read, match, load, exec, admin or *)", where, s.ID, g)
-			}
-			p.groups[Group(g)] = true
-		}
-		if len(s.Agents) > 0 && !slices.Contains(s.Agents, "*") {
-			p.agents = map[string]bool{}
-			for _, a := range s.Agents {
-				p.agents[a] = true
-			}
-		}
-		if len(s.Servers) > 0 && !slices.Contains(s.Servers, "*") {
-			p.servers = slices.Clone(s.Servers)
-		}
-		if s.Rate < 0 || s.Burst < 0 {
-			return nil, fmt.Errorf("%s (%s): rate and burst must not be negative", where, s.ID)
-		}
-		if s.Rate > 0 {
-			burst := s.Burst
-			if burst == 0 {
-				burst = max(1, int(s.Rate))
-			}
-			p.limiter = rate.NewLimiter(rate.Limit(s.Rate), burst)
+		p, err := s.principal(where)
+		if err != nil {
+			return nil, err
 		}
 		t := &token{p: p, spec: s}
 		copy(t.hash[:], h)
 		out = append(out, t)
 	}
 	return out, nil
+}
+
+// principal returns the principal of a token entry (where names the entry
+// in errors): its groups, agents, servers and rate limit.
+func (s tokenSpec) principal(where string) (*Principal, error) {
+	p := &Principal{ID: s.ID, groups: map[Group]bool{}}
+	if len(s.Groups) == 0 {
+		return nil, fmt.Errorf("%s (%s): groups is empty; name what the token may call (read, match, load, exec, admin)", where, s.ID)
+	}
+	for _, g := range s.Groups {
+		if g == "*" {
+			for _, all := range allGroups {
+				p.groups[all] = true
+			}
+			continue
+		}
+		if !slices.Contains(allGroups, Group(g)) {
+			return nil, fmt.Errorf("%s (%s): unknown group %q (want read, match, load, exec, admin or *)", where, s.ID, g)
+		}
+		p.groups[Group(g)] = true
+	}
+	if len(s.Agents) > 0 && !slices.Contains(s.Agents, "*") {
+		p.agents = map[string]bool{}
+		for _, a := range s.Agents {
+			p.agents[a] = true
+		}
+	}
+	if len(s.Servers) > 0 && !slices.Contains(s.Servers, "*") {
+		p.servers = slices.Clone(s.Servers)
+	}
+	if s.Rate < 0 || s.Burst < 0 {
+		return nil, fmt.Errorf("%s (%s): rate and burst must not be negative", where, s.ID)
+	}
+	if s.Rate > 0 {
+		burst := s.Burst
+		if burst == 0 {
+			burst = max(1, int(s.Rate))
+		}
+		p.limiter = rate.NewLimiter(rate.Limit(s.Rate), burst)
+	}
+	return p, nil
 }
 
 // Tokens is the set of valid tokens, read from a file and re-read when the

@@ -79,19 +79,40 @@ func New(in Input) *Catalog {
 		scoped:     make(map[string]map[string]*skill.Entry),
 		tools:      make(map[string]*skill.Skill, len(in.Tools)),
 	}
-
-	kindRank := func(k skill.SourceKind) int {
-		if i := slices.Index(prec, k); i >= 0 {
-			return i
+	c.order(in.Skills, precedence(prec))
+	c.resolve(precedence(prec))
+	c.addTools(in.Tools)
+	sort.Slice(c.toolSeq, func(i, j int) bool { return c.toolSeq[i].Name < c.toolSeq[j].Name })
+	skill.SortProblems(c.Problems)
+	sort.SliceStable(c.shadows, func(i, j int) bool {
+		if c.shadows[i].Agent != c.shadows[j].Agent {
+			return c.shadows[i].Agent < c.shadows[j].Agent
 		}
-		return len(prec)
+		return c.shadows[i].Name < c.shadows[j].Name
+	})
+	return c
+}
+
+// precedence ranks the kinds of roots, first first.
+type precedence []skill.SourceKind
+
+// rank returns the position of k, after all of them when k is not listed.
+func (p precedence) rank(k skill.SourceKind) int {
+	if i := slices.Index(p, k); i >= 0 {
+		return i
 	}
+	return len(p)
+}
+
+// order makes the entries of skills and their facts, sorts the entries by
+// precedence, then root, then path, and numbers their roots (Rank).
+func (c *Catalog) order(skills []*skill.Skill, prec precedence) {
 	// One allocation each for the entries and their facts, not one per
 	// skill: a catalog is made at every generation, of up to 100,000s.
-	entries, facts := make([]skill.Entry, len(in.Skills)), make([]skillFacts, len(in.Skills))
-	c.entries = make([]*skill.Entry, len(in.Skills))
+	entries, facts := make([]skill.Entry, len(skills)), make([]skillFacts, len(skills))
+	c.entries = make([]*skill.Entry, len(skills))
 	globals := 0
-	for i, s := range in.Skills {
+	for i, s := range skills {
 		entries[i].Skill = s
 		c.entries[i] = &entries[i]
 		facts[i].key = skillmd.FoldName(s.Name)
@@ -103,7 +124,7 @@ func New(in Input) *Catalog {
 	c.global = make(map[string]*skill.Entry, globals)
 	slices.SortStableFunc(c.entries, func(ea, eb *skill.Entry) int {
 		a, b := ea.Skill, eb.Skill
-		return cmp.Or(cmp.Compare(kindRank(a.Root.Kind), kindRank(b.Root.Kind)),
+		return cmp.Or(cmp.Compare(prec.rank(a.Root.Kind), prec.rank(b.Root.Kind)),
 			cmp.Compare(a.Root.Order, b.Root.Order), strings.Compare(a.RelPath, b.RelPath))
 	})
 	// Rank is the position of the root among the distinct roots in order.
@@ -115,7 +136,12 @@ func New(in Input) *Catalog {
 		}
 		e.Rank = rank
 	}
+}
 
+// resolve picks the winner of each name in each scope from the ordered
+// entries, and records every shadow, an agent's own skills over global ones
+// included.
+func (c *Catalog) resolve(prec precedence) {
 	for _, e := range c.entries {
 		key := c.facts[e.Skill].key
 		scope := c.global
@@ -130,7 +156,7 @@ func New(in Input) *Catalog {
 			w.Shadows = append(w.Shadows, e)
 			c.shadows = append(c.shadows, skill.Shadow{
 				Name: e.Skill.Name, Winner: w.Skill, Loser: e.Skill, Agent: e.Skill.Root.Agent,
-				Reason: shadowReason(w.Skill, e.Skill, kindRank),
+				Reason: shadowReason(w.Skill, e.Skill, prec),
 			})
 			continue
 		}
@@ -151,7 +177,12 @@ func New(in Input) *Catalog {
 		}
 	}
 	sort.Strings(c.agents)
-	for _, t := range in.Tools {
+}
+
+// addTools adds the tools of MCP servers, the first of a name only, with a
+// warning for each that has the name of a skill.
+func (c *Catalog) addTools(tools []*skill.Skill) {
+	for _, t := range tools {
 		if t == nil || !t.IsTool() || c.tools[t.Name] != nil {
 			continue
 		}
@@ -164,20 +195,11 @@ func New(in Input) *Catalog {
 			})
 		}
 	}
-	sort.Slice(c.toolSeq, func(i, j int) bool { return c.toolSeq[i].Name < c.toolSeq[j].Name })
-	skill.SortProblems(c.Problems)
-	sort.SliceStable(c.shadows, func(i, j int) bool {
-		if c.shadows[i].Agent != c.shadows[j].Agent {
-			return c.shadows[i].Agent < c.shadows[j].Agent
-		}
-		return c.shadows[i].Name < c.shadows[j].Name
-	})
-	return c
 }
 
-func shadowReason(w, l *skill.Skill, kindRank func(skill.SourceKind) int) string {
+func shadowReason(w, l *skill.Skill, prec precedence) string {
 	switch {
-	case kindRank(w.Root.Kind) != kindRank(l.Root.Kind):
+	case prec.rank(w.Root.Kind) != prec.rank(l.Root.Kind):
 		return fmt.Sprintf("%s ranks above %s", w.Root.Kind, l.Root.Kind)
 	case w.Root.Path != l.Root.Path:
 		return fmt.Sprintf("root %s is configured before root %s", w.Root.Display, l.Root.Display)

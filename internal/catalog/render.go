@@ -26,78 +26,14 @@ const (
 // entirely, and reports which skills each step touched. Text is XML-escaped,
 // so a description cannot close the frame.
 func Render(skills []*skill.Skill, budget int) *skill.RenderedCatalog {
-	descs := make([][]rune, len(skills))
-	longest := 0
-	for i, s := range skills {
-		descs[i] = []rune(strings.Join(strings.Fields(s.Description()), " "))
-		longest = max(longest, len(descs[i]))
-	}
-	// renderLine renders skill i with its description cut to capLen runes;
-	// capLen < 0 renders the name alone.
-	renderLine := func(i, capLen int) string {
-		line := "- " + escape(skills[i].Name)
-		d := descs[i]
-		switch {
-		case capLen < 0 || len(d) == 0:
-		case len(d) <= capLen:
-			line += ": " + escape(string(d))
-		default:
-			line += ": " + escape(string(d[:capLen])) + ellipsis
-		}
-		return line + "\n"
-	}
+	l := newListing(skills)
 	frame := utf8.RuneCountInString(catalogOpen) + utf8.RuneCountInString(catalogClose)
-	lineLen := func(i, capLen int) int { return utf8.RuneCountInString(renderLine(i, capLen)) }
-	// withCap sums the lines with descriptions capped at capLen.
-	withCap := func(capLen int) []int {
-		sizes := make([]int, len(skills))
-		for i := range skills {
-			sizes[i] = lineLen(i, capLen)
-		}
-		return sizes
-	}
-	sum := func(xs []int) int {
-		n := 0
-		for _, x := range xs {
-			n += x
-		}
-		return n
-	}
-
-	capLen, bare, kept := longest, 0, len(skills)
-	if frame+sum(withCap(capLen)) > budget {
-		// The largest common cap that fits, by binary search.
-		lo, hi := min(minDescription, longest), longest
-		for lo < hi {
-			mid := (lo + hi + 1) / 2
-			if frame+sum(withCap(mid)) <= budget {
-				lo = mid
-			} else {
-				hi = mid - 1
-			}
-		}
-		capLen = lo
-		capped := withCap(capLen)
-		n := frame + sum(capped)
-		// Drop descriptions from the end, then whole skills from the end.
-		for bare < kept && n > budget {
-			i := kept - 1 - bare
-			n += lineLen(i, -1) - capped[i]
-			bare++
-		}
-		for kept > 0 && n > budget {
-			n -= lineLen(kept-1, -1)
-			kept--
-			bare--
-		}
-		bare = max(bare, 0)
-	}
-
 	out := &skill.RenderedCatalog{Budget: budget}
 	if frame > budget {
 		out.Cut = names(skills)
 		return out
 	}
+	capLen, bare, kept := l.fit(budget - frame)
 	var b strings.Builder
 	b.WriteString(catalogOpen)
 	for i := range kept {
@@ -105,9 +41,9 @@ func Render(skills []*skill.Skill, budget int) *skill.RenderedCatalog {
 		if i >= kept-bare {
 			c = -1
 		}
-		b.WriteString(renderLine(i, c))
+		b.WriteString(l.line(i, c))
 		out.Included = append(out.Included, skills[i].Name)
-		if len(descs[i]) > max(c, 0) {
+		if len(l.descs[i]) > max(c, 0) {
 			out.Shortened = append(out.Shortened, skills[i].Name)
 		}
 	}
@@ -116,6 +52,84 @@ func Render(skills []*skill.Skill, budget int) *skill.RenderedCatalog {
 	out.Text = b.String()
 	out.Chars = utf8.RuneCountInString(out.Text)
 	return out
+}
+
+// listing is the lines Render can write for its skills.
+type listing struct {
+	skills  []*skill.Skill
+	descs   [][]rune // each skill's description, its white space folded
+	longest int      // the longest description, in runes
+}
+
+func newListing(skills []*skill.Skill) *listing {
+	l := &listing{skills: skills, descs: make([][]rune, len(skills))}
+	for i, s := range skills {
+		l.descs[i] = []rune(strings.Join(strings.Fields(s.Description()), " "))
+		l.longest = max(l.longest, len(l.descs[i]))
+	}
+	return l
+}
+
+// line renders skill i with its description cut to capLen runes; capLen < 0
+// renders the name alone.
+func (l *listing) line(i, capLen int) string {
+	line := "- " + escape(l.skills[i].Name)
+	d := l.descs[i]
+	switch {
+	case capLen < 0 || len(d) == 0:
+	case len(d) <= capLen:
+		line += ": " + escape(string(d))
+	default:
+		line += ": " + escape(string(d[:capLen])) + ellipsis
+	}
+	return line + "\n"
+}
+
+func (l *listing) lineLen(i, capLen int) int { return utf8.RuneCountInString(l.line(i, capLen)) }
+
+// withCap returns the length of each line with descriptions capped at
+// capLen, and their sum.
+func (l *listing) withCap(capLen int) (sizes []int, sum int) {
+	sizes = make([]int, len(l.skills))
+	for i := range l.skills {
+		sizes[i] = l.lineLen(i, capLen)
+		sum += sizes[i]
+	}
+	return sizes, sum
+}
+
+// fit chooses how the lines fit in room characters: the common cap of the
+// descriptions, how many of the kept skills at the end go bare (without a
+// description), and how many skills are kept.
+func (l *listing) fit(room int) (capLen, bare, kept int) {
+	capLen, kept = l.longest, len(l.skills)
+	if _, n := l.withCap(capLen); n <= room {
+		return capLen, 0, kept
+	}
+	// The largest common cap that fits, by binary search.
+	lo, hi := min(minDescription, l.longest), l.longest
+	for lo < hi {
+		mid := (lo + hi + 1) / 2
+		if _, n := l.withCap(mid); n <= room {
+			lo = mid
+		} else {
+			hi = mid - 1
+		}
+	}
+	capLen = lo
+	capped, n := l.withCap(capLen)
+	// Drop descriptions from the end, then whole skills from the end.
+	for bare < kept && n > room {
+		i := kept - 1 - bare
+		n += l.lineLen(i, -1) - capped[i]
+		bare++
+	}
+	for kept > 0 && n > room {
+		n -= l.lineLen(kept-1, -1)
+		kept--
+		bare--
+	}
+	return capLen, max(bare, 0), kept
 }
 
 func names(skills []*skill.Skill) []string {

@@ -24,26 +24,9 @@ type Setting struct {
 // when needed. The result is checked to be a valid configuration before it
 // replaces the file, atomically.
 func Merge(path string, settings []Setting) error {
-	var doc yaml.Node
-	data, err := os.ReadFile(path)
-	switch {
-	case os.IsNotExist(err):
-	case err != nil:
-		return fmt.Errorf("read %s: %w", path, err)
-	case len(bytes.TrimSpace(data)) > 0:
-		if err := yaml.Unmarshal(data, &doc); err != nil {
-			return fmt.Errorf("%s is not valid YAML: %w", path, err)
-		}
-	}
-	var preamble []byte
-	if doc.Kind == 0 || len(doc.Content) == 0 {
-		// An empty or comments-only file: keep its text above the new
-		// mapping.
-		preamble = bytes.TrimRight(data, " \t\n")
-		if len(preamble) > 0 {
-			preamble = append(preamble, '\n')
-		}
-		doc = yaml.Node{Kind: yaml.DocumentNode, Content: []*yaml.Node{{Kind: yaml.MappingNode}}}
+	doc, preamble, err := readDoc(path)
+	if err != nil {
+		return err
 	}
 	root := doc.Content[0]
 	if root.Kind != yaml.MappingNode {
@@ -58,7 +41,7 @@ func Merge(path string, settings []Setting) error {
 	buf.Write(preamble)
 	enc := yaml.NewEncoder(&buf)
 	enc.SetIndent(2)
-	if err := enc.Encode(&doc); err != nil {
+	if err := enc.Encode(doc); err != nil {
 		return err
 	}
 	check := Default()
@@ -67,12 +50,43 @@ func Merge(path string, settings []Setting) error {
 	if err := dec.Decode(&check); err != nil && !errors.Is(err, io.EOF) {
 		return fmt.Errorf("merged config would be invalid: %w", err)
 	}
+	return replaceFile(path, buf.Bytes())
+}
+
+// readDoc reads the YAML document at path. An empty, comments-only or
+// missing file gives a document of one empty mapping, and the file's text
+// as the preamble to keep above it.
+func readDoc(path string) (doc *yaml.Node, preamble []byte, err error) {
+	doc = &yaml.Node{}
+	data, err := os.ReadFile(path)
+	switch {
+	case os.IsNotExist(err):
+	case err != nil:
+		return nil, nil, fmt.Errorf("read %s: %w", path, err)
+	case len(bytes.TrimSpace(data)) > 0:
+		if err := yaml.Unmarshal(data, doc); err != nil {
+			return nil, nil, fmt.Errorf("%s is not valid YAML: %w", path, err)
+		}
+	}
+	if doc.Kind == 0 || len(doc.Content) == 0 {
+		preamble = bytes.TrimRight(data, " \t\n")
+		if len(preamble) > 0 {
+			preamble = append(preamble, '\n')
+		}
+		doc = &yaml.Node{Kind: yaml.DocumentNode, Content: []*yaml.Node{{Kind: yaml.MappingNode}}}
+	}
+	return doc, preamble, nil
+}
+
+// replaceFile replaces the file at path with data atomically, through a
+// temporary file in its folder, keeping the old file's permissions.
+func replaceFile(path string, data []byte) error {
 	tmp, err := os.CreateTemp(filepath.Dir(path), ".config-*.yaml")
 	if err != nil {
 		return err
 	}
 	defer os.Remove(tmp.Name())
-	if _, err := tmp.Write(buf.Bytes()); err != nil {
+	if _, err := tmp.Write(data); err != nil {
 		tmp.Close()
 		return err
 	}

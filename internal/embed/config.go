@@ -2,6 +2,7 @@ package embed
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -261,57 +262,21 @@ func readHFConfig(dir string) (hfConfig, error) {
 // resolve fills cfg's zero fields from the manifest, the model's own
 // config files and the package defaults, and checks the result.
 func resolve(cfg Config, man Manifest, hf hfConfig) (Config, error) {
-	if cfg.Name == "" {
-		cfg.Name = man.Name
-	}
-	if cfg.Name == "" {
-		cfg.Name = filepath.Base(cfg.Dir)
-	}
-	if cfg.QueryPrefix == "" {
-		cfg.QueryPrefix = man.QueryPrefix
-	}
-	if cfg.DocumentPrefix == "" {
-		cfg.DocumentPrefix = man.DocumentPrefix
-	}
-	if cfg.MaxTokens == 0 {
-		cfg.MaxTokens = man.MaxTokens
-	}
-	if cfg.MaxTokens == 0 {
-		cfg.MaxTokens = DefaultMaxTokens
-	}
+	cfg.Name = cmp.Or(cfg.Name, man.Name, filepath.Base(cfg.Dir))
+	cfg.QueryPrefix = cmp.Or(cfg.QueryPrefix, man.QueryPrefix)
+	cfg.DocumentPrefix = cmp.Or(cfg.DocumentPrefix, man.DocumentPrefix)
+	cfg.MaxTokens = cmp.Or(cfg.MaxTokens, man.MaxTokens, DefaultMaxTokens)
 	if hf.maxPositions > 0 && cfg.MaxTokens > hf.maxPositions {
 		cfg.MaxTokens = hf.maxPositions
 	}
-	if cfg.BatchSize == 0 {
-		cfg.BatchSize = DefaultBatchSize
-	}
-	if cfg.MatchThreshold == 0 {
-		cfg.MatchThreshold = man.MatchThreshold
-	}
-	if cfg.MatchThreshold == 0 {
-		cfg.MatchThreshold = DefaultMatchThreshold
-	}
-	if cfg.Pooling == PoolingAuto {
-		cfg.Pooling = man.Pooling
-	}
-	if cfg.Pooling == PoolingAuto {
-		cfg.Pooling = hf.pooling
-	}
-	if cfg.OutputName == "" {
-		cfg.OutputName = man.OutputName
-	}
-	if cfg.Dimension == 0 {
-		cfg.Dimension = man.Dimension
-	}
-	if cfg.Timeout == 0 {
-		cfg.Timeout = DefaultTimeout
-	}
-	if cfg.QueryCacheSize == 0 {
-		cfg.QueryCacheSize = DefaultQueryCacheSize
-	}
-	if cfg.Concurrency == 0 {
-		cfg.Concurrency = runtime.GOMAXPROCS(0)
-	}
+	cfg.BatchSize = cmp.Or(cfg.BatchSize, DefaultBatchSize)
+	cfg.MatchThreshold = cmp.Or(cfg.MatchThreshold, man.MatchThreshold, DefaultMatchThreshold)
+	cfg.Pooling = cmp.Or(cfg.Pooling, man.Pooling, hf.pooling)
+	cfg.OutputName = cmp.Or(cfg.OutputName, man.OutputName)
+	cfg.Dimension = cmp.Or(cfg.Dimension, man.Dimension)
+	cfg.Timeout = cmp.Or(cfg.Timeout, DefaultTimeout)
+	cfg.QueryCacheSize = cmp.Or(cfg.QueryCacheSize, DefaultQueryCacheSize)
+	cfg.Concurrency = cmp.Or(cfg.Concurrency, runtime.GOMAXPROCS(0))
 	switch {
 	case cfg.BodyChars == 0:
 		cfg.BodyChars = man.BodyChars

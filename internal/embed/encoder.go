@@ -67,13 +67,8 @@ func (m *Model) workers() int {
 // interrupted: one that took longer than the timeout is reported as
 // ErrTimeout when it ends.
 func (m *Model) runEncoder(ctx context.Context, batch []tokenized, limit time.Duration) ([][]float32, error) {
-	if err := ctx.Err(); err != nil {
+	if err := m.acquire(ctx); err != nil {
 		return nil, err
-	}
-	select {
-	case m.sem <- struct{}{}:
-	case <-ctx.Done():
-		return nil, ctx.Err()
 	}
 	defer func() { <-m.sem }()
 	m.mu.RLock()

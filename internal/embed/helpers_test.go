@@ -42,18 +42,8 @@ func writeFile(t testing.TB, path, content string) {
 	}
 }
 
-func cosine(a, b []float32) float64 {
-	var dot, na, nb float64
-	for i := range a {
-		dot += float64(a[i]) * float64(b[i])
-		na += float64(a[i]) * float64(a[i])
-		nb += float64(b[i]) * float64(b[i])
-	}
-	if na == 0 || nb == 0 {
-		return 0
-	}
-	return dot / math.Sqrt(na*nb)
-}
+// cosine is the cosine similarity of two vectors of equal length.
+var cosine = embed.Cosine
 
 func norm(v []float32) float64 {
 	var s float64

@@ -37,42 +37,100 @@ type modelFiles struct {
 // measures the query latency. Errors carry a Reason (see ReasonOf).
 func Open(ctx context.Context, cfg Config) (*Model, error) {
 	start := time.Now()
+	cfg, files, hf, err := openFolder(cfg)
+	if err != nil {
+		return nil, err
+	}
+	g, release, err := readGraph(files, cfg.MaxTokens)
+	if err != nil {
+		return nil, err
+	}
+	defer release()
+	m := &Model{
+		cfg:          cfg,
+		files:        files,
+		hf:           hf,
+		onnxSum:      g.onnxSum,
+		tk:           g.tk,
+		maxTextBytes: 16 * cfg.MaxTokens,
+		sem:          make(chan struct{}, cfg.Concurrency),
+		shapes:       map[[2]int]bool{},
+	}
+	m.info.TokenizerVocab = g.tk.GetVocabSize(true)
+	if err := m.setUp(g); err != nil {
+		m.Close()
+		return nil, err
+	}
+	m.info.LoadDuration = time.Since(start)
+	if err := m.warm(ctx); err != nil {
+		m.Close()
+		return nil, err
+	}
+	m.info.LoadedAt = time.Now()
+	return m, nil
+}
+
+// openFolder makes cfg.Dir absolute, finds the folder's files and resolves
+// cfg against its mcpsag-model.json and config.json.
+func openFolder(cfg Config) (Config, modelFiles, hfConfig, error) {
 	if cfg.Dir == "" {
-		return nil, withReason(ReasonModelMissing, errors.New("no model folder configured"))
+		return cfg, modelFiles{}, hfConfig{}, withReason(ReasonModelMissing, errors.New("no model folder configured"))
 	}
 	dir, err := filepath.Abs(cfg.Dir)
 	if err != nil {
-		return nil, withReason(ReasonModelMissing, err)
+		return cfg, modelFiles{}, hfConfig{}, withReason(ReasonModelMissing, err)
 	}
 	cfg.Dir = dir
 	files, err := findFiles(dir)
 	if err != nil {
-		return nil, err
+		return cfg, files, hfConfig{}, err
 	}
 	man, _, _, err := ReadManifest(dir)
 	if err != nil {
-		return nil, withReason(ReasonModelInvalid, err)
+		return cfg, files, hfConfig{}, withReason(ReasonModelInvalid, err)
 	}
 	hf, err := readHFConfig(dir)
 	if err != nil {
-		return nil, withReason(ReasonModelInvalid, err)
+		return cfg, files, hf, withReason(ReasonModelInvalid, err)
 	}
 	cfg, err = resolve(cfg, man, hf)
 	if err != nil {
-		return nil, withReason(ReasonConfigInvalid, err)
+		return cfg, files, hf, withReason(ReasonConfigInvalid, err)
 	}
-	// The graph is read from a mapping for as long as Open runs: a static
-	// graph's table is copied out of it, and another graph is copied for
-	// the runtime. A mapping is the page cache's pages, not 10 MB and more
-	// of fresh memory to fault in at every start.
-	onnxBytes, release, err := mapfile.Read(files.onnx)
+	return cfg, files, hf, nil
+}
+
+// graphRead is what Open reads from a model folder's graph and tokenizer.
+type graphRead struct {
+	onnx        []byte   // the graph's mapping, valid until its release
+	onnxSum     [32]byte // the ONNX file's own digest
+	fingerprint string   // the digest of the graph and then the tokenizer
+	static      *onnxgraph.Static
+	enc         *onnxgraph.Encoder
+	wp          *wordPiece // nil unless the graph is evaluated natively
+	tk          *tokenizer.Tokenizer
+}
+
+// readGraph maps the graph, reads the tokenizer, hashes both and
+// recognises a static or encoder graph. The graph is read from a mapping
+// for as long as Open runs: a static graph's table is copied out of it, and
+// another graph is copied for the runtime. A mapping is the page cache's
+// pages, not 10 MB and more of fresh memory to fault in at every start.
+// The caller calls release once it is done with g.onnx.
+func readGraph(files modelFiles, maxTokens int) (g graphRead, release func(), err error) {
+	onnx, unmap, err := mapfile.Read(files.onnx)
 	if err != nil {
-		return nil, withReason(ReasonUnreadable, err)
+		return g, nil, withReason(ReasonUnreadable, err)
 	}
-	defer release()
+	g.onnx = onnx
+	defer func() {
+		if err != nil {
+			unmap()
+		}
+	}()
 	tokBytes, err := os.ReadFile(files.tokenizer)
 	if err != nil {
-		return nil, withReason(ReasonUnreadable, err)
+		return g, nil, withReason(ReasonUnreadable, err)
 	}
 	// The general tokenizer loads on one core while the other hashes the
 	// files and reads the graph: at start, loading the model is most of
@@ -83,87 +141,66 @@ func Open(ctx context.Context, cfg Config) (*Model, error) {
 	}
 	tokDone := make(chan loaded, 1)
 	go func() {
-		tk, err := loadTokenizer(tokBytes, cfg.MaxTokens)
+		tk, err := loadTokenizer(tokBytes, maxTokens)
 		tokDone <- loaded{tk, err}
 	}()
-	var onnxSum [32]byte
-	var fingerprint string
-	var static *onnxgraph.Static // nil: not a static graph
-	var enc *onnxgraph.Encoder   // nil: not an encoder graph
 	err = mapfile.Guard(files.onnx, func() error {
 		h := sha256.New()
-		h.Write(onnxBytes)
-		h.Sum(onnxSum[:0]) // the ONNX file's own digest; the hash goes on
+		h.Write(g.onnx)
+		h.Sum(g.onnxSum[:0]) // the ONNX file's own digest; the hash goes on
 		h.Write(tokBytes)
-		fingerprint = hex.EncodeToString(h.Sum(nil))
-		static, _ = onnxgraph.ReadStatic(onnxBytes)
-		if static == nil {
-			enc, _ = onnxgraph.ReadEncoder(onnxBytes)
+		g.fingerprint = hex.EncodeToString(h.Sum(nil))
+		g.static, _ = onnxgraph.ReadStatic(g.onnx)
+		if g.static == nil {
+			g.enc, _ = onnxgraph.ReadEncoder(g.onnx)
 		}
 		return nil
 	})
-	var wp *wordPiece
-	if static != nil || enc != nil {
-		wp = newWordPiece(tokBytes)
+	if g.static != nil || g.enc != nil {
+		g.wp = newWordPiece(tokBytes)
 	}
 	tl := <-tokDone
 	if err != nil {
-		return nil, withReason(ReasonUnreadable, err)
+		return g, nil, withReason(ReasonUnreadable, err)
 	}
-	tk, err := tl.tk, tl.err
-	if err != nil {
-		return nil, withReason(ReasonModelInvalid, fmt.Errorf("load %s: %w", files.tokenizer, err))
+	if tl.err != nil {
+		return g, nil, withReason(ReasonModelInvalid, fmt.Errorf("load %s: %w", files.tokenizer, tl.err))
 	}
-	m := &Model{
-		cfg:          cfg,
-		files:        files,
-		hf:           hf,
-		onnxSum:      onnxSum,
-		tk:           tk,
-		maxTextBytes: 16 * cfg.MaxTokens,
-		sem:          make(chan struct{}, cfg.Concurrency),
-		shapes:       map[[2]int]bool{},
-	}
-	fail := func(err error) (*Model, error) {
-		m.Close()
-		return nil, err
-	}
-	m.info.TokenizerVocab = tk.GetVocabSize(true)
-	// A static embedding graph or an encoder graph is evaluated natively:
-	// the runtime is built only if something asks for it (Verify, a test
-	// comparing the two).
-	native := m.useNative(static, wp)
-	if !native && enc != nil {
-		if native, err = m.useEncoder(enc, wp); err != nil {
-			return fail(withReason(ReasonModelInvalid, err))
+	g.tk = tl.tk
+	return g, unmap, nil
+}
+
+// setUp chooses how m evaluates the graph g and sets m's identity. A static
+// embedding graph or an encoder graph is evaluated natively: the runtime is
+// built only if something asks for it (Verify, a test comparing the two).
+func (m *Model) setUp(g graphRead) error {
+	native := m.useNative(g.static, g.wp)
+	if !native && g.enc != nil {
+		var err error
+		if native, err = m.useEncoder(g.enc, g.wp); err != nil {
+			return withReason(ReasonModelInvalid, err)
 		}
 	}
 	if !native {
 		// The runtime keeps the graph's bytes: a copy of the mapping.
 		var graph []byte
-		if err := mapfile.Guard(files.onnx, func() error { graph = bytes.Clone(onnxBytes); return nil }); err != nil {
-			return fail(withReason(ReasonUnreadable, err))
+		if err := mapfile.Guard(m.files.onnx, func() error { graph = bytes.Clone(g.onnx); return nil }); err != nil {
+			return withReason(ReasonUnreadable, err)
 		}
-		if err := m.build(files.onnx, graph); err != nil {
-			return fail(err)
+		if err := m.build(m.files.onnx, graph); err != nil {
+			return err
 		}
 	}
 	if m.cfg.Dimension != 0 && m.id.Dimension != m.cfg.Dimension {
-		return fail(withReason(ReasonDimension, fmt.Errorf("model %s gives %d-dimensional vectors, configured dimension is %d",
-			dir, m.id.Dimension, m.cfg.Dimension)))
+		return withReason(ReasonDimension, fmt.Errorf("model %s gives %d-dimensional vectors, configured dimension is %d",
+			m.cfg.Dir, m.id.Dimension, m.cfg.Dimension))
 	}
 	m.cfg.Dimension = m.id.Dimension
-	m.id.Name = cfg.Name
-	m.id.Fingerprint = fingerprint
-	m.id.Path = dir
+	m.id.Name = m.cfg.Name
+	m.id.Fingerprint = g.fingerprint
+	m.id.Path = m.cfg.Dir
 	m.id.Settings = settingsHash(m.cfg) // after build chose pooling and output
-	m.info.LoadDuration = time.Since(start)
-
-	if err := m.warm(ctx); err != nil {
-		return fail(err)
-	}
-	m.info.LoadedAt = time.Now()
-	return m, nil
+	return nil
 }
 
 // findFiles locates model.onnx (or onnx/model.onnx) and tokenizer.json.

@@ -388,19 +388,28 @@ func (m *Model) runStatic(batch []tokenized) [][]float32 {
 	return vecs
 }
 
+// acquire takes one of the model's concurrency slots, waiting for one
+// unless ctx ends first. The caller gives the slot back with <-m.sem.
+func (m *Model) acquire(ctx context.Context) error {
+	// A select with a free slot and a closed Done picks either at random;
+	// a call whose context already ended must never start a run.
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	select {
+	case m.sem <- struct{}{}:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
 // runTimed runs one batch with the configured timeout. On timeout the run
 // goes on in the background, holding its concurrency slot and the read lock
 // that keeps Close waiting, and runTimed returns ErrTimeout.
 func (m *Model) runTimed(ctx context.Context, batch []tokenized, timeout time.Duration) ([][]float32, error) {
-	// A select with a free slot and a closed Done picks either at random;
-	// a call whose context already ended must never start a run.
-	if err := ctx.Err(); err != nil {
+	if err := m.acquire(ctx); err != nil {
 		return nil, err
-	}
-	select {
-	case m.sem <- struct{}{}:
-	case <-ctx.Done():
-		return nil, ctx.Err()
 	}
 	m.mu.RLock()
 	if m.closed {

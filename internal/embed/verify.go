@@ -103,7 +103,15 @@ func Verify(ctx context.Context, dir string, cfg Config) (VerifyReport, error) {
 		r.checkNative(ctx, m, samples, vecs)
 	}
 
-	// Distinct texts must give distinct vectors.
+	r.checkDistinct(samples, vecs)
+	r.checkPadding(ctx, m, samples[0], vecs[0])
+	r.checkHostile(ctx, m)
+	r.measureThroughput(ctx, m)
+	return r, nil
+}
+
+// checkDistinct checks that distinct texts give distinct vectors.
+func (r *VerifyReport) checkDistinct(samples []string, vecs [][]float32) {
 	var same []string
 	for i := range vecs {
 		for j := i + 1; j < len(vecs); j++ {
@@ -113,16 +121,22 @@ func Verify(ctx context.Context, dir string, cfg Config) (VerifyReport, error) {
 		}
 	}
 	r.check("distinct texts", len(same) == 0, "%d sample queries give pairwise different vectors%s", len(samples), problemList(same))
+}
 
-	// Padding must not change a text's vector: embed the first sample alone
-	// and as the shortest member of a longer batch.
+// checkPadding checks that padding does not change a text's vector: it
+// embeds the sample, whose vector alone is vec, as the shortest member of a
+// longer batch.
+func (r *VerifyReport) checkPadding(ctx context.Context, m *Model, sample string, vec []float32) {
 	long := strings.Repeat("a longer text that makes the batch pad the short one ", 4)
-	batch, err := m.Embed(ctx, []string{samples[0], long, long + long}, Query)
+	batch, err := m.Embed(ctx, []string{sample, long, long + long}, Query)
 	if r.check("padded batch", err == nil, "%v", errString(err)) {
-		c := cosine(vecs[0], batch[0])
-		r.check("padding invariance", c > 0.999, "cosine between %q alone and in a padded batch is %.6f", samples[0], c)
+		c := cosine(vec, batch[0])
+		r.check("padding invariance", c > 0.999, "cosine between %q alone and in a padded batch is %.6f", sample, c)
 	}
+}
 
+// checkHostile checks that hostile texts embed to valid vectors.
+func (r *VerifyReport) checkHostile(ctx context.Context, m *Model) {
 	hostile := []string{"", " \t\n", "\xff\xfe invalid utf-8 \xc3\x28", "control \x00\x07\x1b[31m chars",
 		"emoji 🚀🔥👩‍👩‍👧 mix", strings.Repeat("x", 1<<20), strings.Repeat("ab ", 1<<18), "\u202eRTL override\u200b"}
 	hv, err := m.Embed(ctx, hostile, Query)
@@ -131,9 +145,6 @@ func Verify(ctx context.Context, dir string, cfg Config) (VerifyReport, error) {
 		// can give [UNK] a zero row); that is allowed here.
 		r.checkVectors("hostile vectors", hv, r.Identity.Dimension, true)
 	}
-
-	r.measureThroughput(ctx, m)
-	return r, nil
 }
 
 func (r *VerifyReport) checkVocab(m *Model) {

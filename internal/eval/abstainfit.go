@@ -1,6 +1,7 @@
 package eval
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -270,18 +271,10 @@ func (opt FitOptions) withDefaults() FitOptions {
 	if len(opt.Features) == 0 {
 		opt.Features = match.HybridFeatures
 	}
-	if opt.Hidden == 0 {
-		opt.Hidden = 0.02
-	}
-	if opt.NotConfident == 0 {
-		opt.NotConfident = 0.75
-	}
-	if opt.Folds == 0 {
-		opt.Folds = 5
-	}
-	if opt.L2 == 0 {
-		opt.L2 = 1
-	}
+	opt.Hidden = cmp.Or(opt.Hidden, 0.02)
+	opt.NotConfident = cmp.Or(opt.NotConfident, 0.75)
+	opt.Folds = cmp.Or(opt.Folds, 5)
+	opt.L2 = cmp.Or(opt.L2, 1)
 	return opt
 }
 

@@ -1,6 +1,7 @@
 package eval
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -107,15 +108,8 @@ func Calibrate(ctx context.Context, ix *match.Index, qs []Query, opt CalibrateOp
 	if err != nil {
 		return nil, err
 	}
-	cal := &Calibration{Set: opt.Set, Digest: Digest(qs), Mode: opt.Mode, Queries: len(qs), ConvexWeight: -1, AdaptiveWeight: -1}
+	cal := newCalibration(qs, opt)
 	cfg := ix.Config()
-	for _, q := range qs {
-		if q.NeedSkill() {
-			cal.NeedSkill++
-		} else {
-			cal.NoSkill++
-		}
-	}
 	hybrid := opt.Mode == skill.ModeHybrid
 	if hybrid && !ix.DenseAvailable() {
 		return nil, errors.New("calibrate: hybrid calibration needs embeddings; use mode bm25")
@@ -164,25 +158,31 @@ func Calibrate(ctx context.Context, ix *match.Index, qs []Query, opt CalibrateOp
 	return cal, nil
 }
 
+// newCalibration returns the calibration of qs before anything is fitted:
+// the queries counted, no weights.
+func newCalibration(qs []Query, opt CalibrateOptions) *Calibration {
+	cal := &Calibration{Set: opt.Set, Digest: Digest(qs), Mode: opt.Mode, Queries: len(qs), ConvexWeight: -1, AdaptiveWeight: -1}
+	for _, q := range qs {
+		if q.NeedSkill() {
+			cal.NeedSkill++
+		} else {
+			cal.NoSkill++
+		}
+	}
+	return cal
+}
+
 // withDefaults returns opt with its zero values replaced by the defaults
 // (hybrid mode, 5 folds, L2 1, beta 1, convex weights 0, 0.1, ..., 1). It
 // fails on a mode that is not hybrid or bm25.
 func (opt CalibrateOptions) withDefaults() (CalibrateOptions, error) {
-	if opt.Mode == "" {
-		opt.Mode = skill.ModeHybrid
-	}
+	opt.Mode = cmp.Or(opt.Mode, skill.ModeHybrid)
 	if opt.Mode != skill.ModeHybrid && opt.Mode != skill.ModeKeyword {
 		return opt, fmt.Errorf("calibrate: mode %q is not hybrid or bm25", opt.Mode)
 	}
-	if opt.Folds == 0 {
-		opt.Folds = 5
-	}
-	if opt.L2 == 0 {
-		opt.L2 = 1
-	}
-	if opt.Beta == 0 {
-		opt.Beta = 1
-	}
+	opt.Folds = cmp.Or(opt.Folds, 5)
+	opt.L2 = cmp.Or(opt.L2, 1)
+	opt.Beta = cmp.Or(opt.Beta, 1)
 	if len(opt.Weights) == 0 {
 		for i := 0; i <= 10; i++ {
 			opt.Weights = append(opt.Weights, float64(i)/10)

@@ -165,102 +165,135 @@ func (c *Corpus) EvaluateIndex(ctx context.Context, ix *match.Index, qs []Query,
 func Run(ctx context.Context, ix *match.Index, qs []Query, opt RunOptions) (*Report, error) {
 	cfg := ix.Config()
 	rep := newReport(ix, cfg, len(qs), opt)
-	label := func(s *skill.Skill) string {
-		if s.IsTool() {
-			if l, ok := opt.ToolLabels[s.Tool.Name]; ok {
-				return l
-			}
-		}
-		return s.Name
-	}
-	known := map[string]bool{}
-	for _, s := range ix.Skills() {
-		known[label(s)] = true
-	}
-	missing := 0
-	pred := make([]bool, len(qs))
-	truth := make([]bool, len(qs))
-	times := make([]time.Duration, 0, len(qs))
-	var rank Ranking
-	e2e := 0.0
+	t := newTally(ix, opt, len(qs))
 	for i, q := range qs {
 		req := skill.MatchRequest{Task: q.Query, TopK: opt.TopK, Options: skill.MatchOptions{Mode: opt.Mode, Fusion: opt.Fusion, IncludeHidden: opt.IncludeHidden}}
 		start := time.Now()
 		rk, err := ix.Rank(ctx, req, nil)
-		times = append(times, time.Since(start))
+		t.times = append(t.times, time.Since(start))
 		if err != nil {
 			return nil, fmt.Errorf("query %s: %w", q.ID, err)
 		}
-		res := rk.Result
-		ranked := make([]string, len(rk.Ranked))
-		for j, c := range rk.Ranked {
-			ranked[j] = label(c.Skill)
-		}
-		pred[i], truth[i] = res.Abstained, !q.NeedSkill()
-		rep.Rules[rk.Rule]++
+		t.add(rep, i, q, rk)
 		if opt.Progress != nil {
 			opt.Progress("queries", i+1, len(qs))
 		}
-		if res.Degraded {
-			rep.Degraded++
-		}
-		var m Ranking
-		named := false
-		if q.NeedSkill() {
-			rep.NeedSkill++
-			for _, r := range q.Relevant {
-				if !known[r] {
-					missing++
-				}
-			}
-			named = namesRelevant(rk.Ranked, q.Relevant)
-			if named {
-				rep.Named++
-				if res.Abstained {
-					rep.NamedAbstained++
-				}
-			}
-			m = queryRanking(ranked, q.Relevant)
-			rank.add(m)
-			top3 := hasRelevant(ranked[:min(3, len(ranked))], q.Relevant)
-			if !res.Abstained {
-				e2e += m.Hit1
-			} else if top3 {
-				rep.HiddenHits++
-			}
-			rep.Verdicts.NeedSkill.add(res.Verdict)
-			if top3 {
-				rep.Verdicts.Top3.add(res.Verdict)
-			}
-		} else {
-			rep.NoSkill++
-			rep.Verdicts.NoSkill.add(res.Verdict)
-		}
-		if opt.PerQuery {
-			qr := QueryResult{
-				ID: q.ID, Relevant: q.Relevant, Ranked: ranked, Verdict: string(res.Verdict), Abstained: res.Abstained,
-				Reason: res.VerdictDetail, Rule: rk.Rule, Probability: rk.Probability,
-				Degraded: res.Degraded, NDCG10: m.NDCG10, Named: named,
-			}
-			for _, c := range res.Candidates {
-				qr.Returned = append(qr.Returned, label(c.Skill))
-			}
-			rep.PerQuery = append(rep.PerQuery, qr)
+	}
+	t.finish(rep)
+	rep.addNotes(qs, cfg, t.missing)
+	return rep, nil
+}
+
+// tally gathers what Run counts over the queries besides the report's
+// counters.
+type tally struct {
+	opt     RunOptions
+	known   map[string]bool // the labels of the indexed skills
+	missing int             // relevant labels that name no indexed skill
+	pred    []bool          // by query: abstained
+	truth   []bool          // by query: needs no skill
+	times   []time.Duration
+	rank    Ranking
+	e2e     float64 // the sum of Hit1 over the queries answered
+}
+
+func newTally(ix *match.Index, opt RunOptions, n int) *tally {
+	t := &tally{opt: opt, known: map[string]bool{}, pred: make([]bool, n), truth: make([]bool, n), times: make([]time.Duration, 0, n)}
+	for _, s := range ix.Skills() {
+		t.known[t.label(s)] = true
+	}
+	return t
+}
+
+// label is the name a query's relevant labels use for s: a tool's label
+// from ToolLabels, else its name.
+func (t *tally) label(s *skill.Skill) string {
+	if s.IsTool() {
+		if l, ok := t.opt.ToolLabels[s.Tool.Name]; ok {
+			return l
 		}
 	}
-	rank.percent(rep.NeedSkill)
-	rep.Ranking = rank
+	return s.Name
+}
+
+// add counts query i's ranking rk into t and rep.
+func (t *tally) add(rep *Report, i int, q Query, rk *match.Ranking) {
+	res := rk.Result
+	ranked := make([]string, len(rk.Ranked))
+	for j, c := range rk.Ranked {
+		ranked[j] = t.label(c.Skill)
+	}
+	t.pred[i], t.truth[i] = res.Abstained, !q.NeedSkill()
+	rep.Rules[rk.Rule]++
+	if res.Degraded {
+		rep.Degraded++
+	}
+	var m Ranking
+	named := false
+	if q.NeedSkill() {
+		m, named = t.addNeedSkill(rep, q, rk, ranked)
+	} else {
+		rep.NoSkill++
+		rep.Verdicts.NoSkill.add(res.Verdict)
+	}
+	if t.opt.PerQuery {
+		qr := QueryResult{
+			ID: q.ID, Relevant: q.Relevant, Ranked: ranked, Verdict: string(res.Verdict), Abstained: res.Abstained,
+			Reason: res.VerdictDetail, Rule: rk.Rule, Probability: rk.Probability,
+			Degraded: res.Degraded, NDCG10: m.NDCG10, Named: named,
+		}
+		for _, c := range res.Candidates {
+			qr.Returned = append(qr.Returned, t.label(c.Skill))
+		}
+		rep.PerQuery = append(rep.PerQuery, qr)
+	}
+}
+
+// addNeedSkill counts a query that needs a skill, returning its ranking
+// figures and whether its ranking names a relevant skill.
+func (t *tally) addNeedSkill(rep *Report, q Query, rk *match.Ranking, ranked []string) (m Ranking, named bool) {
+	res := rk.Result
+	rep.NeedSkill++
+	for _, r := range q.Relevant {
+		if !t.known[r] {
+			t.missing++
+		}
+	}
+	named = namesRelevant(rk.Ranked, q.Relevant)
+	if named {
+		rep.Named++
+		if res.Abstained {
+			rep.NamedAbstained++
+		}
+	}
+	m = queryRanking(ranked, q.Relevant)
+	t.rank.add(m)
+	top3 := hasRelevant(ranked[:min(3, len(ranked))], q.Relevant)
+	if !res.Abstained {
+		t.e2e += m.Hit1
+	} else if top3 {
+		rep.HiddenHits++
+	}
+	rep.Verdicts.NeedSkill.add(res.Verdict)
+	if top3 {
+		rep.Verdicts.Top3.add(res.Verdict)
+	}
+	return m, named
+}
+
+// finish puts the tally's figures into rep.
+func (t *tally) finish(rep *Report) {
+	t.rank.percent(rep.NeedSkill)
+	rep.Ranking = t.rank
 	rep.HiddenHitShare = rate(rep.HiddenHits, rep.NeedSkill)
 	rep.Verdicts.NeedSkill.finish()
 	rep.Verdicts.Top3.finish()
 	rep.Verdicts.NoSkill.finish()
 	if rep.NeedSkill > 0 {
-		rep.EndToEndHit1 = 100 * e2e / float64(rep.NeedSkill)
+		rep.EndToEndHit1 = 100 * t.e2e / float64(rep.NeedSkill)
 	}
-	rep.Abstention = abstention(pred, truth)
-	rep.Latency = latency(times)
-	rep.addNotes(qs, cfg, missing)
-	return rep, nil
+	rep.Abstention = abstention(t.pred, t.truth)
+	rep.Latency = latency(t.times)
 }
 
 // newReport returns the empty report of a run of n queries over ix: the

@@ -58,33 +58,10 @@ func (c *Corpus) SubCatalogs(ctx context.Context, qs []Query, opt SubCatalogOpti
 		if size <= 0 || size >= len(skills) {
 			continue
 		}
-		type draw struct {
-			keep          map[*skill.Skill]bool
-			answer, other []Query
-		}
-		var draws []draw
+		var draws []subDraw
 		have := 0
 		for len(draws) < opt.MinDraws || (have < opt.Answerable && len(draws) < opt.MaxDraws) {
-			perm := r.Perm(len(skills))[:size]
-			dr := draw{keep: map[*skill.Skill]bool{}}
-			names := map[string]bool{}
-			for _, i := range perm {
-				dr.keep[skills[i]] = true
-				names[skills[i].Name] = true
-			}
-			for _, q := range qs {
-				var rel []string
-				for _, n := range q.Relevant {
-					if names[n] {
-						rel = append(rel, n)
-					}
-				}
-				if len(rel) > 0 {
-					dr.answer = append(dr.answer, Query{ID: q.ID, Query: q.Query, Relevant: rel})
-				} else {
-					dr.other = append(dr.other, Query{ID: q.ID, Query: q.Query, Relevant: []string{}})
-				}
-			}
+			dr := newSubDraw(r, skills, size, qs)
 			have += len(dr.answer)
 			draws = append(draws, dr)
 		}
@@ -94,9 +71,7 @@ func (c *Corpus) SubCatalogs(ctx context.Context, qs []Query, opt SubCatalogOpti
 			if err := ctx.Err(); err != nil {
 				return nil, err
 			}
-			r.Shuffle(len(dr.answer), func(i, j int) { dr.answer[i], dr.answer[j] = dr.answer[j], dr.answer[i] })
-			r.Shuffle(len(dr.other), func(i, j int) { dr.other[i], dr.other[j] = dr.other[j], dr.other[i] })
-			tasks := append(dr.answer[:min(perAnswer, len(dr.answer))], dr.other[:min(perOther, len(dr.other))]...)
+			tasks := dr.tasks(r, perAnswer, perOther)
 			if len(tasks) == 0 {
 				continue
 			}
@@ -111,4 +86,45 @@ func (c *Corpus) SubCatalogs(ctx context.Context, qs []Query, opt SubCatalogOpti
 		}
 	}
 	return out, nil
+}
+
+// subDraw is one sub-catalog: the skills drawn, the queries answerable in
+// it (their relevant lists cut to the drawn skills) and the others.
+type subDraw struct {
+	keep          map[*skill.Skill]bool
+	answer, other []Query
+}
+
+// newSubDraw draws size of skills uniformly and sorts qs by whether a
+// relevant skill was drawn.
+func newSubDraw(r *rand.Rand, skills []*skill.Skill, size int, qs []Query) subDraw {
+	perm := r.Perm(len(skills))[:size]
+	dr := subDraw{keep: map[*skill.Skill]bool{}}
+	names := map[string]bool{}
+	for _, i := range perm {
+		dr.keep[skills[i]] = true
+		names[skills[i].Name] = true
+	}
+	for _, q := range qs {
+		var rel []string
+		for _, n := range q.Relevant {
+			if names[n] {
+				rel = append(rel, n)
+			}
+		}
+		if len(rel) > 0 {
+			dr.answer = append(dr.answer, Query{ID: q.ID, Query: q.Query, Relevant: rel})
+		} else {
+			dr.other = append(dr.other, Query{ID: q.ID, Query: q.Query, Relevant: []string{}})
+		}
+	}
+	return dr
+}
+
+// tasks returns up to perAnswer answerable queries and up to perOther
+// others of the draw, picked at random.
+func (dr subDraw) tasks(r *rand.Rand, perAnswer, perOther int) []Query {
+	r.Shuffle(len(dr.answer), func(i, j int) { dr.answer[i], dr.answer[j] = dr.answer[j], dr.answer[i] })
+	r.Shuffle(len(dr.other), func(i, j int) { dr.other[i], dr.other[j] = dr.other[j], dr.other[i] })
+	return append(dr.answer[:min(perAnswer, len(dr.answer))], dr.other[:min(perOther, len(dr.other))]...)
 }

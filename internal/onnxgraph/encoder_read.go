@@ -35,6 +35,27 @@ func ReadEncoder(data []byte) (*Encoder, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrNotEncoder, err)
 	}
+	specs, err := checkEncoderGraph(g, c)
+	if err != nil {
+		return nil, err
+	}
+	e := &Encoder{Config: c, Layers: make([]EncoderLayer, c.Layers)}
+	if err := e.readWeights(g, specs); err != nil {
+		return nil, err
+	}
+	for k, v := range meta {
+		if !isEncoderKey(k) {
+			e.Metadata = append(e.Metadata, [2]string{k, v})
+		}
+	}
+	slices.SortFunc(e.Metadata, func(a, b [2]string) int { return compareStrings(a[0], b[0]) })
+	return e, nil
+}
+
+// checkEncoderGraph checks that g is the graph Encoder.Marshal writes for c
+// (nodes, inputs, output, and every initializer's name, type, shape and
+// size) and returns the initializers' specs.
+func checkEncoderGraph(g *readGraphProto, c EncoderConfig) ([]tensorSpec, error) {
 	nodes, specs := encoderGraph(c)
 	if len(g.nodes) != len(nodes) {
 		return nil, fmt.Errorf("%w: %d nodes, want %d", ErrNotEncoder, len(g.nodes), len(nodes))
@@ -50,8 +71,6 @@ func ReadEncoder(data []byte) (*Encoder, error) {
 	if len(g.initializers) != len(specs) {
 		return nil, fmt.Errorf("%w: %d initializers, want %d", ErrNotEncoder, len(g.initializers), len(specs))
 	}
-	e := &Encoder{Config: c, Layers: make([]EncoderLayer, c.Layers)}
-	values := e.tensorSlots()
 	for i, s := range specs {
 		t := g.initializers[i]
 		if t.name != s.name || t.dataType != s.dataType || !slices.Equal(t.dims, s.dims) || len(t.raw) != rawSize(s) {
@@ -59,6 +78,13 @@ func ReadEncoder(data []byte) (*Encoder, error) {
 				i, t.name, t.dataType, formatDims(t.dims), len(t.raw), describeSpec(s))
 		}
 	}
+	return specs, nil
+}
+
+// readWeights reads the initializers of g, checked against specs, into
+// e's weights, dequantising the quantised ones.
+func (e *Encoder) readWeights(g *readGraphProto, specs []tensorSpec) error {
+	values := e.tensorSlots()
 	for i := 0; i < len(specs); i++ {
 		s, raw := specs[i], g.initializers[i].raw
 		dst := values[s.source]
@@ -70,16 +96,10 @@ func ReadEncoder(data []byte) (*Encoder, error) {
 			i++
 		}
 		if err := finite(s.source, *dst); err != nil {
-			return nil, err
+			return err
 		}
 	}
-	for k, v := range meta {
-		if !isEncoderKey(k) {
-			e.Metadata = append(e.Metadata, [2]string{k, v})
-		}
-	}
-	slices.SortFunc(e.Metadata, func(a, b [2]string) int { return compareStrings(a[0], b[0]) })
-	return e, nil
+	return nil
 }
 
 // configFromMetadata reads the config that the encoder's metadata records.

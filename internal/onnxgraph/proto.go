@@ -96,14 +96,8 @@ type node struct {
 
 func (n *node) marshal() []byte {
 	var b []byte
-	for _, in := range n.inputs {
-		b = protowire.AppendTag(b, 1, protowire.BytesType)
-		b = protowire.AppendString(b, in)
-	}
-	for _, out := range n.outputs {
-		b = protowire.AppendTag(b, 2, protowire.BytesType)
-		b = protowire.AppendString(b, out)
-	}
+	b = appendRepeatedString(b, 1, n.inputs)
+	b = appendRepeatedString(b, 2, n.outputs)
 	b = appendStringField(b, 3, n.name)
 	b = appendStringField(b, 4, n.opType)
 	for _, a := range n.attrs {
@@ -220,6 +214,16 @@ func appendStringField(b []byte, num protowire.Number, s string) []byte {
 	}
 	b = protowire.AppendTag(b, num, protowire.BytesType)
 	return protowire.AppendString(b, s)
+}
+
+// appendRepeatedString appends a repeated string field, empty strings
+// included.
+func appendRepeatedString(b []byte, num protowire.Number, ss []string) []byte {
+	for _, s := range ss {
+		b = protowire.AppendTag(b, num, protowire.BytesType)
+		b = protowire.AppendString(b, s)
+	}
+	return b
 }
 
 func appendMessageField(b []byte, num protowire.Number, msg []byte) []byte {

@@ -303,14 +303,9 @@ func readAttribute(data []byte) (attribute, error) {
 			}
 			a.t = &t
 		case an == 8 && at == protowire.BytesType:
-			for len(av) > 0 {
-				v, n := protowire.ConsumeVarint(av)
-				if n < 0 {
-					return protowire.ParseError(n)
-				}
-				a.ints = append(a.ints, int64(v))
-				av = av[n:]
-			}
+			var err error
+			a.ints, err = appendPacked(a.ints, av)
+			return err
 		case an == 8 && at == protowire.VarintType:
 			a.ints = append(a.ints, int64(x))
 		case an == 20 && at == protowire.VarintType:
@@ -324,19 +319,27 @@ func readAttribute(data []byte) (attribute, error) {
 	return a, err
 }
 
+// appendPacked appends the packed varints of v to dst.
+func appendPacked(dst []int64, v []byte) ([]int64, error) {
+	for len(v) > 0 {
+		x, n := protowire.ConsumeVarint(v)
+		if n < 0 {
+			return dst, protowire.ParseError(n)
+		}
+		dst = append(dst, int64(x))
+		v = v[n:]
+	}
+	return dst, nil
+}
+
 func readTensor(data []byte) (tensor, error) {
 	var t tensor
 	err := fields(data, func(num protowire.Number, typ protowire.Type, v []byte, x uint64) error {
 		switch {
 		case num == 1 && typ == protowire.BytesType: // packed dims
-			for len(v) > 0 {
-				d, n := protowire.ConsumeVarint(v)
-				if n < 0 {
-					return protowire.ParseError(n)
-				}
-				t.dims = append(t.dims, int64(d))
-				v = v[n:]
-			}
+			var err error
+			t.dims, err = appendPacked(t.dims, v)
+			return err
 		case num == 1 && typ == protowire.VarintType:
 			t.dims = append(t.dims, int64(x))
 		case num == 2 && typ == protowire.VarintType:

@@ -36,6 +36,35 @@ const scanMagic = statedir.ScanMagic
 // file's root must be one of roots.
 func MarshalScanResult(res *ScanResult, roots []skill.Root) ([]byte, error) {
 	out := append([]byte(scanMagic), make([]byte, 0, 96*len(res.Files)+48*len(res.Dirs))...)
+	out = appendRoots(out, roots)
+	// The total of the strings decoded, and their number, let a decoder
+	// allocate for them once.
+	textBytes, textStrings := res.textTotals()
+	out = binary.AppendUvarint(out, uint64(textBytes))
+	out = binary.AppendUvarint(out, uint64(textStrings))
+	out, err := appendFiles(out, res.Files, roots)
+	if err != nil {
+		return nil, err
+	}
+	out = binary.AppendUvarint(out, uint64(len(res.Dirs)))
+	prev := ""
+	for _, d := range res.Dirs {
+		out = appendShared(out, prev, d)
+		prev = d
+	}
+	out = binary.AppendUvarint(out, uint64(len(res.Problems)))
+	for _, p := range res.Problems {
+		out = binary.AppendVarint(out, int64(p.Severity))
+		out = appendString(out, p.Code)
+		out = appendString(out, p.Field)
+		out = appendString(out, p.File)
+		out = binary.AppendVarint(out, int64(p.Line))
+		out = appendString(out, p.Message)
+	}
+	return seal(out), nil
+}
+
+func appendRoots(out []byte, roots []skill.Root) []byte {
 	out = binary.AppendUvarint(out, uint64(len(roots)))
 	for _, r := range roots {
 		out = appendString(out, r.Path)
@@ -44,9 +73,13 @@ func MarshalScanResult(res *ScanResult, roots []skill.Root) ([]byte, error) {
 		out = appendString(out, r.Agent)
 		out = binary.AppendVarint(out, int64(r.Order))
 	}
-	// The total of the strings decoded, and their number, let a decoder
-	// allocate for them once.
-	textBytes, textStrings := 0, len(res.Dirs)
+	return out
+}
+
+// textTotals returns the total length and the number of the strings of
+// res's files and folders.
+func (res *ScanResult) textTotals() (textBytes, textStrings int) {
+	textStrings = len(res.Dirs)
 	for i := range res.Files {
 		f := &res.Files[i]
 		textBytes += len(f.Path) + len(f.RelPath)
@@ -58,12 +91,15 @@ func MarshalScanResult(res *ScanResult, roots []skill.Root) ([]byte, error) {
 	for _, d := range res.Dirs {
 		textBytes += len(d)
 	}
-	out = binary.AppendUvarint(out, uint64(textBytes))
-	out = binary.AppendUvarint(out, uint64(textStrings))
-	out = binary.AppendUvarint(out, uint64(len(res.Files)))
+	return textBytes, textStrings
+}
+
+// appendFiles encodes the files, each of whose roots must be one of roots.
+func appendFiles(out []byte, files []Found, roots []skill.Root) ([]byte, error) {
+	out = binary.AppendUvarint(out, uint64(len(files)))
 	prevPath, prevRel, ri := "", "", 0
-	for i := range res.Files {
-		f := &res.Files[i]
+	for i := range files {
+		f := &files[i]
 		if ri >= len(roots) || roots[ri] != f.Root {
 			if ri = slices.Index(roots, f.Root); ri < 0 {
 				return nil, fmt.Errorf("%s: its root %s is not one of the roots given", f.Path, f.Root.Path)
@@ -85,22 +121,7 @@ func MarshalScanResult(res *ScanResult, roots []skill.Root) ([]byte, error) {
 		}
 		out = appendBool(out, f.ResourcesTruncated)
 	}
-	out = binary.AppendUvarint(out, uint64(len(res.Dirs)))
-	prev := ""
-	for _, d := range res.Dirs {
-		out = appendShared(out, prev, d)
-		prev = d
-	}
-	out = binary.AppendUvarint(out, uint64(len(res.Problems)))
-	for _, p := range res.Problems {
-		out = binary.AppendVarint(out, int64(p.Severity))
-		out = appendString(out, p.Code)
-		out = appendString(out, p.Field)
-		out = appendString(out, p.File)
-		out = binary.AppendVarint(out, int64(p.Line))
-		out = appendString(out, p.Message)
-	}
-	return seal(out), nil
+	return out, nil
 }
 
 // ReadScanResult decodes what MarshalScanResult wrote of the same roots.

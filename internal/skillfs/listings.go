@@ -194,91 +194,138 @@ func ReadListings(data []byte) (*Listings, error) {
 	if err != nil {
 		return nil, err
 	}
-	r := listingReader{b: body}
+	r := &listingReader{b: body}
 	l := &Listings{Taken: time.Unix(0, r.varint())}
+	d, err := newListingDecoder(r, len(data))
+	if err != nil {
+		return nil, err
+	}
+	if err := d.decode(); err != nil {
+		return nil, err
+	}
+	if l.dirs, err = d.folderMap(); err != nil {
+		return nil, err
+	}
+	return l, nil
+}
+
+// listingDecoder decodes the folders of a listings file. The paths, names,
+// listings and entries are carved out of a few allocations of their exact
+// size: a restart at 100,000 skills decodes them all, into fresh memory,
+// before its scan starts.
+type listingDecoder struct {
+	r                *listingReader
+	totalEntries     int
+	pathBytes        uint64
+	nameBytes        uint64
+	folders          []folderListing
+	counts, pathEnds []int // each folder's number of entries and the end of its path in paths
+	entries          []dirent
+	nameEnds         []int // the end of each entry's name in names
+	paths, names     strings.Builder
+}
+
+// newListingDecoder reads the totals that follow the time a listing was
+// taken, and allocates for them; size is the size of the whole input.
+func newListingDecoder(r *listingReader, size int) (*listingDecoder, error) {
 	n := r.count(1)
-	totalEntries := r.count(2)
+	d := &listingDecoder{r: r, totalEntries: r.count(2)}
 	// An entry's name is in the input whole; the paths' total is checked
 	// as they are decoded.
-	pathBytes, nameBytes := r.uvarint(), r.uvarint()
-	if r.err != nil || nameBytes > uint64(len(r.b)) {
+	d.pathBytes, d.nameBytes = r.uvarint(), r.uvarint()
+	if r.err != nil || d.nameBytes > uint64(len(r.b)) {
 		return nil, errors.New("listings: a total is out of range")
 	}
-	// The paths, names, listings and entries are carved out of a few
-	// allocations of their exact size: a restart at 100,000 skills decodes
-	// them all, into fresh memory, before its scan starts.
-	folders := make([]folderListing, n)
-	counts, pathEnds := make([]int, n), make([]int, n)
-	entries := make([]dirent, 0, totalEntries)
-	nameEnds := make([]int, 0, totalEntries)
-	var paths, names strings.Builder
+	d.folders = make([]folderListing, n)
+	d.counts, d.pathEnds = make([]int, n), make([]int, n)
+	d.entries = make([]dirent, 0, d.totalEntries)
+	d.nameEnds = make([]int, 0, d.totalEntries)
 	// Paths share prefixes, so their total can exceed the input's size: a
 	// few times over, at most, in what a scan writes; more, and the total
 	// is checked before it is believed.
-	paths.Grow(int(min(pathBytes, 16*uint64(len(data)))))
-	names.Grow(int(nameBytes))
+	d.paths.Grow(int(min(d.pathBytes, 16*uint64(size))))
+	d.names.Grow(int(d.nameBytes))
+	return d, nil
+}
+
+// decode reads every folder and checks the totals.
+func (d *listingDecoder) decode() error {
+	r := d.r
 	var path []byte // the current folder's
-	for i := range n {
+	for i := range d.folders {
 		shared := r.uvarint()
 		rest := r.bytes()
 		if shared > uint64(len(path)) || i > 0 && string(rest) <= string(path[shared:]) {
-			return nil, errors.New("listings: a folder is out of order")
+			return errors.New("listings: a folder is out of order")
 		}
 		path = append(path[:shared], rest...)
-		if len(path) > maxPathBytes || paths.Len()+len(path) > int(pathBytes) {
-			return nil, errors.New("listings: the folder paths are longer than their total")
+		if len(path) > maxPathBytes || d.paths.Len()+len(path) > int(d.pathBytes) {
+			return errors.New("listings: the folder paths are longer than their total")
 		}
-		paths.Write(path)
-		pathEnds[i] = paths.Len()
-		folders[i].stamp = dirStamp{dev: r.uvarint(), ino: r.uvarint(), mtime: r.varint(), ctime: r.varint()}
-		counts[i] = r.count(2)
-		if len(entries)+counts[i] > totalEntries {
-			return nil, errors.New("listings: more entries than their total")
+		d.paths.Write(path)
+		d.pathEnds[i] = d.paths.Len()
+		d.folders[i].stamp = dirStamp{dev: r.uvarint(), ino: r.uvarint(), mtime: r.varint(), ctime: r.varint()}
+		d.counts[i] = r.count(2)
+		if len(d.entries)+d.counts[i] > d.totalEntries {
+			return errors.New("listings: more entries than their total")
 		}
-		var prev []byte
-		for j := range counts[i] {
-			name := r.bytes()
-			typ, ok := entryType(r.byte())
-			if !ok || !validEntryName(string(name)) || j > 0 && string(name) <= string(prev) {
-				return nil, errors.New("listings: an entry is invalid or out of order")
-			}
-			prev = name
-			entries = append(entries, dirent{typ: typ})
-			names.Write(name)
-			nameEnds = append(nameEnds, names.Len())
+		if err := d.decodeEntries(d.counts[i]); err != nil {
+			return err
 		}
 		if r.err != nil {
 			break
 		}
 	}
 	if r.err != nil || len(r.b) != 0 {
-		return nil, errors.New("listings: truncated or with bytes after the last folder")
+		return errors.New("listings: truncated or with bytes after the last folder")
 	}
-	if len(entries) != totalEntries || paths.Len() != int(pathBytes) || names.Len() != int(nameBytes) {
-		return nil, errors.New("listings: the totals do not match the folders")
+	if len(d.entries) != d.totalEntries || d.paths.Len() != int(d.pathBytes) || d.names.Len() != int(d.nameBytes) {
+		return errors.New("listings: the totals do not match the folders")
 	}
-	l.dirs = make(map[string]*folderListing, n)
-	ifaces := make([]fs.DirEntry, len(entries))
-	allPaths, allNames := paths.String(), names.String()
+	return nil
+}
+
+// decodeEntries reads the n entries of one folder.
+func (d *listingDecoder) decodeEntries(n int) error {
+	var prev []byte
+	for j := range n {
+		name := d.r.bytes()
+		typ, ok := entryType(d.r.byte())
+		if !ok || !validEntryName(string(name)) || j > 0 && string(name) <= string(prev) {
+			return errors.New("listings: an entry is invalid or out of order")
+		}
+		prev = name
+		d.entries = append(d.entries, dirent{typ: typ})
+		d.names.Write(name)
+		d.nameEnds = append(d.nameEnds, d.names.Len())
+	}
+	return nil
+}
+
+// folderMap returns the decoded folders by path.
+func (d *listingDecoder) folderMap() (map[string]*folderListing, error) {
+	dirs := make(map[string]*folderListing, len(d.folders))
+	ifaces := make([]fs.DirEntry, len(d.entries))
+	allPaths, allNames := d.paths.String(), d.names.String()
 	pathStart, nameStart, e := 0, 0, 0
-	for i := range folders {
-		f := &folders[i]
-		p := allPaths[pathStart:pathEnds[i]]
-		pathStart = pathEnds[i]
+	for i := range d.folders {
+		f := &d.folders[i]
+		p := allPaths[pathStart:d.pathEnds[i]]
+		pathStart = d.pathEnds[i]
 		if !filepath.IsAbs(p) {
 			return nil, errors.New("listings: a folder is not absolute")
 		}
-		f.entries = ifaces[e : e+counts[i] : e+counts[i]]
+		f.entries = ifaces[e : e+d.counts[i] : e+d.counts[i]]
 		for j := range f.entries {
-			d := &entries[e]
-			d.dir, d.name = p, allNames[nameStart:nameEnds[e]]
-			nameStart = nameEnds[e]
-			f.entries[j] = d
+			ent := &d.entries[e]
+			ent.dir, ent.name = p, allNames[nameStart:d.nameEnds[e]]
+			nameStart = d.nameEnds[e]
+			f.entries[j] = ent
 			e++
 		}
-		l.dirs[p] = f
+		dirs[p] = f
 	}
-	return l, nil
+	return dirs, nil
 }
 
 // maxPathBytes bounds a listed folder's path, as Linux's PATH_MAX does.
@@ -344,23 +391,25 @@ func (r *listingReader) fail() {
 	r.b = nil
 }
 
-func (r *listingReader) uvarint() uint64 {
-	v, n := binary.Uvarint(r.b)
+// skip moves past the n bytes of a varint just decoded; n <= 0 (binary's
+// answer for a varint cut short or too long) fails.
+func (r *listingReader) skip(n int) {
 	if n <= 0 {
 		r.fail()
-		return 0
+		return
 	}
 	r.b = r.b[n:]
+}
+
+func (r *listingReader) uvarint() uint64 {
+	v, n := binary.Uvarint(r.b)
+	r.skip(n)
 	return v
 }
 
 func (r *listingReader) varint() int64 {
 	v, n := binary.Varint(r.b)
-	if n <= 0 {
-		r.fail()
-		return 0
-	}
-	r.b = r.b[n:]
+	r.skip(n)
 	return v
 }
 

@@ -146,32 +146,12 @@ func (w *walker) inside(real string) bool {
 // walk visits dir (shown as logical, resolved to real) at a depth below the
 // root. pre, when not nil, is the folder read ahead.
 func (w *walker) walk(logical, real string, depth int, pre *listing) {
-	if w.seen[real] {
+	if !w.enter(real) {
 		return
 	}
-	w.seen[real] = true
-	w.dirs++
-	if w.dirs > w.lim.MaxDirs {
-		if w.dirs == w.lim.MaxDirs+1 {
-			w.problem("scan-limit", w.root.Path, "root has more than %d folders; the rest is not scanned", w.lim.MaxDirs)
-		}
+	pre, ok := w.list(logical, real, pre)
+	if !ok {
 		return
-	}
-	w.res.Dirs = append(w.res.Dirs, real)
-
-	if pre == nil {
-		pre = &listing{}
-		pre.read(noParent, real, real, w.lim.MaxResources, w.known.lookup(real))
-	} else {
-		<-pre.done
-	}
-	if pre.err != nil {
-		w.problem("dir-unreadable", logical, "cannot read folder: %v", pre.err)
-		return
-	}
-	w.res.Listings.add(real, pre.stamp, pre.entries)
-	if pre.reused {
-		w.res.Listings.reused++
 	}
 	entries := pre.entries
 	for _, e := range entries {
@@ -192,6 +172,49 @@ func (w *walker) walk(logical, real string, depth int, pre *listing) {
 		}
 		return
 	}
+	w.descend(logical, real, depth, entries)
+}
+
+// enter counts the folder real, reporting false when it was visited
+// already or is past MaxDirs.
+func (w *walker) enter(real string) bool {
+	if w.seen[real] {
+		return false
+	}
+	w.seen[real] = true
+	w.dirs++
+	if w.dirs > w.lim.MaxDirs {
+		if w.dirs == w.lim.MaxDirs+1 {
+			w.problem("scan-limit", w.root.Path, "root has more than %d folders; the rest is not scanned", w.lim.MaxDirs)
+		}
+		return false
+	}
+	w.res.Dirs = append(w.res.Dirs, real)
+	return true
+}
+
+// list returns the folder's listing (pre, once read, when not nil) and
+// keeps it in the result; ok is false for a folder that cannot be read.
+func (w *walker) list(logical, real string, pre *listing) (_ *listing, ok bool) {
+	if pre == nil {
+		pre = &listing{}
+		pre.read(noParent, real, real, w.lim.MaxResources, w.known.lookup(real))
+	} else {
+		<-pre.done
+	}
+	if pre.err != nil {
+		w.problem("dir-unreadable", logical, "cannot read folder: %v", pre.err)
+		return nil, false
+	}
+	w.res.Listings.add(real, pre.stamp, pre.entries)
+	if pre.reused {
+		w.res.Listings.reused++
+	}
+	return pre, true
+}
+
+// descend walks the subfolders among entries, the folder's at depth.
+func (w *walker) descend(logical, real string, depth int, entries []fs.DirEntry) {
 	ahead := w.readAhead(real, entries)
 	if ahead != nil {
 		// Most subfolders of a folder this large are skills (a root).

@@ -267,43 +267,48 @@ func (p *parser) readFields(root *yaml.Node, fm *skill.Frontmatter) {
 		if v == nil {
 			continue
 		}
-		switch key {
-		case "name":
-			fm.Name = p.str(key, v)
-		case "description":
-			fm.Description = strings.TrimSpace(p.str(key, v))
-		case "license":
-			fm.License = p.str(key, v)
-		case "compatibility":
-			fm.Compatibility = p.str(key, v)
-		case "metadata":
-			fm.Metadata = p.stringMap(key, v)
-		case "allowed-tools":
-			fm.AllowedTools = p.list(key, v, true)
-		case "triggers":
-			fm.Triggers = p.list(key, v, false)
-		case "tags":
-			fm.Tags = p.list(key, v, false)
-		case "hidden":
-			fm.Hidden = p.boolean(key, v) == true
-		case "disable-model-invocation":
-			fm.DisableModelInvocation = p.boolean(key, v) == true
-		case "user-invocable":
-			if b, ok := p.boolean(key, v).(bool); ok {
-				fm.UserInvocable = &b
-			}
-		default:
-			js, ok := p.toJSON(key, v)
-			if !ok {
-				continue
-			}
-			if fm.Extra == nil {
-				fm.Extra = make(map[string]string)
-			}
-			fm.Extra[key] = js
-			if !hostExtensions[key] {
-				p.warnf(CodeUnknownField, key, line, "field %q is not part of the Agent Skills spec; kept as extra metadata", key)
-			}
+		p.readField(fm, key, line, v)
+	}
+}
+
+// readField fills the field key of fm, at line, from its value v.
+func (p *parser) readField(fm *skill.Frontmatter, key string, line int, v *yaml.Node) {
+	switch key {
+	case "name":
+		fm.Name = p.str(key, v)
+	case "description":
+		fm.Description = strings.TrimSpace(p.str(key, v))
+	case "license":
+		fm.License = p.str(key, v)
+	case "compatibility":
+		fm.Compatibility = p.str(key, v)
+	case "metadata":
+		fm.Metadata = p.stringMap(key, v)
+	case "allowed-tools":
+		fm.AllowedTools = p.list(key, v, true)
+	case "triggers":
+		fm.Triggers = p.list(key, v, false)
+	case "tags":
+		fm.Tags = p.list(key, v, false)
+	case "hidden":
+		fm.Hidden = p.boolean(key, v) == true
+	case "disable-model-invocation":
+		fm.DisableModelInvocation = p.boolean(key, v) == true
+	case "user-invocable":
+		if b, ok := p.boolean(key, v).(bool); ok {
+			fm.UserInvocable = &b
+		}
+	default:
+		js, ok := p.toJSON(key, v)
+		if !ok {
+			return
+		}
+		if fm.Extra == nil {
+			fm.Extra = make(map[string]string)
+		}
+		fm.Extra[key] = js
+		if !hostExtensions[key] {
+			p.warnf(CodeUnknownField, key, line, "field %q is not part of the Agent Skills spec; kept as extra metadata", key)
 		}
 	}
 }

@@ -72,95 +72,103 @@ func (m *Manager) Call(ctx context.Context, t *skill.Tool, args json.RawMessage)
 // text is cut at a character boundary, binary blocks that do not fit are
 // replaced by a note, structured content that does not fit is left out.
 func bound(res *mcpsdk.CallToolResult, limit int) *skill.ToolResult {
-	out := &skill.ToolResult{IsError: res.IsError}
-	left := limit
-	note := func(format string, args ...any) {
-		out.Truncated = true
-		out.Content = append(out.Content, skill.ToolContent{Type: "text", Text: fmt.Sprintf(format, args...)})
-	}
-	text := func(s string) (string, bool) {
-		if len(s) <= left {
-			left -= len(s)
-			return s, true
-		}
-		cut := left
-		for cut > 0 && !utf8.RuneStart(s[cut]) {
-			cut--
-		}
-		left = 0
-		out.Truncated = true
-		return s[:cut], false
-	}
+	b := &bounder{out: &skill.ToolResult{IsError: res.IsError}, left: limit, limit: limit}
 	for _, c := range res.Content {
-		if left <= 0 {
-			out.Truncated = true
+		if b.left <= 0 {
+			b.out.Truncated = true
 			break
 		}
-		switch c := c.(type) {
-		case *mcpsdk.TextContent:
-			t, whole := text(c.Text)
-			if !whole {
-				t += fmt.Sprintf("\n[cut: the result is over the %d-byte limit]", limit)
-			}
-			out.Content = append(out.Content, skill.ToolContent{Type: "text", Text: t})
-		case *mcpsdk.ImageContent:
-			out.Content = append(out.Content, binary("image", c.MIMEType, c.Data, &left, out))
-		case *mcpsdk.AudioContent:
-			out.Content = append(out.Content, binary("audio", c.MIMEType, c.Data, &left, out))
-		case *mcpsdk.ResourceLink:
-			name, _ := Clean(c.Name, 200)
-			desc, _ := Clean(c.Description, 500)
-			uri := skill.Clip(c.URI, 2000)
-			left -= len(uri) + len(name) + len(desc)
-			out.Content = append(out.Content, skill.ToolContent{Type: "resource_link", URI: uri, Name: name, Description: desc, MIMEType: c.MIMEType})
-		case *mcpsdk.EmbeddedResource:
-			r := c.Resource
-			if r == nil {
-				continue
-			}
-			tc := skill.ToolContent{Type: "resource", URI: skill.Clip(r.URI, 2000), MIMEType: r.MIMEType}
-			if r.Blob != nil {
-				b := binary("resource", r.MIMEType, r.Blob, &left, out)
-				if b.Type != "resource" {
-					out.Content = append(out.Content, b)
-					continue
-				}
-				tc.Data = b.Data
-			} else {
-				t, whole := text(r.Text)
-				if !whole {
-					t += fmt.Sprintf("\n[cut: the result is over the %d-byte limit]", limit)
-				}
-				tc.Text = t
-			}
-			out.Content = append(out.Content, tc)
-		default:
-			note("[a content block of a type the router does not forward was left out]")
+		if tc, ok := b.block(c); ok {
+			b.out.Content = append(b.out.Content, tc)
 		}
 	}
 	if res.StructuredContent != nil {
-		b, err := json.Marshal(res.StructuredContent)
-		switch {
-		case err != nil:
-		case len(b) <= left:
-			out.StructuredContent = b
-			left -= len(b)
-		default:
-			out.Truncated = true
-		}
+		b.structured(res.StructuredContent)
 	}
-	out.Bytes = limit - max(left, 0)
-	return out
+	b.out.Bytes = limit - max(b.left, 0)
+	return b.out
+}
+
+// bounder converts the blocks of one call result into out, counting the
+// bytes left of the limit.
+type bounder struct {
+	out   *skill.ToolResult
+	left  int
+	limit int
+}
+
+// block converts one content block; ok is false for a block left out
+// without a note.
+func (b *bounder) block(c mcpsdk.Content) (tc skill.ToolContent, ok bool) {
+	switch c := c.(type) {
+	case *mcpsdk.TextContent:
+		return skill.ToolContent{Type: "text", Text: b.text(c.Text)}, true
+	case *mcpsdk.ImageContent:
+		return b.binary("image", c.MIMEType, c.Data), true
+	case *mcpsdk.AudioContent:
+		return b.binary("audio", c.MIMEType, c.Data), true
+	case *mcpsdk.ResourceLink:
+		name, _ := Clean(c.Name, 200)
+		desc, _ := Clean(c.Description, 500)
+		uri := skill.Clip(c.URI, 2000)
+		b.left -= len(uri) + len(name) + len(desc)
+		return skill.ToolContent{Type: "resource_link", URI: uri, Name: name, Description: desc, MIMEType: c.MIMEType}, true
+	case *mcpsdk.EmbeddedResource:
+		r := c.Resource
+		if r == nil {
+			return tc, false
+		}
+		if r.Blob != nil {
+			bin := b.binary("resource", r.MIMEType, r.Blob)
+			if bin.Type != "resource" {
+				return bin, true // the note in its place
+			}
+			return skill.ToolContent{Type: "resource", URI: skill.Clip(r.URI, 2000), MIMEType: r.MIMEType, Data: bin.Data}, true
+		}
+		return skill.ToolContent{Type: "resource", URI: skill.Clip(r.URI, 2000), MIMEType: r.MIMEType, Text: b.text(r.Text)}, true
+	default:
+		b.out.Truncated = true
+		return skill.ToolContent{Type: "text", Text: "[a content block of a type the router does not forward was left out]"}, true
+	}
+}
+
+// text keeps what fits of s, cut at a character boundary and then saying
+// so.
+func (b *bounder) text(s string) string {
+	if len(s) <= b.left {
+		b.left -= len(s)
+		return s
+	}
+	cut := b.left
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	b.left = 0
+	b.out.Truncated = true
+	return s[:cut] + fmt.Sprintf("\n[cut: the result is over the %d-byte limit]", b.limit)
 }
 
 // binary keeps a binary block when its base64 form fits, else a note.
-func binary(kind, mime string, data []byte, left *int, out *skill.ToolResult) skill.ToolContent {
+func (b *bounder) binary(kind, mime string, data []byte) skill.ToolContent {
 	size := base64.StdEncoding.EncodedLen(len(data))
-	if size > *left {
-		*left = 0
-		out.Truncated = true
+	if size > b.left {
+		b.left = 0
+		b.out.Truncated = true
 		return skill.ToolContent{Type: "text", Text: fmt.Sprintf("[a %s block (%s, %d bytes) was left out: it is over the result limit]", kind, skill.Clip(mime, 60), len(data))}
 	}
-	*left -= size
+	b.left -= size
 	return skill.ToolContent{Type: kind, MIMEType: skill.Clip(mime, 100), Data: data}
+}
+
+// structured keeps the structured content when its JSON fits.
+func (b *bounder) structured(v any) {
+	j, err := json.Marshal(v)
+	switch {
+	case err != nil:
+	case len(j) <= b.left:
+		b.out.StructuredContent = j
+		b.left -= len(j)
+	default:
+		b.out.Truncated = true
+	}
 }

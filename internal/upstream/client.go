@@ -170,6 +170,32 @@ func (c *client) session(ctx context.Context) error {
 		return err
 	}
 	defer cleanup()
+	sess, err := c.connect(ctx, c.newSDKClient(relist), tr, exited)
+	if err != nil {
+		return err
+	}
+	defer sess.Close()
+	ended := make(chan error, 1)
+	go func() { ended <- sess.Wait() }()
+
+	c.noteInitialize(sess.InitializeResult())
+	if err := c.list(ctx, sess, pages, false); err != nil {
+		return err
+	}
+	c.mu.Lock()
+	c.sess = sess
+	c.st.State, c.st.LastError, c.st.NextAttempt = skill.ServerReady, "", time.Time{}
+	n := len(c.set.tools)
+	c.mu.Unlock()
+	c.log.Info("MCP server ready", "tools", n)
+	c.m.notify()
+	c.firstDone()
+	return c.follow(ctx, sess, pages, ended, exited)
+}
+
+// newSDKClient returns the SDK's client for one connection; relist asks
+// for the tools to be listed again.
+func (c *client) newSDKClient(relist func()) *mcpsdk.Client {
 	onChange := func() {
 		c.update(func(st *skill.ServerStatus) { st.ListChanged++ })
 		relist()
@@ -197,27 +223,33 @@ func (c *client) session(ctx context.Context) error {
 			return next(ctx, method, req)
 		}
 	})
+	return cl
+}
+
+// connect initializes a session over tr within the startup timeout,
+// explaining a failure.
+func (c *client) connect(ctx context.Context, cl *mcpsdk.Client, tr mcpsdk.Transport, exited func() string) (*mcpsdk.ClientSession, error) {
 	cctx, cancel := context.WithTimeout(ctx, c.cfg.StartupTimeout)
 	sess, err := cl.Connect(cctx, tr, nil)
 	timedOut := cctx.Err() == context.DeadlineExceeded
 	cancel()
-	if err != nil {
-		if ctx.Err() != nil {
-			return ctx.Err()
-		}
-		if timedOut {
-			return fmt.Errorf("initialize: no answer within startup_timeout %s", c.cfg.StartupTimeout)
-		}
-		if how := exited(); how != "" {
-			return fmt.Errorf("the server process exited during initialize (%s); see its stderr", how)
-		}
-		return fmt.Errorf("initialize: %s", c.redact(err))
+	if err == nil {
+		return sess, nil
 	}
-	defer sess.Close()
-	ended := make(chan error, 1)
-	go func() { ended <- sess.Wait() }()
+	if ctx.Err() != nil {
+		return nil, ctx.Err()
+	}
+	if timedOut {
+		return nil, fmt.Errorf("initialize: no answer within startup_timeout %s", c.cfg.StartupTimeout)
+	}
+	if how := exited(); how != "" {
+		return nil, fmt.Errorf("the server process exited during initialize (%s); see its stderr", how)
+	}
+	return nil, fmt.Errorf("initialize: %s", c.redact(err))
+}
 
-	init := sess.InitializeResult()
+// noteInitialize records the connection and what the server said of itself.
+func (c *client) noteInitialize(init *mcpsdk.InitializeResult) {
 	c.update(func(st *skill.ServerStatus) {
 		st.ConnectedAt = time.Now()
 		if init != nil {
@@ -228,18 +260,11 @@ func (c *client) session(ctx context.Context) error {
 			}
 		}
 	})
-	if err := c.list(ctx, sess, pages, false); err != nil {
-		return err
-	}
-	c.mu.Lock()
-	c.sess = sess
-	c.st.State, c.st.LastError, c.st.NextAttempt = skill.ServerReady, "", time.Time{}
-	n := len(c.set.tools)
-	c.mu.Unlock()
-	c.log.Info("MCP server ready", "tools", n)
-	c.m.notify()
-	c.firstDone()
+}
 
+// follow lists the tools again on each refresh until the session ends
+// (ended) or ctx does.
+func (c *client) follow(ctx context.Context, sess *mcpsdk.ClientSession, pages *rawPages, ended <-chan error, exited func() string) error {
 	last := time.Now()
 	for {
 		select {
@@ -303,73 +328,92 @@ func (c *client) redact(err error) string {
 // when the server accepts the session's standalone SSE stream again after
 // a break.
 func (c *client) transport(pages *rawPages, reopened func()) (tr mcpsdk.Transport, exited func() string, cleanup func(), err error) {
-	exited = func() string { return "" }
-	getenv := c.m.opts.Getenv
-	var resolved []string
-	resolve := func(where string, v Value) (string, error) {
-		s, err := v.resolve(getenv)
-		if err != nil {
-			return "", fmt.Errorf("%s: %w", where, err)
-		}
-		resolved = append(resolved, s)
-		return s, nil
-	}
+	sec := &secrets{getenv: c.m.opts.Getenv}
 	switch c.cfg.Transport {
 	case TransportStdio:
-		env := make([]string, 0, len(inheritedEnv)+len(c.cfg.Env))
-		for _, k := range inheritedEnv {
-			if v := getenv(k); v != "" {
-				env = append(env, k+"="+v)
-			}
-		}
-		for _, k := range sortedKeys(c.cfg.Env) {
-			v, err := resolve("env "+k, c.cfg.Env[k])
-			if err != nil {
-				return nil, nil, nil, err
-			}
-			env = append(env, k+"="+v)
-		}
-		c.setRedactor(resolved)
-		cmd := exec.Command(c.cfg.Command, c.cfg.Args...)
-		cmd.Env, cmd.Dir, cmd.Stderr = env, c.cfg.Cwd, c.stderr
-		setProcessGroup(cmd)
-		if cmd.Err != nil {
-			return nil, nil, nil, fmt.Errorf("start the server process: %s", c.redact(cmd.Err))
-		}
-		tr := &startCheck{inner: &mcpsdk.CommandTransport{Command: cmd, TerminateDuration: c.m.opts.TerminateGrace}, c: c}
-		exited = func() string {
-			if ps := cmd.ProcessState; ps != nil {
-				return ps.String()
-			}
-			return ""
-		}
-		return &rawTransport{inner: tr, pages: pages}, exited, func() { killProcessGroup(cmd) }, nil
+		return c.stdioTransport(pages, sec)
 	case TransportHTTP:
-		h := http.Header{}
-		for _, k := range sortedKeys(c.cfg.Headers) {
-			v, err := resolve("header "+k, c.cfg.Headers[k])
-			if err != nil {
-				return nil, nil, nil, err
-			}
-			h.Set(k, v)
-		}
-		if c.cfg.BearerToken != nil {
-			v, err := resolve("bearer_token", *c.cfg.BearerToken)
-			if err != nil {
-				return nil, nil, nil, err
-			}
-			h.Set("Authorization", "Bearer "+v)
-		}
-		c.setRedactor(resolved)
-		base := http.DefaultTransport.(*http.Transport).Clone()
-		// A server may hold a call's response headers until the result
-		// is ready: allow the longer of the two deadlines.
-		base.ResponseHeaderTimeout = max(c.cfg.StartupTimeout, c.cfg.CallTimeout)
-		hc := &http.Client{Transport: &headerTransport{base: &rawHTTP{base: base, pages: pages, reopened: reopened}, headers: h}}
-		tr := &mcpsdk.StreamableClientTransport{Endpoint: c.cfg.URL, HTTPClient: hc, MaxRetries: 2}
-		return tr, exited, base.CloseIdleConnections, nil
+		tr, cleanup, err := c.httpTransport(pages, reopened, sec)
+		return tr, func() string { return "" }, cleanup, err
 	}
 	return nil, nil, nil, fmt.Errorf("unknown transport %q", c.cfg.Transport)
+}
+
+// secrets resolves a server's configured values, remembering each one for
+// the redactor.
+type secrets struct {
+	getenv   func(string) string
+	resolved []string
+}
+
+func (s *secrets) resolve(where string, v Value) (string, error) {
+	r, err := v.resolve(s.getenv)
+	if err != nil {
+		return "", fmt.Errorf("%s: %w", where, err)
+	}
+	s.resolved = append(s.resolved, r)
+	return r, nil
+}
+
+// stdioTransport starts nothing yet: it returns the transport that starts
+// the server's process with its environment, and how that process ended.
+func (c *client) stdioTransport(pages *rawPages, sec *secrets) (mcpsdk.Transport, func() string, func(), error) {
+	env := make([]string, 0, len(inheritedEnv)+len(c.cfg.Env))
+	for _, k := range inheritedEnv {
+		if v := sec.getenv(k); v != "" {
+			env = append(env, k+"="+v)
+		}
+	}
+	for _, k := range sortedKeys(c.cfg.Env) {
+		v, err := sec.resolve("env "+k, c.cfg.Env[k])
+		if err != nil {
+			return nil, nil, nil, err
+		}
+		env = append(env, k+"="+v)
+	}
+	c.setRedactor(sec.resolved)
+	cmd := exec.Command(c.cfg.Command, c.cfg.Args...)
+	cmd.Env, cmd.Dir, cmd.Stderr = env, c.cfg.Cwd, c.stderr
+	setProcessGroup(cmd)
+	if cmd.Err != nil {
+		return nil, nil, nil, fmt.Errorf("start the server process: %s", c.redact(cmd.Err))
+	}
+	tr := &startCheck{inner: &mcpsdk.CommandTransport{Command: cmd, TerminateDuration: c.m.opts.TerminateGrace}, c: c}
+	exited := func() string {
+		if ps := cmd.ProcessState; ps != nil {
+			return ps.String()
+		}
+		return ""
+	}
+	return &rawTransport{inner: tr, pages: pages}, exited, func() { killProcessGroup(cmd) }, nil
+}
+
+// httpTransport returns the Streamable HTTP transport with the configured
+// headers and bearer token.
+func (c *client) httpTransport(pages *rawPages, reopened func(), sec *secrets) (mcpsdk.Transport, func(), error) {
+	h := http.Header{}
+	for _, k := range sortedKeys(c.cfg.Headers) {
+		v, err := sec.resolve("header "+k, c.cfg.Headers[k])
+		if err != nil {
+			return nil, nil, err
+		}
+		h.Set(k, v)
+	}
+	if c.cfg.BearerToken != nil {
+		v, err := sec.resolve("bearer_token", *c.cfg.BearerToken)
+		if err != nil {
+			return nil, nil, err
+		}
+		h.Set("Authorization", "Bearer "+v)
+	}
+	c.setRedactor(sec.resolved)
+	base := http.DefaultTransport.(*http.Transport).Clone()
+	// A server may hold a call's response headers until the result
+	// is ready: allow the longer of the two deadlines.
+	base.ResponseHeaderTimeout = max(c.cfg.StartupTimeout, c.cfg.CallTimeout)
+	hc := &http.Client{Transport: &headerTransport{base: &rawHTTP{base: base, pages: pages, reopened: reopened}, headers: h}}
+	tr := &mcpsdk.StreamableClientTransport{Endpoint: c.cfg.URL, HTTPClient: hc, MaxRetries: 2}
+	return tr, base.CloseIdleConnections, nil
 }
 
 func (c *client) setRedactor(resolved []string) {

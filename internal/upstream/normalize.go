@@ -93,51 +93,68 @@ func normalize(cfg *ServerConfig, raw []json.RawMessage, truncated int) *toolSet
 	if truncated > 0 {
 		ts.diag.addf("the server lists more than %d tools (max_tools): the first %d are served, the rest left out", cfg.MaxTools, cfg.MaxTools)
 	}
-	type kept struct {
-		w      wireTool
-		schema json.RawMessage
-	}
-	var keep []kept
+	var keep []keptTool
 	seen := map[string]int{}
 	for i, r := range raw {
-		var w wireTool
-		if err := json.Unmarshal(r, &w); err != nil {
-			ts.bad++
-			ts.diag.addf("tool #%d is not a tool object (%s); left out", i+1, clipErr(err))
-			continue
+		if k, ok := ts.admit(cfg, i+1, r, seen); ok {
+			keep = append(keep, k)
 		}
-		switch {
-		case w.Name == "":
-			ts.bad++
-			ts.diag.addf("tool #%d has no name; left out", i+1)
-			continue
-		case len(w.Name) > MaxUpstreamNameBytes || !utf8.ValidString(w.Name):
-			ts.bad++
-			ts.diag.addf("tool #%d: its name is %d bytes or not UTF-8 (the limit is %d); left out", i+1, len(w.Name), MaxUpstreamNameBytes)
-			continue
-		}
-		shown := quote(w.Name)
-		if n, dup := seen[w.Name]; dup {
-			ts.bad++
-			ts.diag.addf("tool %s is listed again as #%d (first #%d); the first is served", shown, i+1, n)
-			continue
-		}
-		seen[w.Name] = i + 1
-		if !cfg.toolAllowed(w.Name) {
-			ts.filtered++
-			continue
-		}
-		schema, problem := checkSchema(w.InputSchema)
-		if problem != "" {
-			ts.bad++
-			ts.diag.addf("tool %s: %s; left out", shown, problem)
-			continue
-		}
-		if len(w.InputSchema) == 0 || string(bytes.TrimSpace(w.InputSchema)) == "null" {
-			ts.diag.addf("tool %s has no input schema; served with an empty object schema", shown)
-		}
-		keep = append(keep, kept{w, schema})
 	}
+	ts.addEntries(cfg, keep)
+	return ts
+}
+
+// keptTool is a listed tool that normalize serves, with the schema to serve.
+type keptTool struct {
+	w      wireTool
+	schema json.RawMessage
+}
+
+// admit decodes and checks the n-th raw tool, counting and explaining it in
+// ts when it is left out; seen holds the names of the tools before it.
+func (ts *toolSet) admit(cfg *ServerConfig, n int, r json.RawMessage, seen map[string]int) (keptTool, bool) {
+	var w wireTool
+	if err := json.Unmarshal(r, &w); err != nil {
+		ts.bad++
+		ts.diag.addf("tool #%d is not a tool object (%s); left out", n, clipErr(err))
+		return keptTool{}, false
+	}
+	switch {
+	case w.Name == "":
+		ts.bad++
+		ts.diag.addf("tool #%d has no name; left out", n)
+		return keptTool{}, false
+	case len(w.Name) > MaxUpstreamNameBytes || !utf8.ValidString(w.Name):
+		ts.bad++
+		ts.diag.addf("tool #%d: its name is %d bytes or not UTF-8 (the limit is %d); left out", n, len(w.Name), MaxUpstreamNameBytes)
+		return keptTool{}, false
+	}
+	shown := quote(w.Name)
+	if first, dup := seen[w.Name]; dup {
+		ts.bad++
+		ts.diag.addf("tool %s is listed again as #%d (first #%d); the first is served", shown, n, first)
+		return keptTool{}, false
+	}
+	seen[w.Name] = n
+	if !cfg.toolAllowed(w.Name) {
+		ts.filtered++
+		return keptTool{}, false
+	}
+	schema, problem := checkSchema(w.InputSchema)
+	if problem != "" {
+		ts.bad++
+		ts.diag.addf("tool %s: %s; left out", shown, problem)
+		return keptTool{}, false
+	}
+	if len(w.InputSchema) == 0 || string(bytes.TrimSpace(w.InputSchema)) == "null" {
+		ts.diag.addf("tool %s has no input schema; served with an empty object schema", shown)
+	}
+	return keptTool{w, schema}, true
+}
+
+// addEntries makes the index entries of the kept tools, sorted by name, and
+// the digest of the set.
+func (ts *toolSet) addEntries(cfg *ServerConfig, keep []keptTool) {
 	names := make([]string, len(keep))
 	for i, k := range keep {
 		names[i] = k.w.Name
@@ -155,7 +172,6 @@ func normalize(cfg *ServerConfig, raw []json.RawMessage, truncated int) *toolSet
 		_ = enc.Encode([]string{t.Name, t.ContentHash})
 	}
 	ts.digest = hex.EncodeToString(h.Sum(nil))
-	return ts
 }
 
 // checkSchema returns the schema to serve: the raw bytes when they are a

@@ -121,37 +121,20 @@ func runCalibrate(args []string) error {
 	dump := fs.String("dump", "", "write the collected tasks (JSON) to this file")
 	load := fs.String("load", "", "read collected tasks from a -dump file instead of ranking them")
 	fs.Parse(args)
-	if *out == "" {
-		*out = filepath.Join(*model, "calibration.yaml")
-	}
-	opt := eval.FitOptions{Hidden: *hidden, NotConfident: *notConfident, Keywordless: *keywordless}
-	opt.Features = strings.Split(*features, ",")
-	var err error
-	if opt.Signs, err = parseSigns(*signs); err != nil {
+	opt := eval.FitOptions{Hidden: *hidden, NotConfident: *notConfident, Keywordless: *keywordless, Features: strings.Split(*features, ",")}
+	signMap, err := parseSigns(*signs)
+	if err != nil {
 		return err
 	}
-	ctx := context.Background()
+	opt.Signs = signMap
 	var col collected
 	if *load != "" {
-		if col, err = loadCollected(*load); err != nil {
-			return err
-		}
+		col, err = loadCollected(*load)
 	} else {
-		sets := []devSet{
-			{name: "metatool", skills: filepath.Join(*evalDir, "metatool", "skills"), queries: filepath.Join(*evalDir, "metatool", "queries.jsonl")},
-			{name: "seal-tools", skills: filepath.Join(*evalDir, "seal-tools", "skills"), queries: filepath.Join(*evalDir, "seal-tools", "queries.jsonl")},
-			{name: "toollens-train", skills: filepath.Join(*transferDir, "toollens-train", "skills"), queries: filepath.Join(*transferDir, "toollens-train", "queries.jsonl")},
-			{name: "skillsbench-dev", skills: filepath.Join(*transferDir, "skillsbench-dev", "skills"), queries: filepath.Join(*transferDir, "skillsbench-dev", "queries.jsonl"), agent: true},
-			{name: "corpora", skills: filepath.Join(*work, "corpora"), queries: *corporaTasks, agent: true},
-		}
-		n, err := gatherSkills(*corpora, sets[4].skills)
-		if err != nil {
-			return err
-		}
-		fmt.Fprintf(os.Stderr, "calibrate: %d skill folders gathered under %s\n", n, sets[4].skills)
-		if col, err = collect(ctx, sets, *model, *seed); err != nil {
-			return err
-		}
+		col, err = gatherAndCollect(devSets(*evalDir, *transferDir, *work, *corporaTasks), *corpora, *model, *seed)
+	}
+	if err != nil {
+		return err
 	}
 	if *dump != "" {
 		if err := writeMarshalled(*dump, col, json.Marshal); err != nil {
@@ -169,27 +152,66 @@ func runCalibrate(args []string) error {
 	if err != nil {
 		return err
 	}
-	if *report != "" {
-		indent := func(v any) ([]byte, error) { return json.MarshalIndent(v, "", "  ") }
-		if err := writeMarshalled(*report, fit, indent); err != nil {
-			return err
-		}
+	if err := writeReport(*report, fit); err != nil {
+		return err
 	}
 	table := figureTable(fit)
 	fmt.Print(table)
+	return writeCalibration(*out, *model, fit, table, col.CalibratedOn, opt)
+}
 
+// writeReport writes the fit's figures as indented JSON to path, unless
+// path is empty.
+func writeReport(path string, fit *eval.AbstentionFit) error {
+	if path == "" {
+		return nil
+	}
+	indent := func(v any) ([]byte, error) { return json.MarshalIndent(v, "", "  ") }
+	return writeMarshalled(path, fit, indent)
+}
+
+// devSets are the five dev sets, the gathered corpora's last.
+func devSets(evalDir, transferDir, work, corporaTasks string) []devSet {
+	return []devSet{
+		{name: "metatool", skills: filepath.Join(evalDir, "metatool", "skills"), queries: filepath.Join(evalDir, "metatool", "queries.jsonl")},
+		{name: "seal-tools", skills: filepath.Join(evalDir, "seal-tools", "skills"), queries: filepath.Join(evalDir, "seal-tools", "queries.jsonl")},
+		{name: "toollens-train", skills: filepath.Join(transferDir, "toollens-train", "skills"), queries: filepath.Join(transferDir, "toollens-train", "queries.jsonl")},
+		{name: "skillsbench-dev", skills: filepath.Join(transferDir, "skillsbench-dev", "skills"), queries: filepath.Join(transferDir, "skillsbench-dev", "queries.jsonl"), agent: true},
+		{name: "corpora", skills: filepath.Join(work, "corpora"), queries: corporaTasks, agent: true},
+	}
+}
+
+// gatherAndCollect gathers the corpora's skill folders into the last set's
+// catalog, then collects the tasks of the sets.
+func gatherAndCollect(sets []devSet, corpora, model string, seed uint64) (collected, error) {
+	gathered := sets[len(sets)-1].skills
+	n, err := gatherSkills(corpora, gathered)
+	if err != nil {
+		return collected{}, err
+	}
+	fmt.Fprintf(os.Stderr, "calibrate: %d skill folders gathered under %s\n", n, gathered)
+	return collect(context.Background(), sets, model, seed)
+}
+
+// writeCalibration writes the fitted classifier as a config fragment to
+// out (default MODEL/calibration.yaml), its header explaining the fit and
+// holding the figures' table.
+func writeCalibration(out, model string, fit *eval.AbstentionFit, table string, calibratedOn []string, opt eval.FitOptions) error {
+	if out == "" {
+		out = filepath.Join(model, "calibration.yaml")
+	}
 	// calibrated_on names every set fitted on, so an evaluation of one of
 	// them says its verdict figures are in-sample.
 	doc := map[string]any{"match": map[string]any{
 		"abstain":       map[string]any{"classifiers": []match.Classifier{*fit.Classifier}},
-		"calibrated_on": strings.Join(col.CalibratedOn, " "),
+		"calibrated_on": strings.Join(calibratedOn, " "),
 	}}
 	body, err := yaml.Marshal(doc)
 	if err != nil {
 		return err
 	}
 	var head strings.Builder
-	name := filepath.Base(filepath.Clean(*model))
+	name := filepath.Base(filepath.Clean(model))
 	head.WriteString(`# Calibrated abstention for ` + name + `, applied by the router's default
 # configuration (a config file that sets match.abstain.classifiers replaces it).
 # Written by: go run ./models/recipe calibrate (see models/` + name + `/MODEL.md).
@@ -203,9 +225,9 @@ func runCalibrate(args []string) error {
 # skill) against catalogs that cannot serve them: user requests for API tools
 # against the gathered skill folders, agent tasks against API tools (A>B).
 # It reads no feature that names a catalog (size, vocabulary). Weights of evidence
-# features may not turn negative. The cutoff hides at most ` + fmt.Sprintf("%g", 100**hidden) + `% of each set's
+# features may not turn negative. The cutoff hides at most ` + fmt.Sprintf("%g", 100*opt.Hidden) + `% of each set's
 # answerable tasks (a relevant skill in the top three abstained on), half that at
-# the first candidate; at least ` + fmt.Sprintf("%g", 100**notConfident) + `% of each foreign pair's tasks fall under
+# the first candidate; at least ` + fmt.Sprintf("%g", 100*opt.NotConfident) + `% of each foreign pair's tasks fall under
 # confident. Tasks no skill shares a word with are abstained on under the model's
 # cosine threshold (` + fmt.Sprintf("%g", opt.Keywordless) + `), as the router does.
 # Figures (need: answerable tasks, hidden by an abstention / low-confidence; none:
@@ -214,10 +236,10 @@ func runCalibrate(args []string) error {
 	for _, line := range strings.Split(strings.TrimRight(table, "\n"), "\n") {
 		head.WriteString("#   " + strings.TrimRight(line, " ") + "\n")
 	}
-	if err := os.WriteFile(*out, append([]byte(head.String()), body...), 0o644); err != nil {
+	if err := os.WriteFile(out, append([]byte(head.String()), body...), 0o644); err != nil {
 		return err
 	}
-	fmt.Fprintf(os.Stderr, "calibrate: wrote %s\n", *out)
+	fmt.Fprintf(os.Stderr, "calibrate: wrote %s\n", out)
 	return nil
 }
 
@@ -267,101 +289,130 @@ type collected struct {
 
 // collect builds the task groups of the dev sets and ranks their tasks.
 func collect(ctx context.Context, sets []devSet, model string, seed uint64) (collected, error) {
-	var col collected
-	cfg := match.DefaultConfig()
-	corpus := map[string]*eval.Corpus{}
-	queries := map[string][]eval.Query{}
+	c := &collector{ctx: ctx, sets: sets, seed: seed, corpus: map[string]*eval.Corpus{}, queries: map[string][]eval.Query{}}
 	defer func() {
-		for _, c := range corpus {
-			c.Close()
+		for _, cp := range c.corpus {
+			cp.Close()
 		}
 	}()
-	for _, s := range sets {
-		c, err := eval.Open(ctx, eval.Options{Skills: s.skills, ModelDir: model, Config: &cfg})
-		if err != nil {
-			return col, fmt.Errorf("%s: %w", s.name, err)
-		}
-		corpus[s.name] = c
-		if c.DenseErr != nil {
-			return col, c.DenseErr
-		}
-		if queries[s.name], err = eval.LoadQueries(s.queries); err != nil {
-			return col, err
-		}
+	if err := c.open(model); err != nil {
+		return collected{}, err
 	}
-	var general []eval.Query // MetaTool's requests that need no skill
-	for _, q := range queries["metatool"] {
+	for _, q := range c.queries["metatool"] {
 		if !q.NeedSkill() {
-			general = append(general, q)
+			c.general = append(c.general, q)
 		}
 	}
-	var groups []eval.TaskGroup
-	add := func(g eval.TaskGroup) { groups = append(groups, g) }
 	for _, s := range sets {
-		ix := corpus[s.name].Index
-		add(eval.TaskGroup{Name: s.name, Source: s.name, Catalog: s.name, Own: true, Bound: eval.BoundHidden, Index: ix, Queries: queries[s.name]})
-		answerable := answerableOnly(queries[s.name])
-		if !s.agent || s.name == "corpora" {
-			// Agent tasks of skillsbench are long already.
-			long := eval.Lengthen(answerable[:min(lengthenCap, len(answerable))], lengthenSeed)
-			add(eval.TaskGroup{Name: s.name + "-long", Source: s.name, Catalog: s.name, Own: true, Bound: eval.BoundHidden, Index: ix, Queries: long})
-		}
-		if s.name != "metatool" && s.name != "seal-tools" {
-			add(eval.TaskGroup{Name: "general>" + s.name, Source: "metatool", Catalog: s.name, Index: ix, Queries: general})
-		}
-		for _, to := range sets {
-			if !foreignPair(s, to) {
-				continue
-			}
-			tix := corpus[to.name].Index
-			name := s.name + ">" + to.name
-			add(eval.TaskGroup{Name: name, Source: s.name, Catalog: to.name, Bound: eval.BoundConfident, Index: tix,
-				Queries: eval.Foreign(answerable, foreignTasks, trainSeed)})
-			add(eval.TaskGroup{Name: name + " (protocol)", Source: s.name, Catalog: to.name, Index: tix, Test: true,
-				Queries: eval.Foreign(answerable, foreignTasks, eval.DefaultForeignSeed)})
-			long := eval.Lengthen(eval.Foreign(answerable, min(lengthenCap/2, foreignTasks), trainSeed), lengthenSeed)
-			if s.name != "skillsbench-dev" {
-				add(eval.TaskGroup{Name: s.name + "-long>" + to.name, Source: s.name, Catalog: to.name, Index: tix, Queries: long})
-			}
-		}
-		// Sub-catalogs: the set's own tasks against skills drawn from its
-		// catalog, and tasks no drawn skill serves (general requests,
-		// foreign tasks of the other kind) against draws of the same
-		// sizes, so the fit sees small catalogs both ways.
-		sub := func(qs []eval.Query, name, source string, sizes []int, answer, none int) error {
-			gs, err := corpus[s.name].SubCatalogs(ctx, qs, eval.SubCatalogOptions{
-				Name: name, Catalog: s.name, Source: source, Own: source == s.name, Sizes: sizes,
-				Answerable: answer, NoSkill: none, MinDraws: 3, MaxDraws: 60, Seed: seed,
-			})
-			groups = append(groups, gs...)
-			return err
-		}
-		if err := sub(answerable, s.name, s.name, []int{10, 30, 100, 300}, subAnswerable, 0); err != nil {
-			return col, err
-		}
-		if err := sub(general, "general>"+s.name, "metatool", []int{10, 30, 100}, 0, subAnswerable); err != nil {
-			return col, err
-		}
-		for _, from := range sets {
-			if foreignPair(from, s) {
-				qs := eval.Foreign(answerableOnly(queries[from.name]), foreignTasks, trainSeed)
-				if err := sub(qs, from.name+">"+s.name, from.name, []int{10, 30, 100}, 0, subAnswerable); err != nil {
-					return col, err
-				}
-			}
+		c.addGroups(s)
+		if err := c.addSubCatalogs(s); err != nil {
+			return collected{}, err
 		}
 	}
-	fmt.Fprintf(os.Stderr, "calibrate: ranking the tasks of %d groups\n", len(groups))
-	tasks, err := eval.CollectTasks(ctx, groups)
+	fmt.Fprintf(os.Stderr, "calibrate: ranking the tasks of %d groups\n", len(c.groups))
+	tasks, err := eval.CollectTasks(ctx, c.groups)
 	if err != nil {
-		return col, err
+		return collected{}, err
 	}
-	mt := corpus["metatool"]
-	col = collected{Model: mt.Model.Fingerprint, Threshold: mt.Index.Config().Abstain.Threshold, Groups: groups, Tasks: tasks}
+	mt := c.corpus["metatool"]
+	col := collected{Model: mt.Model.Fingerprint, Threshold: mt.Index.Config().Abstain.Threshold, Groups: c.groups, Tasks: tasks}
 	for _, s := range sets {
-		col.CalibratedOn = append(col.CalibratedOn, eval.Digest(queries[s.name]))
+		col.CalibratedOn = append(col.CalibratedOn, eval.Digest(c.queries[s.name]))
 	}
 	return col, nil
+}
+
+// collector builds the task groups of the dev sets.
+type collector struct {
+	ctx     context.Context
+	sets    []devSet
+	seed    uint64
+	corpus  map[string]*eval.Corpus // by set
+	queries map[string][]eval.Query // by set
+	general []eval.Query            // MetaTool's requests that need no skill
+	groups  []eval.TaskGroup
+}
+
+// open opens each set's corpus with the model and reads its queries.
+func (c *collector) open(model string) error {
+	cfg := match.DefaultConfig()
+	for _, s := range c.sets {
+		cp, err := eval.Open(c.ctx, eval.Options{Skills: s.skills, ModelDir: model, Config: &cfg})
+		if err != nil {
+			return fmt.Errorf("%s: %w", s.name, err)
+		}
+		c.corpus[s.name] = cp
+		if cp.DenseErr != nil {
+			return cp.DenseErr
+		}
+		if c.queries[s.name], err = eval.LoadQueries(s.queries); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (c *collector) add(g eval.TaskGroup) { c.groups = append(c.groups, g) }
+
+// addGroups adds the groups against s's whole catalog: its own tasks,
+// lengthened, general requests, and its tasks foreign to other catalogs.
+func (c *collector) addGroups(s devSet) {
+	ix := c.corpus[s.name].Index
+	c.add(eval.TaskGroup{Name: s.name, Source: s.name, Catalog: s.name, Own: true, Bound: eval.BoundHidden, Index: ix, Queries: c.queries[s.name]})
+	answerable := answerableOnly(c.queries[s.name])
+	if !s.agent || s.name == "corpora" {
+		// Agent tasks of skillsbench are long already.
+		long := eval.Lengthen(answerable[:min(lengthenCap, len(answerable))], lengthenSeed)
+		c.add(eval.TaskGroup{Name: s.name + "-long", Source: s.name, Catalog: s.name, Own: true, Bound: eval.BoundHidden, Index: ix, Queries: long})
+	}
+	if s.name != "metatool" && s.name != "seal-tools" {
+		c.add(eval.TaskGroup{Name: "general>" + s.name, Source: "metatool", Catalog: s.name, Index: ix, Queries: c.general})
+	}
+	for _, to := range c.sets {
+		if !foreignPair(s, to) {
+			continue
+		}
+		tix := c.corpus[to.name].Index
+		name := s.name + ">" + to.name
+		c.add(eval.TaskGroup{Name: name, Source: s.name, Catalog: to.name, Bound: eval.BoundConfident, Index: tix,
+			Queries: eval.Foreign(answerable, foreignTasks, trainSeed)})
+		c.add(eval.TaskGroup{Name: name + " (protocol)", Source: s.name, Catalog: to.name, Index: tix, Test: true,
+			Queries: eval.Foreign(answerable, foreignTasks, eval.DefaultForeignSeed)})
+		long := eval.Lengthen(eval.Foreign(answerable, min(lengthenCap/2, foreignTasks), trainSeed), lengthenSeed)
+		if s.name != "skillsbench-dev" {
+			c.add(eval.TaskGroup{Name: s.name + "-long>" + to.name, Source: s.name, Catalog: to.name, Index: tix, Queries: long})
+		}
+	}
+}
+
+// addSubCatalogs adds the groups against sub-catalogs of s: the set's own
+// tasks against skills drawn from its catalog, and tasks no drawn skill
+// serves (general requests, foreign tasks of the other kind) against draws
+// of the same sizes, so the fit sees small catalogs both ways.
+func (c *collector) addSubCatalogs(s devSet) error {
+	sub := func(qs []eval.Query, name, source string, sizes []int, answer, none int) error {
+		gs, err := c.corpus[s.name].SubCatalogs(c.ctx, qs, eval.SubCatalogOptions{
+			Name: name, Catalog: s.name, Source: source, Own: source == s.name, Sizes: sizes,
+			Answerable: answer, NoSkill: none, MinDraws: 3, MaxDraws: 60, Seed: c.seed,
+		})
+		c.groups = append(c.groups, gs...)
+		return err
+	}
+	if err := sub(answerableOnly(c.queries[s.name]), s.name, s.name, []int{10, 30, 100, 300}, subAnswerable, 0); err != nil {
+		return err
+	}
+	if err := sub(c.general, "general>"+s.name, "metatool", []int{10, 30, 100}, 0, subAnswerable); err != nil {
+		return err
+	}
+	for _, from := range c.sets {
+		if foreignPair(from, s) {
+			qs := eval.Foreign(answerableOnly(c.queries[from.name]), foreignTasks, trainSeed)
+			if err := sub(qs, from.name+">"+s.name, from.name, []int{10, 30, 100}, 0, subAnswerable); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }
 
 // foreignPair reports whether the tasks of from are foreign to the catalog

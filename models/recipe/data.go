@@ -120,14 +120,8 @@ func debianPairs() ([]Pair, []Input, error) {
 	}
 	seenPkg := map[string]bool{}
 	seenDesc := map[string]bool{}
-	var pairs []Pair
-	var inputs []Input
-	for _, f := range files {
-		data, err := aptCat(f)
-		if err != nil {
-			return nil, nil, err
-		}
-		n := 0
+	return aptPairs("debian", files, func(data []byte) []Pair {
+		var pairs []Pair
 		for _, rec := range bytes.Split(data, []byte("\n\n")) {
 			pkg, synopsis, long := parseTranslation(string(rec))
 			if pkg == "" || seenPkg[pkg] || long == "" || skipPackage(pkg, synopsis) {
@@ -141,9 +135,24 @@ func debianPairs() ([]Pair, []Input, error) {
 			seenDesc[key] = true
 			first, _, _ := strings.Cut(long, "\n")
 			pairs = append(pairs, Pair{Source: "debian", Group: "deb:" + sha([]byte(strings.ToLower(first)))[:16], A: synopsis, B: strings.ReplaceAll(long, "\n", " ")})
-			n++
 		}
-		inputs = append(inputs, Input{Source: "debian", Path: f, SHA256: sha(data), Bytes: len(data), Pairs: n})
+		return pairs
+	})
+}
+
+// aptPairs makes pairs of each of the files of apt's lists with parse, and
+// lists each file read as an Input of source.
+func aptPairs(source string, files []string, parse func(data []byte) []Pair) ([]Pair, []Input, error) {
+	var pairs []Pair
+	var inputs []Input
+	for _, f := range files {
+		data, err := aptCat(f)
+		if err != nil {
+			return nil, nil, err
+		}
+		ps := parse(data)
+		pairs = append(pairs, ps...)
+		inputs = append(inputs, Input{Source: source, Path: f, SHA256: sha(data), Bytes: len(data), Pairs: len(ps)})
 	}
 	return pairs, inputs, nil
 }
@@ -201,14 +210,8 @@ var htmlTag = regexp.MustCompile(`<[^>]+>`)
 func appstreamPairs() ([]Pair, []Input, error) {
 	files, _ := filepath.Glob(filepath.Join(aptListsDir, "*_dep11_Components-*.yml*"))
 	sort.Strings(files)
-	var pairs []Pair
-	var inputs []Input
-	for _, f := range files {
-		data, err := aptCat(f)
-		if err != nil {
-			return nil, nil, err
-		}
-		n := 0
+	return aptPairs("appstream", files, func(data []byte) []Pair {
+		var pairs []Pair
 		dec := yaml.NewDecoder(bytes.NewReader(data))
 		for {
 			var doc struct {
@@ -233,16 +236,13 @@ func appstreamPairs() ([]Pair, []Input, error) {
 			g := "as:" + doc.ID
 			if desc != "" {
 				pairs = append(pairs, Pair{Source: "appstream", Group: g, A: name + ": " + summary, B: desc})
-				n++
 			}
 			if kw := doc.Keywords["C"]; len(kw) > 0 {
 				pairs = append(pairs, Pair{Source: "appstream", Group: g, A: strings.Join(kw, ", "), B: name + ": " + summary})
-				n++
 			}
 		}
-		inputs = append(inputs, Input{Source: "appstream", Path: f, SHA256: sha(data), Bytes: len(data), Pairs: n})
-	}
-	return pairs, inputs, nil
+		return pairs
+	})
 }
 
 // wordnetPairs pairs each WordNet synset's lemmas with its definition, and

@@ -42,19 +42,7 @@ func runDistill(args []string) error {
 		*name = filepath.Base(*out)
 	}
 	start := time.Now()
-	graph, err := os.ReadFile(filepath.Join(*src, "model.onnx"))
-	if err != nil {
-		return err
-	}
-	e, err := onnxgraph.ReadEncoder(graph)
-	if err != nil {
-		return fmt.Errorf("%s: %w", *src, err)
-	}
-	m, err := encoder.New(e)
-	if err != nil {
-		return err
-	}
-	tok, err := os.ReadFile(filepath.Join(*src, "tokenizer.json"))
+	e, m, tok, err := readEncoderFolder(*src)
 	if err != nil {
 		return err
 	}
@@ -83,21 +71,33 @@ func runDistill(args []string) error {
 			"output alone, reduced by PCA, weighted by log(2 + id); mean-pool last_hidden_state with the attention mask.",
 		Metadata: [][2]string{{"mcpsag.model", *name}, {"mcpsag.recipe", "models/recipe distill"}},
 	}
-	if err := os.MkdirAll(*out, 0o755); err != nil {
-		return err
-	}
-	if err := st.WriteFile(filepath.Join(*out, "model.onnx")); err != nil {
-		return err
-	}
-	if err := os.WriteFile(filepath.Join(*out, "tokenizer.json"), tok, 0o644); err != nil {
-		return err
-	}
-	man, _ := json.MarshalIndent(map[string]any{"name": *name, "max_tokens": 512}, "", " ")
-	if err := os.WriteFile(filepath.Join(*out, "mcpsag-model.json"), append(man, '\n'), 0o644); err != nil {
+	if err := writeStaticModel(*out, st, tok, map[string]any{"name": *name, "max_tokens": 512}); err != nil {
 		return err
 	}
 	fmt.Printf("distill: %s written in %s\n", *out, time.Since(start).Round(time.Millisecond))
 	return nil
+}
+
+// readEncoderFolder reads an encoder model folder: its graph, the model
+// made of it, and its tokenizer.json.
+func readEncoderFolder(dir string) (*onnxgraph.Encoder, *encoder.Model, []byte, error) {
+	graph, err := os.ReadFile(filepath.Join(dir, "model.onnx"))
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	e, err := onnxgraph.ReadEncoder(graph)
+	if err != nil {
+		return nil, nil, nil, fmt.Errorf("%s: %w", dir, err)
+	}
+	m, err := encoder.New(e)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	tok, err := os.ReadFile(filepath.Join(dir, "tokenizer.json"))
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	return e, m, tok, nil
 }
 
 // tokenRows returns, for every token id, the encoder's output row of that

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"sort"
@@ -24,11 +25,26 @@ type EvalSet struct {
 	Empty   int // queries whose right answer is no skill
 }
 
+// loadEvalSet reads the eval set in dir.
 func loadEvalSet(dir string) (*EvalSet, error) {
-	root := filepath.Join(dir, "skills")
-	entries, err := os.ReadDir(root)
+	s, index, err := readEvalSkills(filepath.Join(dir, "skills"))
 	if err != nil {
 		return nil, err
+	}
+	f, err := os.Open(filepath.Join(dir, "queries.jsonl"))
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return s, s.readQueries(f, index)
+}
+
+// readEvalSkills reads the skills of the folders under root, in order of
+// their folders' names, and returns them with the index of each name.
+func readEvalSkills(root string) (*EvalSet, map[string]int, error) {
+	entries, err := os.ReadDir(root)
+	if err != nil {
+		return nil, nil, err
 	}
 	s := &EvalSet{}
 	index := map[string]int{}
@@ -56,12 +72,13 @@ func loadEvalSet(dir string) (*EvalSet, error) {
 		s.Names = append(s.Names, name)
 		s.Docs = append(s.Docs, name+": "+p.Frontmatter.Description)
 	}
-	f, err := os.Open(filepath.Join(dir, "queries.jsonl"))
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
+	return s, index, nil
+}
+
+// readQueries reads the queries.jsonl lines of r into s; index numbers the
+// skills' names.
+func (s *EvalSet) readQueries(r io.Reader, index map[string]int) error {
+	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 1<<20), 1<<20)
 	for sc.Scan() {
 		if len(sc.Bytes()) == 0 {
@@ -72,13 +89,13 @@ func loadEvalSet(dir string) (*EvalSet, error) {
 			Relevant []string `json:"relevant"`
 		}
 		if err := json.Unmarshal(sc.Bytes(), &q); err != nil {
-			return nil, fmt.Errorf("queries.jsonl: %w", err)
+			return fmt.Errorf("queries.jsonl: %w", err)
 		}
 		rel := map[int]bool{}
 		for _, n := range q.Relevant {
 			i, ok := index[n]
 			if !ok {
-				return nil, fmt.Errorf("queries.jsonl: unknown skill %q", n)
+				return fmt.Errorf("queries.jsonl: unknown skill %q", n)
 			}
 			rel[i] = true
 		}
@@ -88,7 +105,7 @@ func loadEvalSet(dir string) (*EvalSet, error) {
 		s.Queries = append(s.Queries, q.Query)
 		s.Rel = append(s.Rel, rel)
 	}
-	return s, sc.Err()
+	return sc.Err()
 }
 
 func runEval(args []string) error {

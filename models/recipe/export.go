@@ -37,20 +37,13 @@ func runExport(args []string) error {
 	if *tablePath == "" {
 		*tablePath = workPath(*work, "table.bin")
 	}
-	rows, dim, table, err := readTable(*tablePath)
+	rows, dim, table, vocab, err := readTableVocab(*tablePath, *work)
 	if err != nil {
 		return err
 	}
 	tj, err := os.ReadFile(workPath(*work, "tokenizer.json"))
 	if err != nil {
 		return err
-	}
-	vocab, err := readVocab(workPath(*work, "tokenizer.json"))
-	if err != nil {
-		return err
-	}
-	if rows != len(vocab) {
-		return fmt.Errorf("table has %d rows, vocabulary %d", rows, len(vocab))
 	}
 	m := &onnxgraph.StaticEmbedding{
 		VocabSize:       rows,
@@ -64,37 +57,68 @@ func runExport(args []string) error {
 		Encoding: onnxgraph.Int8,
 		Metadata: [][2]string{{"mcpsag.model", modelName}, {"mcpsag.recipe", "models/recipe"}},
 	}
-	// The threshold is measured on the dequantised table, the one that runs,
-	// unless the output folder's manifest holds one already: that one was
-	// fitted on skill routing (routerctl calibrate, see MODEL.md) and is
-	// kept.
-	threshold, err := defaultThreshold(*work, vocab, m.Dequantized(), dim)
+	threshold, err := exportThreshold(*work, *out, vocab, m)
 	if err != nil {
 		return err
 	}
-	var prev ModelConfig
-	if readJSON(filepath.Join(*out, "mcpsag-model.json"), &prev) == nil && prev.MatchThreshold > 0 {
-		fmt.Fprintf(os.Stderr, "export: keeping match_threshold %.2f of the existing manifest (the validation split gives %.2f)\n",
-			prev.MatchThreshold, threshold)
-		threshold = prev.MatchThreshold
-	}
-	if err := os.MkdirAll(*out, 0o755); err != nil {
-		return err
-	}
-	if err := m.WriteFile(filepath.Join(*out, "model.onnx")); err != nil {
-		return err
-	}
-	if err := os.WriteFile(filepath.Join(*out, "tokenizer.json"), tj, 0o644); err != nil {
-		return err
-	}
-	cfg := ModelConfig{Name: modelName, MaxTokens: runMaxTokens, MatchThreshold: threshold}
-	if err := writeJSON(filepath.Join(*out, "mcpsag-model.json"), cfg); err != nil {
+	manifest := ModelConfig{Name: modelName, MaxTokens: runMaxTokens, MatchThreshold: threshold}
+	if err := writeStaticModel(*out, m, tj, manifest); err != nil {
 		return err
 	}
 	b, _ := os.ReadFile(filepath.Join(*out, "model.onnx"))
 	fmt.Fprintf(os.Stderr, "export: %s: vocab %d, dim %d, %d bytes, sha256 %s, threshold %.2f\n",
 		*out, rows, dim, len(b), sha(b), threshold)
 	return nil
+}
+
+// readTableVocab reads the token table at tablePath and the vocabulary of
+// WORK/tokenizer.json, and checks that they match.
+func readTableVocab(tablePath, work string) (rows, dim int, table []float32, vocab []string, err error) {
+	rows, dim, table, err = readTable(tablePath)
+	if err != nil {
+		return 0, 0, nil, nil, err
+	}
+	vocab, err = readVocab(workPath(work, "tokenizer.json"))
+	if err != nil {
+		return 0, 0, nil, nil, err
+	}
+	if rows != len(vocab) {
+		return 0, 0, nil, nil, fmt.Errorf("table has %d rows, vocabulary %d", rows, len(vocab))
+	}
+	return rows, dim, table, vocab, nil
+}
+
+// exportThreshold is the model's match_threshold. It is measured on the
+// dequantised table, the one that runs, unless the output folder's manifest
+// holds one already: that one was fitted on skill routing (routerctl
+// calibrate, see MODEL.md) and is kept.
+func exportThreshold(work, out string, vocab []string, m *onnxgraph.StaticEmbedding) (float64, error) {
+	threshold, err := defaultThreshold(work, vocab, m.Dequantized(), m.Dim)
+	if err != nil {
+		return 0, err
+	}
+	var prev ModelConfig
+	if readJSON(filepath.Join(out, "mcpsag-model.json"), &prev) == nil && prev.MatchThreshold > 0 {
+		fmt.Fprintf(os.Stderr, "export: keeping match_threshold %.2f of the existing manifest (the validation split gives %.2f)\n",
+			prev.MatchThreshold, threshold)
+		threshold = prev.MatchThreshold
+	}
+	return threshold, nil
+}
+
+// writeStaticModel writes the model folder out: the graph, the tokenizer
+// and the manifest (mcpsag-model.json).
+func writeStaticModel(out string, m *onnxgraph.StaticEmbedding, tokenizer []byte, manifest any) error {
+	if err := os.MkdirAll(out, 0o755); err != nil {
+		return err
+	}
+	if err := m.WriteFile(filepath.Join(out, "model.onnx")); err != nil {
+		return err
+	}
+	if err := os.WriteFile(filepath.Join(out, "tokenizer.json"), tokenizer, 0o644); err != nil {
+		return err
+	}
+	return writeJSON(filepath.Join(out, "mcpsag-model.json"), manifest)
 }
 
 // defaultThreshold is a starting abstention cut: on the validation split's

@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/sugarme/tokenizer/pretrained"
+
+	"github.com/mcpsag/router/internal/match"
 )
 
 // shippedModel is the committed model folder, relative to this package.
@@ -29,7 +31,7 @@ func loadShipped(t testing.TB) *hugotEmbedder {
 }
 
 func cos(a, b []float32) float32 {
-	return dot(a, b)
+	return match.Dot(a, b)
 }
 
 // TestUnknownWordsGetUsefulVectors checks that words outside the vocabulary

@@ -23,14 +23,32 @@ const (
 // the training texts; tokens never seen get zero rows.
 func pmiVectors(c *Corpus, dim int, seed uint64) []float64 {
 	v := len(c.Vocab)
+	keys := cooccurrences(c)
+	fmt.Fprintf(os.Stderr, "pmi: %d co-occurrences\n", len(keys))
+	entries, rowSum, colSum := countCooccurrences(keys, v)
+	m := ppmi(entries, rowSum, colSum)
+	fmt.Fprintf(os.Stderr, "pmi: %d positive entries\n", len(m.Val))
+	x := randomizedSVD(m, dim, 16, 2, pmiEigenPower, seed)
+	normalizeRows(x, v, dim)
+	w := make([]float64, v)
+	for i := range w {
+		w[i] = math.Sqrt(rowSum[i])
+	}
+	removeTopComponents(x, v, dim, w, pmiDropTop)
+	normalizeRows(x, v, dim)
+	return x
+}
+
+// cooccurrences returns the co-occurrences of tokens within pmiWindow in
+// the training texts as sorted (row<<32 | col) keys: deterministic and far
+// lighter than a map.
+func cooccurrences(c *Corpus) []uint64 {
 	used := make([]bool, len(c.Texts))
 	for _, p := range c.Pairs {
 		if !p.Val {
 			used[p.A], used[p.B] = true, true
 		}
 	}
-	// Count co-occurrences as sorted (row<<32 | col) keys: deterministic and
-	// far lighter than a map.
 	var keys []uint64
 	for i, ids := range c.IDs {
 		if !used[i] {
@@ -45,14 +63,19 @@ func pmiVectors(c *Corpus, dim int, seed uint64) []float64 {
 		}
 	}
 	slices.Sort(keys)
-	fmt.Fprintf(os.Stderr, "pmi: %d co-occurrences\n", len(keys))
-	rowSum := make([]float64, v)
-	colSum := make([]float64, v)
-	type entry struct {
-		r, c int32
-		n    float64
-	}
-	var entries []entry
+	return keys
+}
+
+// cooccurrence is how often token c occurs near token r.
+type cooccurrence struct {
+	r, c int32
+	n    float64
+}
+
+// countCooccurrences counts the sorted keys of v tokens, with the sums of
+// each row and column.
+func countCooccurrences(keys []uint64, v int) (entries []cooccurrence, rowSum, colSum []float64) {
+	rowSum, colSum = make([]float64, v), make([]float64, v)
 	for i := 0; i < len(keys); {
 		j := i
 		for j < len(keys) && keys[j] == keys[i] {
@@ -60,17 +83,21 @@ func pmiVectors(c *Corpus, dim int, seed uint64) []float64 {
 		}
 		r, cc := int32(keys[i]>>32), int32(keys[i]&0xffffffff)
 		n := float64(j - i)
-		entries = append(entries, entry{r, cc, n})
+		entries = append(entries, cooccurrence{r, cc, n})
 		rowSum[r] += n
 		colSum[cc] += n
 		i = j
 	}
-	keys = nil
-	total := 0.0
+	return entries, rowSum, colSum
+}
+
+// ppmi returns the positive PMI of the counts, the columns' distribution
+// smoothed by pmiCDS, as a sparse matrix.
+func ppmi(entries []cooccurrence, rowSum, colSum []float64) *CSR {
+	v := len(rowSum)
 	smoothed := make([]float64, v)
 	smoothedTotal := 0.0
 	for i := range v {
-		total += rowSum[i]
 		smoothed[i] = math.Pow(colSum[i], pmiCDS)
 		smoothedTotal += smoothed[i]
 	}
@@ -87,16 +114,7 @@ func pmiVectors(c *Corpus, dim int, seed uint64) []float64 {
 	for i := range v {
 		m.Ptr[i+1] += m.Ptr[i]
 	}
-	fmt.Fprintf(os.Stderr, "pmi: %d positive entries\n", len(m.Val))
-	x := randomizedSVD(m, dim, 16, 2, pmiEigenPower, seed)
-	normalizeRows(x, v, dim)
-	w := make([]float64, v)
-	for i := range w {
-		w[i] = math.Sqrt(rowSum[i])
-	}
-	removeTopComponents(x, v, dim, w, pmiDropTop)
-	normalizeRows(x, v, dim)
-	return x
+	return m
 }
 
 func normalizeRows(x []float64, n, d int) {

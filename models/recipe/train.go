@@ -232,9 +232,27 @@ func augment(ids []int32, dec [][]int32, p float64, rng *rand.Rand) []int32 {
 // step computes the loss and accumulates the gradient of the table rows
 // into grad (setting touched). texts holds b anchors then b positives.
 func step(table, grad []float32, touched []bool, texts [][]int32, b, d int, temp float64) float64 {
+	z, norms := poolNormalised(table, texts, d)
+	sim := similarities(z, b, d, temp)
+	g, loss := contrastiveGrad(sim, b)
+	dz := backprop(z, norms, g, b, d, 1/(float64(b)*temp))
+	// Scatter into the token rows, serially, in a fixed order.
+	for r, ids := range texts {
+		dr := dz[r*d : (r+1)*d]
+		for _, t := range ids {
+			touched[t] = true
+			axpy(1, dr, grad[int(t)*d:int(t)*d+d])
+		}
+	}
+	return loss / float64(b)
+}
+
+// poolNormalised returns each text's summed token rows, normalised (n rows
+// of d in z), and the norm each sum had.
+func poolNormalised(table []float32, texts [][]int32, d int) (z, norms []float32) {
 	n := len(texts)
-	z := make([]float32, n*d) // pooled, normalised
-	norms := make([]float32, n)
+	z = make([]float32, n*d)
+	norms = make([]float32, n)
 	parallelRows(n, func(lo, hi int) {
 		u := make([]float32, d)
 		for i := lo; i < hi; i++ {
@@ -242,26 +260,34 @@ func step(table, grad []float32, touched []bool, texts [][]int32, b, d int, temp
 			for _, t := range texts[i] {
 				axpy(1, table[int(t)*d:int(t)*d+d], u)
 			}
-			norms[i] = float32(math.Sqrt(float64(dot(u, u)))) + 1e-6
+			norms[i] = float32(math.Sqrt(float64(match.Dot(u, u)))) + 1e-6
 			zi := z[i*d : (i+1)*d]
 			for j, x := range u {
 				zi[j] = x / norms[i]
 			}
 		}
 	})
-	// Similarities anchor x positive.
+	return z, norms
+}
+
+// similarities returns the b×b similarities, anchor × positive, over temp.
+func similarities(z []float32, b, d int, temp float64) []float64 {
 	sim := make([]float64, b*b)
 	parallelRows(b, func(lo, hi int) {
 		for i := lo; i < hi; i++ {
 			zi := z[i*d : (i+1)*d]
 			for k := range b {
-				sim[i*b+k] = float64(dot(zi, z[(b+k)*d:(b+k+1)*d])) / temp
+				sim[i*b+k] = float64(match.Dot(zi, z[(b+k)*d:(b+k+1)*d])) / temp
 			}
 		}
 	})
-	// g = dLoss/dsim for the mean of row-wise and column-wise cross-entropy.
-	g := make([]float64, b*b)
-	loss := 0.0
+	return sim
+}
+
+// contrastiveGrad returns g = dLoss/dsim for the mean of row-wise and
+// column-wise cross-entropy, and the loss summed over the b pairs.
+func contrastiveGrad(sim []float64, b int) (g []float64, loss float64) {
+	g = make([]float64, b*b)
 	for i := range b { // rows: anchor -> positives
 		row := sim[i*b : (i+1)*b]
 		m := math.Inf(-1)
@@ -293,7 +319,13 @@ func step(table, grad []float32, touched []bool, texts [][]int32, b, d int, temp
 		}
 		g[k*b+k] -= 0.5
 	}
-	scale := 1 / (float64(b) * temp)
+	return g, loss
+}
+
+// backprop returns dLoss/du for each text's sum u, from g = dLoss/dsim
+// times scale (the similarities' 1/temp and the mean's 1/b).
+func backprop(z, norms []float32, g []float64, b, d int, scale float64) []float32 {
+	n := len(norms)
 	// dz for anchors: sum_k g[i,k] z_pos[k]; for positives: sum_i g[i,k] z_anchor[i].
 	dz := make([]float32, n*d)
 	parallelRows(n, func(lo, hi int) {
@@ -313,26 +345,14 @@ func step(table, grad []float32, touched []bool, texts [][]int32, b, d int, temp
 			}
 			// Through the normalisation: du = (dz - z (z.dz)) / |u|.
 			zr := z[r*d : (r+1)*d]
-			p := dot(zr, out)
+			p := match.Dot(zr, out)
 			for j := range d {
 				out[j] = (out[j] - zr[j]*p) / norms[r]
 			}
 		}
 	})
-	// Scatter into the token rows, serially, in a fixed order.
-	for r, ids := range texts {
-		dr := dz[r*d : (r+1)*d]
-		for _, t := range ids {
-			touched[t] = true
-			axpy(1, dr, grad[int(t)*d:int(t)*d+d])
-		}
-	}
-	return loss / float64(b)
+	return dz
 }
-
-// dot returns the inner product of a and b (same length), summed in four
-// lanes in a fixed order (match.Dot).
-func dot(a, b []float32) float32 { return match.Dot(a, b) }
 
 // axpy adds alpha*x to y.
 func axpy(alpha float32, x, y []float32) {

@@ -190,16 +190,9 @@ func runValidate(args []string) error {
 		if *tablePath == "" {
 			*tablePath = workPath(*work, "table.bin")
 		}
-		rows, dim, table, err := readTable(*tablePath)
+		_, dim, table, vocab, err := readTableVocab(*tablePath, *work)
 		if err != nil {
 			return err
-		}
-		vocab, err := readVocab(workPath(*work, "tokenizer.json"))
-		if err != nil {
-			return err
-		}
-		if rows != len(vocab) {
-			return fmt.Errorf("table has %d rows, vocabulary %d", rows, len(vocab))
 		}
 		emb = &tableEmbedder{sg: newSegmenter(), wp: newWordPiece(vocab), table: table, dim: dim}
 	}

@@ -216,47 +216,18 @@ func WriteTokenizer(path string, vocab []string) error {
 			return fmt.Errorf("embedtest: vocabulary lacks %s", s)
 		}
 	}
-	type addedToken struct {
-		ID         int    `json:"id"`
-		Content    string `json:"content"`
-		SingleWord bool   `json:"single_word"`
-		LStrip     bool   `json:"lstrip"`
-		RStrip     bool   `json:"rstrip"`
-		Normalized bool   `json:"normalized"`
-		Special    bool   `json:"special"`
-	}
-	var added []addedToken
-	for _, s := range specials {
-		if id, ok := ids[s]; ok {
-			added = append(added, addedToken{ID: id, Content: s, Special: true})
-		}
-	}
-	special := func(tok string) map[string]any {
-		return map[string]any{"SpecialToken": map[string]any{"id": tok, "type_id": 0}}
-	}
-	seq := func(id string, typeID int) map[string]any {
-		return map[string]any{"Sequence": map[string]any{"id": id, "type_id": typeID}}
-	}
 	doc := map[string]any{
 		"version":      "1.0",
 		"truncation":   nil,
 		"padding":      nil,
-		"added_tokens": added,
+		"added_tokens": addedTokens(ids),
 		"normalizer": map[string]any{
 			"type": "BertNormalizer", "clean_text": true, "handle_chinese_chars": true,
 			"strip_accents": nil, "lowercase": true,
 		},
-		"pre_tokenizer": map[string]any{"type": "BertPreTokenizer"},
-		"post_processor": map[string]any{
-			"type":   "TemplateProcessing",
-			"single": []any{special("[CLS]"), seq("A", 0), special("[SEP]")},
-			"pair":   []any{special("[CLS]"), seq("A", 0), special("[SEP]"), seq("B", 1), special("[SEP]")},
-			"special_tokens": map[string]any{
-				"[CLS]": map[string]any{"id": "[CLS]", "ids": []int{ids["[CLS]"]}, "tokens": []string{"[CLS]"}},
-				"[SEP]": map[string]any{"id": "[SEP]", "ids": []int{ids["[SEP]"]}, "tokens": []string{"[SEP]"}},
-			},
-		},
-		"decoder": map[string]any{"type": "WordPiece", "prefix": "##", "cleanup": true},
+		"pre_tokenizer":  map[string]any{"type": "BertPreTokenizer"},
+		"post_processor": templateProcessing(ids),
+		"decoder":        map[string]any{"type": "WordPiece", "prefix": "##", "cleanup": true},
 		"model": map[string]any{
 			"type": "WordPiece", "unk_token": "[UNK]", "continuing_subword_prefix": "##",
 			"max_input_chars_per_word": 100, "vocab": ids,
@@ -267,4 +238,47 @@ func WriteTokenizer(path string, vocab []string) error {
 		return err
 	}
 	return os.WriteFile(path, b, 0o644)
+}
+
+// addedToken is an entry of tokenizer.json's added_tokens.
+type addedToken struct {
+	ID         int    `json:"id"`
+	Content    string `json:"content"`
+	SingleWord bool   `json:"single_word"`
+	LStrip     bool   `json:"lstrip"`
+	RStrip     bool   `json:"rstrip"`
+	Normalized bool   `json:"normalized"`
+	Special    bool   `json:"special"`
+}
+
+// addedTokens returns the special tokens of a vocabulary (token to id) as
+// tokenizer.json lists them.
+func addedTokens(ids map[string]int) []addedToken {
+	var added []addedToken
+	for _, s := range specials {
+		if id, ok := ids[s]; ok {
+			added = append(added, addedToken{ID: id, Content: s, Special: true})
+		}
+	}
+	return added
+}
+
+// templateProcessing returns the "[CLS] $A [SEP]" post-processor of a
+// vocabulary (token to id).
+func templateProcessing(ids map[string]int) map[string]any {
+	special := func(tok string) map[string]any {
+		return map[string]any{"SpecialToken": map[string]any{"id": tok, "type_id": 0}}
+	}
+	seq := func(id string, typeID int) map[string]any {
+		return map[string]any{"Sequence": map[string]any{"id": id, "type_id": typeID}}
+	}
+	return map[string]any{
+		"type":   "TemplateProcessing",
+		"single": []any{special("[CLS]"), seq("A", 0), special("[SEP]")},
+		"pair":   []any{special("[CLS]"), seq("A", 0), special("[SEP]"), seq("B", 1), special("[SEP]")},
+		"special_tokens": map[string]any{
+			"[CLS]": map[string]any{"id": "[CLS]", "ids": []int{ids["[CLS]"]}, "tokens": []string{"[CLS]"}},
+			"[SEP]": map[string]any{"id": "[SEP]", "ids": []int{ids["[SEP]"]}, "tokens": []string{"[SEP]"}},
+		},
+	}
 }
