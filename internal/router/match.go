@@ -5,7 +5,6 @@ import (
 	"strconv"
 	"sync"
 
-	"github.com/mcpsag/router/internal/loader"
 	"github.com/mcpsag/router/internal/match"
 	"github.com/mcpsag/router/internal/skill"
 )
@@ -51,7 +50,7 @@ const maxViews = 64
 // a caller's agent, kind filter and scope decide which skills it sees.
 type views struct {
 	mu sync.Mutex
-	g  *loader.Generation // the generation of m
+	g  *Generation // the generation of m
 	m  map[string]*match.View
 }
 
@@ -59,7 +58,7 @@ type views struct {
 // the first time, or nil when g is not current (a match that began before
 // the last publish: the views hold only the served generation, so that an
 // old one is not kept alive by them) or maxViews views are kept already.
-func (v *views) get(g, current *loader.Generation, agent string, kinds skill.KindFilter, scope skill.Scope) *match.View {
+func (v *views) get(g, current *Generation, agent string, kinds skill.KindFilter, scope skill.Scope) *match.View {
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	if g != current {
@@ -82,7 +81,7 @@ func (v *views) get(g, current *loader.Generation, agent string, kinds skill.Kin
 
 // visibility tells which skills of g a caller with agent, kinds and scope
 // sees.
-func visibility(g *loader.Generation, agent string, kinds skill.KindFilter, scope skill.Scope) match.Visibility {
+func visibility(g *Generation, agent string, kinds skill.KindFilter, scope skill.Scope) match.Visibility {
 	return func(s *skill.Skill) bool {
 		return kinds.Allows(s) && scope.Allows(s) && g.Catalog.VisibleTo(s, agent)
 	}
