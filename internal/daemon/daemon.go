@@ -371,11 +371,10 @@ func (m *Main) openCore(ctx context.Context, holder, stateDir string, lockWait t
 	}
 	m.loadModels(ctx, cfg, rec)
 	m.router = router.New(router.Config{
-		Loader:           m.loader,
+		Source:           &served{loader: m.loader, db: db, embedder: m.embedder, fast: m.fast},
 		Workspace:        cfg.Workspace,
 		StateDir:         stateDir,
 		ModelDir:         cfg.Model.Dir,
-		Limits:           lc.Limits,
 		MaxResourceBytes: cfg.Limits.MaxResourceBytes,
 		AllowlistFile:    cfg.Exec.AllowlistFile,
 		Settings:         settingsOf(cfg),

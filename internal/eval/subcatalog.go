@@ -75,7 +75,7 @@ func (c *Corpus) SubCatalogs(ctx context.Context, qs []Query, opt SubCatalogOpti
 			if len(tasks) == 0 {
 				continue
 			}
-			ix, err := c.loader.SubsetIndex(ctx, c.gen, func(s *skill.Skill) bool { return dr.keep[s] }, c.Index.Config())
+			ix, err := c.gen.SubsetIndex(ctx, func(s *skill.Skill) bool { return dr.keep[s] }, c.Index.Config())
 			if err != nil {
 				return nil, fmt.Errorf("sub-catalog %s@%d draw %d: %w", opt.Name, size, d+1, err)
 			}

@@ -29,6 +29,7 @@ type assembly struct {
 	backfill   *backfill      // embeds embedder's texts past syncDocs; nil: a pass embeds them all
 	tools      ToolSource     // nil: none
 	db         *store.DB
+	files      *skillFiles // what its generations read files through
 	log        *slog.Logger
 	progress   *progress
 
@@ -85,8 +86,8 @@ func (a *assembly) assemble(ctx context.Context, prev *Generation, base *match.I
 		return prev, prune, nil
 	}
 	a.progress.set("index", 0, len(winners))
-	g := &Generation{Catalog: cat, Model: space.model, space: space, vectors: vectors, digest: digest, db: a.db}
-	cfg := a.modelConfig(matchCfg, g)
+	g := &Generation{Catalog: cat, Model: space.model, space: space, vectors: vectors, digest: digest, files: a.files}
+	cfg := g.modelConfig(matchCfg)
 	if a.cids == nil || !pass.Partial {
 		a.cids = make(map[*skill.Skill][]byte, len(cat.Entries())) // a full scan drops the digests of skills gone
 	}
@@ -107,7 +108,7 @@ func (a *assembly) assemble(ctx context.Context, prev *Generation, base *match.I
 // query-time settings changed, else over an updated index.
 func (a *assembly) withMatchConfig(ctx context.Context, g *Generation, cfg match.Config) (*Generation, error) {
 	next := *g
-	cfg = a.modelConfig(cfg, g)
+	cfg = g.modelConfig(cfg)
 	if a.cids == nil {
 		a.cids = map[*skill.Skill][]byte{}
 	}
@@ -120,23 +121,4 @@ func (a *assembly) withMatchConfig(ctx context.Context, g *Generation, cfg match
 	}
 	next.vectors = heldVectors(next.vectors, next.Index)
 	return &next, nil
-}
-
-// pruneVectors prunes the store's vectors of g's model to the texts of g's
-// entries. While an MCP server is not settled its tools are missing from
-// the catalog: a generation of such a catalog does not ask for it, so that
-// their vectors stay in the cache for when it is back.
-func (a *assembly) pruneVectors(g *Generation) {
-	id, winners := g.Model, g.Catalog.Winners()
-	texts, err := a.documentTexts(winners, g.space.bodyChars)
-	if err != nil {
-		return
-	}
-	keep := make(map[string]bool, len(winners))
-	for _, t := range texts {
-		keep[embed.TextHash(id, t)] = true
-	}
-	if _, err := a.db.PruneVectors(id.Fingerprint, keep); err != nil {
-		a.log.Warn("pruning stale vectors failed", "err", err)
-	}
 }

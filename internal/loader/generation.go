@@ -8,7 +8,6 @@ import (
 	"github.com/mcpsag/router/internal/match"
 	"github.com/mcpsag/router/internal/skill"
 	"github.com/mcpsag/router/internal/skillfs"
-	"github.com/mcpsag/router/internal/store"
 )
 
 // Generation is one immutable snapshot of the skills on disk, ready to serve:
@@ -31,17 +30,11 @@ type Generation struct {
 	vectors map[*skill.Skill][]float32 // by winning skill; nil when keyword-only
 	space   vectorSpace                // what made vectors
 	digest  string                     // fingerprint of the catalog input, host paths included
-	db      *store.DB
+	files   *skillFiles
 	// scan is the scan behind the catalog, of scanRoots; the snapshot
 	// writer saves it with the index (statedir.ScanFile).
 	scan      *skillfs.ScanResult
 	scanRoots []skill.Root
-}
-
-// Body returns a skill's SKILL.md body from the store. ok is false when the
-// body is gone (a newer generation replaced it): ask again.
-func (g *Generation) Body(s *skill.Skill) (body string, ok bool, err error) {
-	return g.db.Body(s.ContentHash)
 }
 
 // Pass describes one pass of the loader: the generation it built.
@@ -96,4 +89,13 @@ func afterSecondPass(first, second skill.ReindexStats) skill.ReindexStats {
 	second.Unchanged -= first.Added + first.Changed
 	second.Parsed += first.Parsed
 	return second
+}
+
+// ServedModel returns the fingerprint of the model whose vectors g serves;
+// empty when its matching is keyword-only.
+func (g *Generation) ServedModel() string {
+	if g.vectors == nil {
+		return ""
+	}
+	return g.space.model.Fingerprint
 }

@@ -46,17 +46,7 @@ func contentID(cat *catalog.Catalog, model embed.Identity, dense bool, cfg match
 	d.problems(cat.Problems)
 	entries := cat.Entries()
 	if len(cache) == 0 && len(entries) > 2*partMin {
-		// Every digest is missing (a full scan, a start): made in parts.
-		sums := make([][]byte, len(entries))
-		inParts(len(entries), func(lo, hi int) {
-			each := digester{prefix: prefix}
-			for i := lo; i < hi; i++ {
-				sums[i] = each.skill(entries[i].Skill)
-			}
-		})
-		for i, e := range entries {
-			cache[e.Skill] = sums[i]
-		}
+		skillDigests(entries, prefix, cache)
 	}
 	for _, e := range entries {
 		s := e.Skill
@@ -88,6 +78,21 @@ func contentID(cat *catalog.Catalog, model embed.Identity, dense bool, cfg match
 		id = 1
 	}
 	return hex.EncodeToString(sum[:16]), id
+}
+
+// skillDigests puts in cache the digest of every entry's skill, made in
+// parts: every digest is missing (a full scan, a start).
+func skillDigests(entries []*skill.Entry, prefix string, cache map[*skill.Skill][]byte) {
+	sums := make([][]byte, len(entries))
+	inParts(len(entries), func(lo, hi int) {
+		each := digester{prefix: prefix}
+		for i := lo; i < hi; i++ {
+			sums[i] = each.skill(entries[i].Skill)
+		}
+	})
+	for i, e := range entries {
+		cache[e.Skill] = sums[i]
+	}
 }
 
 // skill returns the digest of what clients see of one skill. It uses and

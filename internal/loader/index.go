@@ -13,7 +13,7 @@ import (
 // modelConfig is cfg with the cosine threshold of the model that embedded g,
 // unless cfg sets one: cosine scales differ between models, so the threshold
 // travels with the model.
-func (a *assembly) modelConfig(cfg match.Config, g *Generation) match.Config {
+func (g *Generation) modelConfig(cfg match.Config) match.Config {
 	if g.vectors != nil && g.space.by != nil {
 		cfg = cfg.WithModelThreshold(g.space.by.Status().MatchThreshold)
 	}
@@ -26,11 +26,11 @@ func (a *assembly) modelConfig(cfg match.Config, g *Generation) match.Config {
 // of skills that changed), else from scratch (reading every body it
 // indexes in one read transaction).
 func (a *assembly) buildIndex(ctx context.Context, base *match.Index, g *Generation, winners []*skill.Skill, cfg match.Config) (*match.Index, match.UpdateStats, error) {
-	in := a.indexInput(g, winners, cfg)
+	in := g.indexInput(winners, cfg)
 	what := "update"
 	if base == nil || !base.CanUpdate(cfg) {
 		base, what = nil, "build" // nothing to update: Update builds from scratch
-		bodies, err := a.bodyStarts(in.Skills, in.Config.Fields.BodyChars)
+		bodies, err := a.files.bodyStarts(in.Skills, in.Config.Fields.BodyChars)
 		if err != nil {
 			return nil, match.UpdateStats{}, fmt.Errorf("build match index: read skill bodies: %w", err)
 		}
@@ -75,23 +75,25 @@ func bodyIn(bodies map[string]string) func(*skill.Skill) (string, error) {
 	}
 }
 
-// subsetIndex builds a match index over the winning skills of g that keep
+// SubsetIndex builds a match index under cfg (with the cosine threshold of
+// g's model unless cfg sets one) over the winning skills of g that keep
 // accepts, with their vectors and bodies, as if they were the whole
-// catalog (their own term statistics and length norms). Evaluations use it
-// to measure matching on smaller catalogs drawn from a large one.
-func (a *assembly) subsetIndex(ctx context.Context, g *Generation, keep func(*skill.Skill) bool, cfg match.Config) (*match.Index, error) {
+// catalog (their own term statistics and length norms): matching measured
+// on smaller catalogs drawn from a large one. It publishes nothing and
+// leaves g as it is.
+func (g *Generation) SubsetIndex(ctx context.Context, keep func(*skill.Skill) bool, cfg match.Config) (*match.Index, error) {
 	var skills []*skill.Skill
 	for _, s := range g.Catalog.Winners() {
 		if keep(s) {
 			skills = append(skills, s)
 		}
 	}
-	return a.buildFresh(ctx, a.indexInput(g, skills, a.modelConfig(cfg, g)))
+	return g.files.buildFresh(ctx, g.indexInput(skills, g.modelConfig(cfg)))
 }
 
 // indexInput is the match index input of winners, skills of g, under cfg,
 // without a body reader.
-func (a *assembly) indexInput(g *Generation, winners []*skill.Skill, cfg match.Config) match.BuildInput {
+func (g *Generation) indexInput(winners []*skill.Skill, cfg match.Config) match.BuildInput {
 	in := match.BuildInput{
 		Skills:       winners,
 		Generation:   g.ID,
@@ -137,8 +139,8 @@ func heldVectors(vectors map[*skill.Skill][]float32, ix *match.Index) map[*skill
 
 // buildFresh builds in from scratch, reading the bodies it indexes in one
 // read transaction.
-func (a *assembly) buildFresh(ctx context.Context, in match.BuildInput) (*match.Index, error) {
-	bodies, err := a.bodyStarts(in.Skills, in.Config.Fields.BodyChars)
+func (f *skillFiles) buildFresh(ctx context.Context, in match.BuildInput) (*match.Index, error) {
+	bodies, err := f.bodyStarts(in.Skills, in.Config.Fields.BodyChars)
 	if err != nil {
 		return nil, fmt.Errorf("read skill bodies: %w", err)
 	}

@@ -64,7 +64,7 @@ func sameFiles(a, b []skillfs.Found) bool {
 // (digestInput). A skill whose record, listing and registry entry did not
 // change since the last pass is the same *skill.Skill as then.
 func (a *assembly) catalogInput(f *found, recs map[string]*store.FileRecord) (catalog.Input, string) {
-	scan, registries := f.scan, f.registries
+	scan := f.scan
 	in := catalog.Input{Precedence: a.precedence, Files: len(scan.Files)}
 	var other []skill.Problem // problems no skill's digest covers
 	in.Problems = append(in.Problems, scan.Problems...)
@@ -73,37 +73,57 @@ func (a *assembly) catalogInput(f *found, recs map[string]*store.FileRecord) (ca
 	other = append(other, f.registryProblems...)
 
 	if a.memo == nil || !sameFiles(a.lastMemoFiles, scan.Files) {
-		// Another set of files: start a new memo (reusing entries) and
-		// a new folder order.
-		old := a.memo
-		a.memo = make(map[string]*skillMemo, len(scan.Files))
-		for _, f := range scan.Files {
-			if m, ok := old[f.Path]; ok {
-				a.memo[f.Path] = m
-			}
-		}
-		order := make([]int, len(scan.Files))
-		for i := range order {
-			order[i] = i
-		}
-		slices.SortFunc(order, func(a, c int) int { return strings.Compare(scan.Files[a].Dir, scan.Files[c].Dir) })
-		a.dirMemo = make([]*skillMemo, len(order))
-		a.dirPos = make([]int, len(order))
-		for i, k := range order {
-			a.dirPos[k] = i
-			a.dirMemo[i] = a.memo[scan.Files[k].Path]
-		}
+		a.renewMemo(scan.Files)
 	}
 	a.lastMemoFiles = scan.Files
+	used := a.addSkills(&in, &other, scan.Files, recs, f.registries)
+	for _, p := range unknownRegistryEntries(f.registries, used) {
+		in.Problems = append(in.Problems, p)
+		other = append(other, p)
+	}
+	skill.SortProblems(in.Problems)
+	skill.SortProblems(other)
+	return in, a.inputDigest(in, other)
+}
+
+// renewMemo starts a new memo for another set of files, keeping the
+// entries of the paths still there, and a new folder order.
+func (a *assembly) renewMemo(files []skillfs.Found) {
+	old := a.memo
+	a.memo = make(map[string]*skillMemo, len(files))
+	for _, f := range files {
+		if m, ok := old[f.Path]; ok {
+			a.memo[f.Path] = m
+		}
+	}
+	order := make([]int, len(files))
+	for i := range order {
+		order[i] = i
+	}
+	slices.SortFunc(order, func(a, c int) int { return strings.Compare(files[a].Dir, files[c].Dir) })
+	a.dirMemo = make([]*skillMemo, len(order))
+	a.dirPos = make([]int, len(order))
+	for i, k := range order {
+		a.dirPos[k] = i
+		a.dirMemo[i] = a.memo[files[k].Path]
+	}
+}
+
+// addSkills adds to in the skills of files (with recs, their records, and
+// the registries' entries), and their problems, bringing the memo in step;
+// the problems of invalid files go to other too. It returns the registry
+// entries a skill used: by root path, their folded names.
+func (a *assembly) addSkills(in *catalog.Input, other *[]skill.Problem, files []skillfs.Found, recs map[string]*store.FileRecord,
+	registries map[string]map[string]skill.RegistryEntry) map[string]map[string]bool {
 	memo := a.memo
-	fresh := a.freshMemos(scan.Files, recs, registries)
+	fresh := a.freshMemos(files, recs, registries)
 	used := make(map[string]map[string]bool)
-	for i, f := range scan.Files {
+	for i, f := range files {
 		rec := recs[f.Path]
 		in.Problems = append(in.Problems, rec.Problems...)
 		if rec.Good == nil {
 			in.Invalid++
-			other = append(other, rec.Problems...)
+			*other = append(*other, rec.Problems...)
 			if _, ok := memo[f.Path]; ok {
 				delete(memo, f.Path)
 				a.dirMemo[a.dirPos[i]] = nil
@@ -132,23 +152,30 @@ func (a *assembly) catalogInput(f *found, recs map[string]*store.FileRecord) (ca
 		}
 		in.Skills = append(in.Skills, m.skill)
 	}
+	return used
+}
+
+// unknownRegistryEntries returns a warning for each registry entry no
+// skill used (used: by root path, the folded names used).
+func unknownRegistryEntries(registries map[string]map[string]skill.RegistryEntry, used map[string]map[string]bool) []skill.Problem {
+	var out []skill.Problem
 	for root, entries := range registries {
 		for key, e := range entries {
 			if !used[root][key] {
-				p := skill.Problem{
+				out = append(out, skill.Problem{
 					Severity: skill.SeverityWarning, Code: "registry-unknown-skill", File: e.Source,
 					Message: fmt.Sprintf("registry names %q, but no skill of that name is in this root", key),
-				}
-				in.Problems = append(in.Problems, p)
-				other = append(other, p)
+				})
 			}
 		}
 	}
-	skill.SortProblems(in.Problems)
-	skill.SortProblems(other)
+	return out
+}
 
-	// digestInput: every skill's part, in folder order, then the counts
-	// and the problems no skill carries.
+// inputDigest is the digest of a catalog input (digestInput): every
+// skill's part, in folder order, then the counts and other, the problems
+// no skill carries.
+func (a *assembly) inputDigest(in catalog.Input, other []skill.Problem) string {
 	h := sha256.New()
 	for _, m := range a.dirMemo {
 		if m != nil {
@@ -156,7 +183,7 @@ func (a *assembly) catalogInput(f *found, recs map[string]*store.FileRecord) (ca
 		}
 	}
 	_ = json.NewEncoder(h).Encode([]any{in.Files, in.Invalid, other})
-	return in, hex.EncodeToString(h.Sum(nil))
+	return hex.EncodeToString(h.Sum(nil))
 }
 
 // partMin is the fewest items inParts gives each of its goroutines.

@@ -133,39 +133,52 @@ type Loader struct {
 	tracker   *tracker
 	records   *recordSync
 	assembly  *assembly
-	snapshots snapshotWriter
+	snapshots *snapshotWriter
 	progress  progress
 
-	mu       sync.Mutex  // one pass at a time; guards the fields below
+	mu       sync.Mutex  // one pass at a time; guards the fields below and the stages
 	last     *Generation // the last generation a pass built: the next one's base
 	matchCfg match.Config
 	publish  func(*Generation) // nil until Start
 	based    bool              // the first pass has taken the index snapshot as its base
-
-	// catchingUp is set while the served generation came from the last
-	// scan (Pass.Restored) and no scan of the roots has been served since.
-	catchingUp atomic.Bool
-	// rebuilding is set while the cache file, found damaged, was replaced
-	// by an empty one (store.ErrDamaged) and no pass has filled the new
-	// one since: bodies load Unavailable.
-	rebuilding atomic.Bool
 	// replacements is the store's count of replaced files the last pass
-	// saw (store.DB.Replacements). Guarded by mu.
+	// saw (store.DB.Replacements).
 	replacements uint64
+	// state is what Status says of the passes: replaced whole under mu,
+	// read without it, so that Status never waits for a pass.
+	state atomic.Pointer[passState]
 
-	stateMu     sync.Mutex // guards the fields below
+	// lifeMu guards cancel and done, which Close reads while a pass may
+	// hold mu: Close stops the loop's pass instead of waiting for it.
+	lifeMu sync.Mutex
+	cancel context.CancelFunc
+	done   chan struct{}
+}
+
+// passState is what the passes leave for Status.
+type passState struct {
 	lastStats   skill.ReindexStats
 	lastErr     error
 	lastReindex time.Time
-	servedModel string // the fingerprint of the model whose vectors the last generation serves; empty: keywords
-	cancel      context.CancelFunc
-	done        chan struct{}
+	parsedTotal int64
+	// catchingUp is set while the served generation came from the last
+	// scan (Pass.Restored) and no scan of the roots has been served since.
+	catchingUp bool
+	// rebuilding is set while the cache file, found damaged, was replaced
+	// by an empty one (store.ErrDamaged) and no pass has filled the new
+	// one since: bodies load Unavailable.
+	rebuilding bool
 }
 
-// New returns a loader over db; it starts reading the cached records and
-// the index snapshot (and, with ServeLastScan, the scan behind it), which
-// the first pass waits for.
-func New(cfg Config, db *store.DB) (*Loader, error) {
+// setState changes what Status says of the passes. The caller holds mu.
+func (l *Loader) setState(change func(*passState)) {
+	next := *l.state.Load()
+	change(&next)
+	l.state.Store(&next)
+}
+
+// withDefaults is cfg with the defaults of its zero fields.
+func withDefaults(cfg Config) Config {
 	if cfg.Limits == (skillmd.Limits{}) {
 		cfg.Limits = skillmd.DefaultLimits
 	}
@@ -190,28 +203,30 @@ func New(cfg Config, db *store.DB) (*Loader, error) {
 	if reflect.ValueOf(cfg.Match).IsZero() {
 		cfg.Match = match.DefaultConfig()
 	}
+	return cfg
+}
+
+// New returns a loader over db; it starts reading the cached records and
+// the index snapshot (and, with ServeLastScan, the scan behind it), which
+// the first pass waits for.
+func New(cfg Config, db *store.DB) (*Loader, error) {
+	cfg = withDefaults(cfg)
 	workspace, err := filepath.Abs(cfg.Workspace)
 	if err != nil {
 		return nil, fmt.Errorf("workspace %s: %w", cfg.Workspace, err)
 	}
 	l := &Loader{cfg: cfg, db: db, log: cfg.Logger, matchCfg: cfg.Match}
 	l.progress.clear()
+	l.state.Store(&passState{})
 	state := filepath.Dir(db.Path())
-	l.tracker = &tracker{workspace: cfg.Workspace, specs: cfg.Roots, limits: cfg.Scan,
-		listings:  listingsFile{path: filepath.Join(state, statedir.ListingsFile), log: cfg.Logger},
-		lastScans: lastScanFile{path: filepath.Join(state, statedir.ScanFile), log: cfg.Logger}}
+	removeLeftovers(state, cfg.Logger)
+	l.tracker = newTracker(cfg.Workspace, cfg.Roots, cfg.Scan, state, cfg.ServeLastScan, cfg.Logger)
 	l.assembly = &assembly{workspace: workspace, precedence: cfg.Precedence, size: cfg.Size, embedder: cfg.Embedder, fast: cfg.Fast,
-		syncDocs: -1, tools: cfg.Tools, db: db, log: cfg.Logger, progress: &l.progress}
+		syncDocs: -1, tools: cfg.Tools, db: db, files: &skillFiles{db: db, limits: cfg.Limits}, log: cfg.Logger, progress: &l.progress}
 	if cfg.Background && cfg.Embedder != nil {
 		l.assembly.syncDocs = max(0, cfg.SyncDocuments)
 		l.assembly.backfill = newBackfill(cfg.Embedder, db, cfg.Logger.With("component", "backfill"))
 	}
-	l.snapshots = snapshotWriter{path: filepath.Join(state, statedir.SnapshotFile), log: cfg.Logger, lastScans: &l.tracker.lastScans,
-		pruneVectors: l.assembly.pruneVectors}
-	if cfg.ServeLastScan {
-		l.tracker.lastScans.startLoad(cfg.Workspace, cfg.Roots)
-	}
-	removeLeftovers(state, cfg.Logger)
 	// The cached records and the index snapshot are read while the first
 	// pass scans the roots, and the cached bodies are checked after the
 	// records, while that pass makes its catalog: it waits for that only
@@ -223,7 +238,9 @@ func New(cfg Config, db *store.DB) (*Loader, error) {
 	// does not slow the reading of the scan and the records the catalog
 	// is made of (docs/benchmarks.md, "Less on a start's critical path").
 	l.records = newRecordSync(db, cfg.Limits, cfg.Workers, cfg.Logger, &l.progress, cfg.ServeLastScan)
-	l.snapshots.startLoad(l.tracker.lastScans.loaded)
+	l.snapshots = &snapshotWriter{path: filepath.Join(state, statedir.SnapshotFile), log: cfg.Logger,
+		scans: lastScanFile{path: filepath.Join(state, statedir.ScanFile), log: cfg.Logger}}
+	l.snapshots.startLoad(l.tracker.lastScanLoaded())
 	return l, nil
 }
 
@@ -237,9 +254,10 @@ func (l *Loader) Build(ctx context.Context) (*Generation, Pass, error) {
 }
 
 // WithMatchConfig returns a generation serving g's catalog and vectors
-// under another match configuration: over g's index data when only
-// query-time settings changed, else over an updated index. It publishes
-// nothing.
+// under another match configuration, as SetMatchConfig would serve it,
+// without publishing it or changing the configuration of later passes:
+// over g's index data when only query-time settings changed, else over an
+// updated index.
 func (l *Loader) WithMatchConfig(ctx context.Context, g *Generation, cfg match.Config) (*Generation, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -294,42 +312,34 @@ func (l *Loader) SetEmbedConfig(ctx context.Context, cfg embed.Config) error {
 	return err
 }
 
-// SubsetIndex builds a match index over the winning skills of g that keep
-// accepts, with their vectors and bodies, as if they were the whole
-// catalog (their own term statistics and length norms). Evaluations use it
-// to measure matching on smaller catalogs drawn from a large one.
-func (l *Loader) SubsetIndex(ctx context.Context, g *Generation, keep func(*skill.Skill) bool, cfg match.Config) (*match.Index, error) {
-	return l.assembly.subsetIndex(ctx, g, keep, cfg)
-}
-
 // Progress returns the state of the running pass, if any.
 func (l *Loader) Progress() skill.Progress { return l.progress.get() }
 
 // ParsedTotal returns how many files were parsed since the loader started.
-func (l *Loader) ParsedTotal() int64 { return l.records.parsedTotal.Load() }
+func (l *Loader) ParsedTotal() int64 { return l.state.Load().parsedTotal }
 
 // Flush waits until the last generation's index snapshot and the last full
 // scan's folder listings are written.
 func (l *Loader) Flush() {
 	l.snapshots.flush()
-	l.tracker.listings.wait()
+	l.tracker.flush()
 }
 
 // Close stops the loop, waits for the index snapshot of the last
 // generation to be written and stops watching. It closes neither the store
 // nor the model.
 func (l *Loader) Close() error {
-	l.stateMu.Lock()
+	l.lifeMu.Lock()
 	cancel, done := l.cancel, l.done
 	l.cancel = nil
-	l.stateMu.Unlock()
+	l.lifeMu.Unlock()
 	if cancel != nil {
 		cancel()
 		<-done
 	}
 	l.Flush()
-	if w := l.tracker.watcher; w != nil && cancel != nil {
-		return w.Close()
+	if cancel != nil {
+		return l.tracker.closeWatcher()
 	}
 	return nil
 }

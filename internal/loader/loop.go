@@ -8,9 +8,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/mcpsag/router/internal/embed"
 	"github.com/mcpsag/router/internal/skill"
-	"github.com/mcpsag/router/internal/skillfs"
 	"github.com/mcpsag/router/internal/store"
 )
 
@@ -23,11 +21,8 @@ func (l *Loader) Start(ctx context.Context, publish func(*Generation)) error {
 	// The watcher exists before the first pass, so that pass's scan also
 	// tells it which folders to watch.
 	if l.cfg.Watch {
-		w, err := skillfs.NewWatcher(l.cfg.Debounce, l.log.With("component", "watch"))
-		if err != nil {
+		if err := l.tracker.startWatcher(l.cfg.Debounce, l.log.With("component", "watch")); err != nil {
 			l.log.Warn("file watching unavailable; relying on periodic rescans", "err", err)
-		} else {
-			l.tracker.watcher = w
 		}
 	}
 	if src := l.cfg.Tools; src != nil {
@@ -48,15 +43,13 @@ func (l *Loader) Start(ctx context.Context, publish func(*Generation)) error {
 	pass, err := l.refreshLocked(ctx, false, nil)
 	l.mu.Unlock()
 	if err != nil {
-		if w := l.tracker.watcher; w != nil {
-			w.Close()
-		}
+		l.tracker.closeWatcher()
 		return err
 	}
 	bg, cancel := context.WithCancel(context.Background())
-	l.stateMu.Lock()
+	l.lifeMu.Lock()
 	l.cancel, l.done = cancel, make(chan struct{})
-	l.stateMu.Unlock()
+	l.lifeMu.Unlock()
 	go l.run(bg, pass.Restored)
 	return nil
 }
@@ -72,70 +65,85 @@ const toolsDebounce = 200 * time.Millisecond
 // roots), it scans the roots first.
 func (l *Loader) run(ctx context.Context, catchUp bool) {
 	defer close(l.done)
-	var events, tools, backfilled <-chan struct{}
+	var backfilled <-chan struct{}
 	if b := l.assembly.backfill; b != nil {
 		var wg sync.WaitGroup
 		wg.Go(func() { b.run(ctx) })
 		defer wg.Wait()
 		backfilled = b.ready
 	}
-	w := l.tracker.watcher
-	if w != nil {
-		go w.Run(ctx)
-		events = w.Changes()
-	}
+	events := l.tracker.events(ctx)
 	if catchUp {
 		if _, err := l.refresh(ctx, false, nil); err != nil && ctx.Err() == nil {
 			l.log.Error("scanning the roots after serving the last scan failed; serving it until the next reindex", "err", err)
 		}
 	}
-	if w != nil {
+	if l.tracker.watches() {
 		l.mu.Lock()
 		l.tracker.watch()
 		l.mu.Unlock()
 	}
+	w := wakeups{events: events, backfilled: backfilled, replaced: l.db.Replaced()}
 	if l.cfg.Tools != nil {
-		tools = l.cfg.Tools.Changes()
+		w.tools = l.cfg.Tools.Changes()
 	}
-	replaced := l.db.Replaced()
-	var tick <-chan time.Time
 	if l.cfg.RescanInterval > 0 {
 		t := time.NewTicker(l.cfg.RescanInterval)
 		defer t.Stop()
-		tick = t.C
+		w.tick = t.C
 	}
 	for {
-		var changed []string
-		select {
-		case <-ctx.Done():
+		changed, ok := l.next(ctx, w)
+		if !ok {
 			return
-		case <-events:
-			// Events name what changed: when it all lies in known skill
-			// folders, only those are scanned again.
-			// No path (a folder newly watched) means scan everything.
-			if paths, all := w.TakeChanged(); !all {
-				changed = paths
-			}
-		case <-tick:
-		case <-replaced:
-			l.rebuilding.Store(true)
-		case <-backfilled:
-			// Every text is embedded now: a pass without a scan serves
-			// the vectors.
-			changed = []string{}
-		case <-tools:
-			t := time.NewTimer(toolsDebounce)
-			select {
-			case <-ctx.Done():
-				t.Stop()
-				return
-			case <-t.C:
-			}
 		}
 		if _, err := l.refresh(ctx, false, changed); err != nil && ctx.Err() == nil {
 			l.log.Error("background reindex failed; serving the previous generation", "err", err)
 		}
 	}
+}
+
+// wakeups are what makes the loop run a pass.
+type wakeups struct {
+	events     <-chan struct{}  // file events (the tracker's watcher)
+	tools      <-chan struct{}  // the MCP servers' tools changed
+	backfilled <-chan struct{}  // the background embedding is done
+	replaced   <-chan struct{}  // the store replaced its damaged file
+	tick       <-chan time.Time // the rescan timer
+}
+
+// next waits for the next wakeup and returns the paths the pass scans
+// again (nil: every root; empty: none); ok is false when ctx ended.
+func (l *Loader) next(ctx context.Context, w wakeups) (changed []string, ok bool) {
+	select {
+	case <-ctx.Done():
+		return nil, false
+	case <-w.events:
+		// Events name what changed: when it all lies in known skill
+		// folders, only those are scanned again.
+		// No path (a folder newly watched) means scan everything.
+		if paths, all := l.tracker.takeChanged(); !all {
+			changed = paths
+		}
+	case <-w.tick:
+	case <-w.replaced:
+		l.mu.Lock()
+		l.setState(func(s *passState) { s.rebuilding = true })
+		l.mu.Unlock()
+	case <-w.backfilled:
+		// Every text is embedded now: a pass without a scan serves
+		// the vectors.
+		changed = []string{}
+	case <-w.tools:
+		t := time.NewTimer(toolsDebounce)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return nil, false
+		case <-t.C:
+		}
+	}
+	return changed, true
 }
 
 // Reindex rescans the roots now (with full, reads and parses every file
@@ -171,57 +179,54 @@ func (l *Loader) refreshLocked(ctx context.Context, full bool, changed []string)
 	if errors.Is(err, store.ErrDamaged) && ctx.Err() == nil {
 		// The store has replaced the file by an empty one: the pass
 		// again parses every file into it.
-		l.rebuilding.Store(true)
+		l.setState(func(s *passState) { s.rebuilding = true })
 		l.log.Warn("the cache file was damaged; building again from the skill folders", "err", err)
 		g, pass, err = l.pass(ctx, prev, true, nil)
 	}
-	if err == nil && !pass.Restored {
-		l.rebuilding.Store(false)
-	}
 	// The pass's stats are in place before its generation is served, so
-	// a Status that says serving describes the pass behind it.
-	st := pass.Stats
-	l.stateMu.Lock()
-	l.lastReindex, l.lastErr = time.Now(), err
-	if err == nil && st.Published {
-		l.lastStats = st
-	}
-	if err == nil && g != nil {
-		l.servedModel = ""
-		if g.vectors != nil {
-			l.servedModel = g.space.model.Fingerprint
+	// a Status that says serving describes the pass behind it; catching
+	// up is said before the generation that needs it is served, and
+	// unsaid after the one that ends it is.
+	l.setState(func(s *passState) {
+		s.lastReindex, s.lastErr = time.Now(), err
+		if err == nil && pass.Stats.Published {
+			s.lastStats = pass.Stats
 		}
-	}
-	l.stateMu.Unlock()
-	// Catching up is said before the generation that needs it is served,
-	// and unsaid after the one that ends it is.
-	if err == nil && pass.Restored {
-		l.catchingUp.Store(true)
-	}
+		if err == nil && !pass.Restored {
+			s.rebuilding = false
+		}
+		s.catchingUp = s.catchingUp || err == nil && pass.Restored
+	})
 	if err == nil && g != prev {
 		l.publish(g)
 	}
-	if err == nil && !pass.Restored && !pass.Partial && l.catchingUp.Swap(false) {
+	if caughtUp := err == nil && !pass.Restored && !pass.Partial && l.state.Load().catchingUp; caughtUp {
+		l.setState(func(s *passState) { s.catchingUp = false })
+		st := pass.Stats
 		l.log.Info("caught up with the skill folders", "published", st.Published, "added", st.Added, "changed", st.Changed,
 			"removed", st.Removed, "parsed", st.Parsed, "duration", st.Duration.String(), "phases", phaseList(pass.Phases))
 	}
 	if l.cfg.OnPass != nil {
 		l.cfg.OnPass(ctx, pass, err)
 	}
-	if err != nil {
-		return pass, err
+	if err == nil {
+		l.logPass(pass)
 	}
+	return pass, err
+}
+
+// logPass logs a pass that ended well.
+func (l *Loader) logPass(pass Pass) {
 	if pass.Restored {
 		l.log.Info("serving the skill files the last scan found, kept in the state folder; scanning the roots now for changes made while the router was stopped",
 			"skills", pass.Skills)
 	}
-	if st.Published {
+	if st := pass.Stats; st.Published {
 		l.log.Info("index generation published", "generation", st.Generation, "skills", pass.Skills, "tools", pass.Tools,
 			"scanned", st.Scanned, "folders_reused", pass.FoldersReused, "added", st.Added, "changed", st.Changed, "removed", st.Removed,
 			"invalid", st.Invalid, "parsed", st.Parsed, "embedded", st.Embedded, "duration", st.Duration.String(),
 			"phases", phaseList(pass.Phases))
 	}
-	return pass, nil
 }
 
 // phaseList renders a pass's phases for the log, for example
@@ -237,89 +242,39 @@ func phaseList(ps []Phase) string {
 	return b.String()
 }
 
-// Describe fills in what st says of the passes and the model: the running
-// pass, the last one, catching up, the embedding model, and why matching or
-// the cache is degraded.
+// Describe fills in what st says of the passes: the running pass (or the
+// watcher adding folders), the last one, catching up, and the background
+// embedding. The models' status and why matching or the cache is degraded
+// are their owners' (see Problems for the loader's part).
 func (l *Loader) Describe(st *skill.Status) {
-	st.Progress, st.ParsedTotal = l.Progress(), l.ParsedTotal()
-	if !st.Progress.Running && l.tracker.watching.Load() {
+	ps := l.state.Load()
+	st.Progress, st.ParsedTotal = l.Progress(), ps.parsedTotal
+	if !st.Progress.Running && l.tracker.syncingWatcher() {
 		// After a start, the watches are added while the router serves
 		// (seconds at 100,000 folders); edits are seen once they are.
 		st.Progress = skill.Progress{Running: true, Phase: skill.PhaseWatch}
 	}
-	l.stateMu.Lock()
-	st.LastReindex, st.LastStats = l.lastReindex, l.lastStats
-	if l.lastErr != nil {
-		st.LastReindexError = l.lastErr.Error()
+	st.LastReindex, st.LastStats = ps.lastReindex, ps.lastStats
+	if ps.lastErr != nil {
+		st.LastReindexError = ps.lastErr.Error()
 	}
-	l.stateMu.Unlock()
-	st.CatchingUp = l.catchingUp.Load()
-	l.modelStatus(st)
-	for _, why := range l.stateProblems() {
-		st.Degraded = true
-		st.DegradedReason = strings.TrimPrefix(st.DegradedReason+"; ", "; ") + why
+	st.CatchingUp = ps.catchingUp
+	if b := l.assembly.backfill; b != nil {
+		bs := b.status()
+		st.Backfill = skill.Backfill{Model: bs.Model, Done: bs.Done, Total: bs.Total, Started: bs.Started}
 	}
 }
 
-// stateProblems says what is wrong with the state folder's files, if
-// anything: the cache, and an index snapshot another process changed.
-func (l *Loader) stateProblems() []string {
+// Problems says what is wrong with the loader's files in the state folder,
+// if anything, for Status: a cache file being rebuilt after damage, and an
+// index snapshot another process changed.
+func (l *Loader) Problems() []string {
 	var out []string
-	if why := l.db.Degraded(); why != "" {
-		out = append(out, why)
-	}
-	if l.rebuilding.Load() {
+	if l.state.Load().rebuilding {
 		out = append(out, "the cache file was found damaged and replaced by an empty one; rebuilding it from the skill folders (skill bodies load Unavailable until then)")
 	}
 	if why := l.snapshots.check(); why != "" {
 		out = append(out, why)
 	}
-	return out
-}
-
-// modelStatus fills the embedding fields of a Status: the primary and the
-// fast model, which one the last generation serves, and the background
-// embedding's progress.
-func (l *Loader) modelStatus(st *skill.Status) {
-	m := l.cfg.Embedder
-	l.stateMu.Lock()
-	served := l.servedModel
-	l.stateMu.Unlock()
-	if b := l.assembly.backfill; b != nil {
-		bs := b.status()
-		st.Backfill = skill.Backfill{Model: bs.Model, Done: bs.Done, Total: bs.Total, Started: bs.Started}
-	}
-	if f := l.cfg.Fast; f != nil && !f.Status().Degraded {
-		st.FastModel = l.describeModel(f.Status(), served)
-	}
-	if m == nil {
-		if st.FastModel == nil {
-			st.Degraded, st.DegradedReason = true, "embeddings are off; matching uses keywords only"
-		}
-		return
-	}
-	ms := m.Status()
-	if ms.Degraded {
-		st.Degraded = true
-		fallback := "keywords only"
-		if st.FastModel != nil {
-			fallback = "the fast model " + st.FastModel.Name
-		}
-		st.DegradedReason = fmt.Sprintf("%s: %s; matching uses %s until a valid model is available", ms.Reason, ms.Detail, fallback)
-		return
-	}
-	st.Model = l.describeModel(ms, served)
-}
-
-// describeModel is the Status of a model, served when served is its
-// fingerprint.
-func (l *Loader) describeModel(ms embed.Status, served string) *skill.ModelStatus {
-	out := &skill.ModelStatus{
-		Name: ms.Identity.Name, Dimension: ms.Identity.Dimension, Fingerprint: ms.Identity.Fingerprint, Path: ms.Identity.Path,
-		LoadDuration: ms.Load.LoadDuration, QueryLatency: ms.Load.QueryLatency,
-		EmbeddingsComputed: ms.EmbeddingsComputed, MatchThreshold: ms.MatchThreshold,
-		Serving: served != "" && served == ms.Identity.Fingerprint,
-	}
-	out.VectorsCached, _ = l.db.VectorCount(ms.Identity.Fingerprint)
 	return out
 }

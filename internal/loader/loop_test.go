@@ -154,11 +154,11 @@ func TestDescribeSaysWatch(t *testing.T) {
 	if l.Describe(&st); st.Progress.Running {
 		t.Fatalf("progress %+v with no pass and no watcher", st.Progress)
 	}
-	l.tracker.watching.Store(true)
+	l.tracker.syncing.Store(true)
 	if l.Describe(&st); !st.Progress.Running || st.Progress.Phase != skill.PhaseWatch {
 		t.Errorf("progress %+v while the watcher adds folders; want running, phase watch", st.Progress)
 	}
-	l.tracker.watching.Store(false)
+	l.tracker.syncing.Store(false)
 	if l.Describe(&st); st.Progress.Running {
 		t.Errorf("progress %+v once the watcher is done", st.Progress)
 	}

@@ -7,7 +7,6 @@ import (
 
 	"github.com/mcpsag/router/internal/match"
 	"github.com/mcpsag/router/internal/skill"
-	"github.com/mcpsag/router/internal/store"
 )
 
 // progress is the state of the running pass, for Status.
@@ -45,36 +44,9 @@ func (l *Loader) pass(ctx context.Context, prev *Generation, full bool, changed 
 		l.replacements, full, changed = n, true, nil
 		l.log.Warn("the cache file was replaced after damage; parsing every skill again")
 	}
-
-	c, pass, err := l.catalog(ctx, prev, full, changed)
+	c, pass, err := l.catalogWithBodies(ctx, prev, full, changed)
 	if err != nil {
 		return nil, pass, err
-	}
-	// Before any body is used: a file whose cached body is missing or
-	// damaged is parsed again, which stores its body again. A pass that
-	// serves the last scan leaves that to the pass after it: until then,
-	// a damaged body is not served (Generation.Body), and a skill whose
-	// analysis needed it is analyzed again then.
-	var bodiless []*store.FileRecord
-	if !pass.Restored {
-		if bodiless, err = l.records.takeBodiless(); err != nil {
-			return nil, pass, err
-		}
-	}
-	if len(bodiless) > 0 {
-		l.log.Warn("cached bodies missing or damaged; parsing their files again", "files", len(bodiless))
-		l.records.reparse = map[string]bool{}
-		for _, r := range bodiless {
-			l.records.reparse[r.Path] = true
-		}
-		first := pass
-		c, pass, err = l.catalog(ctx, prev, full, changed)
-		l.records.reparse = nil
-		if err != nil {
-			return nil, pass, err
-		}
-		pass.Phases = append(first.Phases, pass.Phases...)
-		pass.Stats = afterSecondPass(first.Stats, pass.Stats)
 	}
 	// The snapshot is read while the pass scans: wait for it only now.
 	base, baseSpace := l.base(prev, &pass)
@@ -90,7 +62,7 @@ func (l *Loader) pass(ctx context.Context, prev *Generation, full bool, changed 
 		pass.Stats.Duration = time.Since(start)
 		return prev, pass, nil
 	}
-	g.scan, g.scanRoots = l.tracker.last, l.tracker.lastRoots
+	g.scan, g.scanRoots = l.tracker.lastScan()
 	if pass.Restored {
 		l.snapshots.scanWritten(g.ContentID)
 	}
@@ -102,6 +74,36 @@ func (l *Loader) pass(ctx context.Context, prev *Generation, full bool, changed 
 	pass.Stats.Published = true
 	pass.Stats.Duration = time.Since(start)
 	return g, pass, nil
+}
+
+// catalogWithBodies is catalog, run a second time when the check of the
+// cached bodies found some missing or damaged: before any body is used,
+// their files are parsed again, which stores their bodies again. A pass
+// that serves the last scan leaves that to the pass after it: until then,
+// a damaged body is not served (Generation.Body), and a skill whose
+// analysis needed it is analyzed again then.
+func (l *Loader) catalogWithBodies(ctx context.Context, prev *Generation, full bool, changed []string) (cataloged, Pass, error) {
+	c, pass, err := l.catalog(ctx, prev, full, changed, nil)
+	if err != nil || pass.Restored {
+		return c, pass, err
+	}
+	bodiless, err := l.records.takeBodiless()
+	if err != nil || len(bodiless) == 0 {
+		return c, pass, err
+	}
+	l.log.Warn("cached bodies missing or damaged; parsing their files again", "files", len(bodiless))
+	reparse := make(map[string]bool, len(bodiless))
+	for _, r := range bodiless {
+		reparse[r.Path] = true
+	}
+	first := pass
+	c, pass, err = l.catalog(ctx, prev, full, changed, reparse)
+	if err != nil {
+		return c, pass, err
+	}
+	pass.Phases = append(first.Phases, pass.Phases...)
+	pass.Stats = afterSecondPass(first.Stats, pass.Stats)
+	return c, pass, nil
 }
 
 // base returns the index a pass updates and the space of its vectors:
@@ -124,12 +126,13 @@ func (l *Loader) base(prev *Generation, pass *Pass) (*match.Index, vectorSpace) 
 // catalog finds the skill files (tracker), brings the store's records in
 // step with them (record sync) and returns the catalog they make with the
 // tools of MCP servers (assembly): prev's when its input did not change.
-func (l *Loader) catalog(ctx context.Context, prev *Generation, full bool, changed []string) (cataloged, Pass, error) {
+// The files of reparse are parsed again whatever their stamps.
+func (l *Loader) catalog(ctx context.Context, prev *Generation, full bool, changed []string, reparse map[string]bool) (cataloged, Pass, error) {
 	var pass Pass
 	t := time.Now()
 	l.progress.set("scan", 0, 0)
-	restore := prev == nil && !full && changed == nil && l.records.reparse == nil
-	f, err := l.tracker.find(restore, prev != nil && !full, changed)
+	restore := prev == nil && !full && changed == nil && reparse == nil
+	f, err := l.tracker.find(ctx, restore, prev != nil && !full, changed)
 	if err != nil {
 		return cataloged{}, pass, err
 	}
@@ -141,12 +144,14 @@ func (l *Loader) catalog(ctx context.Context, prev *Generation, full bool, chang
 	if err := ctx.Err(); err != nil {
 		return cataloged{}, pass, err
 	}
-	todo := l.records.toParse(f.scan.Files, full)
+	todo := l.records.toParse(f.scan.Files, full, reparse)
 	if f.restored && !l.records.holdsExactly(f.scan.Files, todo) {
 		l.log.Info("the cache does not hold the skill files of the last scan as it found them; scanning the roots",
-			"files", len(f.scan.Files), "cached", len(l.records.records), "to_parse", len(todo))
-		l.tracker.scan(&f, changed, false)
-		todo = l.records.toParse(f.scan.Files, full)
+			"files", len(f.scan.Files), "cached", l.records.cached(), "to_parse", len(todo))
+		if err := l.tracker.scan(ctx, &f, changed, false); err != nil {
+			return cataloged{}, pass, err
+		}
+		todo = l.records.toParse(f.scan.Files, full, reparse)
 		pass.phase("scan", &t)
 	}
 	if f.restored {
@@ -155,7 +160,8 @@ func (l *Loader) catalog(ctx context.Context, prev *Generation, full bool, chang
 		l.records.checkBodies()
 	}
 	pass.Dirs, pass.Restored, pass.Partial, pass.FoldersReused = f.scan.Dirs, f.restored, f.partial, f.reused
-	recs, err := l.records.sync(ctx, &f, todo, &pass, &t)
+	recs, err := l.records.sync(ctx, &f, todo, reparse, &pass, &t)
+	l.setState(func(s *passState) { s.parsedTotal = l.records.parsedTotal() })
 	if err != nil {
 		return cataloged{}, pass, err
 	}

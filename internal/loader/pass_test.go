@@ -1079,8 +1079,8 @@ func TestCacheReplacedUnderTheBuilder(t *testing.T) {
 		t.Fatal(err)
 	}
 	s := cat.Visible("")[0]
-	if _, _, err := ti.prev.Body(s); !errors.Is(err, store.ErrDamaged) {
-		t.Fatalf("Body from a cache cut short: %v, want store.ErrDamaged", err)
+	if _, _, err := ti.prev.Body(s); skill.ErrorCode(err) != skill.CodeUnavailable {
+		t.Fatalf("Body from a cache cut short: %v, want the store's damage as the domain's %s", err, skill.CodeUnavailable)
 	}
 	if ti.db.Replacements() != 1 {
 		t.Fatalf("Replacements = %d, want 1", ti.db.Replacements())

@@ -31,13 +31,12 @@ type recordSync struct {
 	records     map[string]*store.FileRecord // by SKILL.md path, as the store holds them
 	loading     chan struct{}                // closed once the cached records are read
 	loadErr     error
-	checkBodies func()              // starts the check of the cached bodies once the records are read
+	startCheck  func()              // starts the check of the cached bodies once the records are read
 	checking    chan struct{}       // closed once the cached bodies are checked; nil after the first pass
 	bodiless    []*store.FileRecord // records whose cached body is missing or damaged
 	bodilessErr error
-	reparse     map[string]bool // SKILL.md paths the next sync parses whatever their stamps
 
-	parsedTotal atomic.Int64
+	parsed int64 // files parsed since the start
 }
 
 // newRecordSync starts reading the cached records of db, and then checking
@@ -47,9 +46,9 @@ func newRecordSync(db *store.DB, limits skillmd.Limits, workers int, log *slog.L
 	r := &recordSync{db: db, limits: limits, workers: workers, log: log, progress: p,
 		loading: make(chan struct{}), checking: make(chan struct{})}
 	check := make(chan struct{})
-	r.checkBodies = sync.OnceFunc(func() { close(check) })
+	r.startCheck = sync.OnceFunc(func() { close(check) })
 	if !laterCheck {
-		r.checkBodies()
+		r.startCheck()
 	}
 	go func() {
 		defer close(r.checking)
@@ -63,6 +62,16 @@ func newRecordSync(db *store.DB, limits skillmd.Limits, workers int, log *slog.L
 	}()
 	return r
 }
+
+// checkBodies starts the check of the cached bodies, once the cached
+// records are read, unless it started.
+func (r *recordSync) checkBodies() { r.startCheck() }
+
+// cached returns how many files the store holds records of.
+func (r *recordSync) cached() int { return len(r.records) }
+
+// parsedTotal returns how many files were parsed since the start.
+func (r *recordSync) parsedTotal() int64 { return r.parsed }
 
 // wait waits for the cached records newRecordSync started to read.
 func (r *recordSync) wait() error {
@@ -91,12 +100,12 @@ func (r *recordSync) takeBodiless() ([]*store.FileRecord, error) {
 
 // toParse returns the indexes of the files to parse: every one with full,
 // else those the store does not hold at their size and modification time,
-// and those marked for parsing again.
-func (r *recordSync) toParse(files []skillfs.Found, full bool) []int {
+// and those of reparse (SKILL.md paths to parse whatever their stamps).
+func (r *recordSync) toParse(files []skillfs.Found, full bool, reparse map[string]bool) []int {
 	var todo []int
 	for i, f := range files {
 		old := r.records[f.Path]
-		if !full && old != nil && !r.reparse[f.Path] && old.ModTimeNano == f.ModTime.UnixNano() && old.Size == f.Size {
+		if !full && old != nil && !reparse[f.Path] && old.ModTimeNano == f.ModTime.UnixNano() && old.Size == f.Size {
 			continue
 		}
 		todo = append(todo, i)
@@ -111,9 +120,10 @@ func (r *recordSync) holdsExactly(files []skillfs.Found, todo []int) bool {
 }
 
 // sync parses files[todo[j]], brings the store in step with f's files and
-// returns the records of those files. It records its steps and counts in
+// returns the records of those files. A file of reparse that does not
+// parse keeps no last good version. It records its steps and counts in
 // pass.
-func (r *recordSync) sync(ctx context.Context, f *found, todo []int, pass *Pass, t *time.Time) (map[string]*store.FileRecord, error) {
+func (r *recordSync) sync(ctx context.Context, f *found, todo []int, reparse map[string]bool, pass *Pass, t *time.Time) (map[string]*store.FileRecord, error) {
 	files := f.scan.Files
 	st := &pass.Stats
 	st.Scanned = len(files)
@@ -123,7 +133,7 @@ func (r *recordSync) sync(ctx context.Context, f *found, todo []int, pass *Pass,
 		return nil, err
 	}
 	st.Parsed = len(todo)
-	r.parsedTotal.Add(int64(len(todo)))
+	r.parsed += int64(len(todo))
 	pass.phase("parse", t)
 
 	var next map[string]*store.FileRecord
@@ -138,7 +148,7 @@ func (r *recordSync) sync(ctx context.Context, f *found, todo []int, pass *Pass,
 			next[file.Path] = r.records[file.Path]
 		}
 	}
-	changes := r.changes(files, todo, parsed, next, st)
+	changes := r.changes(files, todo, parsed, reparse, next, st)
 	if len(changes.Put) > 0 || len(changes.Delete) > 0 {
 		r.progress.set("store", 0, len(changes.Put)+len(changes.Delete))
 		if !f.partial {
@@ -163,13 +173,13 @@ func (r *recordSync) sync(ctx context.Context, f *found, todo []int, pass *Pass,
 
 // changes puts the parsed records into next and returns the store's
 // changes, counting them in st.
-func (r *recordSync) changes(files []skillfs.Found, todo []int, parsed []parseResult, next map[string]*store.FileRecord, st *skill.ReindexStats) store.FileChanges {
+func (r *recordSync) changes(files []skillfs.Found, todo []int, parsed []parseResult, reparse map[string]bool, next map[string]*store.FileRecord, st *skill.ReindexStats) store.FileChanges {
 	changes := store.FileChanges{Bodies: map[string]string{}}
 	for j, i := range todo {
 		f := files[i]
 		old := r.records[f.Path]
 		rec := parsed[j].record
-		if old != nil && rec.Good == nil && !r.reparse[f.Path] {
+		if old != nil && rec.Good == nil && !reparse[f.Path] {
 			rec.Good = old.Good // a bad edit keeps the last good version (whose body is in the cache)
 		}
 		next[f.Path] = rec

@@ -64,11 +64,8 @@ const snapshotDelay = 2 * time.Second
 type snapshotWriter struct {
 	path string
 	log  *slog.Logger
-	// lastScans writes the scan behind each snapshot written.
-	lastScans *lastScanFile
-	// pruneVectors prunes the vector cache to the texts of a generation's
-	// entries (assembly.pruneVectors).
-	pruneVectors func(*Generation)
+	// scans is the file the scan behind each snapshot written goes to.
+	scans lastScanFile
 
 	loaded    chan struct{} // closed once startLoad's read is done
 	base      *match.Index
@@ -78,6 +75,9 @@ type snapshotWriter struct {
 	// lastScans' file.
 	scanOnDisk string
 
+	// mu guards the fields below, which the background writer, a pass
+	// (save) and Status (check) share: it cannot be the loader's lock,
+	// which a pass holds for seconds while the writer and Status go on.
 	mu       sync.Mutex
 	pending  *Generation // to write
 	pruneFor *Generation // to prune the vector cache to
@@ -111,7 +111,7 @@ func (w *snapshotWriter) save(g *Generation, prune bool) {
 	if prune {
 		w.pruneFor = g
 	}
-	if g.ContentID == w.onDisk && (w.lastScans == nil || g.ContentID == w.scanOnDisk) {
+	if g.ContentID == w.onDisk && g.ContentID == w.scanOnDisk {
 		w.pending = nil
 	} else {
 		w.pending, w.since = g, time.Now()
@@ -196,7 +196,7 @@ func (w *snapshotWriter) run() {
 			w.writeAll(g)
 		}
 		if prune != nil {
-			w.pruneVectors(prune)
+			prune.pruneVectors(w.log)
 		}
 	}
 }
@@ -219,7 +219,7 @@ func (w *snapshotWriter) flush() {
 // file holds it already.
 func (w *snapshotWriter) writeAll(g *Generation) {
 	w.mu.Lock()
-	index, scan := g.ContentID != w.onDisk, w.lastScans != nil && g.ContentID != w.scanOnDisk
+	index, scan := g.ContentID != w.onDisk, g.ContentID != w.scanOnDisk
 	w.mu.Unlock()
 	if index {
 		start := time.Now()
@@ -244,7 +244,7 @@ func (w *snapshotWriter) writeAll(g *Generation) {
 		w.log.Debug("index snapshot written", "path", w.path, "skills", g.Index.Len(), "duration", time.Since(start).String())
 	}
 	if scan {
-		if err := w.lastScans.write(g); err != nil {
+		if err := w.scans.write(g); err != nil {
 			w.log.Warn("writing the last scan failed; the next start scans the roots before it serves", "err", err)
 			return
 		}

@@ -21,7 +21,7 @@ import (
 // past its header, the file cut to 40%, the file cut to nothing. Each
 // time, matching must answer as a fresh build does (served from a mapping
 // of the file, it answered with NaN scores, and faulted once the file was
-// cut), Describe must report the change until the snapshot is written
+// cut), Problems must report the change until the snapshot is written
 // again, a pass after an edit must not panic and must serve the edit, and
 // the snapshot written again must be sound: a restart from it analyzes
 // nothing and answers like a fresh build.
@@ -108,10 +108,8 @@ func TestSnapshotChangedUnderTheLoader(t *testing.T) {
 		g, _ := s.current()
 		sameAsFresh(d.name+", served from the start's copy", g)
 
-		var st skill.Status
-		l.Describe(&st)
-		if !st.Degraded || !strings.Contains(st.DegradedReason, "index snapshot") || !strings.Contains(st.DegradedReason, "changed by another process") {
-			t.Errorf("%s: Status degraded %v (%q); want the change reported", d.name, st.Degraded, st.DegradedReason)
+		if why := strings.Join(l.Problems(), "; "); !strings.Contains(why, "index snapshot") || !strings.Contains(why, "changed by another process") {
+			t.Errorf("%s: problems %q; want the change reported", d.name, why)
 		}
 
 		// An edit after the change: the pass updates the index the start
@@ -125,9 +123,8 @@ func TestSnapshotChangedUnderTheLoader(t *testing.T) {
 		sameAsFresh(d.name+", after an edit", g)
 
 		l.Flush()
-		st = skill.Status{}
-		if l.Describe(&st); st.Degraded {
-			t.Errorf("%s: still degraded after the snapshot was written again: %q", d.name, st.DegradedReason)
+		if why := l.Problems(); len(why) > 0 {
+			t.Errorf("%s: still degraded after the snapshot was written again: %q", d.name, why)
 		}
 		stop()
 		mu.Lock()
@@ -164,9 +161,8 @@ func TestOwnSnapshotWritesAreNoChange(t *testing.T) {
 	go func() {
 		defer close(done)
 		for range 2000 {
-			var st skill.Status
-			if l.Describe(&st); st.Degraded {
-				seen = append(seen, st.DegradedReason)
+			if why := l.Problems(); len(why) > 0 {
+				seen = append(seen, why...)
 				return
 			}
 			time.Sleep(time.Millisecond)

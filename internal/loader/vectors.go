@@ -116,7 +116,7 @@ func (a *assembly) tierVectors(ctx context.Context, m *embed.Manager, limit int,
 		in.pass.DocumentsCached = len(in.winners)
 		return tierResult{state: tierComplete, vectors: out, space: space}, nil
 	}
-	texts, err := a.documentTexts(todo, bodyChars)
+	texts, err := a.files.documentTexts(todo, bodyChars)
 	if err != nil {
 		a.log.Warn("reading skill bodies for embedding failed; embedding without them", "err", err)
 	}
@@ -191,8 +191,8 @@ func reusedVectors(prev *Generation, base *match.Index, baseSpace, space vectorS
 // documentTexts returns the embedded texts of skills, holding bodyChars
 // characters of each body; on an error reading the bodies, the texts
 // without them.
-func (a *assembly) documentTexts(skills []*skill.Skill, bodyChars int) ([]string, error) {
-	bodies, err := a.bodyStarts(skills, bodyChars)
+func (f *skillFiles) documentTexts(skills []*skill.Skill, bodyChars int) ([]string, error) {
+	bodies, err := f.bodyStarts(skills, bodyChars)
 	texts := make([]string, len(skills))
 	for i, s := range skills {
 		texts[i] = s.DocumentText(bodies[s.ContentHash], bodyChars)
@@ -353,7 +353,7 @@ func (a *assembly) recordModels() error {
 // per content hash, the first chars+1 characters: enough for
 // skill.BodyStart(body, n) with any n <= chars to give the same text as on
 // the whole body. chars <= 0 reads nothing.
-func (a *assembly) bodyStarts(skills []*skill.Skill, chars int) (map[string]string, error) {
+func (f *skillFiles) bodyStarts(skills []*skill.Skill, chars int) (map[string]string, error) {
 	out := make(map[string]string, len(skills))
 	if chars <= 0 {
 		return out, nil
@@ -364,7 +364,7 @@ func (a *assembly) bodyStarts(skills []*skill.Skill, chars int) (map[string]stri
 			hashes = append(hashes, s.ContentHash)
 		}
 	}
-	err := a.db.Bodies(hashes, func(hash string, body []byte) {
+	err := f.db.Bodies(hashes, func(hash string, body []byte) {
 		out[hash] = string(runePrefix(body, chars+1))
 	})
 	return out, err

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -49,7 +50,7 @@ func TestViewRemembersVisibility(t *testing.T) {
 	plain := func(s *skill.Skill) bool {
 		return (s.Root.Agent == "" || s.Root.Agent == "reviewer") && !(strings.Contains(s.Name, "s1") && len(s.Name)%3 == 0)
 	}
-	view := ix.View(visible)
+	view := ix.View(Audience{VisibleTo: func(s *skill.Skill, _ string) bool { return visible(s) }})
 	ctx := context.Background()
 	for round := range 2 {
 		for i, task := range tasks {
@@ -104,7 +105,7 @@ func TestViewRemembersVisibility(t *testing.T) {
 	// only a visible function: its answers are by slot, and the slots of
 	// one index are not the other's.
 	other := build(skills[:len(skills)-100])
-	foreign := other.View(plain)
+	foreign := other.View(Audience{VisibleTo: func(s *skill.Skill, _ string) bool { return plain(s) }})
 	for i, task := range tasks {
 		req := skill.MatchRequest{Task: task, TopK: 5}
 		want, err := ix.Match(ctx, req, plain)
@@ -117,6 +118,46 @@ func TestViewRemembersVisibility(t *testing.T) {
 		}
 		if fmt.Sprint(want.Candidates) != fmt.Sprint(got.Candidates) {
 			t.Fatalf("task %d: a foreign view changed the answer:\n%v\n%v", i, got.Candidates, want.Candidates)
+		}
+	}
+}
+
+// TestAudienceVisible: an audience sees what its kind filter, its scope
+// and the catalog's answer for its agent all allow, and the catalog is
+// asked for its own agent.
+func TestAudienceVisible(t *testing.T) {
+	sk := &skill.Skill{Name: "forms"}
+	tool := &skill.Skill{Name: "fs.read", Kind: skill.EntryTool, Tool: &skill.Tool{Server: "fs"}}
+	var askedFor []string
+	only := func(names ...string) func(*skill.Skill, string) bool {
+		return func(s *skill.Skill, agent string) bool {
+			askedFor = append(askedFor, agent)
+			return slices.Contains(names, s.Name)
+		}
+	}
+	cases := []struct {
+		name string
+		a    Audience
+		s    *skill.Skill
+		want bool
+	}{
+		{"everyone sees a skill", Audience{}, sk, true},
+		{"the catalog hides it", Audience{Agent: "a", VisibleTo: only("other")}, sk, false},
+		{"the catalog shows it", Audience{Agent: "a", VisibleTo: only("forms")}, sk, true},
+		{"tools only", Audience{Kinds: skill.KindsTools, VisibleTo: only("forms")}, sk, false},
+		{"skills only, a tool", Audience{Kinds: skill.KindsSkills}, tool, false},
+		{"a scope without its server", Audience{Scope: skill.Scope{Servers: []string{"web"}}}, tool, false},
+		{"a scope with its server", Audience{Scope: skill.Scope{Servers: []string{"fs"}}, VisibleTo: only("fs.read")}, tool, true},
+	}
+	for _, c := range cases {
+		askedFor = nil
+		if got := c.a.Visible(c.s); got != c.want {
+			t.Errorf("%s: Visible = %v, want %v", c.name, got, c.want)
+		}
+		for _, agent := range askedFor {
+			if agent != c.a.Agent {
+				t.Errorf("%s: the catalog was asked for agent %q, want %q", c.name, agent, c.a.Agent)
+			}
 		}
 	}
 }

@@ -102,7 +102,7 @@ func benchRouter(b *testing.B, ws, state string) *Router {
 	if err != nil {
 		b.Fatal(err)
 	}
-	r := New(Config{Loader: l, Workspace: ws, Settings: Settings{Flags: skill.Flags{SkillsV1: true}}})
+	r := New(Config{Source: fromLoader(l), Workspace: ws, Settings: Settings{Flags: skill.Flags{SkillsV1: true}}})
 	if err := r.Start(context.Background()); err != nil {
 		b.Fatal(err)
 	}

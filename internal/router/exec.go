@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/mcpsag/router/internal/allowlist"
-	"github.com/mcpsag/router/internal/loader"
 	"github.com/mcpsag/router/internal/skill"
 	"github.com/mcpsag/router/internal/skillfs"
 )
@@ -80,7 +79,7 @@ func (r *Router) AuthorizeExec(_ context.Context, req skill.ExecRequest) (*skill
 	return d, nil
 }
 
-func (r *Router) decideExec(g *loader.Generation, req skill.ExecRequest) *skill.ExecDecision {
+func (r *Router) decideExec(g *Generation, req skill.ExecRequest) *skill.ExecDecision {
 	deny := func(reason skill.DenyReason, format string, args ...any) *skill.ExecDecision {
 		return &skill.ExecDecision{Reason: reason, Message: fmt.Sprintf(format, args...)}
 	}

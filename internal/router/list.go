@@ -9,7 +9,6 @@ import (
 	"strings"
 
 	"github.com/mcpsag/router/internal/catalog"
-	"github.com/mcpsag/router/internal/loader"
 	"github.com/mcpsag/router/internal/skill"
 )
 
@@ -96,7 +95,7 @@ func (r *Router) Get(ctx context.Context, req skill.GetRequest) (*skill.GetResul
 	}
 	res := &skill.GetResult{Entry: r.withDisplayPaths(ent), Generation: g.ID}
 	if req.Manifest {
-		if res.Manifest, err = r.manifest(ent.Skill); err != nil {
+		if res.Manifest, err = g.Files.Manifest(ent.Skill, r.cfg.MaxResourceBytes); err != nil {
 			return nil, err
 		}
 	}
@@ -126,7 +125,7 @@ func (r *Router) withDisplayPaths(ent *skill.Entry) *skill.Entry {
 
 // lookup finds the skill agent sees under name in the served generation,
 // else the tool of that name when the caller's scope includes its server.
-func (r *Router) lookup(ctx context.Context, name, agent string) (*loader.Generation, *skill.Entry, error) {
+func (r *Router) lookup(ctx context.Context, name, agent string) (*Generation, *skill.Entry, error) {
 	g, err := r.generation()
 	if err != nil {
 		return nil, nil, err

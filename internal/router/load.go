@@ -3,7 +3,6 @@ package router
 import (
 	"cmp"
 	"context"
-	"errors"
 	"fmt"
 	"path/filepath"
 	"strings"
@@ -11,7 +10,6 @@ import (
 
 	"github.com/mcpsag/router/internal/skill"
 	"github.com/mcpsag/router/internal/skillfs"
-	"github.com/mcpsag/router/internal/store"
 )
 
 // Load serves a skill at level 1 (summary), 2 (body under a token budget) or
@@ -37,9 +35,9 @@ func (r *Router) Load(ctx context.Context, req skill.LoadRequest) (*skill.LoadRe
 	res := &skill.LoadResult{Skill: s, Level: req.Level, Generation: g.ID, SHA256: s.ContentHash}
 	switch req.Level {
 	case skill.LevelBody:
-		body, ok, err := g.Body(s)
-		if errors.Is(err, store.ErrDamaged) {
-			return nil, skill.Errorf(skill.CodeUnavailable, "the cache was found damaged and is being rebuilt from the skill folders; retry")
+		body, ok, err := g.Files.Body(s)
+		if skill.ErrorCode(err) == skill.CodeUnavailable {
+			return nil, err
 		}
 		if err != nil {
 			return nil, fmt.Errorf("read body of %q from the cache: %w", s.Name, err)

@@ -41,7 +41,7 @@ func TestGetManifest(t *testing.T) {
 	t.Cleanup(func() { db.Close() })
 	l, err := loader.New(loader.Config{Workspace: ws}, db)
 	must(t, err)
-	r := New(Config{Loader: l, Workspace: ws, MaxResourceBytes: 1024,
+	r := New(Config{Source: fromLoader(l), Workspace: ws, MaxResourceBytes: 1024,
 		Settings: Settings{Flags: skill.Flags{SkillsV1: true}, DefaultTokenBudget: 5000, MaxTokenBudget: 50000}})
 	must(t, r.Start(context.Background()))
 	t.Cleanup(func() { r.Close() })

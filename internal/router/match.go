@@ -5,7 +5,6 @@ import (
 	"strconv"
 	"sync"
 
-	"github.com/mcpsag/router/internal/loader"
 	"github.com/mcpsag/router/internal/match"
 	"github.com/mcpsag/router/internal/skill"
 )
@@ -29,12 +28,12 @@ func (r *Router) Match(ctx context.Context, req skill.MatchRequest) (*skill.Matc
 			AbstainDetail: why, Generation: g.ID, GenerationID: g.ContentID,
 		}, nil
 	}
-	kinds, scope := req.Options.Kinds, skill.ScopeFrom(ctx)
+	aud := audience(g, req.Agent, req.Options.Kinds, skill.ScopeFrom(ctx))
 	var res skill.MatchResult
-	if view := r.views.get(g, r.current.Load(), req.Agent, kinds, scope); view != nil {
+	if view := r.views.get(g, r.current.Load(), aud); view != nil {
 		res, err = g.Index.MatchView(ctx, req, view)
 	} else {
-		res, err = g.Index.Match(ctx, req, visibility(g, req.Agent, kinds, scope))
+		res, err = g.Index.Match(ctx, req, aud.Visible)
 	}
 	if err != nil {
 		return nil, err
@@ -51,15 +50,15 @@ const maxViews = 64
 // a caller's agent, kind filter and scope decide which skills it sees.
 type views struct {
 	mu sync.Mutex
-	g  *loader.Generation // the generation of m
+	g  *Generation // the generation of m
 	m  map[string]*match.View
 }
 
-// get returns the view of g for a caller with agent, kinds and scope, made
-// the first time, or nil when g is not current (a match that began before
-// the last publish: the views hold only the served generation, so that an
-// old one is not kept alive by them) or maxViews views are kept already.
-func (v *views) get(g, current *loader.Generation, agent string, kinds skill.KindFilter, scope skill.Scope) *match.View {
+// get returns the view of g for the audience aud, made the first time, or
+// nil when g is not current (a match that began before the last publish:
+// the views hold only the served generation, so that an old one is not
+// kept alive by them) or maxViews views are kept already.
+func (v *views) get(g, current *Generation, aud match.Audience) *match.View {
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	if g != current {
@@ -68,24 +67,22 @@ func (v *views) get(g, current *loader.Generation, agent string, kinds skill.Kin
 	if v.g != g {
 		v.g, v.m = g, map[string]*match.View{}
 	}
-	key := viewKey(agent, kinds, scope)
+	key := viewKey(aud.Agent, aud.Kinds, aud.Scope)
 	if view, ok := v.m[key]; ok {
 		return view
 	}
 	if len(v.m) >= maxViews {
 		return nil
 	}
-	view := g.Index.View(visibility(g, agent, kinds, scope))
+	view := g.Index.View(aud)
 	v.m[key] = view
 	return view
 }
 
-// visibility tells which skills of g a caller with agent, kinds and scope
-// sees.
-func visibility(g *loader.Generation, agent string, kinds skill.KindFilter, scope skill.Scope) match.Visibility {
-	return func(s *skill.Skill) bool {
-		return kinds.Allows(s) && scope.Allows(s) && g.Catalog.VisibleTo(s, agent)
-	}
+// audience is who a match of g is for: a caller with agent, kinds and
+// scope, who sees the skills of g's catalog that agent sees.
+func audience(g *Generation, agent string, kinds skill.KindFilter, scope skill.Scope) match.Audience {
+	return match.Audience{Agent: agent, Kinds: kinds, Scope: scope, VisibleTo: g.Catalog.VisibleTo}
 }
 
 // forget drops the views of the generation publish just replaced.

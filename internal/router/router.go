@@ -1,6 +1,7 @@
 // Package router implements skill.Router, the service behind every front end.
-// It serves one index generation at a time through an atomic pointer, which
-// its loader publishes (internal/loader makes every generation), and answers
+// It serves one index generation at a time (Generation, the view of a
+// generation it needs) through an atomic pointer, which its Source publishes
+// (the daemon adapts internal/loader to it), and answers
 // the domain calls: match, list, get, staged load with untrusted-content
 // framing, exec and tool-call decisions, reindex and status. Telemetry is
 // not recorded here: the telemetry package wraps a Router in a decorator.
@@ -16,15 +17,13 @@ import (
 	"time"
 
 	"github.com/mcpsag/router/internal/allowlist"
-	"github.com/mcpsag/router/internal/loader"
 	"github.com/mcpsag/router/internal/skill"
-	"github.com/mcpsag/router/internal/skillmd"
 )
 
 // Config configures a Router.
 type Config struct {
-	// Loader makes the generations the router serves.
-	Loader Loader
+	// Source makes the generations the router serves.
+	Source Source
 	// Workspace is the skills' workspace: replies show the paths inside
 	// it relative to it.
 	Workspace string
@@ -33,9 +32,6 @@ type Config struct {
 	// them, the workspace and the temporary folder by placeholders
 	// (<state>, <model>, <workspace>, <temp>), not as host paths.
 	StateDir, ModelDir string
-	// Limits are those the loader parses SKILL.md files with, for the
-	// manifest's frontmatter; skillmd.DefaultLimits when zero.
-	Limits skillmd.Limits
 	// MaxResourceBytes caps level-3 loads.
 	MaxResourceBytes int64
 	// AllowlistFile is ALLOWLIST.txt, read on each AuthorizeExec when it
@@ -48,20 +44,6 @@ type Config struct {
 	// indexes their tools); nil means none.
 	Upstream Upstream
 	Logger   *slog.Logger
-}
-
-// Loader makes the generations the router serves; loader.Loader is one.
-type Loader interface {
-	// Start builds the first generation and hands it to publish, then
-	// every later one, until Close. It returns the first build's error.
-	Start(ctx context.Context, publish func(*loader.Generation)) error
-	// Reindex rescans the roots now (full: parsing every file again) and
-	// publishes a new generation when anything changed.
-	Reindex(ctx context.Context, full bool) (skill.ReindexStats, error)
-	// Describe fills in what a Status says of the builds and the model.
-	Describe(st *skill.Status)
-	// Close stops the builds.
-	Close() error
 }
 
 // Upstream is what the router needs of the MCP servers' manager;
@@ -89,7 +71,7 @@ type Router struct {
 	// hostPaths hides the host's folders in Status.
 	hostPaths hostPaths
 
-	current  atomic.Pointer[loader.Generation]
+	current  atomic.Pointer[Generation]
 	views    views // of the served generation
 	settings atomic.Pointer[Settings]
 	allow    *allowlist.File
@@ -110,9 +92,6 @@ func New(cfg Config) *Router {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
-	if cfg.Limits == (skillmd.Limits{}) {
-		cfg.Limits = skillmd.DefaultLimits
-	}
 	r := &Router{cfg: cfg, log: cfg.Logger, started: time.Now(), hostPaths: newHostPaths(cfg),
 		allow: &allowlist.File{Path: cfg.AllowlistFile}, published: make(chan struct{})}
 	s := cfg.Settings
@@ -124,13 +103,13 @@ func New(cfg Config) *Router {
 // one, until Close. It returns the first build's error; the router is then
 // not ready.
 func (r *Router) Start(ctx context.Context) error {
-	return r.cfg.Loader.Start(ctx, r.publish)
+	return r.cfg.Source.Start(ctx, r.publish)
 }
 
 // Reindex rescans the roots now and publishes a new generation when anything
 // changed.
 func (r *Router) Reindex(ctx context.Context, req skill.ReindexRequest) (*skill.ReindexStats, error) {
-	st, err := r.cfg.Loader.Reindex(ctx, req.Full)
+	st, err := r.cfg.Source.Reindex(ctx, req.Full)
 	if err != nil {
 		return nil, err
 	}
@@ -138,7 +117,7 @@ func (r *Router) Reindex(ctx context.Context, req skill.ReindexRequest) (*skill.
 }
 
 // publish makes g the served generation and wakes WaitGeneration callers.
-func (r *Router) publish(g *loader.Generation) {
+func (r *Router) publish(g *Generation) {
 	r.current.Store(g)
 	r.views.forget()
 	r.mu.Lock()
@@ -166,7 +145,7 @@ func (r *Router) WaitGeneration(ctx context.Context, after uint64) (uint64, erro
 
 // generation returns the generation served, or an Unavailable error before
 // the first one is built.
-func (r *Router) generation() (*loader.Generation, error) {
+func (r *Router) generation() (*Generation, error) {
 	g := r.current.Load()
 	if g == nil {
 		return nil, skill.Errorf(skill.CodeUnavailable, "the skill index is still loading; retry shortly")
@@ -191,10 +170,10 @@ func (r *Router) SetConfigState(c skill.ConfigState) {
 	r.configState = c
 }
 
-// Close stops its loader's builds and waits for the index snapshot of the
+// Close stops its source's builds and waits for the index snapshot of the
 // served generation to be written. It closes neither the store nor the
 // model.
-func (r *Router) Close() error { return r.cfg.Loader.Close() }
+func (r *Router) Close() error { return r.cfg.Source.Close() }
 
 // displayPath shows a path relative to the workspace when it lies inside it,
 // so replies do not reveal the host's layout.

@@ -39,7 +39,7 @@ func newRouterOn(tb testing.TB, workspace string) *Router {
 		tb.Fatal(err)
 	}
 	r := New(Config{
-		Loader:           l,
+		Source:           fromLoader(l),
 		Workspace:        workspace,
 		Settings:         Settings{Flags: skill.Flags{SkillsV1: true}, DefaultTokenBudget: 5000, MaxTokenBudget: 50000},
 		MaxResourceBytes: 1 << 20,

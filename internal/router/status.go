@@ -18,7 +18,7 @@ func (r *Router) Status(context.Context) (*skill.Status, error) {
 		StartedAt: r.started,
 		Flags:     r.Settings().Flags,
 	}
-	r.cfg.Loader.Describe(st)
+	r.cfg.Source.Describe(st)
 	r.mu.Lock()
 	st.Config = r.configState
 	r.mu.Unlock()

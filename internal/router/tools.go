@@ -6,7 +6,6 @@ import (
 	"strings"
 
 	"github.com/mcpsag/router/internal/allowlist"
-	"github.com/mcpsag/router/internal/loader"
 	"github.com/mcpsag/router/internal/skill"
 )
 
@@ -47,7 +46,7 @@ func (r *Router) CallTool(ctx context.Context, call skill.ToolCall) (*skill.Tool
 }
 
 // decideCall returns the tool to call, or the refusal as an error.
-func (r *Router) decideCall(ctx context.Context, g *loader.Generation, call skill.ToolCall) (*skill.Skill, error) {
+func (r *Router) decideCall(ctx context.Context, g *Generation, call skill.ToolCall) (*skill.Skill, error) {
 	deny := func(reason, format string, args ...any) error {
 		return skill.Errorf(skill.CodePermissionDenied, format, args...).WithReason(reason)
 	}

@@ -85,7 +85,7 @@ func newToolRouter(t *testing.T, allow string) (*Router, *fakeUpstream) {
 	if err := os.WriteFile(allowFile, []byte(allow), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	r := New(Config{Loader: l, Workspace: examples(t), Upstream: up, AllowlistFile: allowFile,
+	r := New(Config{Source: fromLoader(l), Workspace: examples(t), Upstream: up, AllowlistFile: allowFile,
 		Settings: Settings{Flags: skill.Flags{SkillsV1: true, ToolsCall: true}, DefaultTokenBudget: 5000, MaxTokenBudget: 50000}})
 	if err := r.Start(context.Background()); err != nil {
 		t.Fatal(err)

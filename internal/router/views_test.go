@@ -86,22 +86,22 @@ func TestViewsFollowCallersAndGenerations(t *testing.T) {
 	// A match of a generation no longer served gets no view, and leaves
 	// the views as they were.
 	next := *g
-	if r.views.get(&next, g, "", "", skill.Scope{}) != nil || r.views.g != g {
+	if r.views.get(&next, g, audience(&next, "", "", skill.Scope{})) != nil || r.views.g != g {
 		t.Error("a view was made for a generation not served")
 	}
 	// Publishing drops the views, so they keep no old generation alive.
-	kept := r.views.get(g, g, "", "", skill.Scope{})
+	kept := r.views.get(g, g, audience(g, "", "", skill.Scope{}))
 	r.publish(g)
 	if r.views.g != nil || r.views.m != nil {
 		t.Error("the views outlive their generation's publish")
 	}
-	if v := r.views.get(g, g, "", "", skill.Scope{}); v == nil || v == kept {
+	if v := r.views.get(g, g, audience(g, "", "", skill.Scope{})); v == nil || v == kept {
 		t.Error("after a publish the old view was served again")
 	}
 	// Past maxViews kinds of caller, matches go without a view and answer
 	// the same.
 	for i := range maxViews + 10 {
-		v := r.views.get(g, g, fmt.Sprintf("agent-%d", i), "", skill.Scope{})
+		v := r.views.get(g, g, audience(g, fmt.Sprintf("agent-%d", i), "", skill.Scope{}))
 		if (v == nil) != (i >= maxViews-1) {
 			t.Fatalf("caller %d of %d: view %v", i, maxViews, v)
 		}
