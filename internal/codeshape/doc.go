@@ -3,7 +3,8 @@
 // cyclomatic complexity over 25, counted as gocyclo counts it; no non-test
 // function is over 60 lines unless a paragraph of its doc comment starts
 // with "Length:" and says why it is one function, and at most 15 are; and
-// no non-test Go file under internal/ has more than 700 lines.
+// no non-test Go file under internal/ has more than 700 lines; and the gRPC
+// front and the router reach only the packages they may.
 //
 // The package has no API; this file only documents it.
 package codeshape
