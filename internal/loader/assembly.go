@@ -3,6 +3,7 @@ package loader
 import (
 	"context"
 	"log/slog"
+	"sync"
 	"time"
 
 	"github.com/mcpsag/router/internal/catalog"
@@ -39,6 +40,42 @@ type assembly struct {
 	dirPos        []int                   // by index in lastMemoFiles: its place in dirMemo
 	cids          map[*skill.Skill][]byte // per-skill content digests of the last generation
 	recorded      [2]string               // the fingerprints of the models last recorded in the store (recordModels)
+}
+
+// newAssembly returns the assembly of a loader configured by cfg, over db;
+// with cfg.Background, the encoder's texts past cfg.SyncDocuments are
+// embedded by its backfill (runBackfill).
+func newAssembly(cfg Config, workspace string, db *store.DB, progress *progress) *assembly {
+	a := &assembly{workspace: workspace, precedence: cfg.Precedence, size: cfg.Size, embedder: cfg.Embedder, fast: cfg.Fast,
+		syncDocs: -1, tools: cfg.Tools, db: db, files: &skillFiles{db: db, limits: cfg.Limits}, log: cfg.Logger, progress: progress}
+	if cfg.Background && cfg.Embedder != nil {
+		a.syncDocs = max(0, cfg.SyncDocuments)
+		a.backfill = newBackfill(cfg.Embedder, db, cfg.Logger.With("component", "backfill"))
+	}
+	return a
+}
+
+// runBackfill runs the backfill until ctx ends, if there is one, and
+// returns a channel that has a value when the texts it was asked for are
+// all embedded (nil without a backfill) and a function that waits for it
+// to stop.
+func (a *assembly) runBackfill(ctx context.Context) (ready <-chan struct{}, wait func()) {
+	if a.backfill == nil {
+		return nil, func() {}
+	}
+	var wg sync.WaitGroup
+	wg.Go(func() { a.backfill.run(ctx) })
+	return a.backfill.ready, wg.Wait
+}
+
+// backfillStatus says how far the backfill is, for Status; ok is false
+// without one.
+func (a *assembly) backfillStatus() (_ skill.Backfill, ok bool) {
+	if a.backfill == nil {
+		return skill.Backfill{}, false
+	}
+	bs := a.backfill.status()
+	return skill.Backfill{Model: bs.Model, Done: bs.Done, Total: bs.Total, Started: bs.Started}, true
 }
 
 // cataloged is what the catalog step of a pass made: the catalog, its

@@ -221,12 +221,7 @@ func New(cfg Config, db *store.DB) (*Loader, error) {
 	state := filepath.Dir(db.Path())
 	removeLeftovers(state, cfg.Logger)
 	l.tracker = newTracker(cfg.Workspace, cfg.Roots, cfg.Scan, state, cfg.ServeLastScan, cfg.Logger)
-	l.assembly = &assembly{workspace: workspace, precedence: cfg.Precedence, size: cfg.Size, embedder: cfg.Embedder, fast: cfg.Fast,
-		syncDocs: -1, tools: cfg.Tools, db: db, files: &skillFiles{db: db, limits: cfg.Limits}, log: cfg.Logger, progress: &l.progress}
-	if cfg.Background && cfg.Embedder != nil {
-		l.assembly.syncDocs = max(0, cfg.SyncDocuments)
-		l.assembly.backfill = newBackfill(cfg.Embedder, db, cfg.Logger.With("component", "backfill"))
-	}
+	l.assembly = newAssembly(cfg, workspace, db, &l.progress)
 	// The cached records and the index snapshot are read while the first
 	// pass scans the roots, and the cached bodies are checked after the
 	// records, while that pass makes its catalog: it waits for that only

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/mcpsag/router/internal/skill"
@@ -65,13 +64,8 @@ const toolsDebounce = 200 * time.Millisecond
 // roots), it scans the roots first.
 func (l *Loader) run(ctx context.Context, catchUp bool) {
 	defer close(l.done)
-	var backfilled <-chan struct{}
-	if b := l.assembly.backfill; b != nil {
-		var wg sync.WaitGroup
-		wg.Go(func() { b.run(ctx) })
-		defer wg.Wait()
-		backfilled = b.ready
-	}
+	backfilled, waitBackfill := l.assembly.runBackfill(ctx)
+	defer waitBackfill()
 	events := l.tracker.events(ctx)
 	if catchUp {
 		if _, err := l.refresh(ctx, false, nil); err != nil && ctx.Err() == nil {
@@ -259,9 +253,8 @@ func (l *Loader) Describe(st *skill.Status) {
 		st.LastReindexError = ps.lastErr.Error()
 	}
 	st.CatchingUp = ps.catchingUp
-	if b := l.assembly.backfill; b != nil {
-		bs := b.status()
-		st.Backfill = skill.Backfill{Model: bs.Model, Done: bs.Done, Total: bs.Total, Started: bs.Started}
+	if bf, ok := l.assembly.backfillStatus(); ok {
+		st.Backfill = bf
 	}
 }
 
