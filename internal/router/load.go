@@ -49,7 +49,7 @@ func (r *Router) Load(ctx context.Context, req skill.LoadRequest) (*skill.LoadRe
 		text, tokens, truncated := skill.TruncateBody(body, budget)
 		res.Content, res.Tokens, res.Truncated, res.TokenBudget = text, tokens, truncated, budget
 		res.TotalTokens = s.BodyTokens
-		res.MediaType = "text/markdown; charset=utf-8"
+		res.MediaType = skill.MediaType(skill.FileName)
 		if !req.Raw {
 			res.Content, res.Framed = frame("skill_content", s, res.SHA256, "", truncated, text), true
 		}
