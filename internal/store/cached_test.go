@@ -74,20 +74,7 @@ func TestFilledRecordRoundTrip(t *testing.T) {
 		t.Fatalf("decoded record differs at %s", firstDiff(reflect.ValueOf(got), reflect.ValueOf(rec), "FileRecord"))
 	}
 
-	dir := t.TempDir()
-	db := openT(t, dir)
-	if err := db.ApplyFiles(FileChanges{Put: []*FileRecord{rec}, Bodies: map[string]string{rec.ContentHash: "body"}}); err != nil {
-		t.Fatal(err)
-	}
-	if err := db.Close(); err != nil {
-		t.Fatal(err)
-	}
-	db = openT(t, dir)
-	defer db.Close()
-	files, err := db.Files()
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, files := putAndReopen(t, t.TempDir(), rec, map[string]string{rec.ContentHash: "body"})
 	if got := files[rec.Path]; !reflect.DeepEqual(got, rec) {
 		t.Fatalf("record read back from the cache file differs at %s", firstDiff(reflect.ValueOf(got), reflect.ValueOf(rec), "FileRecord"))
 	}

@@ -29,9 +29,28 @@ func openT(t *testing.T, dir string) *DB {
 	return db
 }
 
+// putAndReopen writes rec and its bodies to a new cache in dir, closes it,
+// opens it again and returns it with the records it reads back.
+func putAndReopen(t *testing.T, dir string, rec *FileRecord, bodies map[string]string) (*DB, map[string]*FileRecord) {
+	t.Helper()
+	db := openT(t, dir)
+	if err := db.ApplyFiles(FileChanges{Put: []*FileRecord{rec}, Bodies: bodies}); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	db = openT(t, dir)
+	t.Cleanup(func() { db.Close() })
+	files, err := db.Files()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return db, files
+}
+
 func TestRecordsRoundTrip(t *testing.T) {
 	dir := t.TempDir()
-	db := openT(t, dir)
 	abc := hashOf("abc")
 	rec := &FileRecord{
 		Path: "/x/skills/pdf/SKILL.md", ModTimeNano: 42, Size: 10, ContentHash: abc,
@@ -40,19 +59,7 @@ func TestRecordsRoundTrip(t *testing.T) {
 			Name: "pdf", Description: "Fill PDF forms", Metadata: map[string]string{"k": "v"},
 		}},
 	}
-	if err := db.ApplyFiles(FileChanges{Put: []*FileRecord{rec}, Bodies: map[string]string{abc: "# Body"}}); err != nil {
-		t.Fatal(err)
-	}
-	if err := db.Close(); err != nil {
-		t.Fatal(err)
-	}
-
-	db = openT(t, dir)
-	defer db.Close()
-	files, err := db.Files()
-	if err != nil {
-		t.Fatal(err)
-	}
+	db, files := putAndReopen(t, dir, rec, map[string]string{abc: "# Body"})
 	got := files[rec.Path]
 	if got == nil || got.Good == nil || got.Good.Frontmatter.Description != "Fill PDF forms" || got.Problems[0].Code != "name-mismatch" {
 		t.Fatalf("record after reopen = %+v", got)
