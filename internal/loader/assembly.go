@@ -134,7 +134,6 @@ func (a *assembly) assemble(ctx context.Context, prev *Generation, base *match.I
 	if g.Index, us, err = a.buildIndex(ctx, base, g, winners, cfg); err != nil {
 		return nil, false, err
 	}
-	g.vectors = heldVectors(g.vectors, g.Index)
 	pass.phase("index", &t)
 	pass.Analyzed, pass.Reused = us.Changed+us.Added, us.Kept
 	return g, prune, nil
@@ -156,6 +155,5 @@ func (a *assembly) withMatchConfig(ctx context.Context, g *Generation, cfg match
 			return nil, err
 		}
 	}
-	next.vectors = heldVectors(next.vectors, next.Index)
 	return &next, nil
 }

@@ -24,7 +24,8 @@ func (g *Generation) modelConfig(cfg match.Config) match.Config {
 // under cfg: as an update of base
 // when there is one that indexes the same fields (reading only the bodies
 // of skills that changed), else from scratch (reading every body it
-// indexes in one read transaction).
+// indexes in one read transaction). g's vectors become the index's rows
+// (heldVectors).
 func (a *assembly) buildIndex(ctx context.Context, base *match.Index, g *Generation, winners []*skill.Skill, cfg match.Config) (*match.Index, match.UpdateStats, error) {
 	in := g.indexInput(winners, cfg)
 	what := "update"
@@ -42,6 +43,7 @@ func (a *assembly) buildIndex(ctx context.Context, base *match.Index, g *Generat
 	if err != nil {
 		return nil, us, fmt.Errorf("%s match index: %w", what, err)
 	}
+	g.vectors = heldVectors(g.vectors, winners, in.Vectors)
 	return ix, us, nil
 }
 
@@ -114,26 +116,26 @@ func (g *Generation) indexInput(winners []*skill.Skill, cfg match.Config) match.
 	return in
 }
 
-// heldVectors returns vectors (a generation's, unit vectors by skill) with
-// every vector ix holds replaced by ix's own copy, the same bits: a
-// generation then keeps no vector alive that its index does not hold (the
-// first copy of a new vector, the rows of blocks its index copied to change
-// them). It returns vectors itself when nothing is replaced.
-func heldVectors(vectors map[*skill.Skill][]float32, ix *match.Index) map[*skill.Skill][]float32 {
-	if vectors == nil {
-		return nil
-	}
+// heldVectors returns vectors (a generation's, unit vectors by skill)
+// with the vector of each of winners replaced by held's, aligned with
+// winners: the rows of the index built over them, the same bits, which
+// Build and Update hand back in match.BuildInput.Vectors. A generation
+// then keeps no vector alive that its index does not hold (the first copy
+// of a new vector, the rows of blocks its index copied to change them).
+// It returns vectors itself when nothing is replaced.
+func heldVectors(vectors map[*skill.Skill][]float32, winners []*skill.Skill, held [][]float32) map[*skill.Skill][]float32 {
 	out, copied := vectors, false
-	ix.EachVector(func(s *skill.Skill, row []float32) {
+	for i, row := range held {
+		s := winners[i]
 		v, ok := out[s]
-		if !ok || len(v) == 0 || &v[0] == &row[0] {
-			return
+		if !ok || len(v) == 0 || len(row) == 0 || &v[0] == &row[0] {
+			continue
 		}
 		if !copied {
 			out, copied = maps.Clone(vectors), true
 		}
 		out[s] = row
-	})
+	}
 	return out
 }
 

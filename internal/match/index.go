@@ -32,9 +32,12 @@ type BuildInput struct {
 	// its own unit-length copy of each.
 	Vectors [][]float32
 	// UnitVectors says Vectors are unit vectors already: made by
-	// UnitVector, or rows an Index handed out (EachVector). The
-	// index then copies them as they are, so a vector passed on from one
-	// generation to the next keeps its bits; others are normalised.
+	// UnitVector, or rows an Index handed out (EachVector, or Vectors
+	// after a build). The index then copies them as they are, so a vector
+	// passed on from one generation to the next keeps its bits; others
+	// are normalised. With UnitVectors, Build and Update point each entry
+	// of Vectors the index holds at its own row, the same bits: a caller
+	// that keeps the vectors then keeps no second copy of them.
 	UnitVectors bool
 	// Body returns a skill's SKILL.md body. It is called only when the
 	// body is indexed (Fields.BodyChars > 0 and Fields.Body.Weight > 0);
@@ -103,6 +106,7 @@ func Build(ctx context.Context, in BuildInput) (*Index, error) {
 	}
 	ix := &Index{cfg: cfg, generation: in.Generation, generationID: in.GenerationID, model: in.Model, embedder: in.Embedder}
 	vectors := ix.takeSkills(in)
+	given := BuildInput{Skills: in.Skills, Vectors: in.Vectors, UnitVectors: in.UnitVectors} // for handBack
 	fields := sparseFields(cfg.Fields, cfg.BM25, anyParams(ix.docs))
 	texts, err := ix.docTexts(ctx, fields, in.Body)
 	if err != nil {
@@ -111,19 +115,38 @@ func Build(ctx context.Context, in BuildInput) (*Index, error) {
 	// Nothing reads in after this point: a body reader that holds every
 	// body (a cold build's) is garbage while the postings are built,
 	// which is when the build holds the most.
-	unit := in.UnitVectors
 	in = BuildInput{}
 	if ix.sparse, err = newSparse(ctx, fields, texts, cfg.BM25); err != nil {
 		return nil, err
 	}
 
-	ix.dense, ix.stats.BadVectors = newDense(vectors, len(ix.docs), unit)
+	ix.dense, ix.stats.BadVectors = newDense(vectors, len(ix.docs), given.UnitVectors)
 	if ix.dense != nil {
 		ix.stats.Vectors, ix.stats.Dimension = ix.dense.count, ix.dense.dim
 	}
 	ix.phrases = newPhrases(ix.docs, ix.sparse.analyzers[AnalyzerStem])
+	ix.handBack(given)
 	ix.stats.Duration = time.Since(start)
 	return ix, nil
+}
+
+// handBack points each entry of in.Vectors that ix holds at ix's own row,
+// when in.UnitVectors says the caller's vectors have the rows' bits (see
+// BuildInput.UnitVectors); ix indexes in.Skills.
+func (ix *Index) handBack(in BuildInput) {
+	if !in.UnitVectors || ix.dense == nil {
+		return
+	}
+	k := 0 // the place of s among the indexed skills, in catalog order
+	for i, s := range in.Skills {
+		if !indexable(s) {
+			continue
+		}
+		if d := ix.byOrd[k]; i < len(in.Vectors) && ix.dense.has(d) {
+			in.Vectors[i] = ix.dense.row(d)
+		}
+		k++
+	}
 }
 
 // takeSkills gives each indexable skill of in a slot, in catalog order, and

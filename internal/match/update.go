@@ -87,6 +87,7 @@ func (ix *Index) Update(ctx context.Context, in BuildInput) (*Index, UpdateStats
 	us.Vectors = nx.updateVectors(ix, items, p, in.UnitVectors)
 	nx.phrases = ix.phrases.update(nx.sparse.analyzers[AnalyzerStem], ix.docs, nx.docs, nx.ord, ix.byOrd, p.drop, p.fill, len(items))
 	nx.stats.Skills = len(items)
+	nx.handBack(in)
 	nx.stats.Duration = time.Since(start)
 	return nx, us, nil
 }

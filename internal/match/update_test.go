@@ -542,3 +542,75 @@ func within[T any](data []byte, s []T) bool {
 	p := uintptr(unsafe.Pointer(unsafe.SliceData(s)))
 	return p >= lo && p < lo+uintptr(len(data))
 }
+
+// TestUnitVectorsHandedBack: with BuildInput.UnitVectors, Build and Update
+// point every entry of Vectors the index holds at the index's own row, the
+// same bits, aligned with Skills past the skills left out of the index;
+// entries it does not hold, and every entry without the flag, stay as they
+// were given.
+func TestUnitVectorsHandedBack(t *testing.T) {
+	ctx := context.Background()
+	skills, vecs, bodies := exactCorpus(t, 300, 16, 5)
+	for i, s := range skills {
+		if i%9 == 4 {
+			s.Frontmatter.DisableModelInvocation = true // not indexed: the alignment skips it
+		}
+		if vecs[i] != nil {
+			vecs[i] = UnitVector(vecs[i])
+		}
+	}
+	vecs[3] = make([]float32, 16) // zero: not usable, not held
+	body := func(s *skill.Skill) (string, error) { return bodies[s.ContentHash], nil }
+	check := func(what string, ix *Index, given, got [][]float32, skills []*skill.Skill) {
+		t.Helper()
+		rows := map[*skill.Skill][]float32{}
+		ix.EachVector(func(s *skill.Skill, v []float32) { rows[s] = v })
+		held := 0
+		for i, s := range skills {
+			row, ok := rows[s]
+			switch {
+			case ok && unsafe.SliceData(got[i]) != unsafe.SliceData(row):
+				t.Fatalf("%s: Vectors[%d] (%s) is not the index's row", what, i, s.Name)
+			case ok && !slices.Equal(row, given[i]):
+				t.Fatalf("%s: the row of %s differs from the vector given", what, s.Name)
+			case !ok && unsafe.SliceData(got[i]) != unsafe.SliceData(given[i]):
+				t.Fatalf("%s: Vectors[%d] (%s) was replaced, but the index holds no row for it", what, i, s.Name)
+			}
+			if ok {
+				held++
+			}
+		}
+		if held == 0 || held != ix.Stats().Vectors {
+			t.Fatalf("%s: %d entries handed back, the index holds %d vectors", what, held, ix.Stats().Vectors)
+		}
+	}
+
+	in := BuildInput{Skills: skills, Vectors: slices.Clone(vecs), UnitVectors: true, Config: DefaultConfig(), Body: body}
+	ix, err := Build(ctx, in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	check("Build", ix, vecs, in.Vectors, skills)
+
+	// An update: one skill gone, one added, one with a new vector.
+	next := append(slices.Clone(skills[1:]), &skill.Skill{Name: "added", Dir: "/skills/added",
+		Root: skill.Root{Path: "/skills", Kind: skill.KindProject}, Frontmatter: skill.Frontmatter{Name: "added", Description: "a new skill"}, ContentHash: "added"})
+	nextVecs := append(slices.Clone(in.Vectors[1:]), UnitVector(vecs[1]))
+	nextVecs[9] = UnitVector(vecs[20])
+	up := BuildInput{Skills: next, Vectors: slices.Clone(nextVecs), UnitVectors: true, Config: DefaultConfig(), Body: body}
+	nx, _, err := ix.Update(ctx, up)
+	if err != nil {
+		t.Fatal(err)
+	}
+	check("Update", nx, nextVecs, up.Vectors, next)
+
+	plain := BuildInput{Skills: skills, Vectors: slices.Clone(vecs), Config: DefaultConfig(), Body: body}
+	if _, err := Build(ctx, plain); err != nil {
+		t.Fatal(err)
+	}
+	for i := range vecs {
+		if unsafe.SliceData(plain.Vectors[i]) != unsafe.SliceData(vecs[i]) {
+			t.Fatalf("without UnitVectors, Vectors[%d] was replaced", i)
+		}
+	}
+}
