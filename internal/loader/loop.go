@@ -46,10 +46,18 @@ func (l *Loader) Start(ctx context.Context, publish func(*Generation)) error {
 		return err
 	}
 	bg, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
 	l.lifeMu.Lock()
-	l.cancel, l.done = cancel, make(chan struct{})
+	l.cancel, l.done = cancel, done
 	l.lifeMu.Unlock()
-	go l.run(bg, pass.Restored)
+	// The backfill embeds the model's texts on a goroutine of its own
+	// and wakes the loop when they are all in; Close waits for both.
+	backfilled, waitBackfill := l.assembly.runBackfill(bg)
+	go func() {
+		defer close(done)
+		defer waitBackfill()
+		l.run(bg, pass.Restored, backfilled)
+	}()
 	return nil
 }
 
@@ -57,15 +65,13 @@ func (l *Loader) Start(ctx context.Context, publish func(*Generation)) error {
 // them become ready within moments) into one pass.
 const toolsDebounce = 200 * time.Millisecond
 
-// run runs a pass after file events, changes of the MCP servers' tools and
-// on the rescan timer. A changed tool list is served from the next
+// run runs a pass after file events, changes of the MCP servers' tools,
+// the end of the backfill (a value on backfilled) and on the rescan timer,
+// until ctx ends. A changed tool list is served from the next
 // generation: a request in flight keeps the one it started with. With
 // catchUp (the first generation came from the last scan, not from the
 // roots), it scans the roots first.
-func (l *Loader) run(ctx context.Context, catchUp bool) {
-	defer close(l.done)
-	backfilled, waitBackfill := l.assembly.runBackfill(ctx)
-	defer waitBackfill()
+func (l *Loader) run(ctx context.Context, catchUp bool, backfilled <-chan struct{}) {
 	events := l.tracker.events(ctx)
 	if catchUp {
 		if _, err := l.refresh(ctx, false, nil); err != nil && ctx.Err() == nil {
