@@ -338,6 +338,20 @@ type skillFacts struct {
 	global bool   // the winner of its name among the global roots
 }
 
+// Entry finds what agent may load under name: the skill it sees (Lookup),
+// else the tool of that entry name (Tool) when scope includes its server.
+// A skill wins over a tool of the same name.
+func (c *Catalog) Entry(name, agent string, scope skill.Scope) (*skill.Entry, bool) {
+	t, isTool := c.Tool(name, agent)
+	if e, ok := c.Lookup(name, agent); ok {
+		return e, true
+	}
+	if isTool && scope.Allows(t) {
+		return &skill.Entry{Skill: t}, true
+	}
+	return nil, false
+}
+
 // Tool finds a tool by its entry name ("server.tool", exactly) when agent
 // sees its server.
 func (c *Catalog) Tool(name, agent string) (*skill.Skill, bool) {

@@ -54,3 +54,41 @@ func TestVisibleToAgreesWithLookup(t *testing.T) {
 		t.Errorf("%d visible (skill, agent) pairs, want 30", seen)
 	}
 }
+
+// TestEntry: Entry finds the skill an agent sees under a name (folded),
+// else a tool of that exact name whose server the agent sees and the
+// caller's scope includes; a skill wins over a tool of its name.
+func TestEntry(t *testing.T) {
+	root := skill.Root{Path: "/w/skills", Kind: skill.KindProject}
+	pdf := &skill.Skill{Name: "pdf", Root: root, RelPath: "pdf/SKILL.md"}
+	dotted := &skill.Skill{Name: "gh.merge", Root: root, RelPath: "gh.merge/SKILL.md"}
+	tool := func(server, name string, agents ...string) *skill.Skill {
+		return &skill.Skill{Name: server + "." + name, Kind: skill.EntryTool, Tool: &skill.Tool{Server: server, Name: name, Agents: agents}}
+	}
+	issue, merge, deploy := tool("gh", "issue"), tool("gh", "merge"), tool("ops", "deploy", "alice")
+	c := New(Input{Skills: []*skill.Skill{pdf, dotted}, Tools: []*skill.Skill{issue, merge, deploy}})
+	all, ghOnly := skill.Scope{}, skill.Scope{Servers: []string{"gh"}}
+	for _, tc := range []struct {
+		name, agent string
+		scope       skill.Scope
+		want        *skill.Skill
+	}{
+		{"PDF", "", all, pdf},
+		{"gh.issue", "", all, issue},
+		{"gh.issue", "", ghOnly, issue},
+		{"gh.merge", "", all, dotted}, // the skill wins
+		{"ops.deploy", "alice", all, deploy},
+		{"ops.deploy", "alice", ghOnly, nil}, // out of the caller's scope
+		{"ops.deploy", "bob", all, nil},      // bob does not see ops
+		{"GH.ISSUE", "", all, nil},           // tool names are exact
+		{"missing", "", all, nil},
+	} {
+		e, ok := c.Entry(tc.name, tc.agent, tc.scope)
+		switch {
+		case tc.want == nil && ok:
+			t.Errorf("Entry(%q, %q, %v) = %s, want none", tc.name, tc.agent, tc.scope.Servers, e.Skill.Name)
+		case tc.want != nil && (!ok || e.Skill != tc.want):
+			t.Errorf("Entry(%q, %q, %v) = %v, %v; want %s", tc.name, tc.agent, tc.scope.Servers, e, ok, tc.want.Name)
+		}
+	}
+}

@@ -130,11 +130,8 @@ func (r *Router) lookup(ctx context.Context, name, agent string) (*Generation, *
 	if err != nil {
 		return nil, nil, err
 	}
-	if ent, ok := g.Catalog.Lookup(name, agent); ok {
+	if ent, ok := g.Catalog.Entry(name, agent, skill.ScopeFrom(ctx)); ok {
 		return g, ent, nil
-	}
-	if t, ok := g.Catalog.Tool(name, agent); ok && skill.ScopeFrom(ctx).Allows(t) {
-		return g, &skill.Entry{Skill: t}, nil
 	}
 	return nil, nil, r.notFound(g.Catalog, name)
 }
