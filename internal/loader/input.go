@@ -15,7 +15,6 @@ import (
 	"github.com/mcpsag/router/internal/catalog"
 	"github.com/mcpsag/router/internal/skill"
 	"github.com/mcpsag/router/internal/skillfs"
-	"github.com/mcpsag/router/internal/skillmd"
 	"github.com/mcpsag/router/internal/store"
 )
 
@@ -25,7 +24,6 @@ import (
 type skillMemo struct {
 	rec      *store.FileRecord
 	hasReg   bool
-	key      string // the folded name
 	skill    *skill.Skill
 	stale    *skill.Problem // the serving-last-good warning, when any
 	tooLarge *skill.Problem // the skill-too-large warning, when any
@@ -138,7 +136,7 @@ func (a *assembly) addSkills(in *catalog.Input, other *[]skill.Problem, files []
 			if used[f.Root.Path] == nil {
 				used[f.Root.Path] = map[string]bool{}
 			}
-			used[f.Root.Path][m.key] = true
+			used[f.Root.Path][m.rec.Good.FoldedName] = true
 		}
 		if memo[f.Path] != m {
 			memo[f.Path] = m
@@ -217,20 +215,14 @@ func (a *assembly) freshMemos(files []skillfs.Found, recs map[string]*store.File
 				continue
 			}
 			g, m := rec.Good, a.memo[f.Path]
-			var key string
-			if m != nil && m.rec == rec {
-				key = m.key
-			} else {
-				key = skillmd.FoldName(g.Name)
-			}
-			e, hasReg := registries[f.Root.Path][key]
+			e, hasReg := registries[f.Root.Path][g.FoldedName]
 			if hasReg {
 				e.Source = path.Join(f.Root.Display, skillfs.RegistryFile)
 			}
 			if m != nil && m.same(rec, *f, e, hasReg) {
 				continue
 			}
-			m = &skillMemo{rec: rec, hasReg: hasReg, key: key}
+			m = &skillMemo{rec: rec, hasReg: hasReg}
 			s := &skill.Skill{
 				Name: g.Name, Dir: f.Dir, RelPath: f.RelPath, Root: f.Root,
 				Frontmatter: g.Frontmatter, BodyLine: g.BodyLine, BodyTokens: g.BodyTokens,

@@ -258,7 +258,7 @@ func parseFound(f skillfs.Found, lim skillmd.Limits) parseResult {
 		return parseResult{record: rec}
 	}
 	rec.Good = &store.Version{
-		Name: p.Name, Frontmatter: p.Frontmatter, BodyLine: p.BodyLine,
+		Name: p.Name, FoldedName: skillmd.FoldName(p.Name), Frontmatter: p.Frontmatter, BodyLine: p.BodyLine,
 		BodyTokens:  skill.EstimateTokens(p.Body),
 		ContentHash: p.ContentHash, FrontmatterHash: p.FrontmatterHash,
 		Size: f.Size, ModTimeNano: rec.ModTimeNano, Problems: problems,

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/mcpsag/router/internal/skill"
+	"github.com/mcpsag/router/internal/skillmd"
 )
 
 // notCached are the fields of skill.Skill that the cache does not keep,
@@ -64,7 +65,8 @@ func TestFilledRecordRoundTrip(t *testing.T) {
 	rec := &FileRecord{}
 	fillValue(reflect.ValueOf(rec).Elem(), new(int))
 	rec.ContentHash = hashOf("filled")
-	rec.Good.ContentHash = rec.ContentHash // the invariants Files checks
+	rec.Good.ContentHash = rec.ContentHash                // the invariants Files checks
+	rec.Good.FoldedName = skillmd.FoldName(rec.Good.Name) // derived, not stored
 	got, err := decodeRecord(encodeRecord(rec))
 	if err != nil {
 		t.Fatal(err)

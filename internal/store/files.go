@@ -90,7 +90,11 @@ type FileRecord struct {
 // Version is one successfully parsed SKILL.md. Its body is stored separately,
 // under ContentHash in the bodies bucket.
 type Version struct {
-	Name            string
+	Name string
+	// FoldedName is Name after skillmd.FoldName, the key a skill is
+	// looked up by. It is derived, not stored: set where a version is
+	// parsed, and when one is read from the cache.
+	FoldedName      string
 	Frontmatter     skill.Frontmatter
 	BodyLine        int
 	BodyTokens      int

@@ -8,6 +8,7 @@ import (
 	"slices"
 
 	"github.com/mcpsag/router/internal/skill"
+	"github.com/mcpsag/router/internal/skillmd"
 )
 
 // The encoding of a file record, the on-disk format of the files bucket
@@ -143,6 +144,7 @@ func decodeRecord(b []byte) (*FileRecord, error) {
 		g.ContentHash, g.FrontmatterHash = d.strLike(r.ContentHash), d.str()
 		g.Size, g.ModTimeNano = d.int(), d.int()
 		g.Problems = d.problems()
+		g.FoldedName = skillmd.FoldName(g.Name)
 		r.Good = g
 	default:
 		d.fail(errors.New("bad good-version marker"))

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/mcpsag/router/internal/skill"
+	"github.com/mcpsag/router/internal/skillmd"
 )
 
 // randomRecord makes a record with every field exercised, some left empty.
@@ -48,8 +49,9 @@ func randomRecord(r *rand.Rand) *FileRecord {
 			v := r.IntN(2) == 0
 			ui = &v
 		}
+		name := str()
 		rec.Good = &Version{
-			Name: str(), BodyLine: r.IntN(1 << 20), BodyTokens: r.IntN(1 << 20), ContentHash: str(), FrontmatterHash: str(),
+			Name: name, FoldedName: skillmd.FoldName(name), BodyLine: r.IntN(1 << 20), BodyTokens: r.IntN(1 << 20), ContentHash: str(), FrontmatterHash: str(),
 			Size: r.Int64N(1 << 40), ModTimeNano: -r.Int64(), Problems: problems(),
 			Frontmatter: skill.Frontmatter{
 				Name: str(), Description: str(), License: str(), Compatibility: str(), Metadata: strMap(),

@@ -50,7 +50,7 @@ func buildCache(t testing.TB, dir string, n int, seed uint64) truth {
 		h := hashOf(name + body)
 		rec := &FileRecord{
 			Path: filepath.Join("/ws/skills", name, "SKILL.md"), ModTimeNano: int64(1e9 + i), Size: int64(len(body) + 60), ContentHash: h,
-			Good: &Version{Name: name, ContentHash: h, FrontmatterHash: hashOf(name), BodyTokens: len(body) / 4,
+			Good: &Version{Name: name, FoldedName: name, ContentHash: h, FrontmatterHash: hashOf(name), BodyTokens: len(body) / 4,
 				Frontmatter: skill.Frontmatter{Name: name, Description: "Does task " + strconv.Itoa(i)}},
 		}
 		if i%17 == 0 { // a bad edit that keeps the last good version
