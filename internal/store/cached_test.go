@@ -3,11 +3,11 @@ package store
 import (
 	"fmt"
 	"reflect"
-	"strconv"
 	"testing"
 
 	"github.com/mcpsag/router/internal/skill"
 	"github.com/mcpsag/router/internal/skillmd"
+	"github.com/mcpsag/router/internal/store/storetest"
 )
 
 // notCached are the fields of skill.Skill that the cache does not keep,
@@ -63,7 +63,7 @@ func TestSkillFieldsCached(t *testing.T) {
 // encoding misses fails here.
 func TestFilledRecordRoundTrip(t *testing.T) {
 	rec := &FileRecord{}
-	fillValue(reflect.ValueOf(rec).Elem(), new(int))
+	storetest.Fill(rec)
 	rec.ContentHash = hashOf("filled")
 	rec.Good.ContentHash = rec.ContentHash                // the invariants Files checks
 	rec.Good.FoldedName = skillmd.FoldName(rec.Good.Name) // derived, not stored
@@ -79,44 +79,6 @@ func TestFilledRecordRoundTrip(t *testing.T) {
 	_, files := putAndReopen(t, t.TempDir(), rec, map[string]string{rec.ContentHash: "body"})
 	if got := files[rec.Path]; !reflect.DeepEqual(got, rec) {
 		t.Fatalf("record read back from the cache file differs at %s", firstDiff(reflect.ValueOf(got), reflect.ValueOf(rec), "FileRecord"))
-	}
-}
-
-// fillValue sets every field under v to a value that is not zero, each
-// string its own, numbering them from *n.
-func fillValue(v reflect.Value, n *int) {
-	*n++
-	switch v.Kind() {
-	case reflect.Struct:
-		for i := range v.NumField() {
-			fillValue(v.Field(i), n)
-		}
-	case reflect.Pointer:
-		v.Set(reflect.New(v.Type().Elem()))
-		fillValue(v.Elem(), n)
-	case reflect.Slice:
-		v.Set(reflect.MakeSlice(v.Type(), 2, 2))
-		for i := range 2 {
-			fillValue(v.Index(i), n)
-		}
-	case reflect.Map:
-		v.Set(reflect.MakeMap(v.Type()))
-		for range 2 {
-			k, e := reflect.New(v.Type().Key()).Elem(), reflect.New(v.Type().Elem()).Elem()
-			fillValue(k, n)
-			fillValue(e, n)
-			v.SetMapIndex(k, e)
-		}
-	case reflect.String:
-		v.SetString("s" + strconv.Itoa(*n))
-	case reflect.Bool:
-		v.SetBool(true)
-	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
-		v.SetInt(int64(*n))
-	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
-		v.SetUint(uint64(*n % 200))
-	default:
-		panic("fillValue: a field of kind " + v.Kind().String() + " of " + v.Type().String())
 	}
 }
 
