@@ -37,8 +37,11 @@ type Manager struct {
 
 	mu    sync.RWMutex
 	cfg   Config
-	cur   *generation // nil when degraded
+	cur   *generation // nil when degraded or released
 	state state
+	// released is the model Release unloaded, until the next Embed loads
+	// it again; nil otherwise.
+	released *releasedModel
 
 	computed     atomic.Int64 // texts run through any model, warm-up excluded
 	hits, misses atomic.Int64
@@ -50,6 +53,15 @@ type generation struct {
 	model *Model
 	cache *lru
 	cfg   Config // as given to Reload, to tell whether a reload changes anything
+}
+
+// releasedModel is what a Manager keeps of a model it released: enough to
+// name it and to load it again.
+type releasedModel struct {
+	id       Identity
+	load     LoadInfo
+	cfg      Config // as given to Reload
+	resolved Config // as the model resolved it (Model.Config)
 }
 
 type state struct {
@@ -95,7 +107,7 @@ func (m *Manager) Reload(ctx context.Context, cfg Config) error {
 		m.mu.Lock()
 		m.cfg = cfg
 		old := m.cur
-		m.cur = nil
+		m.cur, m.released = nil, nil
 		m.mu.Unlock()
 		m.retire(old)
 		m.degrade(ctx, nil, ReasonOf(err), err)
@@ -106,6 +118,8 @@ func (m *Manager) Reload(ctx context.Context, cfg Config) error {
 	m.cfg = cfg
 	old := m.cur
 	m.cur = &generation{model: model, cache: newLRU(model.Config().QueryCacheSize), cfg: cfg}
+	wasReleased := m.released != nil
+	m.released = nil
 	was := m.state
 	m.state = state{since: time.Now()}
 	m.mu.Unlock()
@@ -117,9 +131,12 @@ func (m *Manager) Reload(ctx context.Context, cfg Config) error {
 		"fingerprint", model.Identity().Fingerprint, "load_ms", info.LoadDuration.Milliseconds(),
 		"warmup_ms", info.WarmupDuration.Milliseconds(), "query_latency_us", info.QueryLatency.Microseconds(),
 	}
-	if was.reason != "" && was.reason != ReasonNotLoaded {
+	switch {
+	case wasReleased:
+		m.log.Info("embedding model loaded again: it is needed", attrs...)
+	case was.reason != "" && was.reason != ReasonNotLoaded:
 		m.log.Info("embedding model recovered", append(attrs, "previous_reason", string(was.reason))...)
-	} else {
+	default:
 		m.log.Info("embedding model loaded", attrs...)
 	}
 	return nil
@@ -165,9 +182,10 @@ func (m *Manager) degrade(ctx context.Context, g *generation, reason Reason, err
 // vectors come from the LRU cache when they can. When degraded it returns
 // an error wrapping ErrUnavailable.
 func (m *Manager) Embed(ctx context.Context, texts []string, kind Kind) ([][]float32, error) {
-	m.mu.RLock()
-	g, st := m.cur, m.state
-	m.mu.RUnlock()
+	g, st, err := m.current(ctx)
+	if err != nil {
+		return nil, err
+	}
 	if g == nil {
 		m.fallbacks.Add(1)
 		return nil, fmt.Errorf("%w (%s): %s", ErrUnavailable, st.reason, st.detail)
@@ -212,6 +230,46 @@ func (m *Manager) Embed(ctx context.Context, texts []string, kind Kind) ([][]flo
 	return out, nil
 }
 
+// current returns the current model and the state, loading a released
+// model again first (its load failing degrades the Manager, which the
+// state then says); the error is ctx's when it ended meanwhile.
+func (m *Manager) current(ctx context.Context) (*generation, state, error) {
+	m.mu.RLock()
+	g, st, rel := m.cur, m.state, m.released
+	m.mu.RUnlock()
+	if g != nil || rel == nil {
+		return g, st, nil
+	}
+	if err := m.Reload(ctx, rel.cfg); err != nil && ctx.Err() != nil {
+		return nil, st, ctx.Err()
+	}
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	return m.cur, m.state, nil
+}
+
+// Release unloads the current model until it is needed again: the next
+// Embed (or Reload) loads it from the same folder and configuration, and
+// in the meantime Identity, Config and Status (not degraded, Released)
+// still describe it. Runs in progress finish first. The daemon releases
+// the fast model while the model's own vectors are served, so its memory
+// is held only while it serves or embeds.
+func (m *Manager) Release() {
+	m.reloadMu.Lock()
+	defer m.reloadMu.Unlock()
+	m.mu.Lock()
+	g := m.cur
+	if g == nil {
+		m.mu.Unlock()
+		return
+	}
+	m.cur = nil
+	m.released = &releasedModel{id: g.model.Identity(), load: g.model.LoadInfo(), cfg: g.cfg, resolved: g.model.Config()}
+	m.mu.Unlock()
+	m.retire(g)
+	m.log.Info("embedding model unloaded until it is needed", "model", g.model.Identity().Name)
+}
+
 // run embeds with g's model and degrades on model failure.
 func (m *Manager) run(ctx context.Context, g *generation, texts []string, kind Kind) ([][]float32, error) {
 	vecs, err := g.model.Embed(ctx, texts, kind)
@@ -243,32 +301,42 @@ func (m *Manager) EmbedQueries(ctx context.Context, texts []string) ([][]float32
 	return m.Embed(ctx, texts, Query)
 }
 
-// Identity returns the current model's identity, or the zero Identity when
-// degraded.
+// Identity returns the current (or released) model's identity, or the
+// zero Identity when degraded.
 func (m *Manager) Identity() Identity {
 	m.mu.RLock()
 	defer m.mu.RUnlock()
-	if m.cur == nil {
-		return Identity{}
+	switch {
+	case m.cur != nil:
+		return m.cur.model.Identity()
+	case m.released != nil:
+		return m.released.id
 	}
-	return m.cur.model.Identity()
+	return Identity{}
 }
 
-// Config returns the configuration in effect: the current model's resolved
-// Config, or the last one given to Reload (unresolved) when degraded.
+// Config returns the configuration in effect: the current (or released)
+// model's resolved Config, or the last one given to Reload (unresolved)
+// when degraded.
 func (m *Manager) Config() Config {
 	m.mu.RLock()
 	defer m.mu.RUnlock()
-	if m.cur == nil {
-		return m.cfg
+	switch {
+	case m.cur != nil:
+		return m.cur.model.Config()
+	case m.released != nil:
+		return m.released.resolved
 	}
-	return m.cur.model.Config()
+	return m.cfg
 }
 
 // Status is a snapshot of a Manager, for the Status RPC and
 // `routerctl model info`.
 type Status struct {
 	Degraded bool
+	// Released says the model is unloaded until it is needed (Release);
+	// Identity and Load still describe it.
+	Released bool
 	Reason   Reason // empty when loaded
 	Detail   string // the error behind Reason
 	Since    time.Time
@@ -294,10 +362,11 @@ type Status struct {
 // Status returns the Manager's state and counters.
 func (m *Manager) Status() Status {
 	m.mu.RLock()
-	g, st, cfg := m.cur, m.state, m.cfg
+	g, st, cfg, rel := m.cur, m.state, m.cfg, m.released
 	m.mu.RUnlock()
 	s := Status{
-		Degraded:           g == nil,
+		Degraded:           g == nil && rel == nil,
+		Released:           rel != nil,
 		Reason:             st.reason,
 		Detail:             st.detail,
 		Since:              st.since,
@@ -306,6 +375,9 @@ func (m *Manager) Status() Status {
 		QueryCacheHits:     m.hits.Load(),
 		QueryCacheMisses:   m.misses.Load(),
 		FallbackCalls:      m.fallbacks.Load(),
+	}
+	if rel != nil {
+		s.Identity, s.Load, s.MatchThreshold = rel.id, rel.load, rel.resolved.MatchThreshold
 	}
 	if g != nil {
 		s.Identity = g.model.Identity()
@@ -324,7 +396,7 @@ func (m *Manager) Close() error {
 	defer m.reloadMu.Unlock()
 	m.mu.Lock()
 	g := m.cur
-	m.cur = nil
+	m.cur, m.released = nil, nil
 	m.state = state{reason: ReasonNotLoaded, detail: "manager closed", since: time.Now()}
 	m.mu.Unlock()
 	m.retire(g)

@@ -295,3 +295,51 @@ func TestManagerConcurrentReload(t *testing.T) {
 		t.Errorf("fallback events during reloads: %v", got)
 	}
 }
+
+// TestManagerRelease: a released model is still named (Identity, Config,
+// Status: not degraded, Released) and the next Embed loads it again, with
+// the same vectors; Close ends that: Embed is unavailable after it.
+func TestManagerRelease(t *testing.T) {
+	tm := tinyModel(t)
+	cfg := embed.Config{Dir: tm.Dir}
+	m, rec, _ := newManager(t, cfg)
+	ctx := context.Background()
+	m.Release() // nothing loaded: nothing to release
+	if st := m.Status(); !st.Degraded || st.Released {
+		t.Fatalf("Release before a load: Status = %+v, want degraded, not released", st)
+	}
+	if err := m.Reload(ctx, cfg); err != nil {
+		t.Fatal(err)
+	}
+	id, resolved, loadedAt := m.Identity(), m.Config(), m.Status().Load.LoadedAt
+	before, err := m.Embed(ctx, []string{"fill a pdf form"}, embed.Document)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	m.Release()
+	st := m.Status()
+	if st.Degraded || !st.Released || st.Identity != id || st.Load.LoadedAt.IsZero() {
+		t.Errorf("released: Status = %+v, want not degraded, released, identity %+v and its load", st, id)
+	}
+	if m.Identity() != id || m.Config().BodyChars != resolved.BodyChars || m.Config().MaxTokens != resolved.MaxTokens {
+		t.Errorf("released: Identity %+v, Config %+v; want those of the model loaded", m.Identity(), m.Config())
+	}
+	after, err := m.Embed(ctx, []string{"fill a pdf form"}, embed.Document)
+	if err != nil {
+		t.Fatalf("Embed after Release: %v", err)
+	}
+	assertClose(t, "loaded again", after[0], before[0], 0)
+	if st := m.Status(); st.Degraded || st.Released || !st.Load.LoadedAt.After(loadedAt) {
+		t.Errorf("after the Embed: Status = %+v, want loaded again", st)
+	}
+	if got := rec.got(); len(got) != 0 {
+		t.Errorf("fallback events: %v", got)
+	}
+
+	m.Release()
+	m.Close()
+	if _, err := m.Embed(ctx, []string{"x"}, embed.Query); !errors.Is(err, embed.ErrUnavailable) {
+		t.Errorf("Embed after Release and Close: %v, want ErrUnavailable (no load)", err)
+	}
+}

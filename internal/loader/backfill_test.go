@@ -144,3 +144,48 @@ func TestBackfillStatusCountsProgress(t *testing.T) {
 		t.Fatalf("status %+v after clear, want nothing under way", st)
 	}
 }
+
+// TestFastModelReleasedWhileThePrimaryServes: once a generation serving
+// the primary model's vectors is published, the fast model is unloaded;
+// when more new texts come than a pass embeds with the primary model, the
+// pass loads the fast model again and serves its vectors, until the
+// background has the primary model's.
+func TestFastModelReleasedWhileThePrimaryServes(t *testing.T) {
+	ws := t.TempDir()
+	skills := filepath.Join(ws, "skills")
+	for i := range 8 {
+		writeSkill(t, skills, fmt.Sprintf("s%02d", i), fmt.Sprintf("s%02d", i), fmt.Sprintf("helper number %d for pdf forms", i))
+	}
+	primary, fast := newTinyManagerDim(t, 32), newTinyManagerDim(t, 16)
+	l, s, stop := startLoader(t, ws, t.TempDir(), Config{Embedder: primary, Fast: fast, Background: true, SyncDocuments: 3})
+	defer stop()
+	released := func(want bool) {
+		t.Helper()
+		for deadline := time.Now().Add(10 * time.Second); fast.Status().Released != want; time.Sleep(5 * time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatalf("fast model released = %v, want %v (status %+v)", !want, want, fast.Status())
+			}
+		}
+	}
+	if first, _ := s.current(); first.Model.Fingerprint != fast.Identity().Fingerprint {
+		t.Fatalf("first generation serves %q, want the fast model", first.Model.Name)
+	}
+	waitServing(t, s, primary.Identity().Fingerprint)
+	released(true)
+	if st := fast.Status(); st.Degraded || st.Identity.Fingerprint == "" {
+		t.Errorf("released fast model: Status %+v, want it named and not degraded", st)
+	}
+
+	for i := 8; i < 14; i++ {
+		writeSkill(t, skills, fmt.Sprintf("s%02d", i), fmt.Sprintf("s%02d", i), fmt.Sprintf("new helper %d for images", i))
+	}
+	if _, err := l.Reindex(context.Background(), false); err != nil {
+		t.Fatal(err)
+	}
+	g := waitServing(t, s, fast.Identity().Fingerprint)
+	if ent, ok := g.Catalog.Lookup("s13", ""); !ok || g.vectors[ent.Skill] == nil {
+		t.Fatal("a new skill has no fast vector")
+	}
+	waitServing(t, s, primary.Identity().Fingerprint)
+	released(true)
+}

@@ -199,6 +199,7 @@ func (l *Loader) refreshLocked(ctx context.Context, full bool, changed []string)
 	})
 	if err == nil && g != prev {
 		l.publish(g)
+		l.assembly.published(g)
 	}
 	if caughtUp := err == nil && !pass.Restored && !pass.Partial && l.state.Load().catchingUp; caughtUp {
 		l.setState(func(s *passState) { s.catchingUp = false })

@@ -54,6 +54,16 @@ func (a *assembly) vectors(ctx context.Context, prev *Generation, base *match.In
 	return fast.vectors, fast.space, fast.prune, nil
 }
 
+// published unloads the fast model once g, a generation serving the
+// primary model's vectors, is published: the fast model is not needed
+// until the primary model's vectors are missing again, and the pass that
+// finds them missing loads it on its first embedding (embed.Manager.Release).
+func (a *assembly) published(g *Generation) {
+	if a.fast != nil && a.embedder != nil && g.vectors != nil && g.space.by == a.embedder {
+		a.fast.Release()
+	}
+}
+
 // tierInput is what a pass gives each model's vectors: the previous
 // generation, the restored index and its space, the catalog and its
 // winners, and the pass to count in.
