@@ -421,8 +421,8 @@ func (m *Main) openStore(holder, stateDir string, lockWait time.Duration) error 
 }
 
 // openEmbedders makes the embedding model's manager and the fast model's,
-// with no model loaded yet (loadModels loads them); none when the model is
-// off.
+// with no model loaded yet (loadModels loads the model, a pass that needs
+// the fast model's vectors loads it); none when the model is off.
 func (m *Main) openEmbedders(cfg config.Config, dbDir string, rec *telemetry.Recorder) {
 	if cfg.Model.Disabled {
 		return
@@ -446,29 +446,24 @@ func (m *Main) openUpstream(cfg config.Config) {
 	m.upstream.Apply(cfg.Servers())
 }
 
-// loadModels loads the fast model, then the model, in the background,
-// closing m.modelLoaded when done (at once without a model), and reports
-// the query cache of the model's manager to telemetry.
+// loadModels loads the model in the background, closing m.modelLoaded
+// when done (at once without a model), and reports the query cache of the
+// model's manager to telemetry. The fast model is not loaded here: the
+// first pass that needs its vectors loads it (a cold start, a broken
+// model), and once the model's own vectors are served it is unloaded
+// again (embed.Manager.Release); a warm start never loads it.
 func (m *Main) loadModels(ctx context.Context, cfg config.Config, rec *telemetry.Recorder) {
 	m.modelLoaded = make(chan struct{})
 	if m.embedder == nil {
 		close(m.modelLoaded)
 		return
 	}
-	go func(cfg embed.Config, fast *embed.Manager) {
+	go func(cfg embed.Config) {
 		defer close(m.modelLoaded)
-		// The fast model first: it loads in milliseconds, and the
-		// first pass serves its vectors when the model's are not
-		// all there.
-		if fast != nil {
-			if err := fast.Reload(ctx, fast.Config()); err != nil {
-				m.log.Warn("fast embedding model not loaded", "dir", fast.Config().Dir, "err", err)
-			}
-		}
 		if err := m.embedder.Reload(ctx, cfg); err != nil {
 			m.log.Warn("embedding model not loaded; matching uses the fast model or keywords until it is fixed", "dir", cfg.Dir, "err", err)
 		}
-	}(m.embedConfig(cfg), m.fast)
+	}(m.embedConfig(cfg))
 	// This embedder, not the field, which closeEmbedder clears before
 	// telemetry's last collection (see registerGauges).
 	emb := m.embedder

@@ -49,11 +49,20 @@ func TestEmbeddingCounters(t *testing.T) {
 			st.LastReindex.Embedded, st.Model.EmbeddingsComputed, st.Model.CacheEntries, exampleWinners)
 	}
 
+	// Every text fits in a pass (model.sync_documents): the fast model
+	// is never needed, so never loaded.
+	if st.FastModel != nil {
+		t.Errorf("cold start with every text embedded by the pass: the fast model %s was loaded", st.FastModel.Name)
+	}
+
 	r.Stop(t)
 	r = daemontest.Start(t, ws, daemontest.Options{StateDir: state})
 	st = routerStatus(t, r)
 	if st.LastReindex.Embedded != 0 || st.Model.EmbeddingsComputed != 0 {
 		t.Errorf("warm restart: embedded %d, computed %d; want 0", st.LastReindex.Embedded, st.Model.EmbeddingsComputed)
+	}
+	if st.FastModel != nil {
+		t.Errorf("warm restart: the fast model %s was loaded", st.FastModel.Name)
 	}
 
 	p := filepath.Join(ws, "skills", "openapi-docs", "SKILL.md")

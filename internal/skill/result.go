@@ -219,7 +219,7 @@ type Status struct {
 	Model *ModelStatus
 	// FastModel is the fast model's state, the model served while Model's
 	// vectors are computed or when Model is unavailable; nil when there
-	// is none.
+	// is none, and until a reindex first needs its vectors.
 	FastModel *ModelStatus
 	// Backfill says how far the background embedding has come.
 	Backfill Backfill

@@ -3802,7 +3802,8 @@ type StatusResponse struct {
 	CatchingUp bool `protobuf:"varint,25,opt,name=catching_up,json=catchingUp,proto3" json:"catching_up,omitempty"`
 	// The fast model: a static model served while the model's vectors are
 	// computed in the background, or when the model is unavailable. Unset
-	// when there is none.
+	// when there is none, and until a reindex first needs its vectors (a
+	// start that finds the model's vectors cached never loads it).
 	FastModel *ModelStatus `protobuf:"bytes,26,opt,name=fast_model,json=fastModel,proto3" json:"fast_model,omitempty"`
 	// The background embedding's progress.
 	Backfill      *EmbeddingBackfill `protobuf:"bytes,27,opt,name=backfill,proto3" json:"backfill,omitempty"`
