@@ -232,7 +232,8 @@ func (m *Manager) Embed(ctx context.Context, texts []string, kind Kind) ([][]flo
 
 // current returns the current model and the state, loading a released
 // model again first (its load failing degrades the Manager, which the
-// state then says); the error is ctx's when it ended meanwhile.
+// state then says). The load is shared, so the caller's cancellation does
+// not stop it; the error is ctx's when ctx ended meanwhile.
 func (m *Manager) current(ctx context.Context) (*generation, state, error) {
 	m.mu.RLock()
 	g, st, rel := m.cur, m.state, m.released
@@ -240,8 +241,9 @@ func (m *Manager) current(ctx context.Context) (*generation, state, error) {
 	if g != nil || rel == nil {
 		return g, st, nil
 	}
-	if err := m.Reload(ctx, rel.cfg); err != nil && ctx.Err() != nil {
-		return nil, st, ctx.Err()
+	_ = m.Reload(context.WithoutCancel(ctx), rel.cfg) // logged, and said by the state on failure
+	if err := ctx.Err(); err != nil {
+		return nil, st, err
 	}
 	m.mu.RLock()
 	defer m.mu.RUnlock()
@@ -251,9 +253,9 @@ func (m *Manager) current(ctx context.Context) (*generation, state, error) {
 // Release unloads the current model until it is needed again: the next
 // Embed (or Reload) loads it from the same folder and configuration, and
 // in the meantime Identity, Config and Status (not degraded, Released)
-// still describe it. Runs in progress finish first. The daemon releases
-// the fast model while the model's own vectors are served, so its memory
-// is held only while it serves or embeds.
+// still describe it. Runs in progress finish first. The loader releases
+// the fast model while the primary model's vectors are served, so its
+// memory is held only while it serves or embeds.
 func (m *Manager) Release() {
 	m.reloadMu.Lock()
 	defer m.reloadMu.Unlock()
