@@ -55,12 +55,11 @@ type generation struct {
 	cfg   Config // as given to Reload, to tell whether a reload changes anything
 }
 
-// releasedModel is what a Manager keeps of a model it released: enough to
-// name it and to load it again.
+// releasedModel is what a Manager keeps of a model it released, to name
+// it until it is loaded again (from Manager.cfg, which Release keeps).
 type releasedModel struct {
 	id       Identity
 	load     LoadInfo
-	cfg      Config // as given to Reload
 	resolved Config // as the model resolved it (Model.Config)
 }
 
@@ -236,12 +235,12 @@ func (m *Manager) Embed(ctx context.Context, texts []string, kind Kind) ([][]flo
 // not stop it; the error is ctx's when ctx ended meanwhile.
 func (m *Manager) current(ctx context.Context) (*generation, state, error) {
 	m.mu.RLock()
-	g, st, rel := m.cur, m.state, m.released
+	g, st, released, cfg := m.cur, m.state, m.released != nil, m.cfg
 	m.mu.RUnlock()
-	if g != nil || rel == nil {
+	if g != nil || !released {
 		return g, st, nil
 	}
-	_ = m.Reload(context.WithoutCancel(ctx), rel.cfg) // logged, and said by the state on failure
+	_ = m.Reload(context.WithoutCancel(ctx), cfg) // logged, and said by the state on failure
 	if err := ctx.Err(); err != nil {
 		return nil, st, err
 	}
@@ -266,7 +265,7 @@ func (m *Manager) Release() {
 		return
 	}
 	m.cur = nil
-	m.released = &releasedModel{id: g.model.Identity(), load: g.model.LoadInfo(), cfg: g.cfg, resolved: g.model.Config()}
+	m.released = &releasedModel{id: g.model.Identity(), load: g.model.LoadInfo(), resolved: g.model.Config()}
 	m.mu.Unlock()
 	m.retire(g)
 	m.log.Info("embedding model unloaded until it is needed", "model", g.model.Identity().Name)

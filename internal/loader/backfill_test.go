@@ -159,11 +159,11 @@ func TestFastModelReleasedWhileThePrimaryServes(t *testing.T) {
 	primary, fast := newTinyManagerDim(t, 32), newTinyManagerDim(t, 16)
 	l, s, stop := startLoader(t, ws, t.TempDir(), Config{Embedder: primary, Fast: fast, Background: true, SyncDocuments: 3})
 	defer stop()
-	released := func(want bool) {
+	waitReleased := func() {
 		t.Helper()
-		for deadline := time.Now().Add(10 * time.Second); fast.Status().Released != want; time.Sleep(5 * time.Millisecond) {
+		for deadline := time.Now().Add(10 * time.Second); !fast.Status().Released; time.Sleep(5 * time.Millisecond) {
 			if time.Now().After(deadline) {
-				t.Fatalf("fast model released = %v, want %v (status %+v)", !want, want, fast.Status())
+				t.Fatalf("the fast model is still loaded while the primary model serves (status %+v)", fast.Status())
 			}
 		}
 	}
@@ -171,7 +171,7 @@ func TestFastModelReleasedWhileThePrimaryServes(t *testing.T) {
 		t.Fatalf("first generation serves %q, want the fast model", first.Model.Name)
 	}
 	waitServing(t, s, primary.Identity().Fingerprint)
-	released(true)
+	waitReleased()
 	if st := fast.Status(); st.Degraded || st.Identity.Fingerprint == "" {
 		t.Errorf("released fast model: Status %+v, want it named and not degraded", st)
 	}
@@ -187,5 +187,5 @@ func TestFastModelReleasedWhileThePrimaryServes(t *testing.T) {
 		t.Fatal("a new skill has no fast vector")
 	}
 	waitServing(t, s, primary.Identity().Fingerprint)
-	released(true)
+	waitReleased()
 }
