@@ -97,7 +97,11 @@ func writeModelInfo(w io.Writer, st *skill.Status) {
 		fmt.Fprintln(w, "no embedding model loaded")
 	}
 	if f := st.FastModel; f != nil {
-		fmt.Fprintf(w, "fast model:     %s (dim %d, query latency %s)\n", f.Name, f.Dimension, f.QueryLatency.Round(time.Microsecond))
+		state := ""
+		if f.Released {
+			state = "; unloaded until a reindex needs it"
+		}
+		fmt.Fprintf(w, "fast model:     %s (dim %d, query latency %s%s)\n", f.Name, f.Dimension, f.QueryLatency.Round(time.Microsecond), state)
 	}
 	fmt.Fprintf(w, "serving:        %s\n", cmp.Or(servingModel(st), "keywords only"))
 	if b := st.Backfill; b.Model != "" {

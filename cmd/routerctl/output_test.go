@@ -8,6 +8,7 @@ import (
 	"time"
 
 	routerv1 "github.com/mcpsag/router/api/proto/mcpsag/router/v1"
+	"github.com/mcpsag/router/internal/skill"
 )
 
 func TestPrintJSONKeepsZeroValues(t *testing.T) {
@@ -98,5 +99,25 @@ func TestCalibratedPath(t *testing.T) {
 		if got := calibratedPath(in); got != want {
 			t.Errorf("calibratedPath(%q) = %q, want %q", in, got, want)
 		}
+	}
+}
+
+func TestModelInfoSaysTheFastModelIsUnloaded(t *testing.T) {
+	st := &skill.Status{
+		Model:     &skill.ModelStatus{Name: "encoder", Serving: true},
+		FastModel: &skill.ModelStatus{Name: "static"},
+	}
+	var loaded, released bytes.Buffer
+	writeModelInfo(&loaded, st)
+	st.FastModel.Released = true
+	writeModelInfo(&released, st)
+	if strings.Contains(loaded.String(), "unloaded") {
+		t.Errorf("a loaded fast model is called unloaded:\n%s", loaded.String())
+	}
+	if !strings.Contains(released.String(), "fast model:     static (dim 0, query latency 0s; unloaded until a reindex needs it)") {
+		t.Errorf("a released fast model is not called unloaded:\n%s", released.String())
+	}
+	if !strings.Contains(released.String(), "serving:        encoder") {
+		t.Errorf("serving line:\n%s", released.String())
 	}
 }

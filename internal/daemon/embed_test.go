@@ -174,3 +174,29 @@ func TestEmbeddingFallbackAndRecovery(t *testing.T) {
 		t.Errorf("after fixing the model: degraded %v (%s), model %v", st.Degraded, st.DegradedReason, st.Model)
 	}
 }
+
+// TestFastModelReleasedOnceTheModelServes: a cold start with more texts than
+// model.sync_documents serves the fast model's vectors first; once the
+// model's own vectors are served, Status names the fast model as released.
+func TestFastModelReleasedOnceTheModelServes(t *testing.T) {
+	ws := daemontest.CopyExamples(t)
+	model := filepath.Join(t.TempDir(), "tiny")
+	if _, err := embedtest.WriteTinyModel(model); err != nil {
+		t.Fatal(err)
+	}
+	r := daemontest.Start(t, ws, daemontest.Options{Configure: func(c *config.Config) {
+		c.Model.Dir = model
+		c.Model.SyncDocuments = 1
+	}})
+	var st *routerv1.StatusResponse
+	daemontest.Eventually(t, 30*time.Second, "the model's own vectors served", func() bool {
+		st = routerStatus(t, r)
+		return st.GetModel().GetServing() && st.Backfill == nil
+	})
+	if f := st.GetFastModel(); f == nil || !f.GetReleased() || f.GetServing() {
+		t.Errorf("fast model after the backfill = %v; want named, released and not serving", f)
+	}
+	if st.GetModel().GetReleased() {
+		t.Error("the serving model is reported released")
+	}
+}

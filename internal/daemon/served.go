@@ -95,7 +95,7 @@ func (s *served) describeModel(ms embed.Status, served string) *skill.ModelStatu
 		Name: ms.Identity.Name, Dimension: ms.Identity.Dimension, Fingerprint: ms.Identity.Fingerprint, Path: ms.Identity.Path,
 		LoadDuration: ms.Load.LoadDuration, QueryLatency: ms.Load.QueryLatency,
 		EmbeddingsComputed: ms.EmbeddingsComputed, MatchThreshold: ms.MatchThreshold,
-		Serving: served != "" && served == ms.Identity.Fingerprint,
+		Serving: served != "" && served == ms.Identity.Fingerprint, Released: ms.Released,
 	}
 	out.VectorsCached, _ = s.db.VectorCount(ms.Identity.Fingerprint)
 	return out

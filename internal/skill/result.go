@@ -166,6 +166,9 @@ type ModelStatus struct {
 	// Serving is set when the served generation's vectors are this
 	// model's.
 	Serving bool
+	// Released is set while the model is unloaded until an embedding
+	// needs it again (embed.Manager.Release).
+	Released bool
 }
 
 // Backfill is the progress of the skill texts the model embeds in the

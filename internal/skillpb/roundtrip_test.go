@@ -123,7 +123,7 @@ func (g *gen) status() *skill.Status {
 	}
 	if g.bool() {
 		st.Model = &skill.ModelStatus{Name: g.str(), Dimension: g.num(), Fingerprint: g.str(), LoadDuration: time.Duration(g.num()),
-			EmbeddingsComputed: int64(g.num()), VectorsCached: g.num(), MatchThreshold: float64(g.num())}
+			EmbeddingsComputed: int64(g.num()), VectorsCached: g.num(), MatchThreshold: float64(g.num()), Serving: g.bool(), Released: g.bool()}
 	}
 	for range g.intn(2) {
 		st.Servers = append(st.Servers, skill.ServerStatus{Name: g.str(), Transport: g.str(),

@@ -74,7 +74,7 @@ func modelStatusPB(m *skill.ModelStatus) *routerv1.ModelStatus {
 		Name: m.Name, Dimension: int32(m.Dimension), Fingerprint: m.Fingerprint,
 		Path: m.Path, LoadDuration: durationpb.New(m.LoadDuration), QueryLatency: durationpb.New(m.QueryLatency),
 		EmbeddingsComputed: m.EmbeddingsComputed, CacheEntries: int64(m.VectorsCached), MatchThreshold: m.MatchThreshold,
-		Serving: m.Serving,
+		Serving: m.Serving, Released: m.Released,
 	}
 }
 
@@ -87,7 +87,7 @@ func modelStatus(m *routerv1.ModelStatus) *skill.ModelStatus {
 		Name: m.GetName(), Dimension: int(m.GetDimension()), Fingerprint: m.GetFingerprint(), Path: m.GetPath(),
 		LoadDuration: m.GetLoadDuration().AsDuration(), QueryLatency: m.GetQueryLatency().AsDuration(),
 		EmbeddingsComputed: m.GetEmbeddingsComputed(), VectorsCached: int(m.GetCacheEntries()), MatchThreshold: m.GetMatchThreshold(),
-		Serving: m.GetServing(),
+		Serving: m.GetServing(), Released: m.GetReleased(),
 	}
 }
 

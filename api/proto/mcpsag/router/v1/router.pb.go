@@ -3328,7 +3328,11 @@ type ModelStatus struct {
 	CacheEntries   int64   `protobuf:"varint,8,opt,name=cache_entries,json=cacheEntries,proto3" json:"cache_entries,omitempty"`
 	MatchThreshold float64 `protobuf:"fixed64,9,opt,name=match_threshold,json=matchThreshold,proto3" json:"match_threshold,omitempty"`
 	// The served index generation's vectors are this model's.
-	Serving       bool `protobuf:"varint,10,opt,name=serving,proto3" json:"serving,omitempty"`
+	Serving bool `protobuf:"varint,10,opt,name=serving,proto3" json:"serving,omitempty"`
+	// The model is unloaded until an embedding needs it again: the fast
+	// model, once a generation serving the model's own vectors is published.
+	// Its identity and configuration are kept; the next embedding loads it.
+	Released      bool `protobuf:"varint,11,opt,name=released,proto3" json:"released,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -3429,6 +3433,13 @@ func (x *ModelStatus) GetMatchThreshold() float64 {
 func (x *ModelStatus) GetServing() bool {
 	if x != nil {
 		return x.Serving
+	}
+	return false
+}
+
+func (x *ModelStatus) GetReleased() bool {
+	if x != nil {
+		return x.Released
 	}
 	return false
 }
@@ -5121,7 +5132,7 @@ const file_mcpsag_router_v1_router_proto_rawDesc = "" +
 	"finishedAt\"G\n" +
 	"\x0fReindexResponse\x124\n" +
 	"\x05stats\x18\x01 \x01(\v2\x1e.mcpsag.router.v1.ReindexStatsR\x05stats\"\x0f\n" +
-	"\rStatusRequest\"\x8e\x03\n" +
+	"\rStatusRequest\"\xaa\x03\n" +
 	"\vModelStatus\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x1c\n" +
 	"\tdimension\x18\x02 \x01(\x05R\tdimension\x12 \n" +
@@ -5133,7 +5144,8 @@ const file_mcpsag_router_v1_router_proto_rawDesc = "" +
 	"\rcache_entries\x18\b \x01(\x03R\fcacheEntries\x12'\n" +
 	"\x0fmatch_threshold\x18\t \x01(\x01R\x0ematchThreshold\x12\x18\n" +
 	"\aserving\x18\n" +
-	" \x01(\bR\aserving\"\x89\x01\n" +
+	" \x01(\bR\aserving\x12\x1a\n" +
+	"\breleased\x18\v \x01(\bR\breleased\"\x89\x01\n" +
 	"\x11EmbeddingBackfill\x12\x14\n" +
 	"\x05model\x18\x01 \x01(\tR\x05model\x12\x12\n" +
 	"\x04done\x18\x02 \x01(\x05R\x04done\x12\x14\n" +
