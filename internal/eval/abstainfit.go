@@ -99,6 +99,10 @@ type GroupFigures struct {
 	// them abstained on.
 	NeedSkill     int `json:"need_skill"`
 	NeedAbstained int `json:"need_abstained"`
+	// Top3 of them have a relevant skill in the top three, Top3Confident
+	// of those got a confident match.
+	Top3          int `json:"top3"`
+	Top3Confident int `json:"top3_confident"`
 	Hidden        int `json:"hidden"`
 	HiddenTop1    int `json:"hidden_top1"`
 	LowConfidence int `json:"low_confidence"`
@@ -114,6 +118,10 @@ type GroupFigures struct {
 // HiddenRate is the share of the tasks that need a skill hidden by an
 // abstention, in percent, -1 without such tasks.
 func (g GroupFigures) HiddenRate() float64 { return rate(g.Hidden, g.NeedSkill) }
+
+// Top3ConfidentRate is the share of the tasks with a relevant skill in the
+// top three that got a confident match, in percent, -1 without such tasks.
+func (g GroupFigures) Top3ConfidentRate() float64 { return rate(g.Top3Confident, g.Top3) }
 
 // AbstainRate is the share of the tasks that need no skill abstained on,
 // in percent, -1 without such tasks.
@@ -574,6 +582,12 @@ func (fs *fitSet) figures(verdicts []skill.Verdict) []GroupFigures {
 		v := verdicts[i]
 		if t.Needs {
 			f.NeedSkill++
+			if t.Top3 {
+				f.Top3++
+				if v == skill.VerdictConfident {
+					f.Top3Confident++
+				}
+			}
 			if v == skill.VerdictNoSkill {
 				f.NeedAbstained++
 				if t.Top3 {

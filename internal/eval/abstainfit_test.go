@@ -71,6 +71,11 @@ func TestFitTasksCutoffs(t *testing.T) {
 	if a.LowConfidence == 0 || a.LowConfidence == 200 {
 		t.Errorf("set a: %d low-confidence answers; the band between the cutoffs should hold some", a.LowConfidence)
 	}
+	// Of the 150 tasks with a relevant skill in the top three, those
+	// neither abstained on nor low-confidence are confident.
+	if a.Top3 != 150 || a.Top3Confident <= 0 || a.Top3Confident > 150-a.Hidden {
+		t.Errorf("set a: %d of %d top-3 tasks confident (%d hidden)", a.Top3Confident, a.Top3, a.Hidden)
+	}
 
 	// Missed tasks are neither positives nor negatives: moving their
 	// features changes nothing.

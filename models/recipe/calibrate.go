@@ -77,9 +77,9 @@ func markGroups(groups []eval.TaskGroup, subHidden bool, testOnly string) error 
 // leave-one-set-out and in-sample.
 func figureTable(fit *eval.AbstentionFit) string {
 	var table strings.Builder
-	fmt.Fprintf(&table, "%-34s %-62s %-62s %s\n", "group", "5-fold (by text)", "leave-one-set-out", "in-sample")
+	fmt.Fprintf(&table, "%-34s %-82s %-82s %s\n", "group", "5-fold (by text)", "leave-one-set-out", "in-sample")
 	for i, g := range fit.InSample {
-		fmt.Fprintf(&table, "%-34s %-62s %-62s %s\n", g.Group, cell(fit.CrossValidated[i]), cell(fit.LeaveSetOut[i]), cell(g))
+		fmt.Fprintf(&table, "%-34s %-82s %-82s %s\n", g.Group, cell(fit.CrossValidated[i]), cell(fit.LeaveSetOut[i]), cell(g))
 	}
 	return table.String()
 }
@@ -448,8 +448,8 @@ func answerableOnly(qs []eval.Query) []eval.Query {
 func cell(g eval.GroupFigures) string {
 	var parts []string
 	if g.NeedSkill > 0 {
-		s := fmt.Sprintf("need %d: hidden %d (%.1f%%), top-1 %d, low %.0f%%", g.NeedSkill, g.Hidden, g.HiddenRate(), g.HiddenTop1,
-			100*float64(g.LowConfidence)/float64(g.NeedSkill))
+		s := fmt.Sprintf("need %d: hidden %d (%.1f%%), top-1 %d, low %.0f%%, top-3 confident %.0f%%", g.NeedSkill, g.Hidden, g.HiddenRate(), g.HiddenTop1,
+			100*float64(g.LowConfidence)/float64(g.NeedSkill), g.Top3ConfidentRate())
 		if g.Named > 0 {
 			s += fmt.Sprintf(", named %d/%d", g.NamedHidden, g.Named)
 		}
