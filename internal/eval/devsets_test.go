@@ -113,6 +113,11 @@ func envOr(key, def string) string {
 // this project: tasks its skills serve.
 var corporaTasks = filepath.Join("..", "..", "testdata", "corpora-tasks", "queries.jsonl")
 
+// everydayRequests are requests of a general kind, written for this
+// project, that no skill serves: trivia, arithmetic, translation, creative
+// writing, summaries of well-known works, advice.
+var everydayRequests = filepath.Join("..", "..", "testdata", "everyday-requests", "queries.jsonl")
+
 // devSet is one dev set present beside the checkout: its skill root (a
 // folder holding skills/) and its queries.
 type devSet struct {
@@ -276,7 +281,9 @@ func TestDevSets(t *testing.T) {
 // tasks against the MetaTool and ToolLens tools), which cannot serve them,
 // are given a confident match at most 10% of the time. The share abstained
 // on outright and the tasks served confidently are logged: labels are noisy
-// at the edges (a web-search skill can serve a news request).
+// at the edges (a web-search skill can serve a news request). Requests of a
+// general kind (everydayRequests) get no confident match from the gathered
+// skill folders at all.
 func TestDevSetsForeignTasks(t *testing.T) {
 	sets := devSets(t)
 	byName := map[string]devSet{}
@@ -320,6 +327,33 @@ func TestDevSetsForeignTasks(t *testing.T) {
 				}
 			})
 		}
+	}
+	if c, ok := catalogs["corpora"]; ok {
+		pairs++
+		t.Run("everyday>corpora", func(t *testing.T) {
+			qs, err := eval.LoadQueries(everydayRequests)
+			if err != nil {
+				t.Fatal(err)
+			}
+			rep, err := c.Evaluate(context.Background(), qs, eval.RunOptions{Mode: skill.ModeHybrid, PerQuery: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			v := rep.Verdicts.NoSkill
+			t.Logf("%d requests: %d abstained on, %d low-confidence, %d confident", len(qs), v.NoSkill, v.LowConfidence, v.Confident)
+			if v.NoSkill+v.LowConfidence+v.Confident != len(qs) {
+				t.Fatalf("verdicts of %d requests counted, want %d", v.NoSkill+v.LowConfidence+v.Confident, len(qs))
+			}
+			text := map[string]string{}
+			for _, q := range qs {
+				text[q.ID] = q.Query
+			}
+			for _, q := range rep.PerQuery {
+				if q.Verdict == string(skill.VerdictConfident) {
+					t.Errorf("a request of a general kind got a confident match: %q -> %v", text[q.ID], q.Returned)
+				}
+			}
+		})
 	}
 	if pairs == 0 {
 		t.Skip("no pair of dev sets of different kinds is present")

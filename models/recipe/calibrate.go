@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 
@@ -106,6 +107,7 @@ func runCalibrate(args []string) error {
 	transferDir := fs.String("eval-transfer", "../shared/eval-transfer", "dev sets skillsbench-dev/ and toollens-train/")
 	corpora := fs.String("corpora", "../shared/corpora", "real SKILL.md trees, gathered into one catalog")
 	corporaTasks := fs.String("corpora-tasks", "testdata/corpora-tasks/queries.jsonl", "labelled tasks for the gathered corpora")
+	everyday := fs.String("everyday", "", "also fit on these requests of a general kind against the skill folders (everyday>NAME), e.g. testdata/everyday-requests/queries.jsonl; the shipped fits use none (docs/matching.md)")
 	model := fs.String("model", defaultModel, "model folder")
 	work := fs.String("work", defaultWork, "work directory (the gathered catalog goes to WORK/corpora)")
 	out := fs.String("o", "", "calibration file to write (default MODEL/calibration.yaml)")
@@ -131,7 +133,7 @@ func runCalibrate(args []string) error {
 	if *load != "" {
 		col, err = loadCollected(*load)
 	} else {
-		col, err = gatherAndCollect(devSets(*evalDir, *transferDir, *work, *corporaTasks), *corpora, *model, *seed)
+		col, err = gatherAndCollect(devSets(*evalDir, *transferDir, *work, *corporaTasks), *corpora, *everyday, *model, *seed)
 	}
 	if err != nil {
 		return err
@@ -183,14 +185,14 @@ func devSets(evalDir, transferDir, work, corporaTasks string) []devSet {
 
 // gatherAndCollect gathers the corpora's skill folders into the last set's
 // catalog, then collects the tasks of the sets.
-func gatherAndCollect(sets []devSet, corpora, model string, seed uint64) (collected, error) {
+func gatherAndCollect(sets []devSet, corpora, everyday, model string, seed uint64) (collected, error) {
 	gathered := sets[len(sets)-1].skills
 	n, err := gatherSkills(corpora, gathered)
 	if err != nil {
 		return collected{}, err
 	}
 	fmt.Fprintf(os.Stderr, "calibrate: %d skill folders gathered under %s\n", n, gathered)
-	return collect(context.Background(), sets, model, seed)
+	return collect(context.Background(), sets, everyday, model, seed)
 }
 
 // writeCalibration writes the fitted classifier as a config fragment to
@@ -288,7 +290,7 @@ type collected struct {
 }
 
 // collect builds the task groups of the dev sets and ranks their tasks.
-func collect(ctx context.Context, sets []devSet, model string, seed uint64) (collected, error) {
+func collect(ctx context.Context, sets []devSet, everyday, model string, seed uint64) (collected, error) {
 	c := &collector{ctx: ctx, sets: sets, seed: seed, corpus: map[string]*eval.Corpus{}, queries: map[string][]eval.Query{}}
 	defer func() {
 		for _, cp := range c.corpus {
@@ -301,6 +303,15 @@ func collect(ctx context.Context, sets []devSet, model string, seed uint64) (col
 	for _, q := range c.queries["metatool"] {
 		if !q.NeedSkill() {
 			c.general = append(c.general, q)
+		}
+	}
+	if everyday != "" {
+		qs, err := eval.LoadQueries(everyday)
+		if err != nil {
+			return collected{}, err
+		}
+		if c.everyday = qs; slices.ContainsFunc(qs, eval.Query.NeedSkill) {
+			return collected{}, fmt.Errorf("%s: every request must need no skill (empty relevant)", everyday)
 		}
 	}
 	for _, s := range sets {
@@ -330,7 +341,11 @@ type collector struct {
 	corpus  map[string]*eval.Corpus // by set
 	queries map[string][]eval.Query // by set
 	general []eval.Query            // MetaTool's requests that need no skill
-	groups  []eval.TaskGroup
+	// everyday are requests of a general kind written for this project
+	// (trivia, arithmetic, translation, creative writing, summaries of
+	// well-known works, advice), which no skill catalog serves.
+	everyday []eval.Query
+	groups   []eval.TaskGroup
 }
 
 // open opens each set's corpus with the model and reads its queries.
@@ -368,6 +383,9 @@ func (c *collector) addGroups(s devSet) {
 	if s.name != "metatool" && s.name != "seal-tools" {
 		c.add(eval.TaskGroup{Name: "general>" + s.name, Source: "metatool", Catalog: s.name, Index: ix, Queries: c.general})
 	}
+	if len(c.everyday) > 0 && s.agent {
+		c.add(eval.TaskGroup{Name: "everyday>" + s.name, Source: "everyday", Catalog: s.name, Index: ix, Queries: c.everyday})
+	}
 	for _, to := range c.sets {
 		if !foreignPair(s, to) {
 			continue
@@ -403,6 +421,11 @@ func (c *collector) addSubCatalogs(s devSet) error {
 	}
 	if err := sub(c.general, "general>"+s.name, "metatool", []int{10, 30, 100}, 0, subAnswerable); err != nil {
 		return err
+	}
+	if len(c.everyday) > 0 && s.agent {
+		if err := sub(c.everyday, "everyday>"+s.name, "everyday", []int{10, 30, 100}, 0, subAnswerable); err != nil {
+			return err
+		}
 	}
 	for _, from := range c.sets {
 		if foreignPair(from, s) {
