@@ -99,15 +99,15 @@ type GroupFigures struct {
 	// them abstained on.
 	NeedSkill     int `json:"need_skill"`
 	NeedAbstained int `json:"need_abstained"`
-	// Top3 of them have a relevant skill in the top three, Top3Confident
-	// of those got a confident match.
-	Top3          int `json:"top3"`
-	Top3Confident int `json:"top3_confident"`
 	Hidden        int `json:"hidden"`
 	HiddenTop1    int `json:"hidden_top1"`
 	LowConfidence int `json:"low_confidence"`
 	Named         int `json:"named"`
 	NamedHidden   int `json:"named_abstained"`
+	// Top3 of the NeedSkill tasks have a relevant skill in the top three;
+	// Top3Confident of those got a confident match.
+	Top3          int `json:"top3"`
+	Top3Confident int `json:"top3_confident"`
 	// NoSkill tasks; Abstained of them abstained on, NoSkillLow served as
 	// low-confidence candidates (the rest got a confident match).
 	NoSkill    int `json:"no_skill"`
