@@ -17,9 +17,14 @@ same catalog); a symmetric InfoNCE loss on mean-pooled, L2-normalised
 vectors with scale 20, in which another task's skill that is relevant to
 this task too is masked out; AdamW (lr 3e-5, weight decay 0.01), 10% linear
 warm-up then linear decay, gradient norm clipped at 1; one epoch, at most
-8,000 tasks of a set per epoch. Seeds are fixed (--seed); torch's CPU
-kernels are not guaranteed bit-identical across machines or thread counts,
-so MODEL.md records the digest of the weights that were shipped.
+8,000 tasks of a set per epoch. With --hard N, each task also brings a hard
+negative: a skill of its catalog drawn from those the base model ranks
+from --hard-skip+1 to N for the task among the skills not relevant to it
+(mined once, before training); every task of the batch is scored against
+it, and it is masked for a task it is relevant to. Seeds are fixed
+(--seed); torch's CPU kernels are not guaranteed bit-identical across
+machines or thread counts, so MODEL.md records the digest of the weights
+that were shipped.
 """
 import argparse
 import json
@@ -49,6 +54,8 @@ ap.add_argument("--dlen", type=int, default=128, help="tokens of a skill text")
 ap.add_argument("--cap", type=int, default=8000, help="most tasks of a set per epoch (0: all)")
 ap.add_argument("--body", type=int, default=400, help="characters of the body after the name and description")
 ap.add_argument("--work", default="/tmp/mcpsag-encoder", help="where the corpora are gathered")
+ap.add_argument("--hard", type=int, default=0, help="a hard negative per task, drawn from the first N skills the base model ranks that are not relevant to it (0: none)")
+ap.add_argument("--hard-skip", type=int, default=2, help="the first non-relevant skills never drawn as hard negatives (often relevant but unlabelled)")
 a = ap.parse_args()
 excl = set(x for x in a.exclude.split(",") if x)
 torch.manual_seed(a.seed)
@@ -84,12 +91,52 @@ for name in SETS:
     print(name, len(docs), "docs", len(qs), "queries", flush=True)
 
 
+tok = AutoTokenizer.from_pretrained(a.src)
+model = AutoModel.from_pretrained(a.src, attn_implementation="eager")
+
+
+def emb(texts, length):
+    b = tok(texts, padding=True, truncation=True, max_length=length, return_tensors="pt")
+    h = model(**b).last_hidden_state
+    m = b["attention_mask"].unsqueeze(-1).float()
+    return torch.nn.functional.normalize((h * m).sum(1) / m.sum(1), dim=-1)
+
+
+def mine(name):
+    """For each task of the set, its candidate hard negatives: the skills
+    the base model ranks from hard_skip+1 to hard among those not relevant
+    to the task."""
+    docs, qs = data[name]
+    names = list(docs)
+    t = time.time()
+    with torch.no_grad():
+        D = torch.cat([emb([docs[n] for n in names[i:i+128]], a.dlen) for i in range(0, len(names), 128)])
+        out = []
+        for i in range(0, len(qs), 256):
+            Q = emb([q for q, _ in qs[i:i+256]], a.qlen)
+            top = (Q @ D.T).topk(min(len(names), a.hard + 40), dim=1).indices.tolist()
+            for (q, rel), row in zip(qs[i:i+256], top):
+                cand = [names[j] for j in row if names[j] not in rel][a.hard_skip:a.hard]
+                out.append(cand)
+    print("mined", name, len(out), "%.0fs" % (time.time() - t), flush=True)
+    return out
+
+
+hardneg = {}
+if a.hard:
+    for name in data:
+        hardneg[name] = mine(name)
+
+
 def epoch_batches(rng):
     batches = []
     for name, (docs, qs) in data.items():
         items = []
-        for q, rel in qs:
-            items.append((q, rng.choice(rel), set(rel)))
+        for k, (q, rel) in enumerate(qs):
+            neg = None
+            if a.hard and hardneg[name][k]:
+                neg = rng.choice(hardneg[name][k])
+            items.append((q, rng.choice(rel), set(rel), neg))
         rng.shuffle(items)
         if a.cap:
             items = items[: a.cap]
@@ -101,8 +148,6 @@ def epoch_batches(rng):
     return batches
 
 
-tok = AutoTokenizer.from_pretrained(a.src)
-model = AutoModel.from_pretrained(a.src, attn_implementation="eager")
 model.train()
 rng = random.Random(a.seed)
 nep = math.ceil(a.epochs)
@@ -118,31 +163,26 @@ warm = max(1, total // 10)
 sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda s: min(1.0, (s + 1) / warm) * max(0.0, (total - s) / max(1, total - warm)))
 
 
-def emb(texts, length):
-    b = tok(texts, padding=True, truncation=True, max_length=length, return_tensors="pt")
-    h = model(**b).last_hidden_state
-    m = b["attention_mask"].unsqueeze(-1).float()
-    return torch.nn.functional.normalize((h * m).sum(1) / m.sum(1), dim=-1)
-
-
 print("steps", total, flush=True)
 t0 = time.time()
 for step, (name, b) in enumerate(plan):
     docs = data[name][0]
     qtexts = [x[0] for x in b]
     dnames = [x[1] for x in b]
+    negs = list(dict.fromkeys(x[3] for x in b if x[3] is not None and x[3] not in dnames)) if a.hard else []
+    alld = dnames + negs
     qe = emb(qtexts, a.qlen)
-    de = emb([docs[n] for n in dnames], a.dlen)
+    de = emb([docs[n] for n in alld], a.dlen)
     s = qe @ de.T * a.scale
     n = len(b)
-    mask = torch.zeros(n, n, dtype=torch.bool)
+    mask = torch.zeros(n, len(alld), dtype=torch.bool)
     for i in range(n):
-        for j in range(n):
-            if i != j and (dnames[j] in b[i][2]):
+        for j in range(len(alld)):
+            if i != j and (alld[j] in b[i][2]):
                 mask[i, j] = True
     lab = torch.arange(n)
     l1 = torch.nn.functional.cross_entropy(s.masked_fill(mask, -1e4), lab)
-    l2 = torch.nn.functional.cross_entropy(s.T.masked_fill(mask.T, -1e4), lab)
+    l2 = torch.nn.functional.cross_entropy(s[:, :n].T.masked_fill(mask[:, :n].T, -1e4), lab)
     loss = (l1 + l2) / 2
     opt.zero_grad()
     loss.backward()
