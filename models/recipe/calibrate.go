@@ -306,12 +306,9 @@ func collect(ctx context.Context, sets []devSet, everyday, model string, seed ui
 		}
 	}
 	if everyday != "" {
-		qs, err := eval.LoadQueries(everyday)
-		if err != nil {
+		var err error
+		if c.everyday, err = loadNoSkill(everyday); err != nil {
 			return collected{}, err
-		}
-		if c.everyday = qs; slices.ContainsFunc(qs, eval.Query.NeedSkill) {
-			return collected{}, fmt.Errorf("%s: every request must need no skill (empty relevant)", everyday)
 		}
 	}
 	for _, s := range sets {
@@ -331,6 +328,18 @@ func collect(ctx context.Context, sets []devSet, everyday, model string, seed ui
 		col.CalibratedOn = append(col.CalibratedOn, eval.Digest(c.queries[s.name]))
 	}
 	return col, nil
+}
+
+// loadNoSkill reads a query file every request of which needs no skill.
+func loadNoSkill(path string) ([]eval.Query, error) {
+	qs, err := eval.LoadQueries(path)
+	if err != nil {
+		return nil, err
+	}
+	if i := slices.IndexFunc(qs, eval.Query.NeedSkill); i >= 0 {
+		return nil, fmt.Errorf("%s: request %s names relevant skills; every request must need no skill (empty relevant)", path, qs[i].ID)
+	}
+	return qs, nil
 }
 
 // collector builds the task groups of the dev sets.
@@ -471,8 +480,11 @@ func answerableOnly(qs []eval.Query) []eval.Query {
 func cell(g eval.GroupFigures) string {
 	var parts []string
 	if g.NeedSkill > 0 {
-		s := fmt.Sprintf("need %d: hidden %d (%.1f%%), top-1 %d, low %.0f%%, top-3 confident %.0f%%", g.NeedSkill, g.Hidden, g.HiddenRate(), g.HiddenTop1,
-			100*float64(g.LowConfidence)/float64(g.NeedSkill), g.Top3ConfidentRate())
+		s := fmt.Sprintf("need %d: hidden %d (%.1f%%), top-1 %d, low %.0f%%", g.NeedSkill, g.Hidden, g.HiddenRate(), g.HiddenTop1,
+			100*float64(g.LowConfidence)/float64(g.NeedSkill))
+		if g.Top3 > 0 {
+			s += fmt.Sprintf(", top-3 confident %.0f%%", g.Top3ConfidentRate())
+		}
 		if g.Named > 0 {
 			s += fmt.Sprintf(", named %d/%d", g.NamedHidden, g.Named)
 		}

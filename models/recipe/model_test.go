@@ -191,3 +191,28 @@ func BenchmarkModelLoad(b *testing.B) {
 		h.Close()
 	}
 }
+
+// TestLoadNoSkill: a file of requests that need no skill loads; one request
+// that names a relevant skill is refused, naming it. The project's everyday
+// requests are such a file.
+func TestLoadNoSkill(t *testing.T) {
+	dir := t.TempDir()
+	good := filepath.Join(dir, "good.jsonl")
+	bad := filepath.Join(dir, "bad.jsonl")
+	if err := os.WriteFile(good, []byte(`{"id":"a","query":"what is 2 plus 2","relevant":[]}`+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(bad, []byte(`{"id":"a","query":"what is 2 plus 2","relevant":[]}`+"\n"+`{"id":"b","query":"fill the form","relevant":["pdf"]}`+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if qs, err := loadNoSkill(good); err != nil || len(qs) != 1 {
+		t.Errorf("good file: %d requests, %v", len(qs), err)
+	}
+	if _, err := loadNoSkill(bad); err == nil || !strings.Contains(err.Error(), "request b") {
+		t.Errorf("a request with a relevant skill: %v, want an error naming request b", err)
+	}
+	qs, err := loadNoSkill(filepath.Join("..", "..", "testdata", "everyday-requests", "queries.jsonl"))
+	if err != nil || len(qs) < 150 {
+		t.Errorf("the everyday requests: %d, %v", len(qs), err)
+	}
+}

@@ -114,6 +114,7 @@ def mine(name):
         out = []
         for i in range(0, len(qs), 256):
             Q = emb([q for q, _ in qs[i:i+256]], a.qlen)
+            # 40 more than needed: room for the task's relevant skills.
             top = (Q @ D.T).topk(min(len(names), a.hard + 40), dim=1).indices.tolist()
             for (q, rel), row in zip(qs[i:i+256], top):
                 cand = [names[j] for j in row if names[j] not in rel][a.hard_skip:a.hard]
@@ -169,7 +170,7 @@ for step, (name, b) in enumerate(plan):
     docs = data[name][0]
     qtexts = [x[0] for x in b]
     dnames = [x[1] for x in b]
-    negs = list(dict.fromkeys(x[3] for x in b if x[3] is not None and x[3] not in dnames)) if a.hard else []
+    negs = list(dict.fromkeys(x[3] for x in b if x[3] is not None and x[3] not in dnames))
     alld = dnames + negs
     qe = emb(qtexts, a.qlen)
     de = emb([docs[n] for n in alld], a.dlen)
