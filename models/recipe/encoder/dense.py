@@ -10,7 +10,8 @@ tokenizer files) of any architecture transformers loads, so it also
 measures encoders `go run ./models/recipe encoder` does not convert. The
 router's own dense mode adds the name and trigger boosts to the cosine
 (routerctl eval --mode dense); these figures are the cosine alone, so
-compare them with each other, not with routerctl's.
+compare them with each other, not with routerctl's. It runs in the
+environment of finetune.py (requirements-finetune.txt).
 """
 import argparse
 import json
@@ -36,6 +37,10 @@ torch.set_num_threads(2)
 corpora_root = os.path.join(a.work, "corpora")
 devsets.gather_corpora(corpora_root)
 SETS = devsets.sets(corpora_root, os.path.join(os.path.dirname(__file__), "..", "..", "..", "testdata", "corpora-tasks", "queries.jsonl"))
+wanted = [n for n in a.sets.split(",") if n]
+for n in wanted:
+    if n not in SETS:
+        ap.error("unknown set %r; the sets are %s" % (n, ", ".join(SETS)))
 tok = AutoTokenizer.from_pretrained(a.src)
 model = AutoModel.from_pretrained(a.src).eval()
 
@@ -66,7 +71,7 @@ def figures(top, relevant):
 
 results = {}
 for name, (root, qpath) in SETS.items():
-    if a.sets and name not in a.sets.split(","):
+    if wanted and name not in wanted:
         continue
     start = time.time()
     sk = devsets.skills(root)
