@@ -16,7 +16,6 @@ environment of finetune.py (requirements-finetune.txt).
 import argparse
 import json
 import math
-import os
 import time
 
 import torch
@@ -34,9 +33,7 @@ ap.add_argument("--work", default="/tmp/mcpsag-encoder", help="where the corpora
 a = ap.parse_args()
 torch.set_num_threads(2)
 
-corpora_root = os.path.join(a.work, "corpora")
-devsets.gather_corpora(corpora_root)
-SETS = devsets.sets(corpora_root, os.path.join(os.path.dirname(__file__), "..", "..", "..", "testdata", "corpora-tasks", "queries.jsonl"))
+SETS = devsets.gathered_sets(a.work)
 wanted = [n for n in a.sets.split(",") if n]
 for n in wanted:
     if n not in SETS:

@@ -17,16 +17,22 @@ import yaml
 SHARED = os.environ.get("MCPSAG_SHARED", os.path.join(os.path.dirname(__file__), "..", "..", "..", "..", "shared"))
 
 
-def sets(corpora_root, corpora_tasks):
-    """Every set by name: (skill root, queries file). The corpora tasks go
-    with corpora_root, the skill folders of ../shared/corpora gathered into
-    one root (gather_corpora)."""
+# The corpora's tasks, written for the project beside its tests.
+CORPORA_TASKS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "..", "testdata", "corpora-tasks", "queries.jsonl")
+
+
+def gathered_sets(work):
+    """Every set by name: (skill root, queries file), after gathering the
+    skill folders of ../shared/corpora into work/corpora (gather_corpora),
+    the root the corpora tasks go with."""
+    corpora_root = os.path.join(work, "corpora")
+    gather_corpora(corpora_root)
     return {
         "metatool": (f"{SHARED}/eval/metatool/skills", f"{SHARED}/eval/metatool/queries.jsonl"),
         "seal-tools": (f"{SHARED}/eval/seal-tools/skills", f"{SHARED}/eval/seal-tools/queries.jsonl"),
         "skillsbench-dev": (f"{SHARED}/eval-transfer/skillsbench-dev/skills", f"{SHARED}/eval-transfer/skillsbench-dev/queries.jsonl"),
         "toollens-train": (f"{SHARED}/eval-transfer/toollens-train/skills", f"{SHARED}/eval-transfer/toollens-train/queries.jsonl"),
-        "corpora": (f"{corpora_root}/skills", corpora_tasks),
+        "corpora": (f"{corpora_root}/skills", CORPORA_TASKS),
     }
 
 

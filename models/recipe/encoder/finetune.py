@@ -63,9 +63,7 @@ random.seed(a.seed)
 np.random.seed(a.seed)
 torch.set_num_threads(2)
 
-corpora_root = os.path.join(a.work, "corpora")
-devsets.gather_corpora(corpora_root)
-SETS = devsets.sets(corpora_root, os.path.join(os.path.dirname(__file__), "..", "..", "..", "testdata", "corpora-tasks", "queries.jsonl"))
+SETS = devsets.gathered_sets(a.work)
 
 
 def set_pairs(name):
