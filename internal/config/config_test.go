@@ -331,3 +331,27 @@ func TestTrustedProxies(t *testing.T) {
 		t.Errorf("a host name in trusted_proxies: %v", err)
 	}
 }
+
+// TestModelRestartNeeded: the model settings read only at start are named
+// as needing a restart; the model's folder and its tuning apply on reload.
+func TestModelRestartNeeded(t *testing.T) {
+	old := Default()
+	for _, c := range []struct {
+		key     string
+		change  func(*Config)
+		restart bool
+	}{
+		{"model.disabled", func(c *Config) { c.Model.Disabled = true }, true},
+		{"model.fast", func(c *Config) { c.Model.Fast.Disabled = true }, true},
+		{"model.sync_documents", func(c *Config) { c.Model.SyncDocuments = -1 }, true},
+		{"model.dir", func(c *Config) { c.Model.Dir = "/models/other" }, false},
+		{"model.match_threshold", func(c *Config) { c.Model.MatchThreshold = 0.5 }, false},
+	} {
+		changed := Default()
+		c.change(&changed)
+		got := RestartNeeded(old, changed)
+		if slices.Contains(got, c.key) != c.restart {
+			t.Errorf("changing %s: RestartNeeded = %v, want it named: %v", c.key, got, c.restart)
+		}
+	}
+}

@@ -135,6 +135,7 @@ func RestartNeeded(old, new Config) []string {
 	check("auth", old.Auth, new.Auth)
 	check("tls", old.TLS, new.TLS)
 	check("trusted_proxies", old.TrustedProxies, new.TrustedProxies)
+	check("model.disabled", old.Model.Disabled, new.Model.Disabled)
 	check("model.sync_documents", old.Model.SyncDocuments, new.Model.SyncDocuments)
 	check("model.fast", old.Model.Fast, new.Model.Fast)
 	return out
