@@ -92,10 +92,11 @@ type HTTPOptions struct {
 
 // HTTPHandler returns the handler of the Streamable HTTP transport: Path
 // (and, with tokens, MetadataPath). Each request passes, in order: an Origin
-// check (403), the SDK's DNS-rebinding protection on loopback listeners (a
-// Host that is not loopback gets 403), the bearer token (401 with
-// WWW-Authenticate), the choice of agent (?agent=NAME; 400 when malformed,
-// 403 when the token may not act for it), then the MCP session, whose
+// check (403), the bearer token (401 with WWW-Authenticate; 429 past the
+// failed-authentication limit), the choice of agent (?agent=NAME; 400 when
+// malformed, 403 when the token may not act for it), the SDK's
+// DNS-rebinding protection on loopback listeners (a Host that is not
+// loopback gets 403) and body limit (413), then the MCP session, whose
 // requests each check the token's groups and rate limit.
 func (f *Front) HTTPHandler(o HTTPOptions) http.Handler {
 	if o.MaxBodyBytes <= 0 {
