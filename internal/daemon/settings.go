@@ -114,7 +114,7 @@ func recordPass(rec *telemetry.Recorder) func(context.Context, loader.Pass, erro
 	return func(ctx context.Context, p loader.Pass, err error) {
 		st := p.Stats
 		rec.Reindexed(ctx, telemetry.Reindex{
-			Duration: st.Duration, Err: err, Generation: st.Generation,
+			Full: p.Full, Duration: st.Duration, Err: err, Generation: st.Generation,
 			Scanned: st.Scanned, Added: st.Added, Changed: st.Changed, Removed: st.Removed,
 			Unchanged: st.Unchanged, Invalid: st.Invalid, Parsed: st.Parsed, Embedded: st.Embedded,
 		})

@@ -55,6 +55,9 @@ type Pass struct {
 	// Partial is set when only the skill folders named by file events
 	// were scanned again.
 	Partial bool
+	// Full is set when every skill file was read and parsed again:
+	// Reindex with full, or a pass after the cache file was replaced.
+	Full bool
 	// FoldersReused counts the folders a full scan did not read, since
 	// their listings from the last full scan still held.
 	FoldersReused int

@@ -3,6 +3,7 @@ package loader
 import (
 	"context"
 	"path/filepath"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -170,5 +171,38 @@ func TestReindexBeforeStart(t *testing.T) {
 	ti := newTestIndex(t, t.TempDir(), Config{})
 	if _, err := ti.l.Reindex(context.Background(), false); skill.ErrorCode(err) != skill.CodeUnavailable {
 		t.Errorf("Reindex before Start: %v; want Unavailable", err)
+	}
+}
+
+// TestPassSaysFull: a pass says whether it read and parsed every file
+// again (Reindex with full) or only what changed, as the reindex metric's
+// full label reports it.
+func TestPassSaysFull(t *testing.T) {
+	ws := t.TempDir()
+	writeSkill(t, filepath.Join(ws, "skills"), "note-taking", "note-taking", "Take notes.")
+	var mu sync.Mutex
+	var fulls []bool
+	cfg := Config{OnPass: func(_ context.Context, p Pass, err error) {
+		mu.Lock()
+		defer mu.Unlock()
+		if err == nil {
+			fulls = append(fulls, p.Full)
+		}
+	}}
+	l, _, stop := startLoader(t, ws, t.TempDir(), cfg)
+	defer stop()
+	for _, full := range []bool{true, false} {
+		mu.Lock()
+		fulls = nil
+		mu.Unlock()
+		if _, err := l.Reindex(context.Background(), full); err != nil {
+			t.Fatal(err)
+		}
+		mu.Lock()
+		got := slices.Clone(fulls)
+		mu.Unlock()
+		if len(got) == 0 || got[len(got)-1] != full {
+			t.Errorf("Reindex(full %v): passes said full %v", full, got)
+		}
 	}
 }

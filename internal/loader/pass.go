@@ -45,6 +45,7 @@ func (l *Loader) pass(ctx context.Context, prev *Generation, full bool, changed 
 		l.log.Warn("the cache file was replaced after damage; parsing every skill again")
 	}
 	c, pass, err := l.catalogWithBodies(ctx, prev, full, changed)
+	pass.Full = full
 	if err != nil {
 		return nil, pass, err
 	}
