@@ -12,9 +12,14 @@ import (
 	"go.opentelemetry.io/otel/metric"
 )
 
-// ReasonNotFound is the deny reason for a skill or script that does not
-// exist.
-const ReasonNotFound = "not_found"
+// Deny reasons of exec decisions whose skill name is no label: the skill
+// does not exist (ReasonNotFound), or was not looked up because script
+// execution is off (ReasonExecDisabled), so the name is whatever the
+// caller sent.
+const (
+	ReasonNotFound     = "not_found"
+	ReasonExecDisabled = "exec_disabled"
+)
 
 // Audit records (exec attempts, exec results, admin calls) go to the audit
 // logger scope (AuditScopeName), carry log.type=audit, and are mirrored to
@@ -52,7 +57,7 @@ func (r *Recorder) ExecAttempted(ctx context.Context, e ExecAttempt) {
 	}
 	reason := clip(e.Reason)
 	label := e.Skill
-	if reason == ReasonNotFound {
+	if reason == ReasonNotFound || reason == ReasonExecDisabled {
 		label = ""
 	}
 	r.execDecisions.Add(ctx, 1, metric.WithAttributes(

@@ -215,19 +215,34 @@ func TestMetrics(t *testing.T) {
 	}
 }
 
+// TestUnknownSkillNotALabel: a skill name that was not found, or not looked
+// up because script execution is off, is no label of the exec decisions;
+// a found one is.
 func TestUnknownSkillNotALabel(t *testing.T) {
 	m := setupMem(t, telemetry.Config{})
-	m.Recorder().ExecAttempted(context.Background(), telemetry.ExecAttempt{
+	r := m.Recorder()
+	r.ExecAttempted(context.Background(), telemetry.ExecAttempt{
 		Skill: "made-up-123", Script: "x.sh", Decision: skill.DecisionDeny, Reason: telemetry.ReasonNotFound})
+	r.ExecAttempted(context.Background(), telemetry.ExecAttempt{
+		Skill: "made-up-456", Script: "x.sh", Decision: skill.DecisionDeny, Reason: telemetry.ReasonExecDisabled})
+	r.ExecAttempted(context.Background(), telemetry.ExecAttempt{
+		Skill: "pdf-forms", Script: "x.sh", Decision: skill.DecisionDeny, Reason: "not_allowlisted"})
 	var rm metricdata.ResourceMetrics
 	if err := m.reader.Collect(context.Background(), &rm); err != nil {
 		t.Fatal(err)
 	}
-	if n, _ := metricValue(t, rm, telemetry.MetricExecDecisions, map[string]string{"skill": "made-up-123"}); n != 0 {
-		t.Errorf("unknown skill became a label (%v points)", n)
+	for _, name := range []string{"made-up-123", "made-up-456"} {
+		if n, _ := metricValue(t, rm, telemetry.MetricExecDecisions, map[string]string{"skill": name}); n != 0 {
+			t.Errorf("skill %s became a label (%v points)", name, n)
+		}
 	}
-	if n, _ := metricValue(t, rm, telemetry.MetricExecDecisions, map[string]string{"skill": "", "reason": "not_found"}); n != 1 {
-		t.Errorf("not_found decision: got %v, want 1", n)
+	for _, reason := range []string{"not_found", "exec_disabled"} {
+		if n, _ := metricValue(t, rm, telemetry.MetricExecDecisions, map[string]string{"skill": "", "reason": reason}); n != 1 {
+			t.Errorf("%s decision: got %v, want 1", reason, n)
+		}
+	}
+	if n, _ := metricValue(t, rm, telemetry.MetricExecDecisions, map[string]string{"skill": "pdf-forms"}); n != 1 {
+		t.Errorf("a skill that was looked up: got %v points labelled with it, want 1", n)
 	}
 	// The audit record keeps the requested name.
 	a := logAttrs(m.logs.byEvent(telemetry.EventExecAttempt)[0])
