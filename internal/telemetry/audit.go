@@ -12,15 +12,6 @@ import (
 	"go.opentelemetry.io/otel/metric"
 )
 
-// Deny reasons of exec decisions whose skill name is no label: the skill
-// does not exist (ReasonNotFound), or was not looked up because script
-// execution is off (ReasonExecDisabled), so the name is whatever the
-// caller sent.
-const (
-	ReasonNotFound     = "not_found"
-	ReasonExecDisabled = "exec_disabled"
-)
-
 // Audit records (exec attempts, exec results, admin calls) go to the audit
 // logger scope (AuditScopeName), carry log.type=audit, and are mirrored to
 // the stderr log at Info. They name principals by id, never by token.
@@ -30,7 +21,8 @@ type ExecAttempt struct {
 	// DecisionID identifies the decision in ReportExecResult.
 	DecisionID string
 	// Skill is the requested skill name. It becomes a metric label unless
-	// Reason is ReasonNotFound, so unknown names cannot mint series.
+	// Reason is skill.DenyNotFound or skill.DenyExecDisabled (the name was
+	// not looked up), so unchecked names cannot mint series.
 	Skill string
 	// Script is relative to the skill folder.
 	Script string
@@ -57,7 +49,8 @@ func (r *Recorder) ExecAttempted(ctx context.Context, e ExecAttempt) {
 	}
 	reason := clip(e.Reason)
 	label := e.Skill
-	if reason == ReasonNotFound || reason == ReasonExecDisabled {
+	switch skill.DenyReason(reason) {
+	case skill.DenyNotFound, skill.DenyExecDisabled:
 		label = ""
 	}
 	r.execDecisions.Add(ctx, 1, metric.WithAttributes(

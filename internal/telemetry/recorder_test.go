@@ -222,11 +222,11 @@ func TestUnknownSkillNotALabel(t *testing.T) {
 	m := setupMem(t, telemetry.Config{})
 	r := m.Recorder()
 	r.ExecAttempted(context.Background(), telemetry.ExecAttempt{
-		Skill: "made-up-123", Script: "x.sh", Decision: skill.DecisionDeny, Reason: telemetry.ReasonNotFound})
+		Skill: "made-up-123", Script: "x.sh", Decision: skill.DecisionDeny, Reason: string(skill.DenyNotFound)})
 	r.ExecAttempted(context.Background(), telemetry.ExecAttempt{
-		Skill: "made-up-456", Script: "x.sh", Decision: skill.DecisionDeny, Reason: telemetry.ReasonExecDisabled})
+		Skill: "made-up-456", Script: "x.sh", Decision: skill.DecisionDeny, Reason: string(skill.DenyExecDisabled)})
 	r.ExecAttempted(context.Background(), telemetry.ExecAttempt{
-		Skill: "pdf-forms", Script: "x.sh", Decision: skill.DecisionDeny, Reason: "not_allowlisted"})
+		Skill: "pdf-forms", Script: "x.sh", Decision: skill.DecisionDeny, Reason: string(skill.DenyNotAllowlisted)})
 	var rm metricdata.ResourceMetrics
 	if err := m.reader.Collect(context.Background(), &rm); err != nil {
 		t.Fatal(err)
