@@ -19,17 +19,41 @@ import (
 // router reads (as a setting or a comment), so a new key cannot go
 // undocumented.
 func TestExampleListsEveryKey(t *testing.T) {
+	for _, key := range unnamedKeys(reflect.TypeOf(Config{}), readExample(t)) {
+		t.Errorf("key %s is not in examples/.mcp/.mcp-config.yaml", key)
+	}
+}
+
+// readExample returns the example config file.
+func readExample(t *testing.T) string {
+	t.Helper()
 	data, err := os.ReadFile(filepath.Join("..", "..", "examples", ".mcp", ".mcp-config.yaml"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	text := string(data)
-	for _, key := range yamlKeys(reflect.TypeOf(Config{}), "") {
+	return string(data)
+}
+
+// unnamedKeys lists the keys of struct type t (yamlKeys) whose name text
+// never shows as "name:".
+func unnamedKeys(t reflect.Type, text string) []string {
+	var out []string
+	for _, key := range yamlKeys(t, "") {
 		name := key[strings.LastIndex(key, ".")+1:]
 		if !strings.Contains(text, name+":") {
-			t.Errorf("key %s is not in examples/.mcp/.mcp-config.yaml", key)
+			out = append(out, key)
 		}
 	}
+	return out
+}
+
+// yamlName is a struct field's YAML key, "" when it has none.
+func yamlName(f reflect.StructField) string {
+	tag, _, _ := strings.Cut(f.Tag.Get("yaml"), ",")
+	if tag == "-" {
+		return ""
+	}
+	return tag
 }
 
 // yamlKeys lists the dotted YAML paths of a struct type's fields, through
@@ -38,8 +62,8 @@ func yamlKeys(t reflect.Type, prefix string) []string {
 	var out []string
 	for i := range t.NumField() {
 		f := t.Field(i)
-		tag, _, _ := strings.Cut(f.Tag.Get("yaml"), ",")
-		if tag == "" || tag == "-" {
+		tag := yamlName(f)
+		if tag == "" {
 			continue
 		}
 		path := prefix + tag
@@ -60,12 +84,8 @@ func yamlKeys(t reflect.Type, prefix string) []string {
 // example (roots, mcp_servers) or the bundled calibration applies (the
 // classifiers and their calibrated_on).
 func TestExampleShowsTheDefaults(t *testing.T) {
-	data, err := os.ReadFile(filepath.Join("..", "..", "examples", ".mcp", ".mcp-config.yaml"))
-	if err != nil {
-		t.Fatal(err)
-	}
 	var doc map[string]any
-	if err := yaml.Unmarshal([]byte(uncommentedYAML(string(data))), &doc); err != nil {
+	if err := yaml.Unmarshal([]byte(uncommentedYAML(readExample(t))), &doc); err != nil {
 		t.Fatalf("the example's settings, uncommented, are not YAML: %v", err)
 	}
 	for _, key := range []string{"roots", "mcp_servers"} {
@@ -134,8 +154,8 @@ func differences(a, b reflect.Value, path string) []string {
 	if a.Kind() == reflect.Struct && a.Type().PkgPath() != "time" {
 		var out []string
 		for i := range a.NumField() {
-			tag, _, _ := strings.Cut(a.Type().Field(i).Tag.Get("yaml"), ",")
-			if tag == "" || tag == "-" {
+			tag := yamlName(a.Type().Field(i))
+			if tag == "" {
 				continue
 			}
 			out = append(out, differences(a.Field(i), b.Field(i), path+tag+".")...)
@@ -164,11 +184,8 @@ func TestMatchingDocShowsTheDefaults(t *testing.T) {
 	if !ok || !closed {
 		t.Fatal(`docs/matching.md has no yaml block under "## Configuration"`)
 	}
-	for _, key := range yamlKeys(reflect.TypeOf(match.Config{}), "") {
-		name := key[strings.LastIndex(key, ".")+1:]
-		if !strings.Contains(block, name+":") {
-			t.Errorf("match key %s is not in docs/matching.md's settings", key)
-		}
+	for _, key := range unnamedKeys(reflect.TypeOf(match.Config{}), block) {
+		t.Errorf("match key %s is not in docs/matching.md's settings", key)
 	}
 	got := match.DefaultConfig()
 	if err := yaml.Unmarshal([]byte(block), &got); err != nil {
