@@ -49,10 +49,7 @@ def embed(texts, batch=32):
     with torch.no_grad():
         for i in range(0, len(texts), batch):
             idx = order[i:i + batch]
-            b = tok([texts[j] for j in idx], padding=True, truncation=True, max_length=a.length, return_tensors="pt")
-            h = model(**b).last_hidden_state
-            m = b["attention_mask"].unsqueeze(-1).float()
-            v = torch.nn.functional.normalize((h * m).sum(1) / m.sum(1), dim=-1)
+            v = devsets.unit_vectors(model, tok, [texts[j] for j in idx], a.length)
             if out is None:
                 out = torch.zeros(len(texts), v.shape[1])
             out[idx] = v

@@ -112,5 +112,18 @@ def document_text(s, body_chars=0):
     return text
 
 
+def unit_vectors(model, tok, texts, length):
+    """The vectors the router computes for texts under a transformers
+    model: the token vectors averaged where the attention mask is 1 (the
+    router's mean pooling), L2-normalised; each text cut at length tokens.
+    Gradients flow unless the caller turns them off."""
+    import torch
+
+    b = tok(texts, padding=True, truncation=True, max_length=length, return_tensors="pt")
+    h = model(**b).last_hidden_state
+    m = b["attention_mask"].unsqueeze(-1).float()
+    return torch.nn.functional.normalize((h * m).sum(1) / m.sum(1), dim=-1)
+
+
 def queries(path):
     return [json.loads(line) for line in open(path) if line.strip()]

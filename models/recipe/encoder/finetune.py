@@ -94,10 +94,7 @@ model = AutoModel.from_pretrained(a.src, attn_implementation="eager")
 
 
 def emb(texts, length):
-    b = tok(texts, padding=True, truncation=True, max_length=length, return_tensors="pt")
-    h = model(**b).last_hidden_state
-    m = b["attention_mask"].unsqueeze(-1).float()
-    return torch.nn.functional.normalize((h * m).sum(1) / m.sum(1), dim=-1)
+    return devsets.unit_vectors(model, tok, texts, length)
 
 
 def mine(name):
